@@ -1,0 +1,173 @@
+// `dtsim` subcommands (see cli.h).
+#include "scenarios/cli.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "backend/capabilities.h"
+#include "scenarios/run_scenario.h"
+#include "scenarios/scenario_loader.h"
+#include "scenarios/sweep.h"
+#include "sim/run/program_simulator.h"
+#include "strategies/model.h"
+#include "topology/presets.h"
+
+namespace scenarios {
+namespace {
+
+constexpr int kExitBadInput = 2;
+constexpr int kExitFailure = 1;
+
+std::filesystem::path output_directory(const std::string& requested, const std::string& name) {
+  return requested.empty() ? std::filesystem::path("out") / name : std::filesystem::path(requested);
+}
+
+ScenarioDocument open_document(const std::string& path, const std::vector<std::string>& overrides) {
+  ScenarioDocument document = ScenarioDocument::from_file(path);
+  for (const std::string& assignment : overrides) document.set(assignment, "--set " + assignment);
+  return document;
+}
+
+struct RunOptions {
+  std::string scenario;
+  std::string output;
+  std::vector<std::string> overrides;
+  bool json = false;
+  unsigned threads = 0;
+};
+
+int command_run(const RunOptions& options, std::ostream& out) {
+  const Scenario scenario = open_document(options.scenario, options.overrides).read();
+  const RunResult result = run_scenario(scenario);
+  const auto directory = output_directory(options.output, scenario.name);
+  write_outputs(result, directory);
+  if (options.json) {
+    out << trace::report_to_json(result.report).dump(2) << "\n";
+  } else {
+    out << trace::format_report(result.report);
+    out << fmt::format("\ntimeline: {}  report: {}\n", (directory / "timeline.json").string(),
+                       (directory / "report.json").string());
+  }
+  return 0;
+}
+
+// A progress bar on a terminal, once the sweep has run for more than half a second.
+class ProgressBar {
+ public:
+  explicit ProgressBar(std::ostream& err) : err_(err), start_(std::chrono::steady_clock::now()) {}
+  void operator()(std::size_t done, std::size_t total) {
+    const auto elapsed = std::chrono::steady_clock::now() - start_;
+    if (elapsed < std::chrono::milliseconds(500) || !isatty(STDERR_FILENO) || &err_ != &std::cerr) {
+      return;
+    }
+    constexpr int kWidth = 40;
+    const auto filled = static_cast<int>(kWidth * done / std::max<std::size_t>(total, 1));
+    err_ << fmt::format("\r[{}{}] {}/{} points", std::string(filled, '#'),
+                        std::string(kWidth - filled, ' '), done, total)
+         << (done == total ? "\n" : "") << std::flush;
+  }
+
+ private:
+  std::ostream& err_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+int command_sweep(const RunOptions& options, std::ostream& out, std::ostream& err) {
+  const ScenarioDocument document = open_document(options.scenario, options.overrides);
+  const Scenario base = document.read();
+  if (base.sweep.empty()) {
+    throw ScenarioError(options.scenario, "sweep", "the scenario has no [sweep] table",
+                        "add e.g. [sweep] \"ddp.bucket_cap_mb\" = [10, 25, 50]");
+  }
+  ProgressBar progress(err);
+  const SweepResult result =
+      run_sweep(document, options.threads, [&](std::size_t done, std::size_t total) { progress(done, total); });
+  const auto directory = output_directory(options.output, base.name);
+  std::filesystem::create_directories(directory);
+  write_file_atomically(directory / "sweep.csv", sweep_csv(result));
+  out << format_sweep_table(result);
+  out << fmt::format("\n{} points; CSV: {}\n", result.rows.size(), (directory / "sweep.csv").string());
+  return 0;
+}
+
+int command_presets(std::ostream& out) {
+  out << "GPUs ([cluster.gpu] preset):\n";
+  for (const auto& name : topology::device_preset_names()) {
+    out << fmt::format("  {:<16}{}\n", name, topology::describe(*topology::device_preset(name)));
+  }
+  out << "\nNodes ([cluster] node):\n";
+  for (const auto& name : topology::node_preset_names()) {
+    out << fmt::format("  {:<16}{}\n", name, topology::describe(*topology::node_preset(name)));
+  }
+  out << "\nFabrics ([cluster.fabric] preset):\n";
+  for (const auto& name : topology::fabric_preset_names()) {
+    out << fmt::format("  {:<16}{}\n", name, topology::describe(*topology::fabric_preset(name)));
+  }
+  out << "\nParameter-server NICs ([cluster.parameter_servers] nic):\n";
+  for (const auto& name : topology::server_nic_preset_names()) {
+    out << fmt::format("  {:<16}{:.0f} Gb/s\n", name,
+                       topology::server_nic_preset(name)->bandwidth * 8 / 1e9);
+  }
+  out << "\nModels ([model] preset):\n";
+  for (const auto& name : strategies::model_preset_names()) {
+    out << fmt::format("  {:<16}{}\n", name, strategies::describe(*strategies::model_preset(name)));
+  }
+  return 0;
+}
+
+}  // namespace
+
+int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
+  CLI::App app{"dtsim — simulate distributed training steps on a described cluster"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "dtsim 0.1.0");
+  RunOptions options;
+
+  CLI::App* run = app.add_subcommand("run", "simulate one training step of a scenario");
+  run->add_option("scenario", options.scenario, "scenario TOML file")->required();
+  run->add_option("-o,--output", options.output, "output directory (default: out/<scenario name>)");
+  run->add_option("--set", options.overrides, "override a scenario key: key=value (repeatable)");
+  run->add_flag("--json", options.json, "print the report as JSON instead of text");
+
+  CLI::App* sweep = app.add_subcommand("sweep", "simulate every point of the scenario's [sweep] table");
+  sweep->add_option("scenario", options.scenario, "scenario TOML file")->required();
+  sweep->add_option("-o,--output", options.output, "output directory (default: out/<scenario name>)");
+  sweep->add_option("--set", options.overrides, "override a scenario key: key=value (repeatable)");
+  sweep->add_option("-j,--threads", options.threads, "worker threads (default: all cores)");
+
+  CLI::App* presets = app.add_subcommand("presets", "list hardware and model presets");
+  CLI::App* info = app.add_subcommand("info", "what this build can execute: MPI, BLAS, CUDA, NCCL, GPUs");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {
+    const int code = app.exit(error, out, err);
+    return code == 0 ? 0 : kExitBadInput;
+  }
+  try {
+    if (*run) return command_run(options, out);
+    if (*sweep) return command_sweep(options, out, err);
+    if (*presets) return command_presets(out);
+    if (*info) {
+      out << backend::describe(backend::probe_capabilities());
+      return 0;
+    }
+  } catch (const ScenarioError& error) {
+    err << "dtsim: error: " << error.what() << "\n";
+    return kExitBadInput;
+  } catch (const sim::SimulationError& error) {
+    err << "dtsim: simulation failed: " << error.what() << "\n";
+    return kExitFailure;
+  } catch (const std::exception& error) {
+    err << "dtsim: internal error: " << error.what() << "\n";
+    return kExitFailure;
+  }
+  return kExitFailure;
+}
+
+}  // namespace scenarios

@@ -1,0 +1,90 @@
+// Scenario pipeline and output writing (see run_scenario.h).
+#include "scenarios/run_scenario.h"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <system_error>
+
+#include "sim/compute/compute_model.h"
+#include "sim/trace/chrome_trace.h"
+#include "strategies/lowering.h"
+#include "topology/cluster.h"
+
+namespace scenarios {
+namespace {
+
+std::string cluster_summary(const topology::ClusterSpec& cluster) {
+  return fmt::format("{} × {} ({} GPUs), {}", cluster.nodes, cluster.node.name, cluster.gpu_count(),
+                     cluster.fabric.name);
+}
+
+}  // namespace
+
+RunResult run_scenario(const Scenario& scenario) {
+  const topology::Cluster cluster(scenario.cluster);
+  RunResult result;
+  result.program = strategies::lower(scenario.lowering);
+
+  sim::SimulationOptions options;
+  options.network = scenario.network;
+  options.efficiency = scenario.efficiency;
+  options.step_compute_time_s = scenario.step_compute_time_s;
+  result.simulation = sim::simulate(result.program, cluster, options);
+
+  trace::Timeline& timeline = result.simulation.timeline;
+  timeline.title = scenario.name;
+  timeline.metadata["scenario"] = scenario.source;
+  timeline.metadata["description"] = result.program.info.description;
+  timeline.metadata["cluster"] = cluster_summary(scenario.cluster);
+  timeline.metadata["network_model"] = scenario.network.model;
+
+  trace::RunFacts facts;
+  facts.title = fmt::format("{} — {}\n{}, {} network model", scenario.name,
+                            result.program.info.description, cluster_summary(scenario.cluster),
+                            scenario.network.model);
+  facts.steps = result.program.info.steps;
+  facts.tokens_per_step = result.program.info.tokens_per_step;
+  facts.model_flops_per_step = result.program.info.model_flops_per_step;
+  facts.peak_flops_per_rank = sim::ComputeModel(scenario.cluster.node.gpu, scenario.efficiency)
+                                  .peak_flops(result.program.info.compute_dtype);
+  facts.memory_capacity_bytes = scenario.cluster.node.gpu.memory_bytes;
+  facts.comm_latency_s = result.simulation.comm_latency_s;
+  facts.comm_bandwidth_s = result.simulation.comm_bandwidth_s;
+  if (scenario.step_compute_time_s) {
+    facts.notes.push_back(fmt::format(
+        "compute time imposed by compute.step_compute_time_s = {} s (the roofline model's "
+        "times are scaled to it)",
+        *scenario.step_compute_time_s));
+  }
+  result.report = trace::build_report(timeline, facts);
+  return result;
+}
+
+void write_file_atomically(const std::filesystem::path& path, const std::string& text) {
+  const std::filesystem::path temporary = path.string() + ".partial";
+  {
+    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+    out << text;
+    out.close();
+    if (!out) {
+      std::error_code ignored;
+      std::filesystem::remove(temporary, ignored);
+      throw std::runtime_error("cannot write " + path.string());
+    }
+  }
+  std::filesystem::rename(temporary, path);
+}
+
+void write_outputs(const RunResult& result, const std::filesystem::path& directory) {
+  std::filesystem::create_directories(directory);
+  std::ostringstream timeline;
+  trace::write_chrome_trace(result.simulation.timeline, timeline);
+  const std::string report = trace::report_to_json(result.report).dump(2) + "\n";
+  write_file_atomically(directory / "timeline.json", timeline.str());
+  write_file_atomically(directory / "report.json", report);
+}
+
+}  // namespace scenarios

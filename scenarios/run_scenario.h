@@ -1,0 +1,31 @@
+// The one pipeline every front end uses (the CLI, sweeps, and later the viewer): scenario →
+// cluster → Program → simulation → timeline and report; and writing the outputs.
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+#include "scenarios/scenario.h"
+#include "sim/run/program_simulator.h"
+#include "sim/trace/report.h"
+#include "strategies/program/program.h"
+
+namespace scenarios {
+
+struct RunResult {
+  program::Program program;
+  sim::SimulationResult simulation;
+  trace::Report report;
+};
+
+// Throws sim::SimulationError if the program cannot be simulated.
+RunResult run_scenario(const Scenario& scenario);
+
+// Writes timeline.json (Chrome trace) and report.json into `directory`, creating it. Each file
+// is written to a temporary name and renamed, so a failure leaves no half-written file.
+void write_outputs(const RunResult& result, const std::filesystem::path& directory);
+
+// Writes `text` to `path` through a temporary file and a rename.
+void write_file_atomically(const std::filesystem::path& path, const std::string& text);
+
+}  // namespace scenarios

@@ -1,0 +1,54 @@
+// scenarios::Scenario — everything one simulation needs, read from a TOML file: the
+// cluster, the model, the training setup and strategy, the network and compute models, and
+// optional sweep axes. The schema is documented in docs/scenario.md; the loader
+// (scenario_loader.h) is the only code that sees TOML.
+#pragma once
+
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "sim/compute/compute_model.h"
+#include "sim/net/network_model.h"
+#include "strategies/lowering.h"
+#include "topology/hardware_spec.h"
+
+namespace scenarios {
+
+// One axis of a [sweep] table: a dotted scenario key and the values it takes, as TOML text.
+struct SweepAxis {
+  std::string key;
+  std::vector<std::string> values;
+};
+
+struct Scenario {
+  std::string name;
+  std::string description;
+  std::string source;  // file the scenario came from
+  topology::ClusterSpec cluster;
+  strategies::LoweringInput lowering;
+  sim::NetworkOptions network;
+  sim::ComputeEfficiency efficiency = sim::ComputeEfficiency::preset();
+  std::optional<double> step_compute_time_s;
+  std::vector<SweepAxis> sweep;
+};
+
+// A mistake in the user's input: where it is, which key, what was expected, and a hint.
+// what() is the one-line message printed to the user.
+class ScenarioError : public std::runtime_error {
+ public:
+  ScenarioError(std::string location, std::string key, std::string message, std::string hint = {});
+  const std::string& location() const { return location_; }
+  const std::string& key() const { return key_; }
+  const std::string& message() const { return message_; }
+  const std::string& hint() const { return hint_; }
+
+ private:
+  std::string location_;
+  std::string key_;
+  std::string message_;
+  std::string hint_;
+};
+
+}  // namespace scenarios

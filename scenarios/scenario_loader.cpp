@@ -1,0 +1,656 @@
+// The TOML schema of a scenario and its validation (see scenario_loader.h and
+// docs/scenario.md). The only file in dtsim that includes toml++.
+#include "scenarios/scenario_loader.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <toml++/toml.h>
+
+#include "sim/net/network_model.h"
+#include "strategies/model.h"
+#include "topology/presets.h"
+
+namespace scenarios {
+
+ScenarioError::ScenarioError(std::string location, std::string key, std::string message,
+                             std::string hint)
+    : std::runtime_error(location + ": " + (key.empty() ? "" : key + ": ") + message +
+                         (hint.empty() ? "" : " (" + hint + ")")),
+      location_(std::move(location)),
+      key_(std::move(key)),
+      message_(std::move(message)),
+      hint_(std::move(hint)) {}
+
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+std::string closest_match(const std::string& word, const std::vector<std::string>& candidates) {
+  std::string best;
+  std::size_t best_distance = std::max<std::size_t>(2, word.size() / 3) + 1;
+  for (const std::string& candidate : candidates) {
+    const std::size_t distance = edit_distance(word, candidate);
+    if (distance < best_distance) {
+      best = candidate;
+      best_distance = distance;
+    }
+  }
+  return best;
+}
+
+namespace {
+
+constexpr double kGiga = 1e9;
+constexpr double kTera = 1e12;
+constexpr double kMicro = 1e-6;
+
+std::string join(const std::vector<std::string>& words) {
+  std::string out;
+  for (const std::string& word : words) out += (out.empty() ? "" : ", ") + word;
+  return out;
+}
+
+std::string node_text(const toml::node& node) {
+  std::ostringstream out;
+  if (const auto* text = node.as_string()) {
+    out << '"' << text->get() << '"';
+  } else {
+    node.visit([&out](const auto& value) { out << value; });
+  }
+  return out.str();
+}
+
+// Where values came from that are not in the file: --set and sweep points, by dotted key.
+using Origins = std::map<std::string, std::string>;
+
+// Reads one TOML table, remembering which keys it was asked for, so that every other key
+// can be reported as unknown (with a suggestion among the known ones).
+class TableReader {
+ public:
+  TableReader(const toml::table* table, std::string path, const std::string& file,
+              const Origins& origins, std::string anchor)
+      : table_(table), path_(std::move(path)), file_(file), origins_(origins),
+        anchor_(std::move(anchor)) {}
+
+  std::string dotted(std::string_view key) const {
+    return path_.empty() ? std::string(key) : path_ + "." + std::string(key);
+  }
+
+  std::string location_of(const toml::node* node, const std::string& dotted_key) const {
+    if (auto it = origins_.find(dotted_key); it != origins_.end()) return it->second;
+    if (node != nullptr && node->source().begin.line > 0) {
+      return fmt::format("{}:{}:{}", file_, node->source().begin.line, node->source().begin.column);
+    }
+    return anchor_;
+  }
+  std::string location() const { return table_ ? location_of(table_, path_) : anchor_; }
+
+  [[noreturn]] void fail(std::string_view key, std::string message, std::string hint = {}) const {
+    const toml::node* node = table_ ? table_->get(key) : nullptr;
+    throw ScenarioError(node ? location_of(node, dotted(key)) : location(), dotted(key),
+                        std::move(message), std::move(hint));
+  }
+
+  const toml::node* node(std::string_view key) {
+    asked_.emplace(key);
+    return table_ ? table_->get(key) : nullptr;
+  }
+
+  std::optional<double> number(std::string_view key) {
+    const toml::node* value = node(key);
+    if (value == nullptr) return std::nullopt;
+    if (const auto* integer = value->as_integer()) return static_cast<double>(integer->get());
+    if (const auto* floating = value->as_floating_point()) return floating->get();
+    fail(key, fmt::format("expected a number, got {}", node_text(*value)));
+  }
+
+  std::optional<std::int64_t> integer(std::string_view key) {
+    const toml::node* value = node(key);
+    if (value == nullptr) return std::nullopt;
+    if (const auto* integer = value->as_integer()) return integer->get();
+    fail(key, fmt::format("expected an integer, got {}", node_text(*value)));
+  }
+
+  std::optional<bool> boolean(std::string_view key) {
+    const toml::node* value = node(key);
+    if (value == nullptr) return std::nullopt;
+    if (const auto* flag = value->as_boolean()) return flag->get();
+    fail(key, fmt::format("expected true or false, got {}", node_text(*value)));
+  }
+
+  std::optional<std::string> text(std::string_view key) {
+    const toml::node* value = node(key);
+    if (value == nullptr) return std::nullopt;
+    if (const auto* string = value->as_string()) return string->get();
+    fail(key, fmt::format("expected a string, got {}", node_text(*value)));
+  }
+
+  std::optional<std::string> choice(std::string_view key, const std::vector<std::string>& choices) {
+    std::optional<std::string> value = text(key);
+    if (!value || std::find(choices.begin(), choices.end(), *value) != choices.end()) return value;
+    const std::string suggestion = closest_match(*value, choices);
+    fail(key, fmt::format("unknown value \"{}\"; expected one of: {}", *value, join(choices)),
+         suggestion.empty() ? "" : fmt::format("did you mean \"{}\"?", suggestion));
+  }
+
+  // Numbers with a range check.
+  double positive(std::string_view key, double fallback) {
+    const double value = number(key).value_or(fallback);
+    if (!(value > 0)) fail(key, fmt::format("expected a positive number, got {}", value));
+    return value;
+  }
+  std::optional<double> optional_positive(std::string_view key) {
+    const auto value = number(key);
+    if (value && !(*value > 0)) fail(key, fmt::format("expected a positive number, got {}", *value));
+    return value;
+  }
+  double non_negative(std::string_view key, double fallback) {
+    const double value = number(key).value_or(fallback);
+    if (!(value >= 0)) fail(key, fmt::format("expected a number >= 0, got {}", value));
+    return value;
+  }
+  double fraction(std::string_view key, double fallback) {
+    const double value = number(key).value_or(fallback);
+    if (!(value > 0 && value <= 1)) {
+      fail(key, fmt::format("expected a fraction in (0, 1], got {}", value),
+           "efficiencies are the share of the peak rate actually reached");
+    }
+    return value;
+  }
+  std::int64_t count(std::string_view key, std::int64_t fallback, std::int64_t minimum = 1) {
+    const std::int64_t value = integer(key).value_or(fallback);
+    if (value < minimum) fail(key, fmt::format("expected an integer >= {}, got {}", minimum, value));
+    return value;
+  }
+  std::int64_t required_count(std::string_view key, std::string hint) {
+    if (node(key) == nullptr) fail(key, "missing required key", std::move(hint));
+    return count(key, 0);
+  }
+
+  TableReader child(std::string_view key) {
+    const toml::node* value = node(key);
+    if (value != nullptr && !value->is_table()) {
+      fail(key, fmt::format("expected a table, got {}", node_text(*value)),
+           fmt::format("write it as [{}]", dotted(key)));
+    }
+    return TableReader(value ? value->as_table() : nullptr, dotted(key), file_, origins_,
+                       location());
+  }
+
+  bool present() const { return table_ != nullptr; }
+
+  // Every key of the table must have been asked for.
+  void finish() const {
+    if (table_ == nullptr) return;
+    const std::vector<std::string> known(asked_.begin(), asked_.end());
+    for (auto&& [key, value] : *table_) {
+      const std::string name(key.str());
+      if (asked_.count(name)) continue;
+      const std::string suggestion = closest_match(name, known);
+      throw ScenarioError(location_of(&value, dotted(name)), dotted(name),
+                          path_.empty() ? "unknown key" : fmt::format("unknown key in [{}]", path_),
+                          suggestion.empty() ? fmt::format("known keys: {}", join(known))
+                                             : fmt::format("did you mean \"{}\"?", dotted(suggestion)));
+    }
+  }
+
+ private:
+  const toml::table* table_;
+  std::string path_;
+  const std::string& file_;
+  const Origins& origins_;
+  std::string anchor_;
+  std::set<std::string> asked_;
+};
+
+// bandwidth (GB/s or Gb/s), latency (µs), efficiency.
+void read_link(TableReader reader, topology::LinkSpec& link) {
+  const auto gbyte = reader.optional_positive("bandwidth_gbyte_s");
+  const auto gbit = reader.optional_positive("bandwidth_gbit_s");
+  if (gbyte && gbit) {
+    reader.fail("bandwidth_gbit_s", "give the bandwidth once",
+                "bandwidth_gbyte_s is in GB/s, bandwidth_gbit_s in Gb/s; keep one");
+  }
+  if (gbyte) link.bandwidth = *gbyte * kGiga;
+  if (gbit) link.bandwidth = *gbit * kGiga / 8;
+  link.latency = reader.non_negative("latency_us", link.latency / kMicro) * kMicro;
+  link.efficiency = reader.fraction("efficiency", link.efficiency);
+  reader.finish();
+}
+
+void read_device(TableReader reader, topology::DeviceSpec& device) {
+  if (auto preset = reader.choice("preset", topology::device_preset_names())) {
+    device = *topology::device_preset(*preset);
+  }
+  auto rate = [&reader](std::string_view key, double& field) {
+    if (auto value = reader.number(key)) {
+      if (!(*value >= 0)) reader.fail(key, fmt::format("expected a number >= 0, got {}", *value));
+      field = *value * kTera;
+    }
+  };
+  rate("bf16_tflops", device.bf16_flops);
+  rate("fp16_tflops", device.fp16_flops);
+  rate("fp32_tflops", device.fp32_flops);
+  rate("tf32_tflops", device.tf32_flops);
+  rate("fp8_tflops", device.fp8_flops);
+  device.memory_bytes = reader.positive("memory_gb", device.memory_bytes / kGiga) * kGiga;
+  device.memory_bandwidth =
+      reader.positive("memory_bandwidth_gbyte_s", device.memory_bandwidth / kGiga) * kGiga;
+  device.nvlink_bandwidth = reader.non_negative("nvlink_gbyte_s", device.nvlink_bandwidth / kGiga) * kGiga;
+  if (device.bf16_flops <= 0) reader.fail("bf16_tflops", "the device needs a positive bf16 rate");
+  reader.finish();
+}
+
+topology::ClusterSpec read_cluster(TableReader reader) {
+  topology::ClusterSpec cluster;
+  const std::string node_name = reader.choice("node", topology::node_preset_names()).value_or("hgx-h100");
+  cluster.node = *topology::node_preset(node_name);
+  topology::NodeSpec& node = cluster.node;
+  cluster.nodes = static_cast<int>(reader.required_count("nodes", "how many nodes, e.g. nodes = 2"));
+  node.gpus = static_cast<int>(reader.count("gpus_per_node", node.gpus));
+  node.nics = static_cast<int>(reader.count("nics_per_node", node.nics));
+  if (auto kind = reader.choice("interconnect", {"nvswitch", "pcie"})) {
+    node.kind = *kind == "nvswitch" ? topology::NodeKind::kNvSwitch : topology::NodeKind::kPcie;
+  }
+  const double preset_nvlink = node.gpu.nvlink_bandwidth;
+  read_device(reader.child("gpu"), node.gpu);
+  // A different GPU brings its own NVLink rate unless [cluster.nvlink] says otherwise.
+  if (node.gpu.nvlink_bandwidth != preset_nvlink || node.nvlink.bandwidth <= 0) {
+    node.nvlink.bandwidth = node.gpu.nvlink_bandwidth;
+  }
+  if (node.nvlink.latency <= 0 && node.kind == topology::NodeKind::kNvSwitch) {
+    node.nvlink.latency = topology::node_preset("hgx-h100")->nvlink.latency;
+  }
+  read_link(reader.child("nvlink"), node.nvlink);
+  read_link(reader.child("pcie"), node.pcie);
+  if (node.kind == topology::NodeKind::kNvSwitch && node.nvlink.bandwidth <= 0) {
+    reader.fail("interconnect",
+                fmt::format("an NVSwitch node needs NVLink, but {} has none", node.gpu.name),
+                "set interconnect = \"pcie\" or give [cluster.nvlink] bandwidth_gbyte_s");
+  }
+
+  TableReader fabric_reader = reader.child("fabric");
+  const std::string fabric_name =
+      fabric_reader.choice("preset", topology::fabric_preset_names()).value_or("ib-ndr");
+  cluster.fabric = *topology::fabric_preset(fabric_name);
+  topology::FabricSpec& fabric = cluster.fabric;
+  if (auto kind = fabric_reader.choice("kind", {"infiniband", "roce"})) {
+    fabric.kind = *kind == "infiniband" ? topology::FabricKind::kInfiniBand
+                                        : topology::FabricKind::kRoCE;
+  }
+  fabric.leaf_down_ports = static_cast<int>(fabric_reader.count("leaf_down_ports", fabric.leaf_down_ports));
+  fabric.oversubscription = fabric_reader.positive("oversubscription", fabric.oversubscription);
+  if (fabric.oversubscription < 1) {
+    fabric_reader.fail("oversubscription",
+                       fmt::format("expected a ratio >= 1 (down : up), got {}", fabric.oversubscription),
+                       "1 is a non-blocking fat-tree, 2 halves the uplinks");
+  }
+  fabric.rail_optimized = fabric_reader.boolean("rail_optimized").value_or(fabric.rail_optimized);
+  read_link(fabric_reader.child("nic"), fabric.nic);
+  read_link(fabric_reader.child("uplink"), fabric.uplink);
+  if (!fabric.rail_optimized && node.nics > fabric.leaf_down_ports) {
+    fabric_reader.fail("leaf_down_ports",
+                       fmt::format("a node's {} NICs do not fit on a leaf with {} down ports",
+                                   node.nics, fabric.leaf_down_ports),
+                       "raise leaf_down_ports or set rail_optimized = true");
+  }
+  fabric_reader.finish();
+
+  TableReader servers = reader.child("parameter_servers");
+  cluster.parameter_servers.count = static_cast<int>(servers.count("count", 0, 0));
+  cluster.parameter_servers.nic =
+      *topology::server_nic_preset(servers.choice("nic", topology::server_nic_preset_names()).value_or("eth-100g"));
+  read_link(servers.child("link"), cluster.parameter_servers.nic);
+  servers.finish();
+  reader.finish();
+  return cluster;
+}
+
+strategies::ModelSpec read_model(TableReader reader) {
+  strategies::ModelSpec model;
+  const auto preset = reader.choice("preset", strategies::model_preset_names());
+  if (preset) {
+    model = *strategies::model_preset(*preset);
+  } else {
+    model.name = "custom";
+  }
+  const std::string hint = preset ? "" : "set model.preset to a named model or give every dimension";
+  auto dimension = [&](std::string_view key, std::int64_t& field) {
+    if (!preset && reader.node(key) == nullptr) reader.fail(key, "missing required key", hint);
+    field = reader.count(key, field);
+  };
+  dimension("layers", model.layers);
+  dimension("hidden", model.hidden);
+  dimension("heads", model.heads);
+  if (!preset) model.kv_heads = reader.integer("kv_heads").value_or(model.heads);
+  model.kv_heads = reader.count("kv_heads", model.kv_heads);
+  dimension("ffn_hidden", model.ffn_hidden);
+  dimension("vocab", model.vocab);
+  dimension("sequence", model.sequence);
+  if (auto name = reader.text("name")) model.name = *name;
+  if (auto mlp = reader.choice("mlp", {"swiglu", "gelu"})) {
+    model.mlp = *mlp == "swiglu" ? strategies::MlpKind::kSwiGlu : strategies::MlpKind::kGelu;
+  }
+  if (auto norm = reader.choice("norm", {"rmsnorm", "layernorm"})) {
+    model.norm = *norm == "rmsnorm" ? strategies::NormKind::kRmsNorm : strategies::NormKind::kLayerNorm;
+  }
+  if (auto attention = reader.choice("attention", {"flash", "standard"})) {
+    model.attention = *attention == "flash" ? strategies::AttentionKind::kFlash
+                                            : strategies::AttentionKind::kStandard;
+  }
+  model.biases = reader.boolean("biases").value_or(model.biases);
+  model.tied_embeddings = reader.boolean("tied_embeddings").value_or(model.tied_embeddings);
+  model.learned_positions = reader.boolean("learned_positions").value_or(model.learned_positions);
+  model.causal = reader.boolean("causal").value_or(model.causal);
+  model.dropout = reader.boolean("dropout").value_or(model.dropout);
+  if (auto count = reader.optional_positive("parameter_count")) model.parameter_count = *count;
+  if (model.hidden % model.heads != 0) {
+    reader.fail("heads", fmt::format("hidden size {} is not divisible by {} heads", model.hidden, model.heads));
+  }
+  if (model.heads % model.kv_heads != 0) {
+    reader.fail("kv_heads",
+                fmt::format("{} attention heads are not divisible by {} KV heads", model.heads, model.kv_heads),
+                "grouped-query attention needs heads % kv_heads == 0");
+  }
+  reader.finish();
+  return model;
+}
+
+strategies::TrainingSpec read_training(TableReader& reader, const strategies::ModelSpec& model) {
+  strategies::TrainingSpec training;
+  training.global_batch = reader.required_count("global_batch", "sequences per optimizer step, e.g. 32");
+  training.micro_batch = reader.count("micro_batch", 1);
+  training.sequence = reader.count("sequence_length", model.sequence);
+  if (auto precision = reader.choice("precision", {"mixed", "bf16", "fp16", "fp32"})) {
+    training.precision = *strategies::precision_from_name(*precision);
+  }
+  if (auto optimizer = reader.choice("optimizer", {"adam", "adamw", "sgd"})) {
+    training.optimizer = *strategies::optimizer_from_name(*optimizer);
+  }
+  training.sgd_momentum = reader.non_negative("sgd_momentum", training.sgd_momentum);
+  training.steps = static_cast<std::int32_t>(reader.count("steps", 1));
+  return training;
+}
+
+void read_parallel(TableReader reader, Scenario& scenario) {
+  strategies::ParallelSpec& parallel = scenario.lowering.parallel;
+  parallel.strategy = reader.choice("strategy", strategies::strategy_names()).value_or("ddp");
+  parallel.tp = static_cast<std::int32_t>(reader.count("tp", 1));
+  parallel.pp = static_cast<std::int32_t>(reader.count("pp", 1));
+  const std::int64_t gpus = scenario.cluster.gpu_count();
+  const auto dp = reader.integer("dp");
+  parallel.dp = static_cast<std::int32_t>(dp.value_or(gpus / (parallel.tp * parallel.pp)));
+  if (parallel.dp < 1) reader.fail("dp", fmt::format("expected an integer >= 1, got {}", parallel.dp));
+  if (static_cast<std::int64_t>(parallel.world()) != gpus) {  // rule R2
+    reader.fail(dp ? "dp" : "tp",
+                fmt::format("world size dp × tp × pp = {} × {} × {} = {} does not match the cluster's "
+                            "{} GPUs ({} nodes × {})",
+                            parallel.dp, parallel.tp, parallel.pp, parallel.world(), gpus,
+                            scenario.cluster.nodes, scenario.cluster.node.gpus),
+                "the product of the parallel degrees must equal cluster.nodes × gpus_per_node");
+  }
+  if (parallel.strategy == "ddp" && (parallel.tp != 1 || parallel.pp != 1)) {
+    reader.fail(parallel.tp != 1 ? "tp" : "pp",
+                "strategy \"ddp\" replicates the whole model on every GPU, so tp and pp must be 1",
+                "tensor and pipeline parallelism are separate strategies, not available in this "
+                "version");
+  }
+  reader.finish();
+}
+
+// Rule R3: global batch = micro-batch × accumulation × dp.
+void check_batch(TableReader& reader, strategies::TrainingSpec& training, std::int32_t dp) {
+  const std::int64_t per_step = training.micro_batch * dp;
+  const auto accumulation = reader.integer("gradient_accumulation");
+  if (accumulation) {
+    if (*accumulation < 1) {
+      reader.fail("gradient_accumulation", fmt::format("expected an integer >= 1, got {}", *accumulation));
+    }
+    if (training.global_batch != per_step * *accumulation) {
+      reader.fail("global_batch",
+                  fmt::format("global batch {} != micro_batch {} × gradient_accumulation {} × dp {} = {}",
+                              training.global_batch, training.micro_batch, *accumulation, dp,
+                              per_step * *accumulation),
+                  "global batch = micro-batch × accumulation steps × data-parallel size");
+    }
+    training.accumulation = *accumulation;
+  } else {
+    if (training.global_batch % per_step != 0) {
+      reader.fail("global_batch",
+                  fmt::format("global batch {} is not a multiple of micro_batch {} × dp {} = {}",
+                              training.global_batch, training.micro_batch, dp, per_step),
+                  "global batch = micro-batch × accumulation steps × data-parallel size");
+    }
+    training.accumulation = training.global_batch / per_step;
+  }
+}
+
+void read_ddp(TableReader reader, strategies::DdpSpec& ddp) {
+  ddp.bucket_cap_mb = reader.positive("bucket_cap_mb", ddp.bucket_cap_mb);
+  ddp.first_bucket_mb = reader.positive("first_bucket_mb", ddp.first_bucket_mb);
+  ddp.gradient_as_bucket_view = reader.boolean("gradient_as_bucket_view").value_or(ddp.gradient_as_bucket_view);
+  ddp.no_sync = reader.boolean("no_sync").value_or(ddp.no_sync);
+  ddp.barrier_every_step = reader.boolean("barrier_every_step").value_or(ddp.barrier_every_step);
+  if (auto algorithm = reader.choice("algorithm", {"auto", "ring"})) {
+    ddp.algorithm = *program::algorithm_from_name(*algorithm);
+  }
+  reader.finish();
+}
+
+void read_compute(TableReader reader, Scenario& scenario) {
+  sim::ComputeEfficiency& efficiency = scenario.efficiency;
+  efficiency.matmul = reader.fraction("matmul_efficiency", efficiency.matmul);
+  efficiency.attention = reader.fraction("attention_efficiency", efficiency.attention);
+  efficiency.memory = reader.fraction("memory_efficiency", efficiency.memory);
+  efficiency.kernel_overhead_s =
+      reader.non_negative("kernel_overhead_us", efficiency.kernel_overhead_s / kMicro) * kMicro;
+  scenario.step_compute_time_s = reader.optional_positive("step_compute_time_s");
+  reader.finish();
+}
+
+std::vector<SweepAxis> read_sweep_axes(TableReader reader, const toml::table* table) {
+  std::vector<SweepAxis> axes;
+  if (table == nullptr) return axes;
+  for (auto&& [key, value] : *table) {
+    const std::string name(key.str());
+    reader.node(name);
+    const toml::array* values = value.as_array();
+    if (values == nullptr || values->empty()) {
+      reader.fail(name, "expected a non-empty array of values",
+                  fmt::format("e.g. \"{}\" = [1, 2, 4]", name));
+    }
+    SweepAxis axis{name, {}};
+    for (const toml::node& entry : *values) axis.values.push_back(node_text(entry));
+    axes.push_back(std::move(axis));
+  }
+  return axes;
+}
+
+// Inserts `value` (a toml::value<T>, table or array) at a dotted path, creating tables on
+// the way.
+template <typename Node>
+void assign(toml::table& root, const std::string& dotted_key, Node&& value,
+            const std::string& origin) {
+  toml::table* table = &root;
+  std::size_t start = 0;
+  for (std::size_t dot = dotted_key.find('.'); dot != std::string::npos;
+       start = dot + 1, dot = dotted_key.find('.', start)) {
+    const std::string part = dotted_key.substr(start, dot - start);
+    toml::node* child = table->get(part);
+    if (child == nullptr) {
+      table->insert(part, toml::table{});
+      child = table->get(part);
+    }
+    if (!child->is_table()) {
+      throw ScenarioError(origin, dotted_key.substr(0, dot), "is a value, not a table",
+                          "a dotted key names a value inside tables");
+    }
+    table = child->as_table();
+  }
+  const std::string last = dotted_key.substr(start);
+  if (last.empty()) throw ScenarioError(origin, dotted_key, "empty key");
+  table->insert_or_assign(last, std::forward<Node>(value));
+}
+
+}  // namespace
+
+struct ScenarioDocument::State {
+  toml::table root;
+  std::string file;
+  Origins origins;
+};
+
+ScenarioDocument::ScenarioDocument(std::unique_ptr<State> state) : state_(std::move(state)) {}
+ScenarioDocument::ScenarioDocument(ScenarioDocument&&) noexcept = default;
+ScenarioDocument& ScenarioDocument::operator=(ScenarioDocument&&) noexcept = default;
+ScenarioDocument::~ScenarioDocument() = default;
+
+ScenarioDocument ScenarioDocument::from_string(const std::string& text, const std::string& source_name) {
+  auto state = std::make_unique<State>();
+  state->file = source_name;
+  try {
+    state->root = toml::parse(text, source_name);
+  } catch (const toml::parse_error& error) {
+    throw ScenarioError(fmt::format("{}:{}:{}", source_name, error.source().begin.line,
+                                    error.source().begin.column),
+                        "", fmt::format("TOML syntax error: {}", error.description()),
+                        "see https://toml.io for the syntax");
+  }
+  return ScenarioDocument(std::move(state));
+}
+
+ScenarioDocument ScenarioDocument::from_file(const std::string& path) {
+  std::error_code error;
+  if (!std::filesystem::is_regular_file(path, error)) {
+    throw ScenarioError(path, "", "cannot read the scenario: no such file",
+                        "scenarios/ holds examples, e.g. scenarios/default.toml");
+  }
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  if (!in.good() && !in.eof()) throw ScenarioError(path, "", "cannot read the scenario file");
+  return from_string(text.str(), path);
+}
+
+void ScenarioDocument::set(const std::string& assignment, const std::string& origin) {
+  const std::size_t equals = assignment.find('=');
+  if (equals == std::string::npos || equals == 0) {
+    throw ScenarioError(origin, "", fmt::format("expected key=value, got \"{}\"", assignment),
+                        "e.g. --set ddp.bucket_cap_mb=50");
+  }
+  const std::string key = assignment.substr(0, equals);
+  const std::string text = assignment.substr(equals + 1);
+  toml::table parsed;
+  try {
+    parsed = toml::parse("value = " + text);
+  } catch (const toml::parse_error&) {
+    parsed = toml::table{{"value", text}};  // not TOML: a bare string
+  }
+  parsed.get("value")->visit(
+      [&](auto& value) { assign(state_->root, key, std::move(value), origin); });
+  state_->origins[key] = origin;
+}
+
+std::vector<SweepAxis> ScenarioDocument::sweep_axes() const {
+  const toml::node* sweep = state_->root.get("sweep");
+  TableReader reader(sweep ? sweep->as_table() : nullptr, "sweep", state_->file, state_->origins,
+                     state_->file);
+  if (sweep != nullptr && !sweep->is_table()) {
+    throw ScenarioError(state_->file, "sweep", "expected a table of key = [values]");
+  }
+  return read_sweep_axes(std::move(reader), sweep ? sweep->as_table() : nullptr);
+}
+
+std::vector<ScenarioDocument> ScenarioDocument::sweep_points() const {
+  const std::vector<SweepAxis> axes = sweep_axes();
+  const toml::table* sweep = state_->root.get("sweep") ? state_->root.get("sweep")->as_table() : nullptr;
+  std::vector<ScenarioDocument> points;
+  std::vector<std::size_t> index(axes.size(), 0);
+  while (true) {
+    auto state = std::make_unique<State>(*state_);
+    state->root.erase("sweep");
+    for (std::size_t a = 0; a < axes.size(); ++a) {
+      const toml::node& value = *(*sweep->get(axes[a].key)->as_array()).get(index[a]);
+      const std::string origin =
+          fmt::format("{}:{}:{} ([sweep] {} = {})", state_->file, value.source().begin.line,
+                      value.source().begin.column, axes[a].key, axes[a].values[index[a]]);
+      value.visit([&](const auto& copy) { assign(state->root, axes[a].key, copy, origin); });
+      state->origins[axes[a].key] = origin;
+    }
+    points.push_back(ScenarioDocument(std::move(state)));
+    std::size_t a = axes.size();
+    while (a > 0 && ++index[a - 1] == axes[a - 1].values.size()) index[--a] = 0;
+    if (a == 0) break;
+  }
+  return points;
+}
+
+Scenario ScenarioDocument::read() const {
+  const State& s = *state_;
+  TableReader root(&s.root, "", s.file, s.origins, s.file);
+  Scenario scenario;
+  scenario.source = s.file;
+
+  TableReader meta = root.child("scenario");
+  scenario.name = meta.text("name").value_or(std::filesystem::path(s.file).stem().string());
+  scenario.description = meta.text("description").value_or("");
+  meta.finish();
+
+  scenario.cluster = read_cluster(root.child("cluster"));
+  scenario.lowering.model = read_model(root.child("model"));
+
+  TableReader training = root.child("training");
+  scenario.lowering.training = read_training(training, scenario.lowering.model);
+  read_parallel(root.child("parallel"), scenario);
+  check_batch(training, scenario.lowering.training, scenario.lowering.parallel.dp);
+  training.finish();
+
+  read_ddp(root.child("ddp"), scenario.lowering.ddp);
+
+  TableReader network = root.child("network");
+  scenario.network.model = network.choice("model", sim::network_model_names()).value_or("analytic");
+  if (const toml::node* channels = network.node("ring_channels")) {
+    const auto* text = channels->as_string();
+    if (text != nullptr && text->get() == "auto") {
+      scenario.network.ring_channels = 0;
+    } else {
+      scenario.network.ring_channels = static_cast<std::int32_t>(network.count("ring_channels", 1));
+    }
+  }
+  network.finish();
+
+  read_compute(root.child("compute"), scenario);
+
+  const toml::node* sweep = root.node("sweep");
+  if (sweep != nullptr && !sweep->is_table()) {
+    root.fail("sweep", "expected a table of key = [values]", "write it as [sweep]");
+  }
+  scenario.sweep = read_sweep_axes(root.child("sweep"), sweep ? sweep->as_table() : nullptr);
+  root.finish();
+  return scenario;
+}
+
+Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides) {
+  ScenarioDocument document = ScenarioDocument::from_file(path);
+  for (const std::string& assignment : overrides) document.set(assignment, "--set " + assignment);
+  return document.read();
+}
+
+}  // namespace scenarios

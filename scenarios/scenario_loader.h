@@ -1,0 +1,49 @@
+// Reading scenarios from TOML (toml++). Every mistake is reported as one ScenarioError that
+// names file:line:column, the dotted key, what is expected and, where possible, a fix (a
+// "did you mean" for misspelt keys and values). Values can be overridden with `key=value`
+// strings, as `dtsim run --set` does; an override of an unknown key is an error too.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "scenarios/scenario.h"
+
+namespace scenarios {
+
+// A parsed TOML document plus overrides, from which scenarios (and sweep points) are read.
+class ScenarioDocument {
+ public:
+  static ScenarioDocument from_file(const std::string& path);
+  static ScenarioDocument from_string(const std::string& text, const std::string& source_name);
+  ScenarioDocument(ScenarioDocument&&) noexcept;
+  ScenarioDocument& operator=(ScenarioDocument&&) noexcept;
+  ~ScenarioDocument();
+
+  // Applies "dotted.key=value"; the value is TOML (5, 2.5, true, "text", [1, 2]) or, if it
+  // does not parse as TOML, a bare string. `origin` names where it came from in messages.
+  void set(const std::string& assignment, const std::string& origin);
+
+  // Reads and validates the scenario. Throws ScenarioError.
+  Scenario read() const;
+  // One document per point of the [sweep] table's cartesian product, in row-major order
+  // (the last axis varies fastest), each with its point's values applied.
+  std::vector<ScenarioDocument> sweep_points() const;
+  // The sweep axes (empty when the document has no [sweep] table).
+  std::vector<SweepAxis> sweep_axes() const;
+
+ private:
+  struct State;
+  explicit ScenarioDocument(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides = {});
+
+// Levenshtein distance, for "did you mean" suggestions.
+std::size_t edit_distance(const std::string& a, const std::string& b);
+// The closest candidate within a small distance, or empty.
+std::string closest_match(const std::string& word, const std::vector<std::string>& candidates);
+
+}  // namespace scenarios

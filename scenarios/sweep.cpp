@@ -1,0 +1,127 @@
+// Parallel sweep runner and its table/CSV output (see sweep.h).
+#include "scenarios/sweep.h"
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <chrono>
+#include <exception>
+#include <mutex>
+#include <thread>
+
+#include "scenarios/run_scenario.h"
+
+namespace scenarios {
+namespace {
+
+std::string csv_field(const std::string& text) {
+  if (text.find_first_of(",\"\n") == std::string::npos) return text;
+  std::string quoted = "\"";
+  for (char c : text) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return quoted + "\"";
+}
+
+}  // namespace
+
+SweepResult run_sweep(const ScenarioDocument& document, unsigned threads,
+                      const std::function<void(std::size_t, std::size_t)>& progress) {
+  SweepResult result;
+  result.axes = document.sweep_axes();
+  std::vector<Scenario> scenarios;
+  for (const ScenarioDocument& point : document.sweep_points()) scenarios.push_back(point.read());
+
+  const std::size_t total = scenarios.size();
+  result.rows.resize(total);
+  // Axis values of each point, in the same row-major order sweep_points uses.
+  for (std::size_t row = 0; row < total; ++row) {
+    std::size_t rest = row;
+    result.rows[row].values.resize(result.axes.size());
+    for (std::size_t a = result.axes.size(); a-- > 0;) {
+      const std::size_t n = result.axes[a].values.size();
+      result.rows[row].values[a] = result.axes[a].values[rest % n];
+      rest /= n;
+    }
+  }
+
+  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  threads = static_cast<unsigned>(std::min<std::size_t>(threads, std::max<std::size_t>(total, 1)));
+  std::atomic<std::size_t> next{0};
+  std::atomic<std::size_t> done{0};
+  std::exception_ptr failure;
+  std::mutex failure_mutex;
+  auto worker = [&] {
+    for (std::size_t i = next++; i < total; i = next++) {
+      try {
+        result.rows[i].report = run_scenario(scenarios[i]).report;
+      } catch (...) {
+        std::lock_guard lock(failure_mutex);
+        if (!failure) failure = std::current_exception();
+      }
+      ++done;
+    }
+  };
+  std::vector<std::thread> pool;
+  for (unsigned t = 0; t < threads; ++t) pool.emplace_back(worker);
+  while (done.load() < total) {
+    progress(done.load(), total);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  for (std::thread& thread : pool) thread.join();
+  progress(total, total);
+  if (failure) std::rethrow_exception(failure);
+  return result;
+}
+
+std::string format_sweep_table(const SweepResult& result) {
+  std::vector<std::string> header;
+  for (const SweepAxis& axis : result.axes) header.push_back(axis.key);
+  for (const char* column : {"step time", "tokens/s", "MFU", "R", "overlap", "exposed comm",
+                             "peak memory", "fits"}) {
+    header.emplace_back(column);
+  }
+  std::vector<std::vector<std::string>> cells;
+  for (const SweepRow& row : result.rows) {
+    const trace::Report& r = row.report;
+    std::vector<std::string> line = row.values;
+    line.push_back(fmt::format("{:.2f} ms", r.step_time_s * 1e3));
+    line.push_back(fmt::format("{:.0f}", r.tokens_per_s));
+    line.push_back(fmt::format("{:.1f} %", r.mfu * 100));
+    line.push_back(fmt::format("{:.3f}", r.comm_compute_ratio));
+    line.push_back(fmt::format("{:.1f} %", r.overlap_ratio * 100));
+    line.push_back(fmt::format("{:.2f} ms", r.exposed_comm_s * 1e3));
+    line.push_back(fmt::format("{:.2f} GB", static_cast<double>(r.peak_memory_bytes) / 1e9));
+    line.push_back(r.oom ? "OOM" : "yes");
+    cells.push_back(std::move(line));
+  }
+  std::vector<std::size_t> width(header.size());
+  for (std::size_t c = 0; c < header.size(); ++c) {
+    width[c] = header[c].size();
+    for (const auto& line : cells) width[c] = std::max(width[c], line[c].size());
+  }
+  std::string out;
+  auto emit = [&](const std::vector<std::string>& line) {
+    for (std::size_t c = 0; c < line.size(); ++c) {
+      out += fmt::format("{:>{}}{}", line[c], width[c], c + 1 == line.size() ? "\n" : "  ");
+    }
+  };
+  emit(header);
+  for (const auto& line : cells) emit(line);
+  return out;
+}
+
+std::string sweep_csv(const SweepResult& result) {
+  std::string out;
+  for (const SweepAxis& axis : result.axes) out += csv_field(axis.key) + ",";
+  out += "step_time_s,tokens_per_s,mfu,compute_time_s,comm_time_s,exposed_comm_s,"
+         "comm_compute_ratio,overlap_ratio,peak_memory_bytes,oom\n";
+  for (const SweepRow& row : result.rows) {
+    for (const std::string& value : row.values) out += csv_field(value) + ",";
+    const trace::Report& r = row.report;
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{}\n", r.step_time_s, r.tokens_per_s, r.mfu,
+                       r.compute_time_s, r.comm_time_s, r.exposed_comm_s, r.comm_compute_ratio,
+                       r.overlap_ratio, r.peak_memory_bytes, r.oom ? "true" : "false");
+  }
+  return out;
+}
+
+}  // namespace scenarios

@@ -1,0 +1,41 @@
+// Roofline compute model (see compute_model.h).
+#include "sim/compute/compute_model.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace sim {
+
+ComputeEfficiency ComputeEfficiency::preset() {
+  ComputeEfficiency efficiency;
+  efficiency.matmul = 0.80;
+  efficiency.attention = 0.50;
+  efficiency.memory = 0.90;
+  efficiency.kernel_overhead_s = 2e-6;
+  return efficiency;
+}
+
+ComputeModel::ComputeModel(topology::DeviceSpec device, ComputeEfficiency efficiency)
+    : device_(std::move(device)), efficiency_(efficiency) {}
+
+double ComputeModel::peak_flops(program::DType dtype) const {
+  switch (dtype) {
+    case program::DType::kBF16: return device_.bf16_flops;
+    case program::DType::kFP16: return device_.fp16_flops;
+    case program::DType::kFP32: return device_.fp32_flops;
+    case program::DType::kFP8:
+      return device_.fp8_flops > 0 ? device_.fp8_flops : device_.bf16_flops;
+  }
+  return device_.bf16_flops;
+}
+
+double ComputeModel::seconds(const program::ComputeOp& op) const {
+  double flop_efficiency = efficiency_.matmul;
+  if (op.kind == program::ComputeKind::kAttention) flop_efficiency = efficiency_.attention;
+  const double flop_seconds = op.flops > 0 ? op.flops / (peak_flops(op.dtype) * flop_efficiency) : 0;
+  const double memory_seconds =
+      op.bytes > 0 ? op.bytes / (device_.memory_bandwidth * efficiency_.memory) : 0;
+  return (std::max(flop_seconds, memory_seconds) + efficiency_.kernel_overhead_s) * time_scale_;
+}
+
+}  // namespace sim

@@ -1,0 +1,57 @@
+// Compute cost model: how long one compute op takes on one device.
+//
+// Roofline (Williams, Waterman & Patterson, CACM 2009):
+//   t = max( FLOPs / (peak(dtype) × efficiency(kind)),  bytes / (memory bandwidth × η_mem) )
+//       + kernel launch overhead
+// Matmuls and attention are normally FLOP-bound, norms, element-wise ops and optimizer
+// updates bandwidth-bound; the max picks whichever bound applies to the op's shapes.
+//
+// Efficiencies are named preset parameters (ComputeEfficiency::preset() gives the
+// defaults and their sources); a scenario may override each, and `dtsim calibrate` measures
+// them on real hardware.
+#pragma once
+
+#include "strategies/program/program.h"
+#include "topology/hardware_spec.h"
+
+namespace sim {
+
+struct ComputeEfficiency {
+  double matmul = 0;         // fraction of dense tensor-core peak a large GEMM reaches
+  double attention = 0;      // fraction of peak a fused (Flash) attention kernel reaches
+  double memory = 0;         // fraction of memory bandwidth a streaming kernel reaches
+  double kernel_overhead_s = 0;  // fixed cost per kernel (launch and tail)
+
+  // Defaults:
+  //  matmul 0.80    — 8192³ bf16 GEMM measured at 769–798 TFLOP/s of 989 on an H200 of this
+  //                   workplace (device KINDS.md, 2026-10-28 and 2026-11-04);
+  //  memory 0.90    — device-to-device copy measured at 4.3 TB/s of 4.8 on the same H200;
+  //  attention 0.50 — lower end of FlashAttention-2's 50–73 % of A100 peak in the forward
+  //                   pass (Dao, "FlashAttention-2", 2023, §4.1); backward is slower;
+  //  overhead 2 µs  — lower end of the 2–5 µs launch-to-start latency of a CUDA kernel.
+  static ComputeEfficiency preset();
+};
+
+class ComputeModel {
+ public:
+  ComputeModel(topology::DeviceSpec device, ComputeEfficiency efficiency);
+
+  // Seconds for one op, times the current scale (1 unless set_time_scale was called).
+  double seconds(const program::ComputeOp& op) const;
+  // Dense peak for a dtype: bf16/fp16 tensor cores, fp32 without TF32 (PyTorch's default
+  // for matmuls), fp8 where the device has it (else its bf16 rate).
+  double peak_flops(program::DType dtype) const;
+  // Multiplies every op's time, so that a stated compute time can be imposed (the chapter's
+  // worked examples give T_comp directly).
+  void set_time_scale(double scale) { time_scale_ = scale; }
+
+  const topology::DeviceSpec& device() const { return device_; }
+  const ComputeEfficiency& efficiency() const { return efficiency_; }
+
+ private:
+  topology::DeviceSpec device_;
+  ComputeEfficiency efficiency_;
+  double time_scale_ = 1.0;
+};
+
+}  // namespace sim

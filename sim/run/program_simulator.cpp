@@ -1,0 +1,355 @@
+// The Program simulator: stream cursors, dependency checks, collective and send/recv
+// matching, memory counters (see program_simulator.h).
+#include "sim/run/program_simulator.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <deque>
+#include <map>
+#include <memory>
+#include <unordered_map>
+
+#include "sim/core/engine.h"
+#include "sim/net/network_model.h"
+
+namespace sim {
+namespace {
+
+using program::CollectiveKind;
+using program::OpIndex;
+
+trace::Category category_of(const program::Op& op) {
+  if (const auto* compute = std::get_if<program::ComputeOp>(&op.body)) {
+    switch (compute->phase) {
+      case program::Phase::kForward: return trace::Category::kForward;
+      case program::Phase::kBackward: return trace::Category::kBackward;
+      case program::Phase::kRecompute: return trace::Category::kRecompute;
+      case program::Phase::kOptimizer: return trace::Category::kOptimizer;
+    }
+  }
+  if (const auto* collective = std::get_if<program::CollectiveOp>(&op.body)) {
+    switch (collective->kind) {
+      case CollectiveKind::kAllReduce: return trace::Category::kAllReduce;
+      case CollectiveKind::kAllGather: return trace::Category::kAllGather;
+      case CollectiveKind::kReduceScatter: return trace::Category::kReduceScatter;
+      case CollectiveKind::kBroadcast: return trace::Category::kBroadcast;
+      case CollectiveKind::kReduce: return trace::Category::kReduce;
+      case CollectiveKind::kAllToAll: return trace::Category::kAllToAll;
+      case CollectiveKind::kBarrier: return trace::Category::kBarrier;
+      case CollectiveKind::kPsPush: return trace::Category::kPsPush;
+      case CollectiveKind::kPsPull: return trace::Category::kPsPull;
+    }
+  }
+  if (std::holds_alternative<program::SendRecvOp>(op.body)) return trace::Category::kSendRecv;
+  return trace::Category::kOther;
+}
+
+// Ops of one RankProgram split by stream, in program order.
+using StreamPlan = std::vector<std::vector<OpIndex>>;
+
+class Simulator {
+ public:
+  Simulator(const program::Program& program, const topology::Cluster& cluster,
+            const SimulationOptions& options)
+      : program_(program),
+        cluster_(cluster),
+        compute_(cluster.spec().node.gpu, options.efficiency),
+        network_(make_network_model(options.network, engine_, cluster)) {
+    if (options.step_compute_time_s) scale_compute_to(*options.step_compute_time_s);
+  }
+
+  SimulationResult run() {
+    setup();
+    for (std::int32_t rank = 0; rank < program_.world_size; ++rank) try_start(rank);
+    engine_.run();
+    check_finished();
+    std::stable_sort(result_.timeline.spans.begin(), result_.timeline.spans.end(),
+                     [](const trace::Span& a, const trace::Span& b) {
+                       return std::tie(a.rank, a.stream, a.start_ps) <
+                              std::tie(b.rank, b.stream, b.start_ps);
+                     });
+    result_.events = engine_.events_processed();
+    return std::move(result_);
+  }
+
+ private:
+  struct RankState {
+    const program::RankProgram* program = nullptr;
+    const StreamPlan* plan = nullptr;
+    std::vector<std::uint8_t> done;
+    std::vector<std::uint32_t> cursor;
+    std::vector<std::uint8_t> busy;
+    std::vector<std::uint32_t> collective_sequence;  // per group family
+    std::vector<std::int64_t> memory;                // per memory category
+    std::size_t completed = 0;
+  };
+  struct PendingCollective {
+    std::int32_t arrived = 0;
+    std::vector<OpIndex> ops;  // by member position
+  };
+  using CollectiveKey = std::tuple<program::GroupFamilyId, std::int32_t, std::uint32_t>;
+  using RankPair = std::pair<std::int32_t, std::int32_t>;
+
+  void scale_compute_to(double target_seconds) {
+    double busiest = 0;
+    for (const auto& rank_program : program_.ranks) {
+      double total = 0;
+      for (const program::Op& op : rank_program->ops) {
+        if (const auto* compute = std::get_if<program::ComputeOp>(&op.body)) {
+          total += compute_.seconds(*compute);
+        }
+      }
+      busiest = std::max(busiest, total / std::max(1, program_.info.steps));
+    }
+    if (busiest > 0) compute_.set_time_scale(target_seconds / busiest);
+  }
+
+  void setup() {
+    const auto problems = program::validate(program_);
+    if (!problems.empty()) {
+      throw SimulationError("malformed program: " + problems.front() +
+                            (problems.size() > 1 ? fmt::format(" (and {} more)", problems.size() - 1)
+                                                 : ""));
+    }
+    trace::Timeline& timeline = result_.timeline;
+    timeline.streams = program_.streams;
+    for (std::size_t c = 0; c < program::kMemoryCategoryCount; ++c) {
+      timeline.memory_series.emplace_back(
+          program::memory_category_name(static_cast<program::MemoryCategory>(c)));
+    }
+    const std::size_t streams = program_.streams.size();
+    ranks_.resize(program_.world_size);
+    for (std::int32_t rank = 0; rank < program_.world_size; ++rank) {
+      const std::int32_t endpoint = program_.placement[rank];
+      const std::int32_t node = cluster_.node_of(endpoint);
+      trace::RankInfo info;
+      info.node = node;
+      info.name = cluster_.is_gpu(endpoint)
+                      ? fmt::format("rank {} (node {}, gpu {})", rank, node,
+                                    endpoint % cluster_.spec().node.gpus)
+                      : fmt::format("rank {} (server {})", rank, node - cluster_.spec().nodes);
+      timeline.ranks.push_back(std::move(info));
+
+      RankState& state = ranks_[rank];
+      state.program = program_.ranks[rank].get();
+      auto [plan, inserted] = plans_.try_emplace(state.program);
+      if (inserted) {
+        plan->second.resize(streams);
+        for (OpIndex i = 0; i < state.program->ops.size(); ++i) {
+          plan->second[state.program->ops[i].stream].push_back(i);
+        }
+      }
+      state.plan = &plan->second;
+      state.done.assign(state.program->ops.size(), 0);
+      state.cursor.assign(streams, 0);
+      state.busy.assign(streams, 0);
+      state.collective_sequence.assign(program_.group_families.size(), 0);
+      state.memory.assign(program::kMemoryCategoryCount, 0);
+    }
+    result_.comm_latency_s.assign(program_.world_size, 0);
+    result_.comm_bandwidth_s.assign(program_.world_size, 0);
+  }
+
+  const program::Op& op_of(std::int32_t rank, OpIndex index) const {
+    return ranks_[rank].program->ops[index];
+  }
+
+  // Starts every op at the head of a stream whose dependencies are done; memory ops finish
+  // on the spot, which may unblock more.
+  void try_start(std::int32_t rank) {
+    RankState& state = ranks_[rank];
+    for (bool progressed = true; progressed;) {
+      progressed = false;
+      for (std::size_t s = 0; s < state.cursor.size(); ++s) {
+        const auto& queue = (*state.plan)[s];
+        if (state.busy[s] || state.cursor[s] >= queue.size()) continue;
+        const OpIndex index = queue[state.cursor[s]];
+        const program::Op& op = op_of(rank, index);
+        const bool ready = std::all_of(op.deps.begin(), op.deps.end(),
+                                       [&](OpIndex dep) { return state.done[dep] != 0; });
+        if (!ready) continue;
+        state.busy[s] = 1;
+        if (std::holds_alternative<program::MemoryOp>(op.body)) {
+          apply_memory(rank, op);
+          complete(rank, index);
+          progressed = true;
+        } else {
+          start(rank, index);
+        }
+      }
+    }
+  }
+
+  void start(std::int32_t rank, OpIndex index) {
+    const program::Op& op = op_of(rank, index);
+    if (const auto* compute = std::get_if<program::ComputeOp>(&op.body)) {
+      const Time begin = engine_.now();
+      const Time end = begin + Time::from_seconds(compute_.seconds(*compute));
+      engine_.schedule_at(end, [this, rank, index, begin, end] {
+        trace::Span& span = record(rank, index, begin, end);
+        const auto& body = std::get<program::ComputeOp>(op_of(rank, index).body);
+        span.flops = body.flops;
+        span.bytes = static_cast<std::int64_t>(body.bytes);
+        complete(rank, index);
+        try_start(rank);
+      });
+    } else if (const auto* collective = std::get_if<program::CollectiveOp>(&op.body)) {
+      arrive(rank, index, *collective);
+    } else if (const auto* p2p = std::get_if<program::SendRecvOp>(&op.body)) {
+      post(rank, index, *p2p);
+    }
+  }
+
+  void arrive(std::int32_t rank, OpIndex index, const program::CollectiveOp& collective) {
+    RankState& state = ranks_[rank];
+    const program::GroupFamily& family = program_.family(collective.group);
+    const std::int32_t instance = family.instance_of_rank[rank];
+    const CollectiveKey key{collective.group, instance,
+                            state.collective_sequence[collective.group]++};
+    const auto& members = family.instances[instance];
+    PendingCollective& pending = collectives_[key];
+    if (pending.ops.empty()) pending.ops.assign(members.size(), 0);
+    pending.ops[family.index_in_instance[rank]] = index;
+    if (++pending.arrived < static_cast<std::int32_t>(members.size())) return;
+
+    CommRequest request;
+    request.kind = collective.kind;
+    request.algorithm = collective.algorithm;
+    request.bytes = collective.bytes;
+    request.root = collective.root;
+    request.ps_servers = collective.ps_servers;
+    for (std::int32_t member : members) request.endpoints.push_back(program_.placement[member]);
+    const trace::StringId group_name =
+        result_.timeline.strings.intern(fmt::format("{}[{}]", family.name, instance));
+    std::vector<OpIndex> ops = std::move(pending.ops);
+    collectives_.erase(key);
+    start_communication(request, group_name, members, std::move(ops));
+  }
+
+  void post(std::int32_t rank, OpIndex index, const program::SendRecvOp& p2p) {
+    const program::GroupFamily& family = program_.family(p2p.group);
+    const auto& members = family.instances[family.instance_of_rank[rank]];
+    const std::int32_t peer_position = family.index_in_instance[rank] + p2p.peer_offset;
+    if (peer_position < 0 || peer_position >= static_cast<std::int32_t>(members.size())) {
+      throw SimulationError(fmt::format("rank {} op '{}': peer offset {} is outside its {} group",
+                                        rank, op_of(rank, index).name, p2p.peer_offset,
+                                        family.name));
+    }
+    const std::int32_t peer = members[peer_position];
+    const RankPair pair = p2p.is_send ? RankPair{rank, peer} : RankPair{peer, rank};
+    auto& sends = sends_[pair];
+    auto& receives = receives_[pair];
+    (p2p.is_send ? sends : receives).push_back(index);
+    if (sends.empty() || receives.empty()) return;
+    const OpIndex send_index = sends.front();
+    const OpIndex receive_index = receives.front();
+    sends.pop_front();
+    receives.pop_front();
+    CommRequest request;
+    request.bytes = std::get<program::SendRecvOp>(op_of(pair.first, send_index).body).bytes;
+    request.endpoints = {program_.placement[pair.first], program_.placement[pair.second]};
+    const trace::StringId group_name = result_.timeline.strings.intern(
+        fmt::format("{}[{}]", family.name, family.instance_of_rank[rank]));
+    start_communication(request, group_name, {pair.first, pair.second},
+                        {send_index, receive_index});
+  }
+
+  void start_communication(const CommRequest& request, trace::StringId group_name,
+                           std::vector<std::int32_t> members, std::vector<OpIndex> ops) {
+    try {
+      network_->start(request, [this, group_name, members = std::move(members),
+                                ops = std::move(ops)](const CommResult& result) {
+        const trace::StringId algorithm =
+            result_.timeline.strings.intern(program::algorithm_name(result.algorithm));
+        for (std::size_t m = 0; m < members.size(); ++m) {
+          trace::Span& span = record(members[m], ops[m], result.start, result.end);
+          span.bytes = static_cast<std::int64_t>(result.bytes_sent[m]);
+          span.algorithm = algorithm;
+          span.group = group_name;
+          result_.comm_latency_s[members[m]] += result.latency_seconds;
+          result_.comm_bandwidth_s[members[m]] += result.bandwidth_seconds;
+          complete(members[m], ops[m]);
+        }
+        for (std::int32_t member : members) try_start(member);
+      });
+    } catch (const std::invalid_argument& error) {
+      throw SimulationError(fmt::format("rank {} op '{}': {}", members.front(),
+                                        op_of(members.front(), ops.front()).name, error.what()));
+    }
+  }
+
+  trace::Span& record(std::int32_t rank, OpIndex index, Time begin, Time end) {
+    const program::Op& op = op_of(rank, index);
+    trace::Span span;
+    span.start_ps = begin.ps();
+    span.end_ps = end.ps();
+    span.rank = rank;
+    span.stream = op.stream;
+    span.category = category_of(op);
+    span.name = result_.timeline.strings.intern(op.name);
+    span.op = index;
+    result_.timeline.spans.push_back(span);
+    return result_.timeline.spans.back();
+  }
+
+  void apply_memory(std::int32_t rank, const program::Op& op) {
+    const auto& memory = std::get<program::MemoryOp>(op.body);
+    RankState& state = ranks_[rank];
+    state.memory[static_cast<std::size_t>(memory.category)] +=
+        memory.allocate ? memory.bytes : -memory.bytes;
+    trace::MemorySample sample;
+    sample.rank = rank;
+    sample.time_ps = engine_.now().ps();
+    sample.bytes = state.memory;
+    sample.cause = result_.timeline.strings.intern(op.name);
+    result_.timeline.memory.push_back(std::move(sample));
+  }
+
+  void complete(std::int32_t rank, OpIndex index) {
+    RankState& state = ranks_[rank];
+    const program::Op& op = op_of(rank, index);
+    state.done[index] = 1;
+    state.busy[op.stream] = 0;
+    ++state.cursor[op.stream];
+    ++state.completed;
+  }
+
+  void check_finished() const {
+    for (std::int32_t rank = 0; rank < program_.world_size; ++rank) {
+      const RankState& state = ranks_[rank];
+      if (state.completed == state.program->ops.size()) continue;
+      for (std::size_t s = 0; s < state.cursor.size(); ++s) {
+        const auto& queue = (*state.plan)[s];
+        if (state.cursor[s] >= queue.size()) continue;
+        const program::Op& op = op_of(rank, queue[state.cursor[s]]);
+        throw SimulationError(fmt::format(
+            "deadlock: rank {} never finished op '{}' on stream '{}' (its peers or dependencies "
+            "never got there)",
+            rank, op.name, program_.streams[s]));
+      }
+    }
+  }
+
+  const program::Program& program_;
+  const topology::Cluster& cluster_;
+  Engine engine_;
+  ComputeModel compute_;
+  std::unique_ptr<NetworkModel> network_;
+  std::vector<RankState> ranks_;
+  std::map<const program::RankProgram*, StreamPlan> plans_;
+  std::map<CollectiveKey, PendingCollective> collectives_;
+  std::map<RankPair, std::deque<OpIndex>> sends_;
+  std::map<RankPair, std::deque<OpIndex>> receives_;
+  SimulationResult result_;
+};
+
+}  // namespace
+
+SimulationResult simulate(const program::Program& program, const topology::Cluster& cluster,
+                          const SimulationOptions& options) {
+  Simulator simulator(program, cluster, options);
+  return simulator.run();
+}
+
+}  // namespace sim

@@ -1,0 +1,234 @@
+// Building, printing and serialising the step report (see report.h).
+#include "sim/trace/report.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+namespace trace {
+namespace {
+
+constexpr double kPsPerSecond = 1e12;
+double seconds(std::int64_t ps) { return static_cast<double>(ps) / kPsPerSecond; }
+
+// Peak of the summed memory series per rank: (peak bytes, index of the peak sample).
+struct MemoryPeak {
+  std::int64_t bytes = 0;
+  std::size_t sample = 0;
+  bool found = false;
+};
+
+std::vector<MemoryPeak> memory_peaks(const Timeline& timeline) {
+  std::vector<MemoryPeak> peaks(timeline.ranks.size());
+  for (std::size_t i = 0; i < timeline.memory.size(); ++i) {
+    const MemorySample& sample = timeline.memory[i];
+    if (sample.rank < 0 || static_cast<std::size_t>(sample.rank) >= peaks.size()) continue;
+    std::int64_t total = 0;
+    for (std::int64_t bytes : sample.bytes) total += bytes;
+    MemoryPeak& peak = peaks[sample.rank];
+    if (!peak.found || total > peak.bytes) peak = {total, i, true};
+  }
+  return peaks;
+}
+
+std::string human_bytes(double bytes) {
+  if (bytes >= 1e9) return fmt::format("{:.2f} GB", bytes / 1e9);
+  if (bytes >= 1e6) return fmt::format("{:.2f} MB", bytes / 1e6);
+  if (bytes >= 1e3) return fmt::format("{:.2f} kB", bytes / 1e3);
+  return fmt::format("{:.0f} B", bytes);
+}
+
+std::string human_seconds(double s) {
+  if (s >= 1) return fmt::format("{:.3f} s", s);
+  if (s >= 1e-3) return fmt::format("{:.2f} ms", s * 1e3);
+  return fmt::format("{:.2f} µs", s * 1e6);
+}
+
+void add_warnings(Report& report, const RunFacts& facts) {
+  if (report.oom) {
+    report.warnings.push_back(fmt::format(
+        "OOM: rank {} needs {} but the device has {} (peak reached at '{}'). Remedies: "
+        "activation checkpointing, bf16 mixed precision, sharding the model states with "
+        "ZeRO-1/FSDP (16 bytes/parameter for mixed-precision Adam), a smaller micro-batch, "
+        "limit_all_gathers under FSDP.",
+        report.peak_memory_rank, human_bytes(static_cast<double>(report.peak_memory_bytes)),
+        human_bytes(report.memory_capacity_bytes), report.peak_memory_op));
+  }
+  if (report.comm_compute_ratio > 1) {
+    report.warnings.push_back(fmt::format(
+        "communication-bound: R = T_comm / T_comp = {:.2f} > 1, communication takes longer than "
+        "computation ({} vs {} per step); at this scale shard gradients and states (ZeRO/FSDP) "
+        "or use tensor/pipeline parallelism instead of plain data parallelism (chapter §6.1.7)",
+        report.comm_compute_ratio, human_seconds(report.comm_time_s),
+        human_seconds(report.compute_time_s)));
+  }
+  for (const std::string& note : facts.notes) report.warnings.push_back(note);
+}
+
+}  // namespace
+
+Report build_report(const Timeline& timeline, const RunFacts& facts) {
+  Report report;
+  report.title = facts.title.empty() ? timeline.title : facts.title;
+  report.steps = std::max(1, facts.steps);
+  report.ranks = static_cast<std::int32_t>(timeline.ranks.size());
+  report.memory_capacity_bytes = facts.memory_capacity_bytes;
+  const double steps = report.steps;
+
+  const std::vector<RankSummary> summaries = summarize_ranks(timeline);
+  const std::vector<MemoryPeak> peaks = memory_peaks(timeline);
+  std::int64_t begin = 0;
+  std::int64_t end = 0;
+  bool any = false;
+  for (const RankSummary& summary : summaries) {
+    if (summary.end_ps == 0 && summary.begin_ps == 0) continue;
+    begin = any ? std::min(begin, summary.begin_ps) : summary.begin_ps;
+    if (!any || summary.end_ps > end) {
+      end = summary.end_ps;
+      report.critical_rank = summary.rank;
+    }
+    any = true;
+  }
+  report.step_time_s = seconds(end - begin) / steps;
+  if (report.step_time_s > 0) {
+    report.tokens_per_s = static_cast<double>(facts.tokens_per_step) / report.step_time_s;
+    if (facts.peak_flops_per_rank > 0 && report.ranks > 0) {
+      report.mfu = facts.model_flops_per_step /
+                   (report.step_time_s * report.ranks * facts.peak_flops_per_rank);
+    }
+  }
+
+  for (const RankSummary& summary : summaries) {
+    RankReport rank;
+    rank.rank = summary.rank;
+    rank.step_time_s = seconds(summary.end_ps - begin) / steps;
+    rank.compute_time_s = seconds(summary.compute_ps) / steps;
+    rank.comm_time_s = seconds(summary.comm_ps) / steps;
+    rank.exposed_comm_s = seconds(summary.exposed_comm_ps) / steps;
+    rank.comm_bytes = static_cast<std::int64_t>(static_cast<double>(summary.comm_bytes) / steps);
+    rank.peak_memory_bytes = peaks[summary.rank].bytes;
+    report.rank_reports.push_back(rank);
+  }
+  if (!summaries.empty()) {
+    const RankSummary& critical = summaries[report.critical_rank];
+    report.compute_time_s = seconds(critical.compute_ps) / steps;
+    report.comm_time_s = seconds(critical.comm_ps) / steps;
+    report.exposed_comm_s = seconds(critical.exposed_comm_ps) / steps;
+    report.comm_compute_ratio = critical.comm_compute_ratio();
+    report.overlap_ratio = critical.overlap_ratio();
+    report.comm_bytes_per_rank = report.rank_reports[report.critical_rank].comm_bytes;
+    for (std::size_t c = 0; c < kCategoryCount; ++c) {
+      if (critical.busy_ps_by_category[c] == 0) continue;
+      report.time_by_category_s[std::string(category_name(static_cast<Category>(c)))] =
+          seconds(critical.busy_ps_by_category[c]) / steps;
+    }
+    const auto critical_index = static_cast<std::size_t>(report.critical_rank);
+    if (critical_index < facts.comm_latency_s.size()) {
+      report.comm_latency_s = facts.comm_latency_s[critical_index] / steps;
+      report.comm_bandwidth_s = facts.comm_bandwidth_s[critical_index] / steps;
+    }
+  }
+
+  for (std::size_t rank = 0; rank < peaks.size(); ++rank) {
+    if (!peaks[rank].found || peaks[rank].bytes <= report.peak_memory_bytes) continue;
+    report.peak_memory_bytes = peaks[rank].bytes;
+    report.peak_memory_rank = static_cast<std::int32_t>(rank);
+    const MemorySample& sample = timeline.memory[peaks[rank].sample];
+    report.peak_memory_breakdown.clear();
+    for (std::size_t i = 0; i < sample.bytes.size() && i < timeline.memory_series.size(); ++i) {
+      report.peak_memory_breakdown[timeline.memory_series[i]] = sample.bytes[i];
+    }
+    report.peak_memory_op = timeline.strings.at(sample.cause);
+  }
+  report.oom = facts.memory_capacity_bytes > 0 &&
+               static_cast<double>(report.peak_memory_bytes) > facts.memory_capacity_bytes;
+  add_warnings(report, facts);
+  return report;
+}
+
+std::string format_report(const Report& r) {
+  std::string out;
+  auto line = [&out](std::string_view label, const std::string& value) {
+    out += fmt::format("  {:<22}{}\n", label, value);
+  };
+  out += fmt::format("{}\n", r.title);
+  out += fmt::format("{} ranks, {} step{}\n\n", r.ranks, r.steps, r.steps == 1 ? "" : "s");
+  line("step time", human_seconds(r.step_time_s));
+  line("throughput", fmt::format("{:.0f} tokens/s", r.tokens_per_s));
+  line("MFU", fmt::format("{:.1f} %", r.mfu * 100));
+  line("compute", human_seconds(r.compute_time_s));
+  std::string comm = human_seconds(r.comm_time_s);
+  if (r.comm_latency_s) {
+    comm += fmt::format("  (latency terms {}, bandwidth terms {})", human_seconds(*r.comm_latency_s),
+                        human_seconds(*r.comm_bandwidth_s));
+  }
+  line("communication", comm);
+  line("traffic sent per rank", human_bytes(static_cast<double>(r.comm_bytes_per_rank)));
+  line("exposed communication", human_seconds(r.exposed_comm_s));
+  line("R = T_comm / T_comp", fmt::format("{:.3f}", r.comm_compute_ratio));
+  line("overlap ratio", fmt::format("{:.1f} %", r.overlap_ratio * 100));
+  out += fmt::format("\n  time by category on rank {} (busy time, per step)\n", r.critical_rank);
+  for (const auto& [category, time] : r.time_by_category_s) {
+    out += fmt::format("    {:<20}{}\n", category, human_seconds(time));
+  }
+  out += fmt::format("\n  peak memory           {} on rank {}", human_bytes(static_cast<double>(r.peak_memory_bytes)),
+                     r.peak_memory_rank);
+  if (r.memory_capacity_bytes > 0) {
+    out += fmt::format(" of {} ({})", human_bytes(r.memory_capacity_bytes),
+                       r.oom ? "OUT OF MEMORY" : "fits");
+  }
+  out += "\n";
+  for (const auto& [series, bytes] : r.peak_memory_breakdown) {
+    if (bytes != 0) out += fmt::format("    {:<20}{}\n", series, human_bytes(static_cast<double>(bytes)));
+  }
+  if (!r.warnings.empty()) {
+    out += "\nwarnings\n";
+    for (const std::string& warning : r.warnings) out += fmt::format("  ! {}\n", warning);
+  }
+  return out;
+}
+
+nlohmann::json report_to_json(const Report& r) {
+  nlohmann::json ranks = nlohmann::json::array();
+  for (const RankReport& rank : r.rank_reports) {
+    ranks.push_back({{"rank", rank.rank},
+                     {"step_time_s", rank.step_time_s},
+                     {"compute_time_s", rank.compute_time_s},
+                     {"comm_time_s", rank.comm_time_s},
+                     {"exposed_comm_s", rank.exposed_comm_s},
+                     {"comm_bytes", rank.comm_bytes},
+                     {"peak_memory_bytes", rank.peak_memory_bytes}});
+  }
+  nlohmann::json json = {
+      {"schema", "dtsim.report/1"},
+      {"title", r.title},
+      {"steps", r.steps},
+      {"ranks", r.ranks},
+      {"critical_rank", r.critical_rank},
+      {"step_time_s", r.step_time_s},
+      {"tokens_per_s", r.tokens_per_s},
+      {"mfu", r.mfu},
+      {"compute_time_s", r.compute_time_s},
+      {"comm_time_s", r.comm_time_s},
+      {"exposed_comm_s", r.exposed_comm_s},
+      {"comm_compute_ratio", r.comm_compute_ratio},
+      {"overlap_ratio", r.overlap_ratio},
+      {"comm_bytes_per_rank", r.comm_bytes_per_rank},
+      {"time_by_category_s", r.time_by_category_s},
+      {"peak_memory_bytes", r.peak_memory_bytes},
+      {"peak_memory_rank", r.peak_memory_rank},
+      {"peak_memory_breakdown_bytes", r.peak_memory_breakdown},
+      {"peak_memory_op", r.peak_memory_op},
+      {"memory_capacity_bytes", r.memory_capacity_bytes},
+      {"oom", r.oom},
+      {"per_rank", std::move(ranks)},
+      {"warnings", r.warnings},
+  };
+  json["comm_latency_s"] = r.comm_latency_s ? nlohmann::json(*r.comm_latency_s) : nlohmann::json();
+  json["comm_bandwidth_s"] =
+      r.comm_bandwidth_s ? nlohmann::json(*r.comm_bandwidth_s) : nlohmann::json();
+  return json;
+}
+
+}  // namespace trace

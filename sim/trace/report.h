@@ -1,0 +1,82 @@
+// The step report: what one training step costs, where the time goes and whether it fits
+// in memory — computed from a timeline (simulated or measured) plus a few facts about the
+// run, so both executors report through the same code.
+//
+//   step time     = (last span end − first span start) / steps
+//   tokens/s      = tokens per step / step time
+//   MFU           = model FLOPs per step / (step time × ranks × peak FLOP/s per rank)
+//                   (model FLOPs: forward + backward of the model, recompute excluded —
+//                   Chowdhery et al., PaLM, 2022, appendix B)
+//   compute, communication, exposed communication, R, overlap: summary.h, taken on the
+//   critical rank (the one that finishes last), per step.
+//
+// JSON keys are stable and documented in docs/report.md.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json_fwd.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/trace/summary.h"
+#include "sim/trace/timeline.h"
+
+namespace trace {
+
+struct RunFacts {
+  std::string title;
+  std::int32_t steps = 1;
+  std::int64_t tokens_per_step = 0;
+  double model_flops_per_step = 0;
+  double peak_flops_per_rank = 0;
+  double memory_capacity_bytes = 0;  // per rank; 0 when unknown
+  // Simulation only: per-rank split of communication time into α and bandwidth terms.
+  std::vector<double> comm_latency_s;
+  std::vector<double> comm_bandwidth_s;
+  std::vector<std::string> notes;  // extra warnings from the configuration
+};
+
+struct RankReport {
+  std::int32_t rank = 0;
+  double step_time_s = 0;
+  double compute_time_s = 0;
+  double comm_time_s = 0;
+  double exposed_comm_s = 0;
+  std::int64_t comm_bytes = 0;
+  std::int64_t peak_memory_bytes = 0;
+};
+
+struct Report {
+  std::string title;
+  std::int32_t steps = 1;
+  std::int32_t ranks = 0;
+  std::int32_t critical_rank = 0;
+  double step_time_s = 0;
+  double tokens_per_s = 0;
+  double mfu = 0;
+  double compute_time_s = 0;
+  double comm_time_s = 0;
+  double exposed_comm_s = 0;
+  double comm_compute_ratio = 0;
+  double overlap_ratio = 1;
+  std::int64_t comm_bytes_per_rank = 0;
+  std::optional<double> comm_latency_s;
+  std::optional<double> comm_bandwidth_s;
+  std::map<std::string, double> time_by_category_s;  // critical rank, per step
+  std::int64_t peak_memory_bytes = 0;
+  std::int32_t peak_memory_rank = 0;
+  std::map<std::string, std::int64_t> peak_memory_breakdown;  // at the peak, by series
+  std::string peak_memory_op;  // the op that reached the peak
+  double memory_capacity_bytes = 0;
+  bool oom = false;
+  std::vector<RankReport> rank_reports;
+  std::vector<std::string> warnings;
+};
+
+Report build_report(const Timeline& timeline, const RunFacts& facts);
+std::string format_report(const Report& report);
+nlohmann::json report_to_json(const Report& report);
+
+}  // namespace trace

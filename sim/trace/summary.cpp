@@ -1,0 +1,92 @@
+// Interval unions and per-rank metrics (see summary.h for the definitions).
+#include "sim/trace/summary.h"
+
+#include <algorithm>
+
+namespace trace {
+
+double RankSummary::overlap_ratio() const {
+  if (comm_ps == 0) return 1.0;
+  return 1.0 - static_cast<double>(exposed_comm_ps) / static_cast<double>(comm_ps);
+}
+
+double RankSummary::comm_compute_ratio() const {
+  if (compute_ps == 0) return 0.0;
+  return static_cast<double>(comm_ps) / static_cast<double>(compute_ps);
+}
+
+std::vector<Interval> merge_intervals(std::vector<Interval> intervals) {
+  std::sort(intervals.begin(), intervals.end(),
+            [](const Interval& a, const Interval& b) { return a.begin < b.begin; });
+  std::vector<Interval> merged;
+  for (const Interval& interval : intervals) {
+    if (interval.end <= interval.begin) continue;
+    if (!merged.empty() && interval.begin <= merged.back().end) {
+      merged.back().end = std::max(merged.back().end, interval.end);
+    } else {
+      merged.push_back(interval);
+    }
+  }
+  return merged;
+}
+
+std::int64_t total_length(const std::vector<Interval>& merged) {
+  std::int64_t total = 0;
+  for (const Interval& interval : merged) total += interval.end - interval.begin;
+  return total;
+}
+
+std::int64_t length_not_covered(const std::vector<Interval>& a, const std::vector<Interval>& b) {
+  std::int64_t uncovered = 0;
+  std::size_t j = 0;
+  for (const Interval& piece : a) {
+    std::int64_t cursor = piece.begin;
+    while (j < b.size() && b[j].end <= cursor) ++j;
+    for (std::size_t k = j; k < b.size() && b[k].begin < piece.end; ++k) {
+      if (b[k].begin > cursor) uncovered += b[k].begin - cursor;
+      cursor = std::max(cursor, b[k].end);
+      if (cursor >= piece.end) break;
+    }
+    if (cursor < piece.end) uncovered += piece.end - cursor;
+  }
+  return uncovered;
+}
+
+std::vector<RankSummary> summarize_ranks(const Timeline& timeline) {
+  const std::size_t rank_count = timeline.ranks.size();
+  std::vector<RankSummary> summaries(rank_count);
+  std::vector<std::vector<Interval>> compute(rank_count);
+  std::vector<std::vector<Interval>> comm(rank_count);
+  std::vector<bool> seen(rank_count, false);
+  for (const Span& span : timeline.spans) {
+    if (span.rank < 0 || static_cast<std::size_t>(span.rank) >= rank_count) continue;
+    RankSummary& summary = summaries[span.rank];
+    if (!seen[span.rank]) {
+      summary.begin_ps = span.start_ps;
+      summary.end_ps = span.end_ps;
+      seen[span.rank] = true;
+    }
+    summary.begin_ps = std::min(summary.begin_ps, span.start_ps);
+    summary.end_ps = std::max(summary.end_ps, span.end_ps);
+    summary.busy_ps_by_category[static_cast<std::size_t>(span.category)] += span.duration_ps();
+    if (is_compute(span.category)) {
+      compute[span.rank].push_back({span.start_ps, span.end_ps});
+      summary.flops += span.flops;
+    } else if (is_communication(span.category)) {
+      comm[span.rank].push_back({span.start_ps, span.end_ps});
+      summary.comm_bytes += span.bytes;
+    }
+  }
+  for (std::size_t rank = 0; rank < rank_count; ++rank) {
+    RankSummary& summary = summaries[rank];
+    summary.rank = static_cast<std::int32_t>(rank);
+    const auto compute_union = merge_intervals(std::move(compute[rank]));
+    const auto comm_union = merge_intervals(std::move(comm[rank]));
+    summary.compute_ps = total_length(compute_union);
+    summary.comm_ps = total_length(comm_union);
+    summary.exposed_comm_ps = length_not_covered(comm_union, compute_union);
+  }
+  return summaries;
+}
+
+}  // namespace trace

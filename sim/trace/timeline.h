@@ -1,0 +1,77 @@
+// trace::Timeline — what happened on every rank and stream, written by the simulator and by
+// the real backend alike, read by the report, `dtsim compare` and the viewer.
+//
+// A span is one op on one (rank, stream) lane with integer-picosecond start and end; its
+// attributes (bytes moved, FLOPs, collective algorithm and group) travel with it so a
+// reader can compute achieved bandwidth or FLOP rate without the Program. Strings (op
+// names, algorithms, groups) are interned once in `strings`. Memory use over time is a
+// counter track per rank, one value per named series (parameters, gradients, ...).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "sim/trace/category.h"
+
+namespace trace {
+
+using StringId = std::uint32_t;
+
+// Interned strings; id 0 is always the empty string.
+class StringTable {
+ public:
+  StringTable() { intern(""); }
+  StringId intern(std::string_view text);
+  const std::string& at(StringId id) const { return strings_[id]; }
+  std::size_t size() const { return strings_.size(); }
+
+ private:
+  std::vector<std::string> strings_;
+  std::unordered_map<std::string, StringId> ids_;
+};
+
+struct Span {
+  std::int64_t start_ps = 0;
+  std::int64_t end_ps = 0;
+  std::int32_t rank = 0;
+  std::uint16_t stream = 0;  // index into Timeline::streams
+  Category category = Category::kOther;
+  StringId name = 0;
+  std::int64_t op = -1;      // index of the op in its rank's program; -1 when unknown
+  std::int64_t bytes = 0;    // bytes this rank sends (communication) or touches (compute)
+  double flops = 0;
+  StringId algorithm = 0;    // collective algorithm, e.g. "ring"
+  StringId group = 0;        // rank group, e.g. "dp[0]"
+  std::int64_t duration_ps() const { return end_ps - start_ps; }
+};
+
+struct RankInfo {
+  std::string name;  // e.g. "rank 3 (node 0, gpu 3)"
+  std::int32_t node = 0;
+};
+
+struct MemorySample {
+  std::int32_t rank = 0;
+  std::int64_t time_ps = 0;
+  std::vector<std::int64_t> bytes;  // one value per Timeline::memory_series entry
+  StringId cause = 0;               // the allocation or free that produced this sample
+};
+
+struct Timeline {
+  std::string title;
+  std::map<std::string, std::string> metadata;
+  std::vector<RankInfo> ranks;
+  std::vector<std::string> streams;
+  std::vector<std::string> memory_series;
+  std::vector<Span> spans;
+  std::vector<MemorySample> memory;
+  StringTable strings;
+
+  std::uint16_t stream_index(std::string_view name);  // adds the stream when new
+};
+
+}  // namespace trace

@@ -1,0 +1,58 @@
+// Rank coordinates and group families for a dp × tp × pp layout (see layout.h).
+#include "strategies/layout.h"
+
+#include <numeric>
+#include <stdexcept>
+
+namespace strategies {
+
+ParallelLayout::ParallelLayout(std::int32_t dp, std::int32_t tp, std::int32_t pp)
+    : dp_(dp), tp_(tp), pp_(pp) {
+  if (dp < 1 || tp < 1 || pp < 1) throw std::invalid_argument("parallel degrees must be >= 1");
+}
+
+std::int32_t ParallelLayout::rank_of(RankCoordinates c) const {
+  return c.tp + tp_ * (c.dp + dp_ * c.pp);
+}
+
+RankCoordinates ParallelLayout::coordinates(std::int32_t rank) const {
+  return {(rank / tp_) % dp_, rank % tp_, rank / (tp_ * dp_)};
+}
+
+std::vector<program::GroupFamily> ParallelLayout::group_families() const {
+  std::vector<std::vector<std::int32_t>> world_group(1, std::vector<std::int32_t>(world()));
+  std::iota(world_group[0].begin(), world_group[0].end(), 0);
+  std::vector<std::vector<std::int32_t>> dp_groups;
+  std::vector<std::vector<std::int32_t>> tp_groups;
+  std::vector<std::vector<std::int32_t>> pp_groups;
+  for (std::int32_t pp = 0; pp < pp_; ++pp) {
+    for (std::int32_t tp = 0; tp < tp_; ++tp) {
+      auto& group = dp_groups.emplace_back();
+      for (std::int32_t dp = 0; dp < dp_; ++dp) group.push_back(rank_of({dp, tp, pp}));
+    }
+    for (std::int32_t dp = 0; dp < dp_; ++dp) {
+      auto& group = tp_groups.emplace_back();
+      for (std::int32_t tp = 0; tp < tp_; ++tp) group.push_back(rank_of({dp, tp, pp}));
+    }
+  }
+  for (std::int32_t dp = 0; dp < dp_; ++dp) {
+    for (std::int32_t tp = 0; tp < tp_; ++tp) {
+      auto& group = pp_groups.emplace_back();
+      for (std::int32_t pp = 0; pp < pp_; ++pp) group.push_back(rank_of({dp, tp, pp}));
+    }
+  }
+  std::vector<program::GroupFamily> families;
+  families.push_back(program::make_group_family("world", world(), std::move(world_group)));
+  families.push_back(program::make_group_family("dp", world(), std::move(dp_groups)));
+  families.push_back(program::make_group_family("tp", world(), std::move(tp_groups)));
+  families.push_back(program::make_group_family("pp", world(), std::move(pp_groups)));
+  return families;
+}
+
+std::vector<std::int32_t> block_placement(std::int32_t world) {
+  std::vector<std::int32_t> placement(world);
+  std::iota(placement.begin(), placement.end(), 0);
+  return placement;
+}
+
+}  // namespace strategies

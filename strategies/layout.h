@@ -1,0 +1,39 @@
+// Parallel layout: how global ranks map to data-, tensor- and pipeline-parallel coordinates,
+// and the rank groups that follow from it.
+//
+// Megatron-LM's order: tensor-parallel rank varies fastest, then data-parallel, then
+// pipeline stage — rank = tp + TP·(dp + DP·pp) — so a tensor-parallel group sits on
+// consecutive GPUs of one node. Ranks are placed block-wise: rank r runs on GPU r.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "strategies/program/program.h"
+
+namespace strategies {
+
+struct RankCoordinates {
+  std::int32_t dp = 0;
+  std::int32_t tp = 0;
+  std::int32_t pp = 0;
+};
+
+class ParallelLayout {
+ public:
+  ParallelLayout(std::int32_t dp, std::int32_t tp, std::int32_t pp);
+  std::int32_t world() const { return dp_ * tp_ * pp_; }
+  std::int32_t rank_of(RankCoordinates coordinates) const;
+  RankCoordinates coordinates(std::int32_t rank) const;
+  // "world", "dp", "tp" and "pp" families, in that order.
+  std::vector<program::GroupFamily> group_families() const;
+
+ private:
+  std::int32_t dp_;
+  std::int32_t tp_;
+  std::int32_t pp_;
+};
+
+std::vector<std::int32_t> block_placement(std::int32_t world);
+
+}  // namespace strategies

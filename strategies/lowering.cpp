@@ -1,0 +1,17 @@
+// Strategy dispatch (see lowering.h).
+#include "strategies/lowering.h"
+
+#include <stdexcept>
+
+#include "strategies/ddp.h"
+
+namespace strategies {
+
+std::vector<std::string> strategy_names() { return {"ddp"}; }
+
+program::Program lower(const LoweringInput& input) {
+  if (input.parallel.strategy == "ddp") return lower_ddp(input);
+  throw std::invalid_argument("unknown strategy '" + input.parallel.strategy + "'");
+}
+
+}  // namespace strategies

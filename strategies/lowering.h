@@ -1,0 +1,26 @@
+// Entry point of the strategies layer: a model, a training setup and a parallel strategy go
+// in, a Program comes out. Each strategy has its own lowering (ddp.h, ...); they share the
+// transformer op builders and memory accounting.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "strategies/model.h"
+#include "strategies/program/program.h"
+#include "strategies/training.h"
+
+namespace strategies {
+
+struct LoweringInput {
+  ModelSpec model;
+  TrainingSpec training;
+  ParallelSpec parallel;
+  DdpSpec ddp;
+};
+
+std::vector<std::string> strategy_names();
+// Throws std::invalid_argument for an unknown strategy.
+program::Program lower(const LoweringInput& input);
+
+}  // namespace strategies

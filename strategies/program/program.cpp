@@ -1,0 +1,178 @@
+// Names of IR enums, group families and structural validation of a Program.
+#include "strategies/program/program.h"
+
+#include <fmt/format.h>
+
+#include <map>
+#include <stdexcept>
+#include <tuple>
+
+namespace program {
+namespace {
+
+template <typename Enum, std::size_t N>
+std::optional<Enum> from_name(const std::array<std::string_view, N>& names, std::string_view name) {
+  for (std::size_t i = 0; i < N; ++i) {
+    if (names[i] == name) return static_cast<Enum>(i);
+  }
+  return std::nullopt;
+}
+
+constexpr std::array<std::string_view, 4> kDTypeNames = {"bf16", "fp16", "fp32", "fp8"};
+constexpr std::array<std::string_view, 4> kPhaseNames = {"forward", "backward", "recompute",
+                                                         "optimizer"};
+constexpr std::array<std::string_view, 7> kComputeKindNames = {
+    "matmul", "attention", "norm", "elementwise", "embedding", "loss", "optimizer"};
+constexpr std::array<std::string_view, 9> kCollectiveNames = {
+    "all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce",
+    "all_to_all", "barrier",    "ps_push",        "ps_pull"};
+constexpr std::array<std::string_view, 7> kAlgorithmNames = {"auto", "ring",   "tree", "hd",
+                                                             "hier", "direct", "ps"};
+constexpr std::array<std::string_view, kMemoryCategoryCount> kMemoryCategoryNames = {
+    "parameters", "gradients", "master_weights", "optimizer_states",
+    "activations", "comm_buffers", "other"};
+
+}  // namespace
+
+std::size_t dtype_bytes(DType dtype) {
+  switch (dtype) {
+    case DType::kBF16:
+    case DType::kFP16: return 2;
+    case DType::kFP32: return 4;
+    case DType::kFP8: return 1;
+  }
+  return 0;
+}
+std::string_view dtype_name(DType dtype) { return kDTypeNames[static_cast<std::size_t>(dtype)]; }
+std::optional<DType> dtype_from_name(std::string_view name) {
+  return from_name<DType>(kDTypeNames, name);
+}
+std::string_view phase_name(Phase phase) { return kPhaseNames[static_cast<std::size_t>(phase)]; }
+std::string_view compute_kind_name(ComputeKind kind) {
+  return kComputeKindNames[static_cast<std::size_t>(kind)];
+}
+std::string_view collective_name(CollectiveKind kind) {
+  return kCollectiveNames[static_cast<std::size_t>(kind)];
+}
+std::string_view algorithm_name(Algorithm algorithm) {
+  return kAlgorithmNames[static_cast<std::size_t>(algorithm)];
+}
+std::optional<Algorithm> algorithm_from_name(std::string_view name) {
+  return from_name<Algorithm>(kAlgorithmNames, name);
+}
+std::string_view memory_category_name(MemoryCategory category) {
+  return kMemoryCategoryNames[static_cast<std::size_t>(category)];
+}
+
+Shape Shape::of(std::initializer_list<std::int64_t> values) {
+  if (values.size() > 5) throw std::invalid_argument("program::Shape holds at most 5 dims");
+  Shape shape;
+  for (std::int64_t value : values) shape.dims[shape.rank++] = value;
+  return shape;
+}
+
+std::optional<GroupFamilyId> Program::find_family(std::string_view name) const {
+  for (std::size_t i = 0; i < group_families.size(); ++i) {
+    if (group_families[i].name == name) return static_cast<GroupFamilyId>(i);
+  }
+  return std::nullopt;
+}
+
+GroupFamily make_group_family(std::string name, std::int32_t world_size,
+                              std::vector<std::vector<std::int32_t>> instances) {
+  GroupFamily family;
+  family.name = std::move(name);
+  family.instance_of_rank.assign(world_size, -1);
+  family.index_in_instance.assign(world_size, -1);
+  for (std::size_t i = 0; i < instances.size(); ++i) {
+    for (std::size_t j = 0; j < instances[i].size(); ++j) {
+      const std::int32_t rank = instances[i][j];
+      if (rank < 0 || rank >= world_size) {
+        throw std::invalid_argument(fmt::format("group {}: rank {} out of range", family.name, rank));
+      }
+      if (family.instance_of_rank[rank] != -1) {
+        throw std::invalid_argument(
+            fmt::format("group {}: rank {} is in two instances", family.name, rank));
+      }
+      family.instance_of_rank[rank] = static_cast<std::int32_t>(i);
+      family.index_in_instance[rank] = static_cast<std::int32_t>(j);
+    }
+  }
+  family.instances = std::move(instances);
+  return family;
+}
+
+std::vector<std::string> validate(const Program& program) {
+  std::vector<std::string> problems;
+  if (program.world_size <= 0) problems.push_back("world size must be positive");
+  if (static_cast<std::int32_t>(program.ranks.size()) != program.world_size) {
+    problems.push_back(fmt::format("{} rank programs for world size {}", program.ranks.size(),
+                                   program.world_size));
+    return problems;
+  }
+  if (static_cast<std::int32_t>(program.placement.size()) != program.world_size) {
+    problems.push_back("placement must name one endpoint per rank");
+  }
+  // Per group instance: the sequence of (kind, bytes) each member issues.
+  using Signature = std::vector<std::tuple<CollectiveKind, std::int64_t>>;
+  std::map<std::pair<GroupFamilyId, std::int32_t>, std::map<std::int32_t, Signature>> issued;
+  for (std::int32_t rank = 0; rank < program.world_size; ++rank) {
+    if (!program.ranks[rank]) {
+      problems.push_back(fmt::format("rank {} has no program", rank));
+      continue;
+    }
+    const auto& ops = program.ranks[rank]->ops;
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      const Op& op = ops[i];
+      if (op.stream >= program.streams.size()) {
+        problems.push_back(fmt::format("rank {} op {} ({}): unknown stream", rank, i, op.name));
+      }
+      for (OpIndex dep : op.deps) {
+        if (dep >= i) {
+          problems.push_back(fmt::format("rank {} op {} ({}): dependency {} is not an earlier op",
+                                         rank, i, op.name, dep));
+        }
+      }
+      auto check_member = [&](GroupFamilyId family_id) -> std::int32_t {
+        if (family_id >= program.group_families.size()) {
+          problems.push_back(fmt::format("rank {} op {} ({}): unknown group", rank, i, op.name));
+          return -1;
+        }
+        const std::int32_t instance = program.family(family_id).instance_of_rank[rank];
+        if (instance < 0) {
+          problems.push_back(fmt::format("rank {} op {} ({}): rank is in no {} group", rank, i,
+                                         op.name, program.family(family_id).name));
+        }
+        return instance;
+      };
+      if (const auto* collective = std::get_if<CollectiveOp>(&op.body)) {
+        const std::int32_t instance = check_member(collective->group);
+        if (instance >= 0) {
+          issued[{collective->group, instance}][rank].emplace_back(collective->kind,
+                                                                   collective->bytes);
+        }
+      } else if (const auto* p2p = std::get_if<SendRecvOp>(&op.body)) {
+        check_member(p2p->group);
+      }
+    }
+  }
+  for (const auto& [key, by_rank] : issued) {
+    const auto& family = program.family(key.first);
+    const auto& members = family.instances[key.second];
+    auto signature_of = [&by_rank](std::int32_t member) {
+      auto it = by_rank.find(member);
+      return it == by_rank.end() ? Signature{} : it->second;
+    };
+    const Signature reference = signature_of(members.front());
+    for (std::int32_t member : members) {
+      if (signature_of(member) != reference) {
+        problems.push_back(fmt::format("{}[{}]: rank {} issues a different sequence of "
+                                       "collectives than rank {}",
+                                       family.name, key.second, member, members.front()));
+      }
+    }
+  }
+  return problems;
+}
+
+}  // namespace program

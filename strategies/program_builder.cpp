@@ -1,0 +1,29 @@
+// RankProgramBuilder (see program_builder.h).
+#include "strategies/program_builder.h"
+
+#include <cmath>
+
+namespace strategies {
+
+program::OpIndex RankProgramBuilder::add(std::string name, program::StreamId stream,
+                                         program::OpBody body,
+                                         std::vector<program::OpIndex> deps) {
+  program_.ops.push_back(program::Op{std::move(name), stream, std::move(deps), std::move(body)});
+  return static_cast<program::OpIndex>(program_.ops.size() - 1);
+}
+
+program::OpIndex RankProgramBuilder::allocate(std::string tensor, program::StreamId stream,
+                                              program::MemoryCategory category, double bytes,
+                                              std::vector<program::OpIndex> deps) {
+  return add(std::move(tensor), stream,
+             program::MemoryOp{true, category, std::llround(bytes)}, std::move(deps));
+}
+
+program::OpIndex RankProgramBuilder::release(std::string tensor, program::StreamId stream,
+                                             program::MemoryCategory category, double bytes,
+                                             std::vector<program::OpIndex> deps) {
+  return add(std::move(tensor), stream,
+             program::MemoryOp{false, category, std::llround(bytes)}, std::move(deps));
+}
+
+}  // namespace strategies

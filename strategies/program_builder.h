@@ -1,0 +1,28 @@
+// Small helpers for lowering code: appending ops to one rank's program by stream name.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "strategies/program/program.h"
+
+namespace strategies {
+
+class RankProgramBuilder {
+ public:
+  program::OpIndex add(std::string name, program::StreamId stream, program::OpBody body,
+                       std::vector<program::OpIndex> deps = {});
+  program::OpIndex allocate(std::string tensor, program::StreamId stream,
+                            program::MemoryCategory category, double bytes,
+                            std::vector<program::OpIndex> deps = {});
+  program::OpIndex release(std::string tensor, program::StreamId stream,
+                           program::MemoryCategory category, double bytes,
+                           std::vector<program::OpIndex> deps = {});
+  std::size_t size() const { return program_.ops.size(); }
+  program::RankProgram take() { return std::move(program_); }
+
+ private:
+  program::RankProgram program_;
+};
+
+}  // namespace strategies

@@ -1,0 +1,241 @@
+// Building the cluster graph and routing on it (see cluster.h).
+#include "topology/cluster.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <boost/graph/breadth_first_search.hpp>
+#include <boost/graph/filtered_graph.hpp>
+#include <boost/graph/reverse_graph.hpp>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <stdexcept>
+
+namespace topology {
+namespace {
+
+constexpr std::uint16_t kUnreachable = std::numeric_limits<std::uint16_t>::max();
+
+// SplitMix64 finaliser: a cheap, well-mixed hash for ECMP choices.
+std::uint64_t mix(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+}  // namespace
+
+Cluster::Cluster(ClusterSpec spec) : spec_(std::move(spec)) { build_nodes(); }
+
+VertexId Cluster::add_vertex(VertexKind kind, int node, int index) {
+  return boost::add_vertex(Vertex{kind, node, index}, graph_);
+}
+
+void Cluster::add_link(VertexId a, VertexId b, LinkClass link_class, const LinkSpec& spec) {
+  for (auto [from, to] : {std::pair{a, b}, std::pair{b, a}}) {
+    const auto id = static_cast<LinkId>(links_.size());
+    links_.push_back(Link{from, to, link_class, spec});
+    boost::add_edge(from, to, id, graph_);
+  }
+}
+
+void Cluster::build_nodes() {
+  const NodeSpec& node = spec_.node;
+  std::vector<std::vector<VertexId>> node_nics(spec_.nodes);
+  std::vector<VertexId> gpus;
+  for (int n = 0; n < spec_.nodes; ++n) {
+    const VertexId host = add_vertex(VertexKind::kHost, n, 0);
+    std::vector<VertexId> pcie_switches;
+    for (int s = 0; s < node.nics; ++s) {
+      const VertexId pcie_switch = add_vertex(VertexKind::kPcieSwitch, n, s);
+      add_link(pcie_switch, host, LinkClass::kPcie, node.pcie);
+      const VertexId nic = add_vertex(VertexKind::kNic, n, s);
+      add_link(nic, pcie_switch, LinkClass::kPcie, node.pcie);
+      pcie_switches.push_back(pcie_switch);
+      node_nics[n].push_back(nic);
+    }
+    VertexId nvswitch = 0;
+    if (node.kind == NodeKind::kNvSwitch) nvswitch = add_vertex(VertexKind::kNvSwitch, n, 0);
+    for (int i = 0; i < node.gpus; ++i) {
+      const VertexId gpu = add_vertex(VertexKind::kGpu, n, i);
+      add_link(gpu, pcie_switches[static_cast<std::size_t>(i * node.nics / node.gpus)],
+               LinkClass::kPcie, node.pcie);
+      if (node.kind == NodeKind::kNvSwitch) add_link(gpu, nvswitch, LinkClass::kNvlink, node.nvlink);
+      gpus.push_back(gpu);
+    }
+  }
+  endpoints_ = gpus;
+  std::vector<VertexId> server_hosts;
+  for (int k = 0; k < spec_.parameter_servers.count; ++k) {
+    server_hosts.push_back(add_vertex(VertexKind::kServer, spec_.nodes + k, 0));
+    endpoints_.push_back(server_hosts.back());
+  }
+  build_fabric(node_nics, server_hosts);
+}
+
+// Fills leaves in order. Classic fat-tree: a node takes `nics` ports of one leaf. Rail-
+// optimized: a node takes one port on each of the `nics` rail leaves of its group. A server
+// takes one port (rail 0 of a group when rail-optimized).
+void Cluster::build_fabric(const std::vector<std::vector<VertexId>>& node_nics,
+                           const std::vector<VertexId>& server_hosts) {
+  const FabricSpec& fabric = spec_.fabric;
+  const int ports = fabric.leaf_down_ports;
+  const int rails = fabric.rail_optimized ? spec_.node.nics : 1;
+  std::vector<VertexId> leaves;
+  std::vector<int> used_ports;
+  int group = -1;
+  auto open_group = [&] {
+    ++group;
+    for (int r = 0; r < rails; ++r) {
+      leaves.push_back(add_vertex(VertexKind::kLeaf, -1, static_cast<int>(leaves.size())));
+      used_ports.push_back(0);
+    }
+  };
+  auto leaf_of = [&](int rail) { return static_cast<std::size_t>(group * rails + rail); };
+  // Ports a node needs on each leaf of a group.
+  const int node_ports_per_leaf = fabric.rail_optimized ? 1 : spec_.node.nics;
+  if (node_ports_per_leaf > ports) {
+    throw std::invalid_argument(fmt::format(
+        "a node has {} NICs but a leaf switch has only {} down ports", spec_.node.nics, ports));
+  }
+  for (const auto& nics : node_nics) {
+    if (group < 0 || used_ports[leaf_of(0)] + node_ports_per_leaf > ports) open_group();
+    for (std::size_t j = 0; j < nics.size(); ++j) {
+      const int rail = fabric.rail_optimized ? static_cast<int>(j) : 0;
+      add_link(nics[j], leaves[leaf_of(rail)], LinkClass::kNetwork, fabric.nic);
+      ++used_ports[leaf_of(rail)];
+    }
+  }
+  for (VertexId server : server_hosts) {
+    if (group < 0 || used_ports[leaf_of(0)] + 1 > ports) open_group();
+    add_link(server, leaves[leaf_of(0)], LinkClass::kNetwork, spec_.parameter_servers.nic);
+    ++used_ports[leaf_of(0)];
+  }
+  leaf_count_ = static_cast<int>(leaves.size());
+  if (leaf_count_ <= 1) return;
+  spine_count_ = std::max(1, static_cast<int>(std::lround(ports / fabric.oversubscription)));
+  for (int s = 0; s < spine_count_; ++s) {
+    const VertexId spine = add_vertex(VertexKind::kSpine, -1, s);
+    for (VertexId leaf : leaves) add_link(leaf, spine, LinkClass::kNetwork, fabric.uplink);
+  }
+}
+
+int Cluster::node_of(int endpoint) const { return graph_[endpoint_vertex(endpoint)].node; }
+
+std::string Cluster::vertex_name(VertexId vertex) const {
+  const Vertex& v = graph_[vertex];
+  switch (v.kind) {
+    case VertexKind::kGpu: return fmt::format("node{}/gpu{}", v.node, v.index);
+    case VertexKind::kNvSwitch: return fmt::format("node{}/nvswitch", v.node);
+    case VertexKind::kPcieSwitch: return fmt::format("node{}/pcie{}", v.node, v.index);
+    case VertexKind::kNic: return fmt::format("node{}/nic{}", v.node, v.index);
+    case VertexKind::kHost: return fmt::format("node{}/host", v.node);
+    case VertexKind::kLeaf: return fmt::format("leaf{}", v.index);
+    case VertexKind::kSpine: return fmt::format("spine{}", v.index);
+    case VertexKind::kServer: return fmt::format("server{}", v.node - spec_.nodes);
+  }
+  return "?";
+}
+
+bool Cluster::may_enter(VertexId vertex, VertexId dst) const {
+  const VertexKind kind = graph_[vertex].kind;
+  return vertex == dst || (kind != VertexKind::kGpu && kind != VertexKind::kServer);
+}
+
+const std::vector<std::uint16_t>& Cluster::distances_to(VertexId dst) const {
+  auto cached = distance_cache_.find(dst);
+  if (cached != distance_cache_.end()) return cached->second;
+  // Hop distances to dst over edges that do not enter another endpoint: BFS from dst on the
+  // reversed, filtered graph.
+  auto keep_edge = [this, dst](Graph::edge_descriptor e) {
+    return may_enter(boost::target(e, graph_), dst);
+  };
+  using Filter = std::function<bool(Graph::edge_descriptor)>;
+  boost::filtered_graph<Graph, Filter> allowed(graph_, Filter(keep_edge));
+  auto reversed = boost::make_reverse_graph(allowed);
+  std::vector<int> hops(boost::num_vertices(graph_), -1);
+  hops[dst] = 0;
+  boost::breadth_first_search(
+      reversed, dst,
+      boost::visitor(boost::make_bfs_visitor(
+          boost::record_distances(boost::make_iterator_property_map(
+                                      hops.begin(), boost::get(boost::vertex_index, graph_)),
+                                  boost::on_tree_edge()))));
+  std::vector<std::uint16_t> distances(hops.size(), kUnreachable);
+  for (std::size_t v = 0; v < hops.size(); ++v) {
+    if (hops[v] >= 0) distances[v] = static_cast<std::uint16_t>(hops[v]);
+  }
+  return distance_cache_.emplace(dst, std::move(distances)).first->second;
+}
+
+Path Cluster::route(int src, int dst, std::uint64_t flow_hash) const {
+  const VertexId from = endpoint_vertex(src);
+  const VertexId to = endpoint_vertex(dst);
+  if (from == to) return {};
+  const auto& distance = distances_to(to);
+  if (distance[from] == kUnreachable) {
+    throw std::logic_error(fmt::format("no route from {} to {}", vertex_name(from),
+                                       vertex_name(to)));
+  }
+  Path path;
+  VertexId at = from;
+  std::vector<std::uint32_t> candidates;
+  for (std::uint64_t hop = 0; at != to; ++hop) {
+    candidates.clear();
+    for (auto [e, end] = boost::out_edges(at, graph_); e != end; ++e) {
+      const VertexId next = boost::target(*e, graph_);
+      if (may_enter(next, to) && distance[next] + 1 == distance[at]) {
+        candidates.push_back(graph_[*e]);
+      }
+    }
+    const LinkId chosen =
+        candidates.size() == 1 ? candidates[0]
+                               : candidates[mix(flow_hash ^ mix(hop)) % candidates.size()];
+    path.push_back(chosen);
+    at = links_[chosen].to;
+  }
+  return path;
+}
+
+std::vector<Path> Cluster::equal_cost_paths(int src, int dst, std::size_t limit) const {
+  const VertexId from = endpoint_vertex(src);
+  const VertexId to = endpoint_vertex(dst);
+  std::vector<Path> paths;
+  if (from == to) return paths;
+  const auto& distance = distances_to(to);
+  Path prefix;
+  // Depth-first enumeration of the shortest-path DAG.
+  std::function<void(VertexId)> extend = [&](VertexId at) {
+    if (paths.size() >= limit) return;
+    if (at == to) {
+      paths.push_back(prefix);
+      return;
+    }
+    for (auto [e, end] = boost::out_edges(at, graph_); e != end; ++e) {
+      const VertexId next = boost::target(*e, graph_);
+      if (may_enter(next, to) && distance[next] + 1 == distance[at]) {
+        prefix.push_back(graph_[*e]);
+        extend(next);
+        prefix.pop_back();
+      }
+    }
+  };
+  if (distance[from] != kUnreachable) extend(from);
+  return paths;
+}
+
+double Cluster::path_latency(const Path& path) const {
+  double latency = 0;
+  for (LinkId id : path) latency += links_[id].spec.latency;
+  return latency;
+}
+
+double Cluster::path_bottleneck(const Path& path) const {
+  double bottleneck = std::numeric_limits<double>::infinity();
+  for (LinkId id : path) bottleneck = std::min(bottleneck, links_[id].spec.effective_bandwidth());
+  return bottleneck;
+}
+
+}  // namespace topology

@@ -1,0 +1,96 @@
+// topology::Cluster — the whole machine as one Boost.Graph graph, and routing over it.
+//
+// Vertices: GPUs, the NVSwitch of each NVSwitch node, PCIe switches, NICs, hosts, leaf and
+// spine switches, parameter-server hosts. Every physical link is two directed edges (one per
+// direction), each carrying its own bandwidth, latency and protocol efficiency, so traffic
+// in one direction never slows the other.
+//
+// Node layout: NIC j sits on PCIe switch j, which uplinks to the host; GPU i hangs off PCIe
+// switch i·nics/gpus (so GPUs share a NIC when a node has fewer NICs than GPUs); on NVSwitch
+// nodes every GPU also has an NVLink edge to the node's NVSwitch.
+//
+// Routing: shortest path by hop count (breadth-first search on the reversed graph from the
+// destination, cached per destination); paths never transit another GPU or server. Among
+// equal-cost next hops (e.g. the spines between two leaves) a route takes the one chosen by
+// a hash of (flow, hop), as ECMP switches do; equal_cost_paths() lists them all.
+#pragma once
+
+#include <boost/graph/adjacency_list.hpp>
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "topology/hardware_spec.h"
+
+namespace topology {
+
+enum class VertexKind { kGpu, kNvSwitch, kPcieSwitch, kNic, kHost, kLeaf, kSpine, kServer };
+enum class LinkClass { kNvlink, kPcie, kNetwork };
+
+struct Vertex {
+  VertexKind kind = VertexKind::kGpu;
+  int node = -1;  // node (or server) index; -1 for fabric switches
+  int index = 0;  // index within the node, or switch number
+};
+
+using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, Vertex,
+                                    std::uint32_t /* link id */>;
+using VertexId = Graph::vertex_descriptor;
+using LinkId = std::uint32_t;
+using Path = std::vector<LinkId>;
+
+struct Link {
+  VertexId from = 0;
+  VertexId to = 0;
+  LinkClass link_class = LinkClass::kNvlink;
+  LinkSpec spec;
+};
+
+class Cluster {
+ public:
+  explicit Cluster(ClusterSpec spec);
+
+  const ClusterSpec& spec() const { return spec_; }
+  const Graph& graph() const { return graph_; }
+  std::size_t link_count() const { return links_.size(); }
+  const Link& link(LinkId id) const { return links_[id]; }
+  std::string vertex_name(VertexId vertex) const;
+
+  // Endpoints are where ranks run: GPUs 0 .. gpu_count()-1 (node-major), then servers.
+  int gpu_count() const { return spec_.gpu_count(); }
+  int endpoint_count() const { return static_cast<int>(endpoints_.size()); }
+  VertexId endpoint_vertex(int endpoint) const { return endpoints_.at(endpoint); }
+  bool is_gpu(int endpoint) const { return endpoint < gpu_count(); }
+  int node_of(int endpoint) const;  // servers are numbered after the GPU nodes
+  int leaf_count() const { return leaf_count_; }
+  int spine_count() const { return spine_count_; }
+
+  // One shortest path from src to dst (endpoints), picked among equal-cost paths by
+  // `flow_hash`. Empty when src == dst. Not thread-safe (the distance cache is filled lazily).
+  Path route(int src, int dst, std::uint64_t flow_hash = 0) const;
+  std::vector<Path> equal_cost_paths(int src, int dst, std::size_t limit = 256) const;
+
+  double path_latency(const Path& path) const;
+  // Smallest effective bandwidth (bandwidth × efficiency) along the path; +inf when empty.
+  double path_bottleneck(const Path& path) const;
+
+ private:
+  VertexId add_vertex(VertexKind kind, int node, int index);
+  void add_link(VertexId a, VertexId b, LinkClass link_class, const LinkSpec& spec);
+  void build_nodes();
+  void build_fabric(const std::vector<std::vector<VertexId>>& node_nics,
+                    const std::vector<VertexId>& server_hosts);
+  const std::vector<std::uint16_t>& distances_to(VertexId dst) const;
+  bool may_enter(VertexId vertex, VertexId dst) const;
+
+  ClusterSpec spec_;
+  Graph graph_;
+  std::vector<Link> links_;
+  std::vector<VertexId> endpoints_;
+  int leaf_count_ = 0;
+  int spine_count_ = 0;
+  mutable std::unordered_map<VertexId, std::vector<std::uint16_t>> distance_cache_;
+};
+
+}  // namespace topology

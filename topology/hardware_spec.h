@@ -1,0 +1,78 @@
+// Hardware descriptions: devices, links, nodes, fabrics and the whole cluster, in SI base
+// units (bytes, bytes/s, FLOP/s, seconds). Presets live in presets.h; the scenario loader
+// starts from a preset and overrides any field from TOML.
+#pragma once
+
+#include <string>
+
+namespace topology {
+
+// One accelerator. Peak rates are dense (no structured sparsity), from public datasheets.
+struct DeviceSpec {
+  std::string name;
+  double bf16_flops = 0;  // dense tensor-core peak, FLOP/s
+  double fp16_flops = 0;
+  double fp32_flops = 0;  // non-tensor FP32 peak
+  double tf32_flops = 0;  // tensor-core TF32 peak (what PyTorch uses for fp32 matmuls when allowed)
+  double fp8_flops = 0;   // 0 when the device has no FP8 tensor cores
+  double memory_bytes = 0;
+  double memory_bandwidth = 0;  // bytes/s
+  double nvlink_bandwidth = 0;  // bytes/s per direction, all links of one GPU together; 0: none
+};
+
+// One class of physical link. `efficiency` is the fraction of `bandwidth` a collective
+// reaches on it (protocol overhead, NCCL's chunking): an explicit, documented preset
+// parameter, never a hidden constant.
+struct LinkSpec {
+  double bandwidth = 0;  // bytes/s per direction
+  double latency = 0;    // seconds per traversal of this link
+  double efficiency = 1.0;
+  double effective_bandwidth() const { return bandwidth * efficiency; }
+};
+
+enum class NodeKind {
+  kNvSwitch,  // GPUs fully connected through NVSwitch (DGX/HGX)
+  kPcie,      // GPUs talk over PCIe through the host (no NVLink)
+};
+
+struct NodeSpec {
+  std::string name;
+  NodeKind kind = NodeKind::kNvSwitch;
+  DeviceSpec gpu;
+  int gpus = 8;
+  int nics = 8;  // NICs (and PCIe switches) per node; GPU i uses NIC i·nics/gpus
+  LinkSpec nvlink;  // GPU <-> NVSwitch; bandwidth defaults to gpu.nvlink_bandwidth
+  LinkSpec pcie;    // GPU/NIC <-> PCIe switch and PCIe switch <-> host
+};
+
+enum class FabricKind { kInfiniBand, kRoCE };
+
+// Two-level fat-tree (leaf/spine). Each leaf has `leaf_down_ports` ports towards NICs and
+// leaf_down_ports / oversubscription ports of the same speed towards the spines, one to
+// each spine switch. Classic: all NICs of a node on one leaf. Rail-optimized: NIC r of
+// every node in a group goes to rail leaf r of that group.
+struct FabricSpec {
+  std::string name;
+  FabricKind kind = FabricKind::kInfiniBand;
+  LinkSpec nic;    // NIC <-> leaf port
+  LinkSpec uplink; // leaf <-> spine port
+  int leaf_down_ports = 32;
+  double oversubscription = 1.0;
+  bool rail_optimized = false;
+};
+
+// Parameter servers: CPU hosts with one NIC each on the same fabric.
+struct ParameterServerSpec {
+  int count = 0;
+  LinkSpec nic;
+};
+
+struct ClusterSpec {
+  NodeSpec node;
+  int nodes = 1;
+  FabricSpec fabric;
+  ParameterServerSpec parameter_servers;
+  int gpu_count() const { return nodes * node.gpus; }
+};
+
+}  // namespace topology

@@ -1,0 +1,186 @@
+// Hardware presets with their sources.
+//
+// Devices — NVIDIA datasheets (dense tensor-core rates, i.e. half the "with sparsity" figure):
+//   A100 SXM4 80GB: BF16/FP16 312 TFLOP/s, TF32 156, FP32 19.5, no FP8; 80 GB HBM2e at 2,039 GB/s;
+//                   NVLink 3: 600 GB/s bidirectional = 300 GB/s per direction (12 × 25).
+//   H100 SXM5:      BF16/FP16 989.4 TFLOP/s, TF32 494.7, FP32 66.9, FP8 1978.9; 80 GB HBM3 at
+//                   3.35 TB/s;
+//                   NVLink 4: 900 GB/s bidirectional = 450 GB/s per direction.
+//   H200 SXM:       same compute as H100 SXM5; 141 GB HBM3e at 4.8 TB/s; NVLink 450 GB/s/dir.
+//   H100 PCIe:      BF16/FP16 756 TFLOP/s, TF32 378, FP32 51.2, FP8 1513; 80 GB HBM2e at 2.0 TB/s.
+//   L40S:           BF16/FP16 362 TFLOP/s, TF32 183, FP32 91.6, FP8 733; 48 GB GDDR6 at 864 GB/s.
+// Links — PCIe Gen4 x16 ≈ 32 GB/s and Gen5 x16 ≈ 64 GB/s per direction; InfiniBand HDR
+//   200 Gb/s and NDR 400 Gb/s per port; one NIC per GPU on DGX/HGX nodes (VALIDATION.md).
+// Efficiencies — the chapter's H100 baseline (§6.1.7): NVLink used at its 450 GB/s line
+//   rate (efficiency 1.0); InfiniBand NDR 400 "effectively about 40 GB/s including NCCL
+//   overhead" = 40/50 = 0.8. RoCE is given the same 0.8 for want of a published figure;
+//   `dtsim calibrate` measures the real value on a given machine.
+// Latencies — per link, chosen so that GPU-to-GPU paths add up to NCCL's per-hop latency
+//   model (src/graph/tuning.cc, hwLat, ring/LL): NVLink ≈ 0.6 µs (2 links × 0.3 µs),
+//   PCIe ≈ 1.0 µs (2 × 0.5 µs), network ≈ 2.7 µs (PCIe 0.5 + NIC–leaf 0.85 on each side,
+//   + 0.2 µs per switch-to-switch link when the path climbs to a spine).
+#include "topology/presets.h"
+
+#include <fmt/format.h>
+
+#include <utility>
+
+namespace topology {
+namespace {
+
+constexpr double kTera = 1e12;
+constexpr double kGiga = 1e9;
+constexpr double kMicro = 1e-6;
+
+// Gb/s line rate -> bytes/s.
+constexpr double gbit(double gigabits) { return gigabits * kGiga / 8.0; }
+
+constexpr double kNvlinkLatency = 0.3 * kMicro;
+constexpr double kPcieLatency = 0.5 * kMicro;
+constexpr double kNicLatency = 0.85 * kMicro;
+constexpr double kSwitchLatency = 0.2 * kMicro;
+constexpr double kChapterNetworkEfficiency = 40.0 / 50.0;
+
+const std::vector<std::pair<std::string, DeviceSpec>>& devices() {
+  static const std::vector<std::pair<std::string, DeviceSpec>> table = {
+      {"a100-sxm4-80gb",
+       {"A100 SXM4 80GB", 312 * kTera, 312 * kTera, 19.5 * kTera, 156 * kTera, 0, 80 * kGiga,
+        2039 * kGiga, 300 * kGiga}},
+      {"h100-sxm5",
+       {"H100 SXM5", 989.4 * kTera, 989.4 * kTera, 66.9 * kTera, 494.7 * kTera, 1978.9 * kTera,
+        80 * kGiga, 3350 * kGiga, 450 * kGiga}},
+      {"h200-sxm",
+       {"H200 SXM", 989.4 * kTera, 989.4 * kTera, 66.9 * kTera, 494.7 * kTera, 1978.9 * kTera,
+        141 * kGiga, 4800 * kGiga, 450 * kGiga}},
+      {"h100-pcie",
+       {"H100 PCIe", 756 * kTera, 756 * kTera, 51.2 * kTera, 378 * kTera, 1513 * kTera,
+        80 * kGiga, 2000 * kGiga, 0}},
+      {"l40s",
+       {"L40S", 362 * kTera, 362 * kTera, 91.6 * kTera, 183 * kTera, 733 * kTera, 48 * kGiga,
+        864 * kGiga, 0}},
+  };
+  return table;
+}
+
+LinkSpec pcie_gen4() { return {32 * kGiga, kPcieLatency, 1.0}; }
+LinkSpec pcie_gen5() { return {64 * kGiga, kPcieLatency, 1.0}; }
+
+NodeSpec nvswitch_node(std::string name, const char* device, LinkSpec pcie) {
+  NodeSpec node;
+  node.name = std::move(name);
+  node.kind = NodeKind::kNvSwitch;
+  node.gpu = *device_preset(device);
+  node.gpus = 8;
+  node.nics = 8;
+  node.nvlink = {node.gpu.nvlink_bandwidth, kNvlinkLatency, 1.0};
+  node.pcie = pcie;
+  return node;
+}
+
+NodeSpec pcie_node(std::string name, const char* device, int nics, LinkSpec pcie) {
+  NodeSpec node;
+  node.name = std::move(name);
+  node.kind = NodeKind::kPcie;
+  node.gpu = *device_preset(device);
+  node.gpus = 8;
+  node.nics = nics;
+  node.nvlink = {};
+  node.pcie = pcie;
+  return node;
+}
+
+const std::vector<std::pair<std::string, NodeSpec>>& nodes() {
+  static const std::vector<std::pair<std::string, NodeSpec>> table = {
+      {"dgx-a100", nvswitch_node("DGX A100 (8 × A100 SXM4 80GB, NVSwitch)", "a100-sxm4-80gb",
+                                 pcie_gen4())},
+      {"hgx-h100", nvswitch_node("HGX H100 (8 × H100 SXM5, NVSwitch)", "h100-sxm5", pcie_gen5())},
+      {"hgx-h200", nvswitch_node("HGX H200 (8 × H200 SXM, NVSwitch)", "h200-sxm", pcie_gen5())},
+      {"pcie-h100", pcie_node("PCIe server (8 × H100 PCIe, no NVLink, 4 NICs)", "h100-pcie", 4,
+                              pcie_gen5())},
+      {"pcie-l40s", pcie_node("PCIe server (8 × L40S, no NVLink, 2 NICs)", "l40s", 2,
+                              pcie_gen4())},
+  };
+  return table;
+}
+
+FabricSpec fat_tree(std::string name, FabricKind kind, double line_rate) {
+  FabricSpec fabric;
+  fabric.name = std::move(name);
+  fabric.kind = kind;
+  fabric.nic = {line_rate, kNicLatency, kChapterNetworkEfficiency};
+  fabric.uplink = {line_rate, kSwitchLatency, kChapterNetworkEfficiency};
+  fabric.leaf_down_ports = 32;
+  fabric.oversubscription = 1.0;
+  fabric.rail_optimized = false;
+  return fabric;
+}
+
+const std::vector<std::pair<std::string, FabricSpec>>& fabrics() {
+  static const std::vector<std::pair<std::string, FabricSpec>> table = {
+      {"ib-hdr", fat_tree("InfiniBand HDR 200 Gb/s fat-tree", FabricKind::kInfiniBand, gbit(200))},
+      {"ib-ndr", fat_tree("InfiniBand NDR 400 Gb/s fat-tree", FabricKind::kInfiniBand, gbit(400))},
+      {"roce-200", fat_tree("RoCE 200 GbE fat-tree", FabricKind::kRoCE, gbit(200))},
+      {"roce-400", fat_tree("RoCE 400 GbE fat-tree", FabricKind::kRoCE, gbit(400))},
+  };
+  return table;
+}
+
+const std::vector<std::pair<std::string, LinkSpec>>& server_nics() {
+  static const std::vector<std::pair<std::string, LinkSpec>> table = {
+      {"eth-25g", {gbit(25), kNicLatency, 1.0}},
+      {"eth-100g", {gbit(100), kNicLatency, 1.0}},
+      {"eth-200g", {gbit(200), kNicLatency, 1.0}},
+      {"ib-ndr", {gbit(400), kNicLatency, kChapterNetworkEfficiency}},
+  };
+  return table;
+}
+
+template <typename T>
+std::optional<T> find_in(const std::vector<std::pair<std::string, T>>& table,
+                         std::string_view name) {
+  for (const auto& [key, value] : table) {
+    if (key == name) return value;
+  }
+  return std::nullopt;
+}
+
+template <typename T>
+std::vector<std::string> names_of(const std::vector<std::pair<std::string, T>>& table) {
+  std::vector<std::string> names;
+  for (const auto& entry : table) names.push_back(entry.first);
+  return names;
+}
+
+}  // namespace
+
+std::optional<DeviceSpec> device_preset(std::string_view name) { return find_in(devices(), name); }
+std::optional<NodeSpec> node_preset(std::string_view name) { return find_in(nodes(), name); }
+std::optional<FabricSpec> fabric_preset(std::string_view name) { return find_in(fabrics(), name); }
+std::optional<LinkSpec> server_nic_preset(std::string_view name) {
+  return find_in(server_nics(), name);
+}
+
+std::vector<std::string> device_preset_names() { return names_of(devices()); }
+std::vector<std::string> node_preset_names() { return names_of(nodes()); }
+std::vector<std::string> fabric_preset_names() { return names_of(fabrics()); }
+std::vector<std::string> server_nic_preset_names() { return names_of(server_nics()); }
+
+std::string describe(const DeviceSpec& d) {
+  return fmt::format("{}: bf16 {:.1f} TFLOP/s, fp32 {:.1f} TFLOP/s, {:.0f} GB at {:.0f} GB/s, "
+                     "NVLink {:.0f} GB/s per direction",
+                     d.name, d.bf16_flops / kTera, d.fp32_flops / kTera, d.memory_bytes / kGiga,
+                     d.memory_bandwidth / kGiga, d.nvlink_bandwidth / kGiga);
+}
+
+std::string describe(const NodeSpec& n) {
+  return fmt::format("{}: {} GPUs, {} NICs, PCIe {:.0f} GB/s", n.name, n.gpus, n.nics,
+                     n.pcie.bandwidth / kGiga);
+}
+
+std::string describe(const FabricSpec& f) {
+  return fmt::format("{}: {:.0f} Gb/s ports ({:.0f} GB/s effective), {} down ports per leaf",
+                     f.name, f.nic.bandwidth * 8 / kGiga, f.nic.effective_bandwidth() / kGiga,
+                     f.leaf_down_ports);
+}
+
+}  // namespace topology
