@@ -28,6 +28,7 @@ void write_chrome_trace(const Timeline& timeline, std::ostream& out) {
   json other = json::object();
   other["generator"] = "dtsim";
   other["title"] = timeline.title;
+  other["memory_series"] = timeline.memory_series;  // JSON objects lose the series order
   for (const auto& [key, value] : timeline.metadata) other[key] = value;
   out << "{\"displayTimeUnit\":\"ns\",\"otherData\":" << other.dump() << ",\"traceEvents\":[";
   bool first = true;
@@ -158,6 +159,10 @@ Timeline read_chrome_trace(std::istream& in) {
     for (const auto& [key, value] : document["otherData"].items()) {
       if (key == "title" && value.is_string()) {
         timeline.title = value.get<std::string>();
+      } else if (key == "memory_series" && value.is_array()) {
+        for (const auto& series : value) {
+          if (series.is_string()) timeline.memory_series.push_back(series.get<std::string>());
+        }
       } else if (key != "generator") {
         timeline.metadata[key] = value.is_string() ? value.get<std::string>() : value.dump();
       }

@@ -120,8 +120,13 @@ Report build_report(const Timeline& timeline, const RunFacts& facts) {
     report.comm_bytes_per_rank = report.rank_reports[report.critical_rank].comm_bytes;
     for (std::size_t c = 0; c < kCategoryCount; ++c) {
       if (critical.busy_ps_by_category[c] == 0) continue;
-      report.time_by_category_s[std::string(category_name(static_cast<Category>(c)))] =
-          seconds(critical.busy_ps_by_category[c]) / steps;
+      const auto category = static_cast<Category>(c);
+      const std::string name(category_name(category));
+      report.time_by_category_s[name] = seconds(critical.busy_ps_by_category[c]) / steps;
+      if (is_communication(category) && critical.bytes_by_category[c] > 0) {
+        report.achieved_bandwidth_by_category[name] =
+            static_cast<double>(critical.bytes_by_category[c]) / seconds(critical.busy_ps_by_category[c]);
+      }
     }
     const auto critical_index = static_cast<std::size_t>(report.critical_rank);
     if (critical_index < facts.comm_latency_s.size()) {
@@ -170,7 +175,12 @@ std::string format_report(const Report& r) {
   line("overlap ratio", fmt::format("{:.1f} %", r.overlap_ratio * 100));
   out += fmt::format("\n  time by category on rank {} (busy time, per step)\n", r.critical_rank);
   for (const auto& [category, time] : r.time_by_category_s) {
-    out += fmt::format("    {:<20}{}\n", category, human_seconds(time));
+    std::string bandwidth;
+    if (auto it = r.achieved_bandwidth_by_category.find(category);
+        it != r.achieved_bandwidth_by_category.end()) {
+      bandwidth = fmt::format("  ({}/s sent)", human_bytes(it->second));
+    }
+    out += fmt::format("    {:<20}{}{}\n", category, human_seconds(time), bandwidth);
   }
   out += fmt::format("\n  peak memory           {} on rank {}", human_bytes(static_cast<double>(r.peak_memory_bytes)),
                      r.peak_memory_rank);
@@ -216,6 +226,7 @@ nlohmann::json report_to_json(const Report& r) {
       {"overlap_ratio", r.overlap_ratio},
       {"comm_bytes_per_rank", r.comm_bytes_per_rank},
       {"time_by_category_s", r.time_by_category_s},
+      {"achieved_bandwidth_bytes_per_s", r.achieved_bandwidth_by_category},
       {"peak_memory_bytes", r.peak_memory_bytes},
       {"peak_memory_rank", r.peak_memory_rank},
       {"peak_memory_breakdown_bytes", r.peak_memory_breakdown},

@@ -9,6 +9,8 @@
 //                   Chowdhery et al., PaLM, 2022, appendix B)
 //   compute, communication, exposed communication, R, overlap: summary.h, taken on the
 //   critical rank (the one that finishes last), per step.
+//   achieved bandwidth of a communication category = bytes the rank sent in it / time its
+//   spans lasted (for a parameter-server push: what each worker gets of the server's NIC).
 //
 // JSON keys are stable and documented in docs/report.md.
 #pragma once
@@ -65,6 +67,8 @@ struct Report {
   std::optional<double> comm_latency_s;
   std::optional<double> comm_bandwidth_s;
   std::map<std::string, double> time_by_category_s;  // critical rank, per step
+  // Communication categories on the critical rank: bytes sent / time spent (bytes/s).
+  std::map<std::string, double> achieved_bandwidth_by_category;
   std::int64_t peak_memory_bytes = 0;
   std::int32_t peak_memory_rank = 0;
   std::map<std::string, std::int64_t> peak_memory_breakdown;  // at the peak, by series

@@ -69,6 +69,7 @@ std::vector<RankSummary> summarize_ranks(const Timeline& timeline) {
     summary.begin_ps = std::min(summary.begin_ps, span.start_ps);
     summary.end_ps = std::max(summary.end_ps, span.end_ps);
     summary.busy_ps_by_category[static_cast<std::size_t>(span.category)] += span.duration_ps();
+    summary.bytes_by_category[static_cast<std::size_t>(span.category)] += span.bytes;
     if (is_compute(span.category)) {
       compute[span.rank].push_back({span.start_ps, span.end_ps});
       summary.flops += span.flops;

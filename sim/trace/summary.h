@@ -28,6 +28,7 @@ struct RankSummary {
   std::int64_t comm_bytes = 0;  // sum of bytes sent by communication spans
   double flops = 0;             // sum of FLOPs of compute spans
   std::array<std::int64_t, kCategoryCount> busy_ps_by_category{};  // sum of span durations
+  std::array<std::int64_t, kCategoryCount> bytes_by_category{};    // sum of span bytes
 
   double overlap_ratio() const;
   double comm_compute_ratio() const;

@@ -1,0 +1,139 @@
+// The cluster graph: structure, shortest-path routes, ECMP, oversubscription and rails.
+#include "topology/cluster.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "topology/presets.h"
+
+namespace {
+
+using topology::Cluster;
+using topology::ClusterSpec;
+using topology::VertexKind;
+
+ClusterSpec hgx_cluster(int nodes) {
+  ClusterSpec spec;
+  spec.node = *topology::node_preset("hgx-h100");
+  spec.nodes = nodes;
+  spec.fabric = *topology::fabric_preset("ib-ndr");
+  return spec;
+}
+
+std::vector<VertexKind> kinds_along(const Cluster& cluster, const topology::Path& path) {
+  std::vector<VertexKind> kinds;
+  for (topology::LinkId link : path) kinds.push_back(cluster.graph()[cluster.link(link).to].kind);
+  return kinds;
+}
+
+TEST(ClusterTest, OneHgxNodeHasTheExpectedVerticesAndLinks) {
+  const Cluster cluster(hgx_cluster(1));
+  // 8 GPUs, 8 PCIe switches, 8 NICs, 1 host, 1 NVSwitch, 1 leaf (no spine for one leaf).
+  EXPECT_EQ(boost::num_vertices(cluster.graph()), 27u);
+  // Links: switch–host 8, NIC–switch 8, GPU–switch 8, GPU–NVSwitch 8, NIC–leaf 8; two
+  // directed edges each.
+  EXPECT_EQ(cluster.link_count(), 80u);
+  EXPECT_EQ(boost::num_edges(cluster.graph()), 80u);
+  EXPECT_EQ(cluster.leaf_count(), 1);
+  EXPECT_EQ(cluster.spine_count(), 0);
+  EXPECT_EQ(cluster.gpu_count(), 8);
+}
+
+TEST(ClusterTest, GpusInANodeTalkOverNvswitch) {
+  const Cluster cluster(hgx_cluster(1));
+  const topology::Path path = cluster.route(0, 5);
+  EXPECT_EQ(kinds_along(cluster, path), (std::vector<VertexKind>{VertexKind::kNvSwitch, VertexKind::kGpu}));
+  EXPECT_DOUBLE_EQ(cluster.path_bottleneck(path), 450e9);
+  EXPECT_NEAR(cluster.path_latency(path), 0.6e-6, 1e-12);
+  EXPECT_TRUE(cluster.route(3, 3).empty());
+}
+
+TEST(ClusterTest, GpusInAPcieServerTalkThroughPcie) {
+  ClusterSpec spec = hgx_cluster(1);
+  spec.node = *topology::node_preset("pcie-h100");  // 8 GPUs, 4 NICs: two GPUs per PCIe switch
+  const Cluster cluster(spec);
+  // GPUs 0 and 1 share PCIe switch 0.
+  EXPECT_EQ(kinds_along(cluster, cluster.route(0, 1)),
+            (std::vector<VertexKind>{VertexKind::kPcieSwitch, VertexKind::kGpu}));
+  // GPUs 0 and 7 sit under different switches: up through the host.
+  EXPECT_EQ(kinds_along(cluster, cluster.route(0, 7)),
+            (std::vector<VertexKind>{VertexKind::kPcieSwitch, VertexKind::kHost,
+                                     VertexKind::kPcieSwitch, VertexKind::kGpu}));
+  EXPECT_DOUBLE_EQ(cluster.path_bottleneck(cluster.route(0, 7)), 64e9);
+}
+
+TEST(ClusterTest, NodesOnOneLeafTalkThroughTheirNics) {
+  const Cluster cluster(hgx_cluster(2));
+  const topology::Path path = cluster.route(3, 8 + 3);
+  EXPECT_EQ(kinds_along(cluster, path),
+            (std::vector<VertexKind>{VertexKind::kPcieSwitch, VertexKind::kNic, VertexKind::kLeaf,
+                                     VertexKind::kNic, VertexKind::kPcieSwitch, VertexKind::kGpu}));
+  EXPECT_DOUBLE_EQ(cluster.path_bottleneck(path), 40e9);  // NDR 50 GB/s × 0.8
+}
+
+TEST(ClusterTest, RoutesNeverTransitAnotherGpu) {
+  const Cluster cluster(hgx_cluster(3));
+  for (int src = 0; src < cluster.gpu_count(); src += 5) {
+    for (int dst = 0; dst < cluster.gpu_count(); dst += 3) {
+      const topology::Path path = cluster.route(src, dst);
+      for (std::size_t i = 0; i + 1 < path.size(); ++i) {
+        EXPECT_NE(cluster.graph()[cluster.link(path[i]).to].kind, VertexKind::kGpu);
+      }
+    }
+  }
+}
+
+TEST(ClusterTest, CrossLeafTrafficHasOneEqualCostPathPerSpineAndEcmpSpreadsFlows) {
+  // Classic fat-tree: 32 down ports per leaf = 4 HGX nodes; 5 nodes need 2 leaves; 32 spines.
+  const Cluster cluster(hgx_cluster(5));
+  EXPECT_EQ(cluster.leaf_count(), 2);
+  EXPECT_EQ(cluster.spine_count(), 32);
+  const auto paths = cluster.equal_cost_paths(0, 4 * 8);
+  EXPECT_EQ(paths.size(), 32u);
+  std::set<topology::Path> chosen;
+  for (std::uint64_t flow = 0; flow < 200; ++flow) chosen.insert(cluster.route(0, 32, flow));
+  EXPECT_GT(chosen.size(), 16u);  // hashing spreads flows over the spines
+  EXPECT_EQ(cluster.route(0, 32, 42), cluster.route(0, 32, 42));  // and is deterministic
+  for (const auto& path : chosen) {
+    EXPECT_EQ(kinds_along(cluster, path)[3], VertexKind::kSpine);
+  }
+}
+
+TEST(ClusterTest, OversubscriptionRemovesUplinks) {
+  ClusterSpec spec = hgx_cluster(5);
+  spec.fabric.oversubscription = 2.0;
+  const Cluster cluster(spec);
+  EXPECT_EQ(cluster.spine_count(), 16);  // 32 down ports, 16 up
+  EXPECT_EQ(cluster.equal_cost_paths(0, 32).size(), 16u);
+}
+
+TEST(ClusterTest, RailOptimizedFabricKeepsSameRailTrafficOffTheSpines) {
+  ClusterSpec spec = hgx_cluster(4);
+  spec.fabric.rail_optimized = true;
+  spec.fabric.leaf_down_ports = 2;  // two nodes per rail group: 2 groups × 8 rails
+  const Cluster cluster(spec);
+  EXPECT_EQ(cluster.leaf_count(), 16);
+  // GPU 3 of node 0 to GPU 3 of node 1: both on rail 3 of group 0 — one leaf, no spine.
+  const auto same_rail = kinds_along(cluster, cluster.route(3, 8 + 3));
+  EXPECT_EQ(same_rail.size(), 6u);
+  EXPECT_EQ(same_rail[2], VertexKind::kLeaf);
+  // GPU 3 of node 0 to GPU 4 of node 1: different rails — up to a spine (or across NVLink
+  // and then the right rail: both are 8 hops, and both are listed).
+  EXPECT_EQ(cluster.route(3, 8 + 4).size(), 8u);
+}
+
+TEST(ClusterTest, ParameterServersHangOffTheFabricWithTheirOwnNic) {
+  ClusterSpec spec = hgx_cluster(1);
+  spec.parameter_servers.count = 2;
+  spec.parameter_servers.nic = *topology::server_nic_preset("eth-100g");
+  const Cluster cluster(spec);
+  EXPECT_EQ(cluster.endpoint_count(), 10);
+  EXPECT_FALSE(cluster.is_gpu(8));
+  EXPECT_EQ(cluster.node_of(9), 2);
+  const topology::Path path = cluster.route(0, 9);
+  EXPECT_EQ(kinds_along(cluster, path).back(), VertexKind::kServer);
+  EXPECT_DOUBLE_EQ(cluster.path_bottleneck(path), 12.5e9);
+}
+
+}  // namespace

@@ -1,0 +1,109 @@
+// The step report from a hand-built timeline: every figure follows from its definition.
+#include "sim/trace/report.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+namespace {
+
+constexpr std::int64_t kMs = 1'000'000'000;  // picoseconds per millisecond
+
+trace::Timeline two_rank_step() {
+  // Rank 0: forward [0,40) ms, backward [40,100) ms, all-reduce [60,130) ms, optimizer
+  // [130,140) ms. Rank 1 ends at 120 ms. Memory peaks on rank 1.
+  trace::Timeline timeline;
+  timeline.ranks.resize(2);
+  timeline.streams = {"compute", "comm"};
+  timeline.memory_series = {"parameters", "activations"};
+  auto add = [&](std::int32_t rank, std::uint16_t stream, trace::Category category, std::int64_t start,
+                 std::int64_t end, std::int64_t bytes) {
+    trace::Span span;
+    span.rank = rank;
+    span.stream = stream;
+    span.category = category;
+    span.start_ps = start * kMs;
+    span.end_ps = end * kMs;
+    span.bytes = bytes;
+    timeline.spans.push_back(span);
+  };
+  add(0, 0, trace::Category::kForward, 0, 40, 0);
+  add(0, 0, trace::Category::kBackward, 40, 100, 0);
+  add(0, 1, trace::Category::kAllReduce, 60, 130, 7'000'000'000);
+  add(0, 0, trace::Category::kOptimizer, 130, 140, 0);
+  add(1, 0, trace::Category::kForward, 0, 120, 0);
+  timeline.memory = {{0, 0, {10, 0}, timeline.strings.intern("parameters")},
+                     {1, 0, {10, 85}, timeline.strings.intern("layer3.activations")},
+                     {1, 5, {10, 5}, timeline.strings.intern("layer3.activations")}};
+  return timeline;
+}
+
+trace::RunFacts facts() {
+  trace::RunFacts facts;
+  facts.title = "hand-made";
+  facts.tokens_per_step = 14'000;
+  facts.model_flops_per_step = 7e13;
+  facts.peak_flops_per_rank = 1e15;
+  facts.memory_capacity_bytes = 80;
+  return facts;
+}
+
+TEST(ReportTest, FiguresFollowTheirDefinitions) {
+  const trace::Report report = trace::build_report(two_rank_step(), facts());
+  EXPECT_EQ(report.critical_rank, 0);
+  EXPECT_NEAR(report.step_time_s, 0.140, 1e-12);
+  EXPECT_NEAR(report.tokens_per_s, 14'000 / 0.140, 1e-6);
+  EXPECT_NEAR(report.mfu, 7e13 / (0.140 * 2 * 1e15), 1e-12);
+  EXPECT_NEAR(report.compute_time_s, 0.110, 1e-12);   // 40 + 60 + 10 ms
+  EXPECT_NEAR(report.comm_time_s, 0.070, 1e-12);
+  EXPECT_NEAR(report.exposed_comm_s, 0.030, 1e-12);   // [100,130) ms
+  EXPECT_NEAR(report.comm_compute_ratio, 70.0 / 110.0, 1e-12);
+  EXPECT_NEAR(report.overlap_ratio, 1.0 - 30.0 / 70.0, 1e-12);
+  EXPECT_EQ(report.comm_bytes_per_rank, 7'000'000'000);
+  EXPECT_NEAR(report.achieved_bandwidth_by_category.at("all_reduce"), 7e9 / 0.070, 1e-3);
+}
+
+TEST(ReportTest, PeakMemoryAndOutOfMemory) {
+  const trace::Report report = trace::build_report(two_rank_step(), facts());
+  EXPECT_EQ(report.peak_memory_bytes, 95);
+  EXPECT_EQ(report.peak_memory_rank, 1);
+  EXPECT_EQ(report.peak_memory_op, "layer3.activations");
+  EXPECT_EQ(report.peak_memory_breakdown.at("activations"), 85);
+  EXPECT_TRUE(report.oom);
+  ASSERT_FALSE(report.warnings.empty());
+  EXPECT_NE(report.warnings.front().find("OOM"), std::string::npos);
+  EXPECT_NE(report.warnings.front().find("layer3.activations"), std::string::npos);
+  EXPECT_NE(report.warnings.front().find("activation checkpointing"), std::string::npos);
+}
+
+TEST(ReportTest, NoWarningWhenItFitsAndCommunicationIsCheap) {
+  trace::RunFacts roomy = facts();
+  roomy.memory_capacity_bytes = 1000;
+  const trace::Report report = trace::build_report(two_rank_step(), roomy);
+  EXPECT_FALSE(report.oom);
+  EXPECT_TRUE(report.warnings.empty());
+}
+
+TEST(ReportTest, CommunicationBoundStepIsFlagged) {
+  trace::Timeline timeline = two_rank_step();
+  timeline.spans[2].end_ps = 400 * kMs;  // all-reduce far longer than compute
+  trace::RunFacts roomy = facts();
+  roomy.memory_capacity_bytes = 1000;
+  const trace::Report report = trace::build_report(timeline, roomy);
+  EXPECT_GT(report.comm_compute_ratio, 1.0);
+  ASSERT_EQ(report.warnings.size(), 1u);
+  EXPECT_NE(report.warnings[0].find("communication-bound"), std::string::npos);
+}
+
+TEST(ReportTest, JsonHasTheDocumentedKeys) {
+  const nlohmann::json json = trace::report_to_json(trace::build_report(two_rank_step(), facts()));
+  for (const char* key : {"step_time_s", "tokens_per_s", "mfu", "compute_time_s", "comm_time_s",
+                          "exposed_comm_s", "comm_compute_ratio", "overlap_ratio",
+                          "peak_memory_bytes", "oom", "per_rank", "warnings", "schema"}) {
+    EXPECT_TRUE(json.contains(key)) << key;
+  }
+  EXPECT_EQ(json["oom"], true);
+  EXPECT_EQ(json["per_rank"].size(), 2u);
+}
+
+}  // namespace
