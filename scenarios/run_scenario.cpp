@@ -50,7 +50,11 @@ RunResult run_scenario(const Scenario& scenario) {
   facts.model_flops_per_step = result.program.info.model_flops_per_step;
   facts.peak_flops_per_rank = sim::ComputeModel(scenario.cluster.node.gpu, scenario.efficiency)
                                   .peak_flops(result.program.info.compute_dtype);
-  facts.memory_capacity_bytes = scenario.cluster.node.gpu.memory_bytes;
+  for (std::int32_t endpoint : result.program.placement) {
+    facts.memory_capacity_bytes.push_back(endpoint < scenario.cluster.gpu_count()
+                                              ? scenario.cluster.node.gpu.memory_bytes
+                                              : scenario.cluster.parameter_servers.host.memory_bytes);
+  }
   facts.comm_latency_s = result.simulation.comm_latency_s;
   facts.comm_bandwidth_s = result.simulation.comm_bandwidth_s;
   if (scenario.step_compute_time_s) {

@@ -71,6 +71,8 @@ std::string node_text(const toml::node& node) {
   std::ostringstream out;
   if (const auto* text = node.as_string()) {
     out << '"' << text->get() << '"';
+  } else if (const auto* number = node.as_floating_point()) {
+    out << fmt::format("{}", number->get());  // shortest form that reads back the same
   } else {
     node.visit([&out](const auto& value) { out << value; });
   }
@@ -318,6 +320,8 @@ topology::ClusterSpec read_cluster(TableReader reader) {
   cluster.parameter_servers.nic =
       *topology::server_nic_preset(servers.choice("nic", topology::server_nic_preset_names()).value_or("eth-100g"));
   read_link(servers.child("link"), cluster.parameter_servers.nic);
+  cluster.parameter_servers.host = *topology::device_preset("epyc-9654-2s");
+  read_device(servers.child("host"), cluster.parameter_servers.host);
   servers.finish();
   reader.finish();
   return cluster;
@@ -406,11 +410,18 @@ void read_parallel(TableReader reader, Scenario& scenario) {
                             scenario.cluster.nodes, scenario.cluster.node.gpus),
                 "the product of the parallel degrees must equal cluster.nodes × gpus_per_node");
   }
-  if (parallel.strategy == "ddp" && (parallel.tp != 1 || parallel.pp != 1)) {
+  if (parallel.tp != 1 || parallel.pp != 1) {
     reader.fail(parallel.tp != 1 ? "tp" : "pp",
-                "strategy \"ddp\" replicates the whole model on every GPU, so tp and pp must be 1",
+                fmt::format("strategy \"{}\" replicates the whole model on every GPU, so tp and "
+                            "pp must be 1",
+                            parallel.strategy),
                 "tensor and pipeline parallelism are separate strategies, not available in this "
                 "version");
+  }
+  scenario.lowering.parameter_servers = scenario.cluster.parameter_servers.count;
+  if (parallel.strategy == "ps" && scenario.lowering.parameter_servers < 1) {
+    reader.fail("strategy", "strategy \"ps\" needs parameter servers, but the cluster has none",
+                "add [cluster.parameter_servers] with count = 1 or more");
   }
   reader.finish();
 }

@@ -8,13 +8,11 @@
 #include <utility>
 
 #include "strategies/layout.h"
-#include "strategies/program_builder.h"
-#include "strategies/transformer_ops.h"
+#include "strategies/training_step.h"
 
 namespace strategies {
 namespace {
 
-using program::MemoryCategory;
 using program::OpIndex;
 
 constexpr double kMiB = 1024.0 * 1024.0;
@@ -67,14 +65,6 @@ class BucketFiller {
   std::optional<OpIndex> last_;
 };
 
-// Bytes the optimizer update reads and writes per parameter.
-double optimizer_bytes_per_parameter(const ModelStateBytes& state) {
-  const double weights = state.master_weights > 0
-                             ? 2 * state.master_weights + state.parameters  // fp32 r/w, copy out
-                             : 2 * state.parameters;
-  return state.gradients + 2 * state.optimizer_states + weights;
-}
-
 }  // namespace
 
 program::Program lower_ddp(const LoweringInput& input) {
@@ -96,54 +86,31 @@ program::Program lower_ddp(const LoweringInput& input) {
   const std::vector<Block> blocks =
       model_blocks(model, BlockShape{training.micro_batch, training.sequence, dtype});
   const double parameters = total_parameters(model);
-  const double scale = parameter_scale(model);
   const ModelStateBytes state = model_state_bytes(training);
 
   RankProgramBuilder builder;
-  builder.allocate("parameters", kCompute, MemoryCategory::kParameters, parameters * state.parameters);
-  builder.allocate("gradients", kCompute, MemoryCategory::kGradients, parameters * state.gradients);
-  if (state.master_weights > 0) {
-    builder.allocate("master_weights", kCompute, MemoryCategory::kMasterWeights,
-                     parameters * state.master_weights);
-  }
-  if (state.optimizer_states > 0) {
-    builder.allocate("optimizer_states", kCompute, MemoryCategory::kOptimizerStates,
-                     parameters * state.optimizer_states);
-  }
+  allocate_model_states(builder, kCompute, parameters, state, StateShares{});
   if (!ddp.gradient_as_bucket_view && dp > 1) {
-    builder.allocate("ddp.bucket_buffers", kCompute, MemoryCategory::kCommBuffers,
+    builder.allocate("ddp.bucket_buffers", kCompute, program::MemoryCategory::kCommBuffers,
                      parameters * state.gradients);
   }
 
   BucketFiller buckets(ddp, dp_group, grad_dtype,
-                       static_cast<double>(program::dtype_bytes(grad_dtype)) * scale);
-  // Dependencies the next compute op must wait for (outstanding all-reduces, a barrier).
+                       static_cast<double>(program::dtype_bytes(grad_dtype)) * parameter_scale(model));
+  // What the next compute op must wait for: outstanding all-reduces and the barrier.
   std::vector<OpIndex> wait_for;
-  auto compute_deps = [&wait_for] { return std::exchange(wait_for, {}); };
-
   for (std::int32_t step = 0; step < training.steps; ++step) {
     for (std::int64_t micro = 0; micro < training.accumulation; ++micro) {
       const bool sync = dp > 1 && (micro == training.accumulation - 1 || !ddp.no_sync);
-      for (const Block& block : blocks) {
-        builder.allocate(block.name + ".activations", kCompute, MemoryCategory::kActivations,
-                         block.saved_bytes(), compute_deps());
-        for (const ForwardStep& forward : block.forward) {
-          builder.add(forward.name, kCompute, forward.op);
-        }
-      }
+      emit_forward(builder, blocks, kCompute, std::exchange(wait_for, {}));
       buckets.reset();
-      OpIndex last_backward = 0;
-      for (auto block = blocks.rbegin(); block != blocks.rend(); ++block) {
-        for (const BackwardStep& backward : block->backward) {
-          last_backward = builder.add(backward.name, kCompute, backward.op);
-          if (!sync) continue;
-          for (std::size_t param : backward.grads_ready) {
-            buckets.add(builder, block->params[param].elements, last_backward);
-          }
-        }
-        builder.release(block->name + ".activations", kCompute, MemoryCategory::kActivations,
-                        block->saved_bytes());
-      }
+      const OpIndex last_backward = emit_backward(
+          builder, blocks, kCompute, [&](const Block& block, const BackwardStep& backward, OpIndex op) {
+            if (!sync) return;
+            for (std::size_t param : backward.grads_ready) {
+              buckets.add(builder, block.params[param].elements, op);
+            }
+          });
       if (!sync) continue;
       buckets.flush(builder, last_backward);
       if (buckets.last()) wait_for.push_back(*buckets.last());
@@ -151,33 +118,17 @@ program::Program lower_ddp(const LoweringInput& input) {
         program::CollectiveOp barrier;
         barrier.kind = program::CollectiveKind::kBarrier;
         barrier.group = world_group;
-        barrier.bytes = 0;
         barrier.dtype = program::DType::kFP32;
         barrier.algorithm = ddp.algorithm;
         wait_for.push_back(builder.add("barrier", kComm, barrier, {last_backward}));
       }
     }
-    program::ComputeOp update;
-    update.kind = program::ComputeKind::kOptimizer;
-    update.phase = program::Phase::kOptimizer;
-    update.dtype = state.master_weights > 0 ? program::DType::kFP32 : dtype;
-    update.shape = program::Shape::of({std::llround(parameters)});
-    update.bytes = parameters * optimizer_bytes_per_parameter(state);
-    builder.add(fmt::format("optimizer.{}", optimizer_name(training.optimizer)), kCompute, update,
-                compute_deps());
+    builder.add(fmt::format("optimizer.{}", optimizer_name(training.optimizer)), kCompute,
+                optimizer_update(parameters, state, dtype), std::exchange(wait_for, {}));
   }
 
-  auto rank_program = std::make_shared<const program::RankProgram>(builder.take());
-  program.ranks.assign(dp, rank_program);
-
-  double forward_flops = 0;
-  for (const Block& block : blocks) forward_flops += block.forward_flops();
-  program.info.steps = training.steps;
-  program.info.tokens_per_step = training.global_batch * training.sequence;
-  // Model FLOPs: forward + backward at twice the forward (recomputation not counted).
-  program.info.model_flops_per_step =
-      3 * forward_flops * static_cast<double>(training.accumulation) * dp;
-  program.info.compute_dtype = dtype;
+  program.ranks.assign(dp, std::make_shared<const program::RankProgram>(builder.take()));
+  set_step_facts(program.info, training, blocks, dp);
   program.info.description = fmt::format(
       "{}, DDP on {} ranks: micro-batch {} × {} accumulation × {} replicas, sequence {}, {} + {}",
       model.name, dp, training.micro_batch, training.accumulation, dp, training.sequence,

@@ -17,6 +17,7 @@ struct LoweringInput {
   TrainingSpec training;
   ParallelSpec parallel;
   DdpSpec ddp;
+  std::int32_t parameter_servers = 0;  // strategy "ps": server hosts in the cluster
 };
 
 std::vector<std::string> strategy_names();

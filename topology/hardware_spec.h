@@ -61,10 +61,12 @@ struct FabricSpec {
   bool rail_optimized = false;
 };
 
-// Parameter servers: CPU hosts with one NIC each on the same fabric.
+// Parameter servers: CPU hosts with one NIC each on the same fabric. `host` describes the
+// server's processors and memory (it runs the optimizer update on its shard).
 struct ParameterServerSpec {
   int count = 0;
   LinkSpec nic;
+  DeviceSpec host;
 };
 
 struct ClusterSpec {

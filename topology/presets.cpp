@@ -9,6 +9,9 @@
 //   H200 SXM:       same compute as H100 SXM5; 141 GB HBM3e at 4.8 TB/s; NVLink 450 GB/s/dir.
 //   H100 PCIe:      BF16/FP16 756 TFLOP/s, TF32 378, FP32 51.2, FP8 1513; 80 GB HBM2e at 2.0 TB/s.
 //   L40S:           BF16/FP16 362 TFLOP/s, TF32 183, FP32 91.6, FP8 733; 48 GB GDDR6 at 864 GB/s.
+// Server hosts (parameter servers) — AMD EPYC 9654 datasheet: 96 cores at 2.4 GHz base, 12
+//   DDR5-4800 channels (460.8 GB/s) per socket; Zen 4 retires two 256-bit FMAs per cycle
+//   (32 FP32 FLOP): 2 sockets × 96 × 2.4 GHz × 32 = 14.7 TFLOP/s; 1.5 TB of DDR5.
 // Links — PCIe Gen4 x16 ≈ 32 GB/s and Gen5 x16 ≈ 64 GB/s per direction; InfiniBand HDR
 //   200 Gb/s and NDR 400 Gb/s per port; one NIC per GPU on DGX/HGX nodes (VALIDATION.md).
 // Efficiencies — the chapter's H100 baseline (§6.1.7): NVLink used at its 450 GB/s line
@@ -16,9 +19,10 @@
 //   overhead" = 40/50 = 0.8. RoCE is given the same 0.8 for want of a published figure;
 //   `dtsim calibrate` measures the real value on a given machine.
 // Latencies — per link, chosen so that GPU-to-GPU paths add up to NCCL's per-hop latency
-//   model (src/graph/tuning.cc, hwLat, ring/LL): NVLink ≈ 0.6 µs (2 links × 0.3 µs),
-//   PCIe ≈ 1.0 µs (2 × 0.5 µs), network ≈ 2.7 µs (PCIe 0.5 + NIC–leaf 0.85 on each side,
-//   + 0.2 µs per switch-to-switch link when the path climbs to a spine).
+//   model (src/graph/tuning.cc, hwLat, ring/LL): NVLink ≈ 0.6 µs (GPU–NVSwitch–GPU, 2 × 0.3),
+//   PCIe ≈ 1.0 µs through the host (GPU–switch–host–switch–GPU, 4 × 0.25), network ≈ 2.7 µs
+//   (GPU–switch–NIC 2 × 0.25 and NIC–leaf 0.85 on each side, + 0.2 µs per leaf–spine link
+//   when the path climbs to a spine).
 #include "topology/presets.h"
 
 #include <fmt/format.h>
@@ -36,7 +40,7 @@ constexpr double kMicro = 1e-6;
 constexpr double gbit(double gigabits) { return gigabits * kGiga / 8.0; }
 
 constexpr double kNvlinkLatency = 0.3 * kMicro;
-constexpr double kPcieLatency = 0.5 * kMicro;
+constexpr double kPcieLatency = 0.25 * kMicro;
 constexpr double kNicLatency = 0.85 * kMicro;
 constexpr double kSwitchLatency = 0.2 * kMicro;
 constexpr double kChapterNetworkEfficiency = 40.0 / 50.0;
@@ -58,6 +62,9 @@ const std::vector<std::pair<std::string, DeviceSpec>>& devices() {
       {"l40s",
        {"L40S", 362 * kTera, 362 * kTera, 91.6 * kTera, 183 * kTera, 733 * kTera, 48 * kGiga,
         864 * kGiga, 0}},
+      {"epyc-9654-2s",
+       {"2 × AMD EPYC 9654 (server host)", 14.7 * kTera, 14.7 * kTera, 14.7 * kTera, 14.7 * kTera,
+        0, 1536 * kGiga, 921.6 * kGiga, 0}},
   };
   return table;
 }

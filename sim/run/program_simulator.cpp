@@ -54,7 +54,8 @@ class Simulator {
             const SimulationOptions& options)
       : program_(program),
         cluster_(cluster),
-        compute_(cluster.spec().node.gpu, options.efficiency),
+        gpu_compute_(cluster.spec().node.gpu, options.efficiency),
+        host_compute_(cluster.spec().parameter_servers.host, options.efficiency),
         network_(make_network_model(options.network, engine_, cluster)) {
     if (options.step_compute_time_s) scale_compute_to(*options.step_compute_time_s);
   }
@@ -91,18 +92,25 @@ class Simulator {
   using CollectiveKey = std::tuple<program::GroupFamilyId, std::int32_t, std::uint32_t>;
   using RankPair = std::pair<std::int32_t, std::int32_t>;
 
+  // GPUs run the compute model of the node's GPU; parameter servers that of their host.
+  const ComputeModel& compute_for(std::int32_t rank) const {
+    return cluster_.is_gpu(program_.placement[rank]) ? gpu_compute_ : host_compute_;
+  }
+
+  // Scales GPU compute so that the busiest GPU rank computes `target_seconds` per step.
   void scale_compute_to(double target_seconds) {
     double busiest = 0;
-    for (const auto& rank_program : program_.ranks) {
+    for (std::int32_t rank = 0; rank < program_.world_size; ++rank) {
+      if (!cluster_.is_gpu(program_.placement[rank])) continue;
       double total = 0;
-      for (const program::Op& op : rank_program->ops) {
+      for (const program::Op& op : program_.ranks[rank]->ops) {
         if (const auto* compute = std::get_if<program::ComputeOp>(&op.body)) {
-          total += compute_.seconds(*compute);
+          total += gpu_compute_.seconds(*compute);
         }
       }
       busiest = std::max(busiest, total / std::max(1, program_.info.steps));
     }
-    if (busiest > 0) compute_.set_time_scale(target_seconds / busiest);
+    if (busiest > 0) gpu_compute_.set_time_scale(target_seconds / busiest);
   }
 
   void setup() {
@@ -185,7 +193,7 @@ class Simulator {
     const program::Op& op = op_of(rank, index);
     if (const auto* compute = std::get_if<program::ComputeOp>(&op.body)) {
       const Time begin = engine_.now();
-      const Time end = begin + Time::from_seconds(compute_.seconds(*compute));
+      const Time end = begin + Time::from_seconds(compute_for(rank).seconds(*compute));
       engine_.schedule_at(end, [this, rank, index, begin, end] {
         trace::Span& span = record(rank, index, begin, end);
         const auto& body = std::get<program::ComputeOp>(op_of(rank, index).body);
@@ -334,7 +342,8 @@ class Simulator {
   const program::Program& program_;
   const topology::Cluster& cluster_;
   Engine engine_;
-  ComputeModel compute_;
+  ComputeModel gpu_compute_;
+  ComputeModel host_compute_;
   std::unique_ptr<NetworkModel> network_;
   std::vector<RankState> ranks_;
   std::map<const program::RankProgram*, StreamPlan> plans_;

@@ -63,6 +63,12 @@ void add_warnings(Report& report, const RunFacts& facts) {
         report.comm_compute_ratio, human_seconds(report.comm_time_s),
         human_seconds(report.compute_time_s)));
   }
+  if (report.mfu > 1) {
+    report.warnings.push_back(fmt::format(
+        "MFU {:.0f} % is above 100 %: the step computes faster than the devices' peak FLOP/s, so an "
+        "imposed compute time (compute.step_compute_time_s) or an efficiency is unrealistic",
+        report.mfu * 100));
+  }
   for (const std::string& note : facts.notes) report.warnings.push_back(note);
 }
 
@@ -73,7 +79,6 @@ Report build_report(const Timeline& timeline, const RunFacts& facts) {
   report.title = facts.title.empty() ? timeline.title : facts.title;
   report.steps = std::max(1, facts.steps);
   report.ranks = static_cast<std::int32_t>(timeline.ranks.size());
-  report.memory_capacity_bytes = facts.memory_capacity_bytes;
   const double steps = report.steps;
 
   const std::vector<RankSummary> summaries = summarize_ranks(timeline);
@@ -135,19 +140,40 @@ Report build_report(const Timeline& timeline, const RunFacts& facts) {
     }
   }
 
-  for (std::size_t rank = 0; rank < peaks.size(); ++rank) {
-    if (!peaks[rank].found || peaks[rank].bytes <= report.peak_memory_bytes) continue;
+  auto capacity_of = [&facts](std::size_t rank) {
+    return rank < facts.memory_capacity_bytes.size() ? facts.memory_capacity_bytes[rank] : 0.0;
+  };
+  // The memory picture of one rank at its peak.
+  auto adopt_peak = [&](std::size_t rank) {
+    const MemorySample& sample = timeline.memory[peaks[rank].sample];
     report.peak_memory_bytes = peaks[rank].bytes;
     report.peak_memory_rank = static_cast<std::int32_t>(rank);
-    const MemorySample& sample = timeline.memory[peaks[rank].sample];
+    report.memory_capacity_bytes = capacity_of(rank);
     report.peak_memory_breakdown.clear();
     for (std::size_t i = 0; i < sample.bytes.size() && i < timeline.memory_series.size(); ++i) {
       report.peak_memory_breakdown[timeline.memory_series[i]] = sample.bytes[i];
     }
     report.peak_memory_op = timeline.strings.at(sample.cause);
+  };
+  std::optional<std::size_t> highest;
+  double worst_overshoot = 0;
+  for (std::size_t rank = 0; rank < peaks.size(); ++rank) {
+    if (!peaks[rank].found) continue;
+    if (!highest || peaks[rank].bytes > peaks[*highest].bytes) highest = rank;
+    const double capacity = capacity_of(rank);
+    const double overshoot = static_cast<double>(peaks[rank].bytes) - capacity;
+    if (capacity > 0 && overshoot > worst_overshoot) {
+      worst_overshoot = overshoot;
+      report.oom = true;
+      report.oom_rank = static_cast<std::int32_t>(rank);
+    }
   }
-  report.oom = facts.memory_capacity_bytes > 0 &&
-               static_cast<double>(report.peak_memory_bytes) > facts.memory_capacity_bytes;
+  // The highest peak, unless another rank does not fit: then that rank's picture.
+  if (report.oom) {
+    adopt_peak(static_cast<std::size_t>(report.oom_rank));
+  } else if (highest) {
+    adopt_peak(*highest);
+  }
   add_warnings(report, facts);
   return report;
 }
@@ -178,7 +204,7 @@ std::string format_report(const Report& r) {
     std::string bandwidth;
     if (auto it = r.achieved_bandwidth_by_category.find(category);
         it != r.achieved_bandwidth_by_category.end()) {
-      bandwidth = fmt::format("  ({}/s sent)", human_bytes(it->second));
+      bandwidth = fmt::format("  ({}/s = {:.2f} Gb/s sent)", human_bytes(it->second), it->second * 8 / 1e9);
     }
     out += fmt::format("    {:<20}{}{}\n", category, human_seconds(time), bandwidth);
   }
@@ -233,6 +259,7 @@ nlohmann::json report_to_json(const Report& r) {
       {"peak_memory_op", r.peak_memory_op},
       {"memory_capacity_bytes", r.memory_capacity_bytes},
       {"oom", r.oom},
+      {"oom_rank", r.oom_rank},
       {"per_rank", std::move(ranks)},
       {"warnings", r.warnings},
   };

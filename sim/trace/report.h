@@ -33,7 +33,7 @@ struct RunFacts {
   std::int64_t tokens_per_step = 0;
   double model_flops_per_step = 0;
   double peak_flops_per_rank = 0;
-  double memory_capacity_bytes = 0;  // per rank; 0 when unknown
+  std::vector<double> memory_capacity_bytes;  // per rank; empty when unknown
   // Simulation only: per-rank split of communication time into α and bandwidth terms.
   std::vector<double> comm_latency_s;
   std::vector<double> comm_bandwidth_s;
@@ -73,8 +73,9 @@ struct Report {
   std::int32_t peak_memory_rank = 0;
   std::map<std::string, std::int64_t> peak_memory_breakdown;  // at the peak, by series
   std::string peak_memory_op;  // the op that reached the peak
-  double memory_capacity_bytes = 0;
-  bool oom = false;
+  double memory_capacity_bytes = 0;  // of the peak rank (0 when unknown)
+  bool oom = false;                  // some rank needs more than its device holds
+  std::int32_t oom_rank = -1;        // the rank over its capacity by the most
   std::vector<RankReport> rank_reports;
   std::vector<std::string> warnings;
 };

@@ -44,7 +44,7 @@ trace::RunFacts facts() {
   facts.tokens_per_step = 14'000;
   facts.model_flops_per_step = 7e13;
   facts.peak_flops_per_rank = 1e15;
-  facts.memory_capacity_bytes = 80;
+  facts.memory_capacity_bytes = {80, 80};
   return facts;
 }
 
@@ -78,7 +78,7 @@ TEST(ReportTest, PeakMemoryAndOutOfMemory) {
 
 TEST(ReportTest, NoWarningWhenItFitsAndCommunicationIsCheap) {
   trace::RunFacts roomy = facts();
-  roomy.memory_capacity_bytes = 1000;
+  roomy.memory_capacity_bytes = {1000, 1000};
   const trace::Report report = trace::build_report(two_rank_step(), roomy);
   EXPECT_FALSE(report.oom);
   EXPECT_TRUE(report.warnings.empty());
@@ -88,7 +88,7 @@ TEST(ReportTest, CommunicationBoundStepIsFlagged) {
   trace::Timeline timeline = two_rank_step();
   timeline.spans[2].end_ps = 400 * kMs;  // all-reduce far longer than compute
   trace::RunFacts roomy = facts();
-  roomy.memory_capacity_bytes = 1000;
+  roomy.memory_capacity_bytes = {1000, 1000};
   const trace::Report report = trace::build_report(timeline, roomy);
   EXPECT_GT(report.comm_compute_ratio, 1.0);
   ASSERT_EQ(report.warnings.size(), 1u);

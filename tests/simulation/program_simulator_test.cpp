@@ -1,0 +1,193 @@
+// The Program simulator on hand-built programs: stream order, dependencies, collective
+// rendezvous, overlap, send/recv, memory counters, deadlocks, scaling, determinism.
+#include "sim/run/program_simulator.h"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "sim/trace/chrome_trace.h"
+#include "strategies/lowering.h"
+#include "topology/presets.h"
+
+namespace {
+
+using program::Op;
+
+topology::Cluster one_node() {
+  topology::ClusterSpec spec;
+  spec.node = *topology::node_preset("hgx-h100");
+  spec.nodes = 1;
+  spec.fabric = *topology::fabric_preset("ib-ndr");
+  return topology::Cluster(spec);
+}
+
+program::ComputeOp matmul(double flops) {
+  program::ComputeOp op;
+  op.kind = program::ComputeKind::kMatmul;
+  op.flops = flops;
+  return op;
+}
+
+program::CollectiveOp all_reduce(std::int64_t bytes) {
+  program::CollectiveOp op;
+  op.kind = program::CollectiveKind::kAllReduce;
+  op.bytes = bytes;
+  return op;
+}
+
+// A program of `world` ranks with streams compute (0) and comm (1) and one "dp" group.
+program::Program program_of(std::vector<std::vector<Op>> ranks) {
+  program::Program p;
+  p.world_size = static_cast<std::int32_t>(ranks.size());
+  p.streams = {"compute", "comm"};
+  std::vector<std::int32_t> everyone(ranks.size());
+  for (std::size_t r = 0; r < ranks.size(); ++r) everyone[r] = static_cast<std::int32_t>(r);
+  p.group_families.push_back(program::make_group_family("dp", p.world_size, {everyone}));
+  p.placement = everyone;
+  for (auto& ops : ranks) {
+    auto rank = std::make_shared<program::RankProgram>();
+    rank->ops = std::move(ops);
+    p.ranks.push_back(rank);
+  }
+  return p;
+}
+
+sim::SimulationOptions options() {
+  sim::SimulationOptions o;
+  o.efficiency = sim::ComputeEfficiency::preset();
+  o.efficiency.kernel_overhead_s = 0;
+  return o;
+}
+
+const trace::Span& span_named(const sim::SimulationResult& result, std::int32_t rank, const std::string& name) {
+  for (const trace::Span& span : result.timeline.spans) {
+    if (span.rank == rank && result.timeline.strings.at(span.name) == name) return span;
+  }
+  throw std::runtime_error("no span " + name);
+}
+
+double matmul_seconds(double flops) { return flops / (989.4e12 * 0.8); }
+
+TEST(ProgramSimulatorTest, OpsOnOneStreamRunInOrderAndDepsCrossStreams) {
+  const topology::Cluster cluster = one_node();
+  // a, b on compute; c on comm depends on a: c runs alongside b.
+  const auto result = sim::simulate(
+      program_of({{Op{"a", 0, {}, matmul(1e12)}, Op{"b", 0, {}, matmul(2e12)}, Op{"c", 1, {0}, matmul(1e12)}}}),
+      cluster, options());
+  const double a = matmul_seconds(1e12);
+  EXPECT_NEAR(span_named(result, 0, "a").end_ps * 1e-12, a, 1e-12);
+  EXPECT_EQ(span_named(result, 0, "b").start_ps, span_named(result, 0, "a").end_ps);
+  EXPECT_EQ(span_named(result, 0, "c").start_ps, span_named(result, 0, "a").end_ps);
+  EXPECT_NEAR(span_named(result, 0, "b").end_ps * 1e-12, a + matmul_seconds(2e12), 1e-12);
+}
+
+TEST(ProgramSimulatorTest, ACollectiveStartsWhenTheLastMemberArrives) {
+  const topology::Cluster cluster = one_node();
+  const std::int64_t m = 100'000'000;
+  const auto result = sim::simulate(
+      program_of({{Op{"work", 0, {}, matmul(5e12)}, Op{"ar", 1, {0}, all_reduce(m)}},
+                  {Op{"ar", 1, {}, all_reduce(m)}}}),
+      cluster, options());
+  const trace::Span& late = span_named(result, 0, "ar");
+  const trace::Span& early = span_named(result, 1, "ar");
+  EXPECT_EQ(late.start_ps, span_named(result, 0, "work").end_ps);
+  EXPECT_EQ(early.start_ps, late.start_ps);
+  EXPECT_EQ(early.end_ps, late.end_ps);
+  // Two GPUs on NVSwitch: 2(P−1)·α + 2(P−1)/P · M/B = 2 × 0.6 µs + M / 450 GB/s.
+  EXPECT_NEAR((late.end_ps - late.start_ps) * 1e-12, 2 * 0.6e-6 + m / 450e9, 1e-11);
+  EXPECT_EQ(late.bytes, m);
+  EXPECT_EQ(result.timeline.strings.at(late.algorithm), "ring");
+  EXPECT_EQ(result.timeline.strings.at(late.group), "dp[0]");
+  EXPECT_NEAR(result.comm_latency_s[0], 2 * 0.6e-6, 1e-15);
+}
+
+TEST(ProgramSimulatorTest, CommunicationOverlapsIndependentCompute) {
+  const topology::Cluster cluster = one_node();
+  const auto result = sim::simulate(
+      program_of({{Op{"long", 0, {}, matmul(50e12)}, Op{"ar", 1, {}, all_reduce(1'000'000)}},
+                  {Op{"long", 0, {}, matmul(50e12)}, Op{"ar", 1, {}, all_reduce(1'000'000)}}}),
+      cluster, options());
+  EXPECT_EQ(span_named(result, 0, "ar").start_ps, 0);
+  EXPECT_LT(span_named(result, 0, "ar").end_ps, span_named(result, 0, "long").end_ps);
+}
+
+TEST(ProgramSimulatorTest, SendAndReceiveMeetInOrder) {
+  const topology::Cluster cluster = one_node();
+  program::SendRecvOp send{true, 0, 1, 450'000'000, program::DType::kBF16};
+  program::SendRecvOp recv{false, 0, -1, 450'000'000, program::DType::kBF16};
+  const auto result = sim::simulate(
+      program_of({{Op{"send", 1, {}, send}}, {Op{"work", 0, {}, matmul(1e12)}, Op{"recv", 1, {0}, recv}}}),
+      cluster, options());
+  const trace::Span& s = span_named(result, 0, "send");
+  EXPECT_EQ(s.start_ps, span_named(result, 1, "work").end_ps);  // waits for the receiver
+  EXPECT_NEAR((s.end_ps - s.start_ps) * 1e-12, 0.6e-6 + 1e-3, 1e-11);  // 450 MB at 450 GB/s
+  EXPECT_EQ(span_named(result, 1, "recv").end_ps, s.end_ps);
+  EXPECT_EQ(s.category, trace::Category::kSendRecv);
+}
+
+TEST(ProgramSimulatorTest, AnUnmatchedReceiveIsADeadlock) {
+  const topology::Cluster cluster = one_node();
+  program::SendRecvOp recv{false, 0, 1, 100, program::DType::kBF16};
+  try {
+    sim::simulate(program_of({{Op{"recv", 1, {}, recv}}, {}}), cluster, options());
+    FAIL() << "no deadlock reported";
+  } catch (const sim::SimulationError& error) {
+    EXPECT_NE(std::string(error.what()).find("deadlock: rank 0 never finished op 'recv'"), std::string::npos)
+        << error.what();
+  }
+}
+
+TEST(ProgramSimulatorTest, MemoryOpsAreSampledWithTheirCause) {
+  const topology::Cluster cluster = one_node();
+  program::MemoryOp alloc{true, program::MemoryCategory::kActivations, 1000};
+  program::MemoryOp release{false, program::MemoryCategory::kActivations, 1000};
+  const auto result = sim::simulate(
+      program_of({{Op{"act", 0, {}, alloc}, Op{"work", 0, {}, matmul(1e12)}, Op{"act", 0, {}, release}}}),
+      cluster, options());
+  ASSERT_EQ(result.timeline.memory.size(), 2u);
+  const auto activations = static_cast<std::size_t>(program::MemoryCategory::kActivations);
+  EXPECT_EQ(result.timeline.memory[0].bytes[activations], 1000);
+  EXPECT_EQ(result.timeline.memory[0].time_ps, 0);
+  EXPECT_EQ(result.timeline.memory[1].bytes[activations], 0);
+  EXPECT_EQ(result.timeline.memory[1].time_ps, span_named(result, 0, "work").end_ps);
+  EXPECT_EQ(result.timeline.strings.at(result.timeline.memory[1].cause), "act");
+  EXPECT_EQ(result.timeline.memory_series[activations], "activations");
+}
+
+strategies::LoweringInput small_ddp() {
+  strategies::LoweringInput input;
+  input.model = *strategies::model_preset("llama-2-7b");
+  input.model.layers = 4;
+  input.training.sequence = 512;
+  input.training.accumulation = 2;
+  input.training.global_batch = 16;
+  input.parallel.dp = 8;
+  return input;
+}
+
+TEST(ProgramSimulatorTest, ImposedComputeTimeScalesTheBusiestRank) {
+  const topology::Cluster cluster = one_node();
+  sim::SimulationOptions o = options();
+  o.step_compute_time_s = 0.25;
+  const auto result = sim::simulate(strategies::lower(small_ddp()), cluster, o);
+  std::int64_t compute = 0;
+  for (const trace::Span& span : result.timeline.spans) {
+    if (span.rank == 0 && trace::is_compute(span.category)) compute += span.duration_ps();
+  }
+  EXPECT_NEAR(compute * 1e-12, 0.25, 1e-9);
+}
+
+TEST(ProgramSimulatorTest, SameProgramGivesTheSameTimelineByteForByte) {
+  const topology::Cluster cluster = one_node();
+  auto run = [&] {
+    std::ostringstream out;
+    trace::write_chrome_trace(sim::simulate(strategies::lower(small_ddp()), cluster, options()).timeline, out);
+    return out.str();
+  };
+  const std::string first = run();
+  EXPECT_GT(first.size(), 10'000u);
+  EXPECT_EQ(first, run());
+}
+
+}  // namespace
