@@ -637,13 +637,15 @@ Scenario ScenarioDocument::read() const {
 
   TableReader network = root.child("network");
   scenario.network.model = network.choice("model", sim::network_model_names()).value_or("analytic");
-  if (const toml::node* channels = network.node("ring_channels")) {
-    const auto* text = channels->as_string();
-    if (text != nullptr && text->get() == "auto") {
-      scenario.network.ring_channels = 0;
-    } else {
-      scenario.network.ring_channels = static_cast<std::int32_t>(network.count("ring_channels", 1));
+  if (const toml::node* channels = network.node("ring_channels"); channels && channels->is_string()) {
+    if (channels->as_string()->get() != "auto") {
+      network.fail("ring_channels",
+                   fmt::format("expected \"auto\" or an integer >= 1, got {}", node_text(*channels)),
+                   "\"auto\" opens one ring per NIC, as NCCL does; 1 is the textbook single ring");
     }
+    scenario.network.ring_channels = 0;
+  } else {
+    scenario.network.ring_channels = static_cast<std::int32_t>(network.count("ring_channels", 0, 0));
   }
   network.finish();
 

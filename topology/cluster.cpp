@@ -190,9 +190,10 @@ Path Cluster::route(int src, int dst, std::uint64_t flow_hash) const {
         candidates.push_back(graph_[*e]);
       }
     }
-    const LinkId chosen =
-        candidates.size() == 1 ? candidates[0]
-                               : candidates[mix(flow_hash ^ mix(hop)) % candidates.size()];
+    const std::uint64_t selector = spec_.fabric.kind == FabricKind::kInfiniBand
+                                       ? static_cast<std::uint64_t>(dst)
+                                       : mix(flow_hash ^ mix(hop));
+    const LinkId chosen = candidates[selector % candidates.size()];
     path.push_back(chosen);
     at = links_[chosen].to;
   }

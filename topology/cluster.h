@@ -11,8 +11,12 @@
 //
 // Routing: shortest path by hop count (breadth-first search on the reversed graph from the
 // destination, cached per destination); paths never transit another GPU or server. Among
-// equal-cost next hops (e.g. the spines between two leaves) a route takes the one chosen by
-// a hash of (flow, hop), as ECMP switches do; equal_cost_paths() lists them all.
+// equal-cost next hops (e.g. the spines between two leaves) the choice follows the fabric:
+//   InfiniBand — destination-based, next hop = destination mod choices, as the subnet
+//                manager's fat-tree routing (D-mod-K) programs the switches' tables; shift
+//                patterns such as rings then never share an uplink;
+//   RoCE       — ECMP on a hash of the flow, so distinct flows may collide on an uplink.
+// equal_cost_paths() lists them all.
 #pragma once
 
 #include <boost/graph/adjacency_list.hpp>

@@ -84,20 +84,38 @@ TEST(ClusterTest, RoutesNeverTransitAnotherGpu) {
   }
 }
 
-TEST(ClusterTest, CrossLeafTrafficHasOneEqualCostPathPerSpineAndEcmpSpreadsFlows) {
+TEST(ClusterTest, CrossLeafTrafficHasOneEqualCostPathPerSpine) {
   // Classic fat-tree: 32 down ports per leaf = 4 HGX nodes; 5 nodes need 2 leaves; 32 spines.
   const Cluster cluster(hgx_cluster(5));
   EXPECT_EQ(cluster.leaf_count(), 2);
   EXPECT_EQ(cluster.spine_count(), 32);
   const auto paths = cluster.equal_cost_paths(0, 4 * 8);
   EXPECT_EQ(paths.size(), 32u);
+  for (const auto& path : paths) EXPECT_EQ(kinds_along(cluster, path)[3], VertexKind::kSpine);
+}
+
+topology::VertexId spine_of(const Cluster& cluster, const topology::Path& path) {
+  return cluster.link(path[3]).to;
+}
+
+TEST(ClusterTest, InfinibandRoutesByDestinationSoShiftsNeverShareAnUplink) {
+  // D-mod-K: the spine depends on the destination only; eight flows from node 3 to the eight
+  // GPUs of node 4 (a ring crossing leaves) take eight different spines.
+  const Cluster cluster(hgx_cluster(5));
+  EXPECT_EQ(cluster.route(0, 32, 1), cluster.route(0, 32, 2));
+  std::set<topology::VertexId> spines;
+  for (int g = 0; g < 8; ++g) spines.insert(spine_of(cluster, cluster.route(3 * 8 + g, 32 + g)));
+  EXPECT_EQ(spines.size(), 8u);
+}
+
+TEST(ClusterTest, RoceHashesFlowsOverTheSpines) {
+  ClusterSpec spec = hgx_cluster(5);
+  spec.fabric = *topology::fabric_preset("roce-400");
+  const Cluster cluster(spec);
   std::set<topology::Path> chosen;
   for (std::uint64_t flow = 0; flow < 200; ++flow) chosen.insert(cluster.route(0, 32, flow));
-  EXPECT_GT(chosen.size(), 16u);  // hashing spreads flows over the spines
-  EXPECT_EQ(cluster.route(0, 32, 42), cluster.route(0, 32, 42));  // and is deterministic
-  for (const auto& path : chosen) {
-    EXPECT_EQ(kinds_along(cluster, path)[3], VertexKind::kSpine);
-  }
+  EXPECT_GT(chosen.size(), 16u);                                   // spread over the spines
+  EXPECT_EQ(cluster.route(0, 32, 42), cluster.route(0, 32, 42));  // and deterministic
 }
 
 TEST(ClusterTest, OversubscriptionRemovesUplinks) {

@@ -1,0 +1,138 @@
+// The dtsim command line in-process: exit codes, outputs written or not, JSON and CSV.
+#include "scenarios/cli.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace {
+
+namespace fs = std::filesystem;
+const std::string kSource = DTSIM_SOURCE_DIR;
+
+struct CliRun {
+  int code;
+  std::string out;
+  std::string err;
+};
+
+CliRun dtsim(std::vector<std::string> args) {
+  args.insert(args.begin(), "dtsim");
+  std::vector<const char*> argv;
+  for (const auto& arg : args) argv.push_back(arg.c_str());
+  std::ostringstream out, err;
+  const int code = scenarios::run_cli(static_cast<int>(argv.size()), argv.data(), out, err);
+  return {code, out.str(), err.str()};
+}
+
+std::string slurp(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+class CliTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    directory_ = fs::temp_directory_path() /
+                 ("dtsim_cli_" + std::string(testing::UnitTest::GetInstance()->current_test_info()->name()));
+    fs::remove_all(directory_);
+  }
+  void TearDown() override { fs::remove_all(directory_); }
+  fs::path directory_;
+};
+
+TEST_F(CliTest, RunWritesTheTimelineAndTheReport) {
+  const CliRun run = dtsim({"run", kSource + "/scenarios/c1_7b_ddp_8xh100.toml", "-o", directory_.string()});
+  ASSERT_EQ(run.code, 0) << run.err;
+  EXPECT_NE(run.out.find("step time"), std::string::npos);
+  EXPECT_NE(run.out.find("R = T_comm / T_comp"), std::string::npos);
+  const auto report = nlohmann::json::parse(slurp(directory_ / "report.json"));
+  EXPECT_GT(report["step_time_s"].get<double>(), 0);
+  const auto timeline = nlohmann::json::parse(slurp(directory_ / "timeline.json"));
+  EXPECT_GT(timeline["traceEvents"].size(), 1000u);
+  EXPECT_FALSE(fs::exists(directory_ / "timeline.json.partial"));
+}
+
+TEST_F(CliTest, JsonFlagPrintsTheReportAsJson) {
+  const CliRun run = dtsim({"run", kSource + "/scenarios/m1_7b_ddp_memory.toml", "-o", directory_.string(), "--json"});
+  ASSERT_EQ(run.code, 0) << run.err;
+  const auto report = nlohmann::json::parse(run.out);
+  EXPECT_EQ(report["oom"], true);
+  EXPECT_EQ(report["peak_memory_breakdown_bytes"]["optimizer_states"], 56'000'000'000);
+}
+
+TEST_F(CliTest, BadInputExitsWithTwoAndWritesNothing) {
+  for (const char* file : {"unknown_key.toml", "syntax_error.toml", "r2_world_size.toml"}) {
+    const CliRun run = dtsim({"run", kSource + "/tests/scenarios/broken/" + file, "-o", directory_.string()});
+    EXPECT_EQ(run.code, 2) << file;
+    EXPECT_EQ(run.err.rfind("dtsim: error: ", 0), 0u) << run.err;
+    EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << run.err;  // one message
+    EXPECT_TRUE(run.out.empty());
+    EXPECT_FALSE(fs::exists(directory_)) << file;
+  }
+}
+
+TEST_F(CliTest, BadOverrideAndMissingFileExitWithTwo) {
+  EXPECT_EQ(dtsim({"run", kSource + "/scenarios/default.toml", "--set", "ddp.bucket_cap_mb=-1", "-o",
+                   directory_.string()}).code, 2);
+  const CliRun missing = dtsim({"run", "no/such/scenario.toml"});
+  EXPECT_EQ(missing.code, 2);
+  EXPECT_NE(missing.err.find("no such file"), std::string::npos);
+  EXPECT_FALSE(fs::exists(directory_));
+}
+
+TEST_F(CliTest, UsageErrorsExitWithTwoAndHelpWithZero) {
+  EXPECT_EQ(dtsim({}).code, 2);
+  EXPECT_EQ(dtsim({"fly"}).code, 2);
+  EXPECT_EQ(dtsim({"run"}).code, 2);
+  EXPECT_EQ(dtsim({"run", "x.toml", "--no-such-flag"}).code, 2);
+  for (const char* command : {"run", "sweep", "presets", "info"}) {
+    const CliRun help = dtsim({command, "--help"});
+    EXPECT_EQ(help.code, 0) << command;
+    EXPECT_NE(help.out.find("Usage"), std::string::npos) << command;
+  }
+}
+
+TEST_F(CliTest, SweepPrintsATableAndWritesACsvRowPerPoint) {
+  const CliRun run = dtsim({"sweep", kSource + "/scenarios/c2_7b_ddp_comm_compute_ratio.toml", "-o",
+                            directory_.string(), "-j", "2"});
+  ASSERT_EQ(run.code, 0) << run.err;
+  EXPECT_NE(run.out.find("compute.step_compute_time_s"), std::string::npos);
+  const std::string csv = slurp(directory_ / "sweep.csv");
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 3);
+  EXPECT_EQ(csv.rfind("compute.step_compute_time_s,step_time_s,", 0), 0u);
+}
+
+TEST_F(CliTest, SweepWithoutASweepTableIsBadInput) {
+  const CliRun run = dtsim({"sweep", kSource + "/scenarios/default.toml", "-o", directory_.string()});
+  EXPECT_EQ(run.code, 2);
+  EXPECT_NE(run.err.find("no [sweep] table"), std::string::npos);
+}
+
+TEST_F(CliTest, PresetsAndInfoList) {
+  const CliRun presets = dtsim({"presets"});
+  EXPECT_EQ(presets.code, 0);
+  for (const char* name : {"h100-sxm5", "hgx-h200", "ib-ndr", "llama-2-70b", "gpt3-175b"}) {
+    EXPECT_NE(presets.out.find(name), std::string::npos) << name;
+  }
+  const CliRun info = dtsim({"info"});
+  EXPECT_EQ(info.code, 0);
+  EXPECT_NE(info.out.find("MPI:"), std::string::npos);
+}
+
+TEST_F(CliTest, TheSameScenarioWritesTheSameTimelineTwice) {
+  const std::string scenario = kSource + "/scenarios/default.toml";
+  ASSERT_EQ(dtsim({"run", scenario, "-o", (directory_ / "a").string()}).code, 0);
+  ASSERT_EQ(dtsim({"run", scenario, "-o", (directory_ / "b").string()}).code, 0);
+  const std::string a = slurp(directory_ / "a" / "timeline.json");
+  EXPECT_GT(a.size(), 100'000u);
+  EXPECT_EQ(a, slurp(directory_ / "b" / "timeline.json"));
+  EXPECT_EQ(slurp(directory_ / "a" / "report.json"), slurp(directory_ / "b" / "report.json"));
+}
+
+}  // namespace

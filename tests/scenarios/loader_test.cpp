@@ -1,0 +1,210 @@
+// Scenario loading: every example scenario loads; every broken one fails with one message that
+// names file:line, the key, what is expected and a hint; overrides and sweeps.
+#include "scenarios/scenario_loader.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+namespace {
+
+const std::string kSource = DTSIM_SOURCE_DIR;
+
+TEST(ScenarioLoaderTest, EveryExampleScenarioLoads) {
+  int count = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(kSource + "/scenarios")) {
+    if (entry.path().extension() != ".toml") continue;
+    EXPECT_NO_THROW(scenarios::load_scenario(entry.path().string())) << entry.path();
+    ++count;
+  }
+  EXPECT_GE(count, 6);
+}
+
+TEST(ScenarioLoaderTest, DefaultsComeFromPresetsAndTheFileOverridesThem) {
+  const scenarios::Scenario s = scenarios::load_scenario(kSource + "/scenarios/c3_70b_ddp_64gpu.toml");
+  EXPECT_EQ(s.name, "c3_70b_ddp_64gpu");
+  EXPECT_EQ(s.cluster.nodes, 8);
+  EXPECT_EQ(s.cluster.gpu_count(), 64);
+  EXPECT_DOUBLE_EQ(s.cluster.fabric.nic.effective_bandwidth(), 40e9);
+  EXPECT_DOUBLE_EQ(s.cluster.node.nvlink.latency, 0);
+  EXPECT_DOUBLE_EQ(*s.lowering.model.parameter_count, 70e9);
+  EXPECT_EQ(s.lowering.parallel.dp, 64);            // derived: all GPUs
+  EXPECT_EQ(s.lowering.training.accumulation, 1);   // derived: 64 / (1 × 64)
+  EXPECT_EQ(s.network.ring_channels, 1);
+  EXPECT_EQ(s.lowering.ddp.bucket_cap_mb, 25);      // PyTorch's default
+}
+
+struct BrokenCase {
+  const char* file;
+  const char* location;  // "line:column" expected after the file name ("" = the file itself)
+  const char* key;
+  const char* message;   // a fragment of the message
+  const char* hint;      // a fragment of the hint ("" = none expected)
+};
+
+void PrintTo(const BrokenCase& c, std::ostream* os) { *os << c.file; }
+
+class BrokenScenarioTest : public testing::TestWithParam<BrokenCase> {};
+
+TEST_P(BrokenScenarioTest, FailsWithOneClearMessage) {
+  const BrokenCase& c = GetParam();
+  const std::string path = kSource + "/tests/scenarios/broken/" + c.file;
+  try {
+    scenarios::load_scenario(path);
+    FAIL() << c.file << " was accepted";
+  } catch (const scenarios::ScenarioError& error) {
+    const std::string expected_location = std::string(c.location).empty() ? path : path + ":" + c.location;
+    EXPECT_EQ(error.location(), expected_location) << error.what();
+    EXPECT_EQ(error.key(), c.key) << error.what();
+    EXPECT_NE(error.message().find(c.message), std::string::npos) << error.what();
+    EXPECT_NE(error.hint().find(c.hint), std::string::npos) << error.what();
+    // what() is the single line a user sees.
+    EXPECT_EQ(std::string(error.what()).find('\n'), std::string::npos);
+    EXPECT_EQ(std::string(error.what()).rfind(path, 0), 0u);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Corpus, BrokenScenarioTest,
+    testing::Values(
+        BrokenCase{"syntax_error.toml", "1:9", "", "TOML syntax error", "toml.io"},
+        BrokenCase{"unknown_key.toml", "11:18", "ddp.bucket_cap_mbb", "unknown key in [ddp]",
+                   "did you mean \"ddp.bucket_cap_mb\"?"},
+        BrokenCase{"unknown_table.toml", "10:1", "netwrk", "unknown key", "did you mean \"network\"?"},
+        BrokenCase{"wrong_type.toml", "2:9", "cluster.nodes", "expected an integer, got \"two\"", ""},
+        BrokenCase{"missing_nodes.toml", "1:1", "cluster.nodes", "missing required key", "nodes = 2"},
+        BrokenCase{"missing_global_batch.toml", "7:1", "training.global_batch", "missing required key",
+                   "sequences per optimizer step"},
+        BrokenCase{"zero_gpus.toml", "3:17", "cluster.gpus_per_node", "expected an integer >= 1, got 0", ""},
+        BrokenCase{"negative_bandwidth.toml", "5:21", "cluster.nvlink.bandwidth_gbyte_s",
+                   "expected a positive number, got -450", ""},
+        BrokenCase{"r2_world_size.toml", "12:6", "parallel.dp",
+                   "dp × tp × pp = 8 × 8 × 2 = 128 does not match the cluster's 64 GPUs",
+                   "cluster.nodes × gpus_per_node"},
+        BrokenCase{"r3_global_batch.toml", "9:16", "training.global_batch",
+                   "global batch 128 != micro_batch 2 × gradient_accumulation 4 × dp 8 = 64",
+                   "micro-batch × accumulation steps × data-parallel size"},
+        BrokenCase{"batch_not_divisible.toml", "8:16", "training.global_batch",
+                   "not a multiple of micro_batch 1 × dp 8", ""},
+        BrokenCase{"unknown_model.toml", "5:10", "model.preset", "unknown value \"llama-2-7\"",
+                   "did you mean \"llama-2-7b\"?"},
+        BrokenCase{"bad_efficiency.toml", "5:14", "cluster.fabric.nic.efficiency",
+                   "expected a fraction in (0, 1], got 1.5", "share of the peak"},
+        BrokenCase{"ps_without_servers.toml", "11:12", "parallel.strategy",
+                   "needs parameter servers", "[cluster.parameter_servers]"},
+        BrokenCase{"heads_do_not_divide_hidden.toml", "7:9", "model.heads",
+                   "hidden size 4100 is not divisible by 32 heads", ""},
+        BrokenCase{"custom_model_without_vocab.toml", "4:1", "model.vocab", "missing required key",
+                   "model.preset"},
+        BrokenCase{"two_bandwidth_units.toml", "6:20", "cluster.pcie.bandwidth_gbit_s",
+                   "give the bandwidth once", "GB/s"},
+        BrokenCase{"empty_sweep_axis.toml", "11:23", "sweep.ddp.bucket_cap_mb",
+                   "expected a non-empty array", ""},
+        BrokenCase{"ddp_with_tensor_parallel.toml", "11:6", "parallel.tp", "tp and pp must be 1", ""},
+        BrokenCase{"table_expected.toml", "1:11", "cluster", "expected a table, got 5", "[cluster]"},
+        BrokenCase{"bad_ring_channels.toml", "11:17", "network.ring_channels",
+                   "expected \"auto\" or an integer >= 1, got \"many\"", "one ring per NIC"},
+        BrokenCase{"oversubscription_below_one.toml", "5:20", "cluster.fabric.oversubscription",
+                   "expected a ratio >= 1", ""},
+        BrokenCase{"pcie_gpu_on_nvswitch.toml", "1:1", "cluster.interconnect",
+                   "an NVSwitch node needs NVLink, but L40S has none", "interconnect = \"pcie\""},
+        BrokenCase{"empty.toml", "1:1", "cluster.nodes", "missing required key", ""}),
+    [](const testing::TestParamInfo<BrokenCase>& param_info) {
+      std::string name = param_info.param.file;
+      name = name.substr(0, name.find('.'));
+      for (char& c : name) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+      return name;
+    });
+
+TEST(ScenarioLoaderTest, MissingFileIsReported) {
+  try {
+    scenarios::load_scenario("/nonexistent/scenario.toml");
+    FAIL();
+  } catch (const scenarios::ScenarioError& error) {
+    EXPECT_NE(std::string(error.what()).find("no such file"), std::string::npos);
+  }
+}
+
+const std::string kDefault = kSource + "/scenarios/default.toml";
+
+TEST(ScenarioOverrideTest, SetOverridesTypedValuesAndBareStrings) {
+  const scenarios::Scenario s = scenarios::load_scenario(
+      kDefault, {"ddp.bucket_cap_mb=50", "model.preset=llama-2-70b", "cluster.fabric.rail_optimized=true",
+                 "network.ring_channels=2", "compute.matmul_efficiency=0.6"});
+  EXPECT_EQ(s.lowering.ddp.bucket_cap_mb, 50);
+  EXPECT_EQ(s.lowering.model.name, "Llama-2-70B");
+  EXPECT_TRUE(s.cluster.fabric.rail_optimized);
+  EXPECT_EQ(s.network.ring_channels, 2);
+  EXPECT_DOUBLE_EQ(s.efficiency.matmul, 0.6);
+}
+
+TEST(ScenarioOverrideTest, ABadOverrideNamesTheCommandLine) {
+  try {
+    scenarios::load_scenario(kDefault, {"ddp.bucket_cap_mbb=50"});
+    FAIL();
+  } catch (const scenarios::ScenarioError& error) {
+    EXPECT_EQ(error.location(), "--set ddp.bucket_cap_mbb=50");
+    EXPECT_EQ(error.hint(), "did you mean \"ddp.bucket_cap_mb\"?");
+  }
+  try {
+    scenarios::load_scenario(kDefault, {"cluster.nodes=0"});
+    FAIL();
+  } catch (const scenarios::ScenarioError& error) {
+    EXPECT_EQ(error.location(), "--set cluster.nodes=0");
+    EXPECT_EQ(error.key(), "cluster.nodes");
+  }
+  EXPECT_THROW(scenarios::load_scenario(kDefault, {"no-equals-sign"}), scenarios::ScenarioError);
+  EXPECT_THROW(scenarios::load_scenario(kDefault, {"cluster.nodes.deeper=1"}), scenarios::ScenarioError);
+}
+
+TEST(ScenarioSweepTest, PointsAreTheCartesianProductInRowMajorOrder) {
+  scenarios::ScenarioDocument document = scenarios::ScenarioDocument::from_string(R"(
+[cluster]
+nodes = 1
+[model]
+preset = "llama-2-7b"
+[training]
+global_batch = 32
+[sweep]
+"ddp.bucket_cap_mb" = [10, 50]
+"training.micro_batch" = [1, 2, 4]
+)", "inline.toml");
+  const auto axes = document.sweep_axes();
+  ASSERT_EQ(axes.size(), 2u);
+  EXPECT_EQ(axes[0].values, (std::vector<std::string>{"10", "50"}));
+  const auto points = document.sweep_points();
+  ASSERT_EQ(points.size(), 6u);
+  const scenarios::Scenario last = points[5].read();
+  EXPECT_EQ(last.lowering.ddp.bucket_cap_mb, 50);
+  EXPECT_EQ(last.lowering.training.micro_batch, 4);
+  EXPECT_EQ(points[1].read().lowering.training.micro_batch, 2);
+  EXPECT_TRUE(points[0].read().sweep.empty());
+}
+
+TEST(ScenarioSweepTest, ABadSweepValueNamesItsSweepEntry) {
+  scenarios::ScenarioDocument document = scenarios::ScenarioDocument::from_string(R"(
+[cluster]
+nodes = 1
+[model]
+preset = "llama-2-7b"
+[training]
+global_batch = 8
+[sweep]
+"ddp.bucket_size_mb" = [10]
+)", "inline.toml");
+  try {
+    document.sweep_points()[0].read();
+    FAIL();
+  } catch (const scenarios::ScenarioError& error) {
+    EXPECT_EQ(error.location(), "inline.toml:9:25 ([sweep] ddp.bucket_size_mb = 10)");
+    EXPECT_EQ(error.key(), "ddp.bucket_size_mb");
+  }
+}
+
+TEST(EditDistanceTest, SuggestionsAreCloseMatchesOnly) {
+  EXPECT_EQ(scenarios::edit_distance("kitten", "sitting"), 3u);
+  EXPECT_EQ(scenarios::closest_match("bucket_cap_mbb", {"bucket_cap_mb", "no_sync"}), "bucket_cap_mb");
+  EXPECT_EQ(scenarios::closest_match("zzzzzz", {"bucket_cap_mb", "no_sync"}), "");
+}
+
+}  // namespace
