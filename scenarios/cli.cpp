@@ -89,7 +89,7 @@ int command_sweep(const RunOptions& options, std::ostream& out, std::ostream& er
       run_sweep(document, options.threads, [&](std::size_t done, std::size_t total) { progress(done, total); });
   const auto directory = output_directory(options.output, base.name);
   std::filesystem::create_directories(directory);
-  write_file_atomically(directory / "sweep.csv", sweep_csv(result));
+  write_file_atomically(directory / "sweep.csv", [&](std::ostream& file) { file << sweep_csv(result); });
   out << format_sweep_table(result);
   out << fmt::format("\n{} points; CSV: {}\n", result.rows.size(), (directory / "sweep.csv").string());
   return 0;

@@ -67,11 +67,12 @@ RunResult run_scenario(const Scenario& scenario) {
   return result;
 }
 
-void write_file_atomically(const std::filesystem::path& path, const std::string& text) {
+void write_file_atomically(const std::filesystem::path& path,
+                           const std::function<void(std::ostream&)>& write) {
   const std::filesystem::path temporary = path.string() + ".partial";
   {
     std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    out << text;
+    write(out);
     out.close();
     if (!out) {
       std::error_code ignored;
@@ -84,11 +85,12 @@ void write_file_atomically(const std::filesystem::path& path, const std::string&
 
 void write_outputs(const RunResult& result, const std::filesystem::path& directory) {
   std::filesystem::create_directories(directory);
-  std::ostringstream timeline;
-  trace::write_chrome_trace(result.simulation.timeline, timeline);
-  const std::string report = trace::report_to_json(result.report).dump(2) + "\n";
-  write_file_atomically(directory / "timeline.json", timeline.str());
-  write_file_atomically(directory / "report.json", report);
+  write_file_atomically(directory / "timeline.json", [&](std::ostream& out) {
+    trace::write_chrome_trace(result.simulation.timeline, out);
+  });
+  write_file_atomically(directory / "report.json", [&](std::ostream& out) {
+    out << trace::report_to_json(result.report).dump(2) << "\n";
+  });
 }
 
 }  // namespace scenarios

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
+#include <ostream>
 #include <string>
 
 #include "scenarios/scenario.h"
@@ -25,7 +27,8 @@ RunResult run_scenario(const Scenario& scenario);
 // is written to a temporary name and renamed, so a failure leaves no half-written file.
 void write_outputs(const RunResult& result, const std::filesystem::path& directory);
 
-// Writes `text` to `path` through a temporary file and a rename.
-void write_file_atomically(const std::filesystem::path& path, const std::string& text);
+// Writes a file through a temporary file and a rename: `write` fills the stream.
+void write_file_atomically(const std::filesystem::path& path,
+                           const std::function<void(std::ostream&)>& write);
 
 }  // namespace scenarios

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <limits>
 #include <map>
 #include <memory>
 #include <unordered_map>
@@ -45,8 +46,13 @@ trace::Category category_of(const program::Op& op) {
   return trace::Category::kOther;
 }
 
-// Ops of one RankProgram split by stream, in program order.
-using StreamPlan = std::vector<std::vector<OpIndex>>;
+// What the simulator keeps per distinct RankProgram: its ops split by stream (in program
+// order) and each op's interned name, filled on first use.
+struct RankPlan {
+  std::vector<std::vector<OpIndex>> streams;
+  std::vector<trace::StringId> names;
+};
+constexpr trace::StringId kNotInterned = std::numeric_limits<trace::StringId>::max();
 
 class Simulator {
  public:
@@ -77,7 +83,7 @@ class Simulator {
  private:
   struct RankState {
     const program::RankProgram* program = nullptr;
-    const StreamPlan* plan = nullptr;
+    RankPlan* plan = nullptr;
     std::vector<std::uint8_t> done;
     std::vector<std::uint32_t> cursor;
     std::vector<std::uint8_t> busy;
@@ -143,10 +149,11 @@ class Simulator {
       state.program = program_.ranks[rank].get();
       auto [plan, inserted] = plans_.try_emplace(state.program);
       if (inserted) {
-        plan->second.resize(streams);
+        plan->second.streams.resize(streams);
         for (OpIndex i = 0; i < state.program->ops.size(); ++i) {
-          plan->second[state.program->ops[i].stream].push_back(i);
+          plan->second.streams[state.program->ops[i].stream].push_back(i);
         }
+        plan->second.names.assign(state.program->ops.size(), kNotInterned);
       }
       state.plan = &plan->second;
       state.done.assign(state.program->ops.size(), 0);
@@ -155,6 +162,13 @@ class Simulator {
       state.collective_sequence.assign(program_.group_families.size(), 0);
       state.memory.assign(program::kMemoryCategoryCount, 0);
     }
+    std::size_t timed_ops = 0;  // every op but memory ops leaves a span
+    for (const RankState& state : ranks_) {
+      for (const program::Op& op : state.program->ops) {
+        timed_ops += std::holds_alternative<program::MemoryOp>(op.body) ? 0 : 1;
+      }
+    }
+    timeline.spans.reserve(timed_ops);
     result_.comm_latency_s.assign(program_.world_size, 0);
     result_.comm_bandwidth_s.assign(program_.world_size, 0);
   }
@@ -170,7 +184,7 @@ class Simulator {
     for (bool progressed = true; progressed;) {
       progressed = false;
       for (std::size_t s = 0; s < state.cursor.size(); ++s) {
-        const auto& queue = (*state.plan)[s];
+        const auto& queue = state.plan->streams[s];
         if (state.busy[s] || state.cursor[s] >= queue.size()) continue;
         const OpIndex index = queue[state.cursor[s]];
         const program::Op& op = op_of(rank, index);
@@ -228,8 +242,7 @@ class Simulator {
     request.root = collective.root;
     request.ps_servers = collective.ps_servers;
     for (std::int32_t member : members) request.endpoints.push_back(program_.placement[member]);
-    const trace::StringId group_name =
-        result_.timeline.strings.intern(fmt::format("{}[{}]", family.name, instance));
+    const trace::StringId group_name = group_name_of(collective.group, instance);
     std::vector<OpIndex> ops = std::move(pending.ops);
     collectives_.erase(key);
     start_communication(request, group_name, members, std::move(ops));
@@ -257,8 +270,7 @@ class Simulator {
     CommRequest request;
     request.bytes = std::get<program::SendRecvOp>(op_of(pair.first, send_index).body).bytes;
     request.endpoints = {program_.placement[pair.first], program_.placement[pair.second]};
-    const trace::StringId group_name = result_.timeline.strings.intern(
-        fmt::format("{}[{}]", family.name, family.instance_of_rank[rank]));
+    const trace::StringId group_name = group_name_of(p2p.group, family.instance_of_rank[rank]);
     start_communication(request, group_name, {pair.first, pair.second},
                         {send_index, receive_index});
   }
@@ -287,6 +299,21 @@ class Simulator {
     }
   }
 
+  trace::StringId group_name_of(program::GroupFamilyId family, std::int32_t instance) {
+    auto [it, inserted] = group_names_.try_emplace({family, instance}, 0);
+    if (inserted) {
+      it->second = result_.timeline.strings.intern(
+          fmt::format("{}[{}]", program_.family(family).name, instance));
+    }
+    return it->second;
+  }
+
+  trace::StringId name_of(std::int32_t rank, OpIndex index) {
+    trace::StringId& name = ranks_[rank].plan->names[index];
+    if (name == kNotInterned) name = result_.timeline.strings.intern(op_of(rank, index).name);
+    return name;
+  }
+
   trace::Span& record(std::int32_t rank, OpIndex index, Time begin, Time end) {
     const program::Op& op = op_of(rank, index);
     trace::Span span;
@@ -295,7 +322,7 @@ class Simulator {
     span.rank = rank;
     span.stream = op.stream;
     span.category = category_of(op);
-    span.name = result_.timeline.strings.intern(op.name);
+    span.name = name_of(rank, index);
     span.op = index;
     result_.timeline.spans.push_back(span);
     return result_.timeline.spans.back();
@@ -310,7 +337,7 @@ class Simulator {
     sample.rank = rank;
     sample.time_ps = engine_.now().ps();
     sample.bytes = state.memory;
-    sample.cause = result_.timeline.strings.intern(op.name);
+    sample.cause = name_of(rank, static_cast<OpIndex>(&op - ranks_[rank].program->ops.data()));
     result_.timeline.memory.push_back(std::move(sample));
   }
 
@@ -328,7 +355,7 @@ class Simulator {
       const RankState& state = ranks_[rank];
       if (state.completed == state.program->ops.size()) continue;
       for (std::size_t s = 0; s < state.cursor.size(); ++s) {
-        const auto& queue = (*state.plan)[s];
+        const auto& queue = state.plan->streams[s];
         if (state.cursor[s] >= queue.size()) continue;
         const program::Op& op = op_of(rank, queue[state.cursor[s]]);
         throw SimulationError(fmt::format(
@@ -346,7 +373,8 @@ class Simulator {
   ComputeModel host_compute_;
   std::unique_ptr<NetworkModel> network_;
   std::vector<RankState> ranks_;
-  std::map<const program::RankProgram*, StreamPlan> plans_;
+  std::map<const program::RankProgram*, RankPlan> plans_;
+  std::map<std::pair<program::GroupFamilyId, std::int32_t>, trace::StringId> group_names_;
   std::map<CollectiveKey, PendingCollective> collectives_;
   std::map<RankPair, std::deque<OpIndex>> sends_;
   std::map<RankPair, std::deque<OpIndex>> receives_;

@@ -1,9 +1,12 @@
 // Chrome trace writer (streamed, one event per line) and reader (nlohmann::json).
 #include "sim/trace/chrome_trace.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <ostream>
@@ -17,76 +20,90 @@ using nlohmann::json;
 double to_us(std::int64_t ps) { return static_cast<double>(ps) / 1e6; }
 std::int64_t to_ps(double us) { return std::llround(us * 1e6); }
 
-void write_event(std::ostream& out, const json& event, bool& first) {
-  out << (first ? "\n" : ",\n") << event.dump();
-  first = false;
-}
+// A JSON string literal, escaped by nlohmann::json.
+std::string json_string(std::string_view text) { return json(text).dump(); }
 
 }  // namespace
 
+// Metadata events are built as json objects; spans and counters, which are many, are
+// formatted directly, each distinct string escaped once.
 void write_chrome_trace(const Timeline& timeline, std::ostream& out) {
   json other = json::object();
   other["generator"] = "dtsim";
   other["title"] = timeline.title;
   other["memory_series"] = timeline.memory_series;  // JSON objects lose the series order
   for (const auto& [key, value] : timeline.metadata) other[key] = value;
-  out << "{\"displayTimeUnit\":\"ns\",\"otherData\":" << other.dump() << ",\"traceEvents\":[";
+  fmt::memory_buffer buffer;
+  auto it = fmt::appender(buffer);
+  auto flush = [&] {
+    out.write(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+    buffer.clear();
+  };
+  fmt::format_to(it, R"({{"displayTimeUnit":"ns","otherData":{},"traceEvents":[)", other.dump());
   bool first = true;
+  auto begin_event = [&] {
+    fmt::format_to(it, "{}", first ? "\n" : ",\n");
+    first = false;
+  };
+  auto metadata = [&](const json& event) {
+    begin_event();
+    fmt::format_to(it, "{}", event.dump());
+  };
   for (std::size_t rank = 0; rank < timeline.ranks.size(); ++rank) {
     const auto pid = static_cast<std::int64_t>(rank);
-    write_event(out,
-                {{"ph", "M"}, {"pid", pid}, {"name", "process_name"},
-                 {"args", {{"name", timeline.ranks[rank].name}}}},
-                first);
-    write_event(out,
-                {{"ph", "M"}, {"pid", pid}, {"name", "process_sort_index"},
-                 {"args", {{"sort_index", pid}}}},
-                first);
-    write_event(out,
-                {{"ph", "M"}, {"pid", pid}, {"name", "process_labels"},
-                 {"args", {{"labels", "node " + std::to_string(timeline.ranks[rank].node)}}}},
-                first);
+    metadata({{"ph", "M"}, {"pid", pid}, {"name", "process_name"},
+              {"args", {{"name", timeline.ranks[rank].name}}}});
+    metadata({{"ph", "M"}, {"pid", pid}, {"name", "process_sort_index"},
+              {"args", {{"sort_index", pid}}}});
+    metadata({{"ph", "M"}, {"pid", pid}, {"name", "process_labels"},
+              {"args", {{"labels", "node " + std::to_string(timeline.ranks[rank].node)}}}});
     for (std::size_t stream = 0; stream < timeline.streams.size(); ++stream) {
       const auto tid = static_cast<std::int64_t>(stream);
-      write_event(out,
-                  {{"ph", "M"}, {"pid", pid}, {"tid", tid}, {"name", "thread_name"},
-                   {"args", {{"name", timeline.streams[stream]}}}},
-                  first);
-      write_event(out,
-                  {{"ph", "M"}, {"pid", pid}, {"tid", tid}, {"name", "thread_sort_index"},
-                   {"args", {{"sort_index", tid}}}},
-                  first);
+      metadata({{"ph", "M"}, {"pid", pid}, {"tid", tid}, {"name", "thread_name"},
+                {"args", {{"name", timeline.streams[stream]}}}});
+      metadata({{"ph", "M"}, {"pid", pid}, {"tid", tid}, {"name", "thread_sort_index"},
+                {"args", {{"sort_index", tid}}}});
     }
   }
+  std::vector<std::string> escaped(timeline.strings.size());
+  auto string_of = [&](StringId id) -> const std::string& {
+    if (escaped[id].empty()) escaped[id] = json_string(timeline.strings.at(id));
+    return escaped[id];
+  };
   for (const Span& span : timeline.spans) {
-    json args = json::object();
-    if (span.op >= 0) args["op"] = span.op;
-    if (span.bytes != 0) args["bytes"] = span.bytes;
-    if (span.flops != 0) args["flops"] = span.flops;
-    if (span.algorithm != 0) args["algorithm"] = timeline.strings.at(span.algorithm);
-    if (span.group != 0) args["group"] = timeline.strings.at(span.group);
-    write_event(out,
-                {{"ph", "X"},
-                 {"pid", span.rank},
-                 {"tid", span.stream},
-                 {"name", timeline.strings.at(span.name)},
-                 {"cat", category_name(span.category)},
-                 {"ts", to_us(span.start_ps)},
-                 {"dur", to_us(span.duration_ps())},
-                 {"args", std::move(args)}},
-                first);
+    begin_event();
+    fmt::format_to(it, R"({{"ph":"X","pid":{},"tid":{},"name":{},"cat":"{}","ts":{},"dur":{},"args":{{)",
+                   span.rank, span.stream, string_of(span.name), category_name(span.category),
+                   to_us(span.start_ps), to_us(span.duration_ps()));
+    const char* separator = "";
+    auto field = [&](const char* key, const auto& value) {
+      fmt::format_to(it, R"({}"{}":{})", separator, key, value);
+      separator = ",";
+    };
+    if (span.op >= 0) field("op", span.op);
+    if (span.bytes != 0) field("bytes", span.bytes);
+    if (span.flops != 0) field("flops", span.flops);
+    if (span.algorithm != 0) field("algorithm", string_of(span.algorithm));
+    if (span.group != 0) field("group", string_of(span.group));
+    fmt::format_to(it, "}}}}");
+    if (buffer.size() > (1 << 20)) flush();
   }
+  std::vector<std::string> series;
+  for (const std::string& name : timeline.memory_series) series.push_back(json_string(name));
   for (const MemorySample& sample : timeline.memory) {
-    json args = json::object();
-    for (std::size_t i = 0; i < timeline.memory_series.size() && i < sample.bytes.size(); ++i) {
-      args[timeline.memory_series[i]] = sample.bytes[i];
+    begin_event();
+    fmt::format_to(it, R"({{"ph":"C","pid":{},"name":"memory","ts":{},"args":{{)", sample.rank,
+                   to_us(sample.time_ps));
+    for (std::size_t i = 0; i < series.size() && i < sample.bytes.size(); ++i) {
+      fmt::format_to(it, "{}{}:{}", i == 0 ? "" : ",", series[i], sample.bytes[i]);
     }
-    json event = {{"ph", "C"}, {"pid", sample.rank}, {"name", "memory"},
-                  {"ts", to_us(sample.time_ps)}, {"args", std::move(args)}};
-    if (sample.cause != 0) event["dtsim_cause"] = timeline.strings.at(sample.cause);
-    write_event(out, event, first);
+    fmt::format_to(it, "}}");
+    if (sample.cause != 0) fmt::format_to(it, R"(,"dtsim_cause":{})", string_of(sample.cause));
+    fmt::format_to(it, "}}");
+    if (buffer.size() > (1 << 20)) flush();
   }
-  out << "\n]}\n";
+  fmt::format_to(it, "\n]}}\n");
+  flush();
 }
 
 namespace {

@@ -1,0 +1,44 @@
+// Where the time of `dtsim run` goes, on the shipped scenarios: lowering + simulation +
+// report (run_scenario) and writing the Chrome trace, measured separately.
+#include <benchmark/benchmark.h>
+
+#include <sstream>
+#include <string>
+
+#include "scenarios/run_scenario.h"
+#include "scenarios/scenario_loader.h"
+#include "sim/trace/chrome_trace.h"
+
+namespace {
+
+const std::string kScenarios = std::string(DTSIM_SOURCE_DIR) + "/scenarios/";
+
+void BM_RunScenario(benchmark::State& state, const char* file) {
+  const scenarios::Scenario scenario = scenarios::load_scenario(kScenarios + file);
+  std::uint64_t events = 0;
+  for (auto _ : state) {
+    const scenarios::RunResult result = scenarios::run_scenario(scenario);
+    events = result.simulation.events;
+    benchmark::DoNotOptimize(result.report.step_time_s);
+  }
+  state.counters["events"] = static_cast<double>(events);
+  state.counters["events_per_s"] =
+      benchmark::Counter(static_cast<double>(events), benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK_CAPTURE(BM_RunScenario, default_16_ranks, "default.toml")->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_RunScenario, c3_64_ranks, "c3_70b_ddp_64gpu.toml")->Unit(benchmark::kMillisecond);
+
+void BM_WriteChromeTrace(benchmark::State& state, const char* file) {
+  const scenarios::RunResult result = scenarios::run_scenario(scenarios::load_scenario(kScenarios + file));
+  for (auto _ : state) {
+    std::ostringstream out;
+    trace::write_chrome_trace(result.simulation.timeline, out);
+    benchmark::DoNotOptimize(out.str().size());
+  }
+  state.counters["spans"] = static_cast<double>(result.simulation.timeline.spans.size());
+}
+BENCHMARK_CAPTURE(BM_WriteChromeTrace, c3_64_ranks, "c3_70b_ddp_64gpu.toml")->Unit(benchmark::kMillisecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();
