@@ -81,12 +81,10 @@ program::Program lower_ddp(const LoweringInput& input) {
   const program::GroupFamilyId dp_group = *program.find_family("dp");
   const program::GroupFamilyId world_group = *program.find_family("world");
 
-  const program::DType dtype = compute_dtype(training.precision);
-  const program::DType grad_dtype = gradient_dtype(training.precision);
-  const std::vector<Block> blocks =
-      model_blocks(model, BlockShape{training.micro_batch, training.sequence, dtype});
-  const double parameters = total_parameters(model);
-  const ModelStateBytes state = model_state_bytes(training);
+  const ReplicaModel replica = replica_model(model, training);
+  const std::vector<Block>& blocks = replica.blocks;
+  const double parameters = replica.parameters;
+  const ModelStateBytes& state = replica.state;
 
   RankProgramBuilder builder;
   allocate_model_states(builder, kCompute, parameters, state, StateShares{});
@@ -95,8 +93,9 @@ program::Program lower_ddp(const LoweringInput& input) {
                      parameters * state.gradients);
   }
 
-  BucketFiller buckets(ddp, dp_group, grad_dtype,
-                       static_cast<double>(program::dtype_bytes(grad_dtype)) * parameter_scale(model));
+  BucketFiller buckets(ddp, dp_group, replica.gradient_dtype,
+                       static_cast<double>(program::dtype_bytes(replica.gradient_dtype)) *
+                           parameter_scale(model));
   // What the next compute op must wait for: outstanding all-reduces and the barrier.
   std::vector<OpIndex> wait_for;
   for (std::int32_t step = 0; step < training.steps; ++step) {
@@ -124,7 +123,7 @@ program::Program lower_ddp(const LoweringInput& input) {
       }
     }
     builder.add(fmt::format("optimizer.{}", optimizer_name(training.optimizer)), kCompute,
-                optimizer_update(parameters, state, dtype), std::exchange(wait_for, {}));
+                optimizer_update(parameters, state, replica.dtype), std::exchange(wait_for, {}));
   }
 
   program.ranks.assign(dp, std::make_shared<const program::RankProgram>(builder.take()));

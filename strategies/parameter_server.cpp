@@ -50,12 +50,12 @@ program::Program lower_parameter_server(const LoweringInput& input) {
   program.placement = all;  // workers on GPUs 0..W-1, servers on the server endpoints after them
   const program::GroupFamilyId ps_group = *program.find_family("ps");
 
-  const program::DType dtype = compute_dtype(training.precision);
-  const program::DType grad_dtype = gradient_dtype(training.precision);
-  const std::vector<Block> blocks =
-      model_blocks(model, BlockShape{training.micro_batch, training.sequence, dtype});
-  const double parameters = total_parameters(model);
-  const ModelStateBytes state = model_state_bytes(training);
+  const ReplicaModel replica = replica_model(model, training);
+  const std::vector<Block>& blocks = replica.blocks;
+  const program::DType dtype = replica.dtype;
+  const program::DType grad_dtype = replica.gradient_dtype;
+  const double parameters = replica.parameters;
+  const ModelStateBytes& state = replica.state;
   const double gradient_bytes = parameters * state.gradients;
   const double parameter_bytes = parameters * state.parameters;
 

@@ -8,6 +8,16 @@ namespace strategies {
 
 using program::MemoryCategory;
 
+ReplicaModel replica_model(const ModelSpec& model, const TrainingSpec& training) {
+  ReplicaModel replica;
+  replica.dtype = compute_dtype(training.precision);
+  replica.gradient_dtype = gradient_dtype(training.precision);
+  replica.blocks = model_blocks(model, BlockShape{training.micro_batch, training.sequence, replica.dtype});
+  replica.parameters = total_parameters(model);
+  replica.state = model_state_bytes(training);
+  return replica;
+}
+
 void allocate_model_states(RankProgramBuilder& builder, program::StreamId stream, double parameters,
                            const ModelStateBytes& state, const StateShares& shares) {
   auto allocate = [&](const char* name, MemoryCategory category, double bytes_per_parameter,

@@ -14,6 +14,17 @@
 
 namespace strategies {
 
+// The model as one data-parallel replica trains it: dtypes, blocks for one micro-batch,
+// parameter count and model-state bytes per parameter.
+struct ReplicaModel {
+  program::DType dtype = program::DType::kBF16;           // compute and weights
+  program::DType gradient_dtype = program::DType::kBF16;
+  std::vector<Block> blocks;
+  double parameters = 0;
+  ModelStateBytes state;
+};
+ReplicaModel replica_model(const ModelSpec& model, const TrainingSpec& training);
+
 // Which model states a rank holds, as a fraction of the model (1 = all of it).
 struct StateShares {
   double parameters = 1;

@@ -19,6 +19,14 @@ struct MemoryPeak {
   bool found = false;
 };
 
+std::map<std::string, std::int64_t> breakdown_of(const Timeline& timeline, const MemorySample& sample) {
+  std::map<std::string, std::int64_t> breakdown;
+  for (std::size_t i = 0; i < sample.bytes.size() && i < timeline.memory_series.size(); ++i) {
+    breakdown[timeline.memory_series[i]] = sample.bytes[i];
+  }
+  return breakdown;
+}
+
 std::vector<MemoryPeak> memory_peaks(const Timeline& timeline) {
   std::vector<MemoryPeak> peaks(timeline.ranks.size());
   for (std::size_t i = 0; i < timeline.memory.size(); ++i) {
@@ -113,6 +121,9 @@ Report build_report(const Timeline& timeline, const RunFacts& facts) {
     rank.exposed_comm_s = seconds(summary.exposed_comm_ps) / steps;
     rank.comm_bytes = static_cast<std::int64_t>(static_cast<double>(summary.comm_bytes) / steps);
     rank.peak_memory_bytes = peaks[summary.rank].bytes;
+    if (peaks[summary.rank].found) {
+      rank.peak_memory_breakdown = breakdown_of(timeline, timeline.memory[peaks[summary.rank].sample]);
+    }
     report.rank_reports.push_back(rank);
   }
   if (!summaries.empty()) {
@@ -149,10 +160,7 @@ Report build_report(const Timeline& timeline, const RunFacts& facts) {
     report.peak_memory_bytes = peaks[rank].bytes;
     report.peak_memory_rank = static_cast<std::int32_t>(rank);
     report.memory_capacity_bytes = capacity_of(rank);
-    report.peak_memory_breakdown.clear();
-    for (std::size_t i = 0; i < sample.bytes.size() && i < timeline.memory_series.size(); ++i) {
-      report.peak_memory_breakdown[timeline.memory_series[i]] = sample.bytes[i];
-    }
+    report.peak_memory_breakdown = breakdown_of(timeline, sample);
     report.peak_memory_op = timeline.strings.at(sample.cause);
   };
   std::optional<std::size_t> highest;
@@ -234,7 +242,8 @@ nlohmann::json report_to_json(const Report& r) {
                      {"comm_time_s", rank.comm_time_s},
                      {"exposed_comm_s", rank.exposed_comm_s},
                      {"comm_bytes", rank.comm_bytes},
-                     {"peak_memory_bytes", rank.peak_memory_bytes}});
+                     {"peak_memory_bytes", rank.peak_memory_bytes},
+                     {"peak_memory_breakdown_bytes", rank.peak_memory_breakdown}});
   }
   nlohmann::json json = {
       {"schema", "dtsim.report/1"},

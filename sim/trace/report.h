@@ -48,6 +48,7 @@ struct RankReport {
   double exposed_comm_s = 0;
   std::int64_t comm_bytes = 0;
   std::int64_t peak_memory_bytes = 0;
+  std::map<std::string, std::int64_t> peak_memory_breakdown;  // by series, at this rank's peak
 };
 
 struct Report {

@@ -104,6 +104,8 @@ TEST(ReportTest, JsonHasTheDocumentedKeys) {
   }
   EXPECT_EQ(json["oom"], true);
   EXPECT_EQ(json["per_rank"].size(), 2u);
+  EXPECT_EQ(json["per_rank"][1]["peak_memory_breakdown_bytes"]["activations"], 85);
+  EXPECT_EQ(json["per_rank"][0]["peak_memory_breakdown_bytes"]["parameters"], 10);
 }
 
 }  // namespace
