@@ -32,7 +32,13 @@ RunResult run_scenario(const Scenario& scenario) {
   options.network = scenario.network;
   options.efficiency = scenario.efficiency;
   options.step_compute_time_s = scenario.step_compute_time_s;
-  result.simulation = sim::simulate(result.program, cluster, options);
+  options.collectives = scenario.collectives;
+  try {
+    result.simulation = sim::simulate(result.program, cluster, options);
+  } catch (const sim::InvalidOverride& error) {
+    throw ScenarioError(error.origin, error.key, error.what(),
+                        "choose an algorithm that runs on this group, or \"auto\"");
+  }
 
   trace::Timeline& timeline = result.simulation.timeline;
   timeline.title = scenario.name;
@@ -51,6 +57,7 @@ RunResult run_scenario(const Scenario& scenario) {
   facts.peak_flops_per_rank = sim::ComputeModel(scenario.cluster.node.gpu, scenario.efficiency)
                                   .peak_flops(result.program.info.compute_dtype);
   for (std::int32_t endpoint : result.program.placement) {
+    facts.compute_ranks += endpoint < scenario.cluster.gpu_count() ? 1 : 0;
     facts.memory_capacity_bytes.push_back(endpoint < scenario.cluster.gpu_count()
                                               ? scenario.cluster.node.gpu.memory_bytes
                                               : scenario.cluster.parameter_servers.host.memory_bytes);

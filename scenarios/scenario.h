@@ -11,6 +11,7 @@
 
 #include "sim/compute/compute_model.h"
 #include "sim/net/network_model.h"
+#include "sim/run/program_simulator.h"
 #include "strategies/lowering.h"
 #include "topology/hardware_spec.h"
 
@@ -29,6 +30,7 @@ struct Scenario {
   topology::ClusterSpec cluster;
   strategies::LoweringInput lowering;
   sim::NetworkOptions network;
+  sim::CollectiveOverrides collectives;
   sim::ComputeEfficiency efficiency = sim::ComputeEfficiency::preset();
   std::optional<double> step_compute_time_s;
   std::vector<SweepAxis> sweep;

@@ -12,6 +12,7 @@
 #include <sstream>
 #include <toml++/toml.h>
 
+#include "sim/collectives/schedule.h"
 #include "sim/net/network_model.h"
 #include "strategies/model.h"
 #include "topology/presets.h"
@@ -58,6 +59,13 @@ std::string closest_match(const std::string& word, const std::vector<std::string
 namespace {
 
 constexpr double kGiga = 1e9;
+constexpr std::int64_t kLargestCount = std::int64_t{1} << 30;
+// Sizes beyond any machine or model built today.
+constexpr std::int64_t kMaxNodes = 16384;
+constexpr std::int64_t kMaxPerNode = 64;
+constexpr std::int64_t kMaxDimension = std::int64_t{1} << 24;
+constexpr std::int64_t kMaxSteps = 10000;
+constexpr double kMaxStepSeconds = 1e6;
 constexpr double kTera = 1e12;
 constexpr double kMicro = 1e-6;
 
@@ -176,14 +184,22 @@ class TableReader {
     }
     return value;
   }
-  std::int64_t count(std::string_view key, std::int64_t fallback, std::int64_t minimum = 1) {
+  // Integers are range-checked before any narrowing; the bounds keep every product of them
+  // (GPUs, tokens, matrix sizes) far from overflow.
+  std::int64_t count(std::string_view key, std::int64_t fallback, std::int64_t minimum = 1,
+                     std::int64_t maximum = kLargestCount) {
     const std::int64_t value = integer(key).value_or(fallback);
-    if (value < minimum) fail(key, fmt::format("expected an integer >= {}, got {}", minimum, value));
+    if (value < minimum && maximum == kLargestCount) {
+      fail(key, fmt::format("expected an integer >= {}, got {}", minimum, value));
+    }
+    if (value < minimum || value > maximum) {
+      fail(key, fmt::format("expected an integer between {} and {}, got {}", minimum, maximum, value));
+    }
     return value;
   }
-  std::int64_t required_count(std::string_view key, std::string hint) {
+  std::int64_t required_count(std::string_view key, std::int64_t maximum, std::string hint) {
     if (node(key) == nullptr) fail(key, "missing required key", std::move(hint));
-    return count(key, 0);
+    return count(key, 0, 1, maximum);
   }
 
   TableReader child(std::string_view key) {
@@ -265,9 +281,9 @@ topology::ClusterSpec read_cluster(TableReader reader) {
   const std::string node_name = reader.choice("node", topology::node_preset_names()).value_or("hgx-h100");
   cluster.node = *topology::node_preset(node_name);
   topology::NodeSpec& node = cluster.node;
-  cluster.nodes = static_cast<int>(reader.required_count("nodes", "how many nodes, e.g. nodes = 2"));
-  node.gpus = static_cast<int>(reader.count("gpus_per_node", node.gpus));
-  node.nics = static_cast<int>(reader.count("nics_per_node", node.nics));
+  cluster.nodes = static_cast<int>(reader.required_count("nodes", kMaxNodes, "how many nodes, e.g. nodes = 2"));
+  node.gpus = static_cast<int>(reader.count("gpus_per_node", node.gpus, 1, kMaxPerNode));
+  node.nics = static_cast<int>(reader.count("nics_per_node", node.nics, 1, kMaxPerNode));
   if (auto kind = reader.choice("interconnect", {"nvswitch", "pcie"})) {
     node.kind = *kind == "nvswitch" ? topology::NodeKind::kNvSwitch : topology::NodeKind::kPcie;
   }
@@ -297,7 +313,8 @@ topology::ClusterSpec read_cluster(TableReader reader) {
     fabric.kind = *kind == "infiniband" ? topology::FabricKind::kInfiniBand
                                         : topology::FabricKind::kRoCE;
   }
-  fabric.leaf_down_ports = static_cast<int>(fabric_reader.count("leaf_down_ports", fabric.leaf_down_ports));
+  fabric.leaf_down_ports =
+      static_cast<int>(fabric_reader.count("leaf_down_ports", fabric.leaf_down_ports, 1, 4096));
   fabric.oversubscription = fabric_reader.positive("oversubscription", fabric.oversubscription);
   if (fabric.oversubscription < 1) {
     fabric_reader.fail("oversubscription",
@@ -316,7 +333,7 @@ topology::ClusterSpec read_cluster(TableReader reader) {
   fabric_reader.finish();
 
   TableReader servers = reader.child("parameter_servers");
-  cluster.parameter_servers.count = static_cast<int>(servers.count("count", 0, 0));
+  cluster.parameter_servers.count = static_cast<int>(servers.count("count", 0, 0, kMaxNodes));
   cluster.parameter_servers.nic =
       *topology::server_nic_preset(servers.choice("nic", topology::server_nic_preset_names()).value_or("eth-100g"));
   read_link(servers.child("link"), cluster.parameter_servers.nic);
@@ -338,13 +355,13 @@ strategies::ModelSpec read_model(TableReader reader) {
   const std::string hint = preset ? "" : "set model.preset to a named model or give every dimension";
   auto dimension = [&](std::string_view key, std::int64_t& field) {
     if (!preset && reader.node(key) == nullptr) reader.fail(key, "missing required key", hint);
-    field = reader.count(key, field);
+    field = reader.count(key, field, 1, kMaxDimension);
   };
   dimension("layers", model.layers);
   dimension("hidden", model.hidden);
   dimension("heads", model.heads);
   if (!preset) model.kv_heads = reader.integer("kv_heads").value_or(model.heads);
-  model.kv_heads = reader.count("kv_heads", model.kv_heads);
+  model.kv_heads = reader.count("kv_heads", model.kv_heads, 1, kMaxDimension);
   dimension("ffn_hidden", model.ffn_hidden);
   dimension("vocab", model.vocab);
   dimension("sequence", model.sequence);
@@ -379,9 +396,10 @@ strategies::ModelSpec read_model(TableReader reader) {
 
 strategies::TrainingSpec read_training(TableReader& reader, const strategies::ModelSpec& model) {
   strategies::TrainingSpec training;
-  training.global_batch = reader.required_count("global_batch", "sequences per optimizer step, e.g. 32");
-  training.micro_batch = reader.count("micro_batch", 1);
-  training.sequence = reader.count("sequence_length", model.sequence);
+  training.global_batch =
+      reader.required_count("global_batch", kMaxDimension, "sequences per optimizer step, e.g. 32");
+  training.micro_batch = reader.count("micro_batch", 1, 1, kMaxDimension);
+  training.sequence = reader.count("sequence_length", model.sequence, 1, kMaxDimension);
   if (auto precision = reader.choice("precision", {"mixed", "bf16", "fp16", "fp32"})) {
     training.precision = *strategies::precision_from_name(*precision);
   }
@@ -389,21 +407,21 @@ strategies::TrainingSpec read_training(TableReader& reader, const strategies::Mo
     training.optimizer = *strategies::optimizer_from_name(*optimizer);
   }
   training.sgd_momentum = reader.non_negative("sgd_momentum", training.sgd_momentum);
-  training.steps = static_cast<std::int32_t>(reader.count("steps", 1));
+  training.steps = static_cast<std::int32_t>(reader.count("steps", 1, 1, kMaxSteps));
   return training;
 }
 
 void read_parallel(TableReader reader, Scenario& scenario) {
   strategies::ParallelSpec& parallel = scenario.lowering.parallel;
   parallel.strategy = reader.choice("strategy", strategies::strategy_names()).value_or("ddp");
-  parallel.tp = static_cast<std::int32_t>(reader.count("tp", 1));
-  parallel.pp = static_cast<std::int32_t>(reader.count("pp", 1));
   const std::int64_t gpus = scenario.cluster.gpu_count();
-  const auto dp = reader.integer("dp");
-  parallel.dp = static_cast<std::int32_t>(dp.value_or(gpus / (parallel.tp * parallel.pp)));
-  if (parallel.dp < 1) reader.fail("dp", fmt::format("expected an integer >= 1, got {}", parallel.dp));
+  parallel.tp = static_cast<std::int32_t>(reader.count("tp", 1, 1, gpus));
+  parallel.pp = static_cast<std::int32_t>(reader.count("pp", 1, 1, gpus));
+  const bool dp_given = reader.node("dp") != nullptr;
+  parallel.dp = static_cast<std::int32_t>(
+      reader.count("dp", std::max<std::int64_t>(1, gpus / (parallel.tp * parallel.pp)), 1, gpus));
   if (static_cast<std::int64_t>(parallel.world()) != gpus) {  // rule R2
-    reader.fail(dp ? "dp" : "tp",
+    reader.fail(dp_given ? "dp" : "tp",
                 fmt::format("world size dp × tp × pp = {} × {} × {} = {} does not match the cluster's "
                             "{} GPUs ({} nodes × {})",
                             parallel.dp, parallel.tp, parallel.pp, parallel.world(), gpus,
@@ -429,11 +447,11 @@ void read_parallel(TableReader reader, Scenario& scenario) {
 // Rule R3: global batch = micro-batch × accumulation × dp.
 void check_batch(TableReader& reader, strategies::TrainingSpec& training, std::int32_t dp) {
   const std::int64_t per_step = training.micro_batch * dp;
-  const auto accumulation = reader.integer("gradient_accumulation");
+  const bool given = reader.node("gradient_accumulation") != nullptr;
+  const std::int64_t accumulation_value = reader.count("gradient_accumulation", 1, 1, kMaxDimension);
+  const std::optional<std::int64_t> accumulation =
+      given ? std::optional<std::int64_t>(accumulation_value) : std::nullopt;
   if (accumulation) {
-    if (*accumulation < 1) {
-      reader.fail("gradient_accumulation", fmt::format("expected an integer >= 1, got {}", *accumulation));
-    }
     if (training.global_batch != per_step * *accumulation) {
       reader.fail("global_batch",
                   fmt::format("global batch {} != micro_batch {} × gradient_accumulation {} × dp {} = {}",
@@ -459,9 +477,66 @@ void read_ddp(TableReader reader, strategies::DdpSpec& ddp) {
   ddp.gradient_as_bucket_view = reader.boolean("gradient_as_bucket_view").value_or(ddp.gradient_as_bucket_view);
   ddp.no_sync = reader.boolean("no_sync").value_or(ddp.no_sync);
   ddp.barrier_every_step = reader.boolean("barrier_every_step").value_or(ddp.barrier_every_step);
-  if (auto algorithm = reader.choice("algorithm", {"auto", "ring"})) {
-    ddp.algorithm = *program::algorithm_from_name(*algorithm);
+  reader.finish();
+}
+
+void read_network(TableReader reader, sim::NetworkOptions& network) {
+  network.model = reader.choice("model", sim::network_model_names()).value_or(network.model);
+  if (const toml::node* channels = reader.node("ring_channels"); channels && channels->is_string()) {
+    if (channels->as_string()->get() != "auto") {
+      reader.fail("ring_channels",
+                  fmt::format("expected \"auto\" or an integer >= 1, got {}", node_text(*channels)),
+                  "\"auto\" opens one ring per NIC, as NCCL does; 1 is the textbook single ring");
+    }
+    network.ring_channels = 0;
+  } else if (channels != nullptr) {
+    network.ring_channels = static_cast<std::int32_t>(reader.count("ring_channels", 1, 1, kMaxPerNode));
   }
+  network.chunk_bytes =
+      reader.count("chunk_kib", network.chunk_bytes / 1024, 1, std::int64_t{1} << 20) * 1024;
+  network.logp = reader.boolean("logp").value_or(network.logp);
+  network.logp_overhead_s = reader.non_negative("logp_overhead_us", network.logp_overhead_s / kMicro) * kMicro;
+  network.logp_gap_s = reader.non_negative("logp_gap_us", network.logp_gap_s / kMicro) * kMicro;
+  reader.finish();
+}
+
+// Per-kind algorithms in [collectives], per group family in [collectives.groups.<family>].
+void read_algorithm_table(TableReader& reader, const std::string& family,
+                          sim::CollectiveOverrides& overrides) {
+  static const std::vector<program::CollectiveKind> kKinds = {
+      program::CollectiveKind::kAllReduce, program::CollectiveKind::kAllGather,
+      program::CollectiveKind::kReduceScatter, program::CollectiveKind::kBroadcast,
+      program::CollectiveKind::kReduce, program::CollectiveKind::kAllToAll,
+      program::CollectiveKind::kBarrier};
+  for (program::CollectiveKind kind : kKinds) {
+    const std::string key(program::collective_name(kind));
+    std::vector<std::string> names = {"auto"};
+    for (program::Algorithm algorithm : collectives::algorithms_for(kind)) {
+      names.emplace_back(program::algorithm_name(algorithm));
+    }
+    const auto chosen = reader.choice(key, names);
+    if (!chosen) continue;
+    sim::CollectiveOverride entry{*program::algorithm_from_name(*chosen), reader.location_of(reader.node(key), reader.dotted(key)),
+                                  reader.dotted(key)};
+    if (family.empty()) {
+      overrides.by_kind[kind] = entry;
+    } else {
+      overrides.by_group[{family, kind}] = entry;
+    }
+  }
+}
+
+void read_collectives(TableReader reader, sim::CollectiveOverrides& overrides) {
+  read_algorithm_table(reader, "", overrides);
+  TableReader groups = reader.child("groups");
+  if (const toml::node* table = groups.present() ? reader.node("groups") : nullptr) {
+    for (auto&& [family, value] : *table->as_table()) {
+      TableReader group = groups.child(family.str());
+      read_algorithm_table(group, std::string(family.str()), overrides);
+      group.finish();
+    }
+  }
+  groups.finish();
   reader.finish();
 }
 
@@ -472,7 +547,12 @@ void read_compute(TableReader reader, Scenario& scenario) {
   efficiency.memory = reader.fraction("memory_efficiency", efficiency.memory);
   efficiency.kernel_overhead_s =
       reader.non_negative("kernel_overhead_us", efficiency.kernel_overhead_s / kMicro) * kMicro;
+  efficiency.fp32_matmul_on_tf32 = reader.boolean("allow_tf32").value_or(efficiency.fp32_matmul_on_tf32);
   scenario.step_compute_time_s = reader.optional_positive("step_compute_time_s");
+  if (scenario.step_compute_time_s && *scenario.step_compute_time_s > kMaxStepSeconds) {
+    reader.fail("step_compute_time_s",
+                fmt::format("expected at most {} s, got {}", kMaxStepSeconds, *scenario.step_compute_time_s));
+  }
   reader.finish();
 }
 
@@ -633,21 +713,9 @@ Scenario ScenarioDocument::read() const {
   check_batch(training, scenario.lowering.training, scenario.lowering.parallel.dp);
   training.finish();
 
+  read_network(root.child("network"), scenario.network);
+  read_collectives(root.child("collectives"), scenario.collectives);
   read_ddp(root.child("ddp"), scenario.lowering.ddp);
-
-  TableReader network = root.child("network");
-  scenario.network.model = network.choice("model", sim::network_model_names()).value_or("analytic");
-  if (const toml::node* channels = network.node("ring_channels"); channels && channels->is_string()) {
-    if (channels->as_string()->get() != "auto") {
-      network.fail("ring_channels",
-                   fmt::format("expected \"auto\" or an integer >= 1, got {}", node_text(*channels)),
-                   "\"auto\" opens one ring per NIC, as NCCL does; 1 is the textbook single ring");
-    }
-    scenario.network.ring_channels = 0;
-  } else {
-    scenario.network.ring_channels = static_cast<std::int32_t>(network.count("ring_channels", 0, 0));
-  }
-  network.finish();
 
   read_compute(root.child("compute"), scenario);
 

@@ -40,7 +40,6 @@ class BucketFiller {
     all_reduce.group = group_;
     all_reduce.bytes = std::llround(bytes_);
     all_reduce.dtype = dtype_;
-    all_reduce.algorithm = ddp_.algorithm;
     last_ = builder.add(fmt::format("ddp.bucket{}.all_reduce", index_), kComm, all_reduce,
                         {ready_after});
     ++index_;
@@ -118,7 +117,6 @@ program::Program lower_ddp(const LoweringInput& input) {
         barrier.kind = program::CollectiveKind::kBarrier;
         barrier.group = world_group;
         barrier.dtype = program::DType::kFP32;
-        barrier.algorithm = ddp.algorithm;
         wait_for.push_back(builder.add("barrier", kComm, barrier, {last_backward}));
       }
     }

@@ -18,7 +18,6 @@ class RankProgramBuilder {
   program::OpIndex release(std::string tensor, program::StreamId stream,
                            program::MemoryCategory category, double bytes,
                            std::vector<program::OpIndex> deps = {});
-  std::size_t size() const { return program_.ops.size(); }
   program::RankProgram take() { return std::move(program_); }
 
  private:

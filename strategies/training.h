@@ -64,7 +64,6 @@ struct DdpSpec {
   bool gradient_as_bucket_view = false;  // false: buckets are a second copy of the gradients
   bool no_sync = true;           // all-reduce only on the last micro-step of accumulation
   bool barrier_every_step = false;  // the chapter's anti-pattern (§6.2.5)
-  program::Algorithm algorithm = program::Algorithm::kAuto;
 };
 
 }  // namespace strategies

@@ -177,12 +177,6 @@ double Block::forward_flops() const {
   return total;
 }
 
-double Block::backward_flops() const {
-  double total = 0;
-  for (const auto& step : backward) total += step.op.flops;
-  return total;
-}
-
 Block embedding_block(const ModelSpec& model, const BlockShape& shape) {
   BlockBuilder builder("embedding", shape);
   const std::int64_t t = builder.tokens();

@@ -53,7 +53,6 @@ struct Block {
   std::vector<BackwardStep> backward;  // in execution order (reverse of forward)
   double saved_bytes() const;
   double forward_flops() const;
-  double backward_flops() const;
 };
 
 struct BlockShape {

@@ -4,9 +4,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <boost/graph/breadth_first_search.hpp>
+#include <boost/graph/dijkstra_shortest_paths.hpp>
 #include <boost/graph/filtered_graph.hpp>
 #include <boost/graph/reverse_graph.hpp>
+#include <boost/property_map/function_property_map.hpp>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -26,6 +27,16 @@ std::uint64_t mix(std::uint64_t x) {
 }
 
 }  // namespace
+
+int routing_cost(LinkClass link_class) {
+  switch (link_class) {
+    case LinkClass::kNvlink: return 1;
+    case LinkClass::kPcie: return 2;
+    case LinkClass::kNetwork: return 4;
+    case LinkClass::kHostPcie: return 5;
+  }
+  return 1;
+}
 
 Cluster::Cluster(ClusterSpec spec) : spec_(std::move(spec)) { build_nodes(); }
 
@@ -50,7 +61,7 @@ void Cluster::build_nodes() {
     std::vector<VertexId> pcie_switches;
     for (int s = 0; s < node.nics; ++s) {
       const VertexId pcie_switch = add_vertex(VertexKind::kPcieSwitch, n, s);
-      add_link(pcie_switch, host, LinkClass::kPcie, node.pcie);
+      add_link(pcie_switch, host, LinkClass::kHostPcie, node.pcie);
       const VertexId nic = add_vertex(VertexKind::kNic, n, s);
       add_link(nic, pcie_switch, LinkClass::kPcie, node.pcie);
       pcie_switches.push_back(pcie_switch);
@@ -147,27 +158,43 @@ bool Cluster::may_enter(VertexId vertex, VertexId dst) const {
 const std::vector<std::uint16_t>& Cluster::distances_to(VertexId dst) const {
   auto cached = distance_cache_.find(dst);
   if (cached != distance_cache_.end()) return cached->second;
-  // Hop distances to dst over edges that do not enter another endpoint: BFS from dst on the
-  // reversed, filtered graph.
+  // Least routing cost to dst over edges that do not enter another endpoint: Dijkstra from
+  // dst on the reversed, filtered graph.
   auto keep_edge = [this, dst](Graph::edge_descriptor e) {
     return may_enter(boost::target(e, graph_), dst);
   };
   using Filter = std::function<bool(Graph::edge_descriptor)>;
-  boost::filtered_graph<Graph, Filter> allowed(graph_, Filter(keep_edge));
+  using Filtered = boost::filtered_graph<Graph, Filter>;
+  Filtered allowed(graph_, Filter(keep_edge));
   auto reversed = boost::make_reverse_graph(allowed);
-  std::vector<int> hops(boost::num_vertices(graph_), -1);
-  hops[dst] = 0;
-  boost::breadth_first_search(
+  using ReversedEdge = boost::graph_traits<decltype(reversed)>::edge_descriptor;
+  auto cost = boost::make_function_property_map<ReversedEdge, int>([this, &reversed](const ReversedEdge& e) {
+    return routing_cost(links_[reversed[e]].link_class);
+  });
+  std::vector<int> cost_to(boost::num_vertices(graph_), std::numeric_limits<int>::max());
+  boost::dijkstra_shortest_paths(
       reversed, dst,
-      boost::visitor(boost::make_bfs_visitor(
-          boost::record_distances(boost::make_iterator_property_map(
-                                      hops.begin(), boost::get(boost::vertex_index, graph_)),
-                                  boost::on_tree_edge()))));
-  std::vector<std::uint16_t> distances(hops.size(), kUnreachable);
-  for (std::size_t v = 0; v < hops.size(); ++v) {
-    if (hops[v] >= 0) distances[v] = static_cast<std::uint16_t>(hops[v]);
+      boost::weight_map(cost).distance_map(boost::make_iterator_property_map(
+          cost_to.begin(), boost::get(boost::vertex_index, graph_))));
+  std::vector<std::uint16_t> distances(cost_to.size(), kUnreachable);
+  for (std::size_t v = 0; v < cost_to.size(); ++v) {
+    if (cost_to[v] < kUnreachable) distances[v] = static_cast<std::uint16_t>(cost_to[v]);
   }
   return distance_cache_.emplace(dst, std::move(distances)).first->second;
+}
+
+// Next hops from `at` that lie on a least-cost path to `to`.
+void Cluster::least_cost_hops(VertexId at, VertexId to, const std::vector<std::uint16_t>& distance,
+                              std::vector<LinkId>& hops) const {
+  hops.clear();
+  for (auto [e, end] = boost::out_edges(at, graph_); e != end; ++e) {
+    const VertexId next = boost::target(*e, graph_);
+    const LinkId link = graph_[*e];
+    if (may_enter(next, to) && distance[next] != kUnreachable &&
+        distance[next] + routing_cost(links_[link].link_class) == distance[at]) {
+      hops.push_back(link);
+    }
+  }
 }
 
 Path Cluster::route(int src, int dst, std::uint64_t flow_hash) const {
@@ -181,15 +208,9 @@ Path Cluster::route(int src, int dst, std::uint64_t flow_hash) const {
   }
   Path path;
   VertexId at = from;
-  std::vector<std::uint32_t> candidates;
+  std::vector<LinkId> candidates;
   for (std::uint64_t hop = 0; at != to; ++hop) {
-    candidates.clear();
-    for (auto [e, end] = boost::out_edges(at, graph_); e != end; ++e) {
-      const VertexId next = boost::target(*e, graph_);
-      if (may_enter(next, to) && distance[next] + 1 == distance[at]) {
-        candidates.push_back(graph_[*e]);
-      }
-    }
+    least_cost_hops(at, to, distance, candidates);
     const std::uint64_t selector = spec_.fabric.kind == FabricKind::kInfiniBand
                                        ? static_cast<std::uint64_t>(dst)
                                        : mix(flow_hash ^ mix(hop));
@@ -207,20 +228,19 @@ std::vector<Path> Cluster::equal_cost_paths(int src, int dst, std::size_t limit)
   if (from == to) return paths;
   const auto& distance = distances_to(to);
   Path prefix;
-  // Depth-first enumeration of the shortest-path DAG.
+  // Depth-first enumeration of the least-cost-path DAG.
   std::function<void(VertexId)> extend = [&](VertexId at) {
     if (paths.size() >= limit) return;
     if (at == to) {
       paths.push_back(prefix);
       return;
     }
-    for (auto [e, end] = boost::out_edges(at, graph_); e != end; ++e) {
-      const VertexId next = boost::target(*e, graph_);
-      if (may_enter(next, to) && distance[next] + 1 == distance[at]) {
-        prefix.push_back(graph_[*e]);
-        extend(next);
-        prefix.pop_back();
-      }
+    std::vector<LinkId> hops;
+    least_cost_hops(at, to, distance, hops);
+    for (LinkId link : hops) {
+      prefix.push_back(link);
+      extend(links_[link].to);
+      prefix.pop_back();
     }
   };
   if (distance[from] != kUnreachable) extend(from);

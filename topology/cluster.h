@@ -9,9 +9,15 @@
 // switch i·nics/gpus (so GPUs share a NIC when a node has fewer NICs than GPUs); on NVSwitch
 // nodes every GPU also has an NVLink edge to the node's NVSwitch.
 //
-// Routing: shortest path by hop count (breadth-first search on the reversed graph from the
-// destination, cached per destination); paths never transit another GPU or server. Among
-// equal-cost next hops (e.g. the spines between two leaves) the choice follows the fabric:
+// Routing: least-cost paths (Dijkstra on the reversed graph from the destination, cached per
+// destination); paths never transit another GPU or server. Link costs rank the paths as NCCL's
+// path types do (NVL < PIX < PXB < PHB < NET): NVLink 1, a PCIe link 2, a PCIe link into the
+// host's root complex 5, a network link 4 — so GPUs of an NVSwitch node talk over NVLink even
+// when they share a PCIe switch, GPUs of a PCIe server talk through their switch or the host
+// but never leave the node, a GPU reaches the fabric through its own NIC, and traffic between
+// rails climbs to a spine rather than crossing a host.
+// Among equal-cost next hops (e.g. the spines between two leaves) the choice follows the
+// fabric:
 //   InfiniBand — destination-based, next hop = destination mod choices, as the subnet
 //                manager's fat-tree routing (D-mod-K) programs the switches' tables; shift
 //                patterns such as rings then never share an uplink;
@@ -30,7 +36,9 @@
 namespace topology {
 
 enum class VertexKind { kGpu, kNvSwitch, kPcieSwitch, kNic, kHost, kLeaf, kSpine, kServer };
-enum class LinkClass { kNvlink, kPcie, kNetwork };
+enum class LinkClass { kNvlink, kPcie, kHostPcie, kNetwork };
+// Routing cost of one traversal of a link of this class (see above).
+int routing_cost(LinkClass link_class);
 
 struct Vertex {
   VertexKind kind = VertexKind::kGpu;
@@ -86,6 +94,8 @@ class Cluster {
   void build_fabric(const std::vector<std::vector<VertexId>>& node_nics,
                     const std::vector<VertexId>& server_hosts);
   const std::vector<std::uint16_t>& distances_to(VertexId dst) const;
+  void least_cost_hops(VertexId at, VertexId to, const std::vector<std::uint16_t>& distance,
+                       std::vector<LinkId>& hops) const;
   bool may_enter(VertexId vertex, VertexId dst) const;
 
   ClusterSpec spec_;

@@ -1,110 +1,139 @@
-// Ring, barrier and parameter-server schedules (see schedule.h for the algorithms).
+// Dispatch from (kind, algorithm) to the builders, validity checks, traffic and busbw (see
+// schedule.h).
 #include "sim/collectives/schedule.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "sim/collectives/schedule_builders.h"
 
 namespace collectives {
+namespace detail {
+
+bool NodeGroups::uniform() const {
+  return std::all_of(nodes.begin(), nodes.end(),
+                     [this](const auto& members) { return members.size() == nodes.front().size(); });
+}
+
+std::vector<std::int32_t> NodeGroups::flattened() const {
+  std::vector<std::int32_t> order;
+  for (const auto& members : nodes) order.insert(order.end(), members.begin(), members.end());
+  return order;
+}
+
+NodeGroups group_by_node(const CollectiveSpec& spec) {
+  NodeGroups groups;
+  std::map<std::int32_t, std::size_t> index_of_node;
+  for (std::int32_t m = 0; m < spec.members; ++m) {
+    const std::int32_t node = spec.locations.empty() ? m : spec.locations[m].node;
+    auto [it, inserted] = index_of_node.try_emplace(node, groups.nodes.size());
+    if (inserted) groups.nodes.emplace_back();
+    groups.nodes[it->second].push_back(m);
+  }
+  if (!spec.locations.empty()) {
+    for (auto& members : groups.nodes) {
+      std::stable_sort(members.begin(), members.end(), [&spec](std::int32_t a, std::int32_t b) {
+        return spec.locations[a].local < spec.locations[b].local;
+      });
+    }
+  }
+  return groups;
+}
+
+std::int64_t effective_bytes(const CollectiveSpec& spec) {
+  return spec.kind == program::CollectiveKind::kBarrier ? kBarrierBytes : spec.bytes;
+}
+
+std::int64_t chunk_count(double bytes, std::int64_t chunk_bytes) {
+  return std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(bytes / static_cast<double>(chunk_bytes))));
+}
+
+}  // namespace detail
+
 namespace {
 
 using program::Algorithm;
 using program::CollectiveKind;
 
-constexpr std::int64_t kBarrierBytes = 4;  // one fp32 element
-
-// Every edge of every ring, all active in the same step.
-std::vector<Transfer> ring_edges(const CollectiveSpec& spec) {
-  std::vector<std::vector<std::int32_t>> rings = spec.rings;
-  if (rings.empty()) {
-    rings.emplace_back(static_cast<std::size_t>(spec.members));
-    for (std::int32_t i = 0; i < spec.members; ++i) rings[0][i] = i;
-  }
-  std::vector<Transfer> edges;
-  for (const auto& ring : rings) {
-    if (static_cast<std::int32_t>(ring.size()) != spec.members) {
-      throw UnsupportedCollective(fmt::format("a ring of {} members for a group of {}", ring.size(),
-                                              spec.members));
-    }
-    for (std::size_t i = 0; i < ring.size(); ++i) {
-      edges.push_back({ring[i], ring[(i + 1) % ring.size()]});
-    }
-  }
-  return edges;
-}
-
-Schedule ring(const CollectiveSpec& spec) {
-  Schedule schedule;
-  schedule.algorithm = Algorithm::kRing;
-  const std::int32_t p = spec.members;
-  if (p < 2) return schedule;
-  const std::int64_t bytes = spec.kind == CollectiveKind::kBarrier ? kBarrierBytes : spec.bytes;
-  const std::size_t rings = std::max<std::size_t>(1, spec.rings.size());
-  const double chunk = static_cast<double>(bytes) / (static_cast<double>(p) * static_cast<double>(rings));
-  const bool reduce_scatter = spec.kind == CollectiveKind::kAllReduce ||
-                              spec.kind == CollectiveKind::kReduceScatter ||
-                              spec.kind == CollectiveKind::kBarrier;
-  const bool all_gather = spec.kind == CollectiveKind::kAllReduce ||
-                          spec.kind == CollectiveKind::kAllGather ||
-                          spec.kind == CollectiveKind::kBarrier;
-  if (reduce_scatter) schedule.phases.push_back({"reduce-scatter", p - 1, chunk, ring_edges(spec)});
-  if (all_gather) schedule.phases.push_back({"all-gather", p - 1, chunk, ring_edges(spec)});
-  return schedule;
-}
-
-Schedule parameter_server(const CollectiveSpec& spec) {
-  const std::int32_t servers = spec.ps_servers;
-  const std::int32_t workers = spec.members - servers;
-  if (servers < 1 || workers < 1) {
-    throw UnsupportedCollective(fmt::format(
-        "{} needs at least one worker and one server in its group (got {} workers, {} servers)",
-        program::collective_name(spec.kind), workers, servers));
-  }
-  Schedule schedule;
-  schedule.algorithm = Algorithm::kParameterServer;
-  Phase phase;
-  phase.name = spec.kind == CollectiveKind::kPsPush ? "push" : "pull";
-  phase.bytes_per_transfer = static_cast<double>(spec.bytes) / servers;
-  for (std::int32_t w = 0; w < workers; ++w) {
-    for (std::int32_t s = 0; s < servers; ++s) {
-      if (spec.kind == CollectiveKind::kPsPush) {
-        phase.transfers.push_back({w, workers + s});
-      } else {
-        phase.transfers.push_back({workers + s, w});
-      }
-    }
-  }
-  schedule.phases.push_back(std::move(phase));
-  return schedule;
-}
-
 }  // namespace
 
-Algorithm default_algorithm(CollectiveKind kind) {
-  if (kind == CollectiveKind::kPsPush || kind == CollectiveKind::kPsPull) {
-    return Algorithm::kParameterServer;
+std::vector<Algorithm> algorithms_for(CollectiveKind kind) {
+  switch (kind) {
+    case CollectiveKind::kAllReduce:
+      return {Algorithm::kRing, Algorithm::kTree, Algorithm::kHalvingDoubling,
+              Algorithm::kHierarchical, Algorithm::kDirect};
+    case CollectiveKind::kAllGather:
+    case CollectiveKind::kReduceScatter:
+      return {Algorithm::kRing, Algorithm::kHalvingDoubling, Algorithm::kHierarchical,
+              Algorithm::kDirect};
+    case CollectiveKind::kBroadcast:
+    case CollectiveKind::kReduce:
+      return {Algorithm::kRing, Algorithm::kTree, Algorithm::kDirect};
+    case CollectiveKind::kAllToAll: return {Algorithm::kDirect};
+    case CollectiveKind::kBarrier:
+      return {Algorithm::kRing, Algorithm::kTree, Algorithm::kHalvingDoubling};
+    case CollectiveKind::kPsPush:
+    case CollectiveKind::kPsPull: return {Algorithm::kParameterServer};
   }
-  return Algorithm::kRing;
+  return {};
+}
+
+std::optional<std::string> unsupported_reason(const CollectiveSpec& spec) {
+  const auto kind = program::collective_name(spec.kind);
+  const auto algorithm = program::algorithm_name(spec.algorithm);
+  if (spec.members < 1) return fmt::format("{} needs a group of at least one rank", kind);
+  const auto supported = algorithms_for(spec.kind);
+  if (std::find(supported.begin(), supported.end(), spec.algorithm) == supported.end()) {
+    std::string names;
+    for (Algorithm a : supported) names += (names.empty() ? "" : ", ") + std::string(program::algorithm_name(a));
+    return fmt::format("algorithm \"{}\" cannot run {}; it runs with: {}", algorithm, kind, names);
+  }
+  if (!spec.locations.empty() && static_cast<std::int32_t>(spec.locations.size()) != spec.members) {
+    return fmt::format("{} locations for a group of {}", spec.locations.size(), spec.members);
+  }
+  if ((spec.kind == CollectiveKind::kBroadcast || spec.kind == CollectiveKind::kReduce) &&
+      (spec.root < 0 || spec.root >= spec.members)) {
+    return fmt::format("root {} is not a member of a group of {}", spec.root, spec.members);
+  }
+  if (spec.algorithm == Algorithm::kParameterServer &&
+      (spec.ps_servers < 1 || spec.members - spec.ps_servers < 1)) {
+    return fmt::format("{} needs at least one worker and one server in its group (got {} workers, "
+                       "{} servers)",
+                       kind, spec.members - spec.ps_servers, spec.ps_servers);
+  }
+  if (spec.algorithm == Algorithm::kHierarchical) {
+    const detail::NodeGroups groups = detail::group_by_node(spec);
+    if (groups.nodes.size() < 2) {
+      return fmt::format("algorithm \"hier\" needs a group spread over two or more nodes; this {} "
+                         "group of {} ranks sits on one node",
+                         kind, spec.members);
+    }
+    if (!groups.uniform()) {
+      return fmt::format("algorithm \"hier\" needs the same number of ranks on every node of the "
+                         "group");
+    }
+  }
+  return std::nullopt;
 }
 
 Schedule build_schedule(const CollectiveSpec& spec) {
-  const Algorithm algorithm =
-      spec.algorithm == Algorithm::kAuto ? default_algorithm(spec.kind) : spec.algorithm;
-  const bool is_ps = spec.kind == CollectiveKind::kPsPush || spec.kind == CollectiveKind::kPsPull;
-  if (is_ps != (algorithm == Algorithm::kParameterServer)) {
-    throw UnsupportedCollective(fmt::format("algorithm '{}' cannot run {}",
-                                            program::algorithm_name(algorithm),
-                                            program::collective_name(spec.kind)));
+  if (auto reason = unsupported_reason(spec)) throw UnsupportedCollective(*reason);
+  const detail::NodeGroups groups = detail::group_by_node(spec);
+  Schedule schedule;
+  switch (spec.algorithm) {
+    case Algorithm::kRing: schedule = detail::ring_schedule(spec, groups); break;
+    case Algorithm::kTree: schedule = detail::tree_schedule(spec, groups); break;
+    case Algorithm::kHalvingDoubling: schedule = detail::halving_doubling_schedule(spec, groups); break;
+    case Algorithm::kHierarchical: schedule = detail::hierarchical_schedule(spec, groups); break;
+    case Algorithm::kDirect: schedule = detail::direct_schedule(spec, groups); break;
+    case Algorithm::kParameterServer: schedule = detail::parameter_server_schedule(spec); break;
+    case Algorithm::kAuto: throw UnsupportedCollective("build_schedule needs a concrete algorithm");
   }
-  if (is_ps) return parameter_server(spec);
-  const bool ring_kind = spec.kind == CollectiveKind::kAllReduce ||
-                         spec.kind == CollectiveKind::kAllGather ||
-                         spec.kind == CollectiveKind::kReduceScatter ||
-                         spec.kind == CollectiveKind::kBarrier;
-  if (algorithm == Algorithm::kRing && ring_kind) return ring(spec);
-  throw UnsupportedCollective(fmt::format("dtsim does not yet schedule {} with algorithm '{}'",
-                                          program::collective_name(spec.kind),
-                                          program::algorithm_name(algorithm)));
+  schedule.algorithm = spec.algorithm;
+  return schedule;
 }
 
 Schedule send_recv_schedule(std::int64_t bytes) {
@@ -122,6 +151,12 @@ std::vector<double> bytes_sent(const Schedule& schedule, std::int32_t members) {
     }
   }
   return sent;
+}
+
+std::int64_t total_steps(const Schedule& schedule) {
+  std::int64_t steps = 0;
+  for (const Phase& phase : schedule.phases) steps += phase.steps;
+  return steps;
 }
 
 double bus_bandwidth_factor(CollectiveKind kind, std::int32_t members) {

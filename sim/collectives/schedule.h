@@ -1,28 +1,46 @@
-// Collective algorithms as schedules: a collective on a group of P members becomes phases,
-// each a number of identical steps in which a set of peer-to-peer transfers run
-// concurrently. The same schedule feeds every network model (which prices the transfers on
-// the topology) and, later, the MPI executor (which performs them for real).
+// Collective algorithms as schedules.
 //
-// Implemented here (the network-fidelity issue adds tree, halving-doubling, hierarchical
-// and direct variants):
-//   ring all-reduce      reduce-scatter then all-gather around the ring: 2(P−1) steps of
-//                        M/P bytes on every ring edge; per-member traffic 2(P−1)/P · M.
-//                        α-β time 2(P−1)·α + 2(P−1)/P · M/B (the chapter, §6.1.4).
-//                        With C rings ("channels", as NCCL opens one or more per NIC) the
-//                        message is split evenly: each ring moves M/C, all rings at once.
-//   ring reduce-scatter  P−1 steps of M/P (M = full input).
-//   ring all-gather      P−1 steps of M/P (M = full output).
-//   barrier              a ring all-reduce of one 4-byte element, as PyTorch's NCCL
-//                        barrier: 2(P−1) latency-bound steps, O(P·α) (§6.2.5).
-//   parameter server     push: every worker sends M/S to each of the S servers (range push:
-//                        one merged message per worker-server pair) in one step; pull: the
-//                        reverse. Server NICs carry W·M/S each — the PS bottleneck (§6.2.1).
-// Transfers name members by their index in the group. The rings (orders of members) come
-// from the caller, who knows the topology (sim::topology_aware_rings).
+// A collective on a group of P members becomes a sequence of phases — one per algorithm stage
+// and topology level — each made of identical steps in which a set of peer-to-peer transfers
+// run concurrently (collective → chunks → phases → steps of transfers, ASTRA-sim's
+// decomposition). Every network model prices the same schedule, and the MPI executor can
+// perform it for real. Member locations (node, GPU index) make the schedules topology-aware:
+// rings and chains stay inside a node as long as they can, trees and the hierarchical
+// algorithm cross nodes only where they must.
+//
+// Algorithms and their costs on a contention-free network with per-step latency α and link
+// bandwidth B (M = message size; P members; C parallel rings; K pipeline chunks; d = depth):
+//   ring       all-reduce: reduce-scatter then all-gather, 2(P−1) steps of M/(P·C) on every
+//              edge of C rings at once — T = 2(P−1)(α + M/(P·B)), the chapter's formula
+//              (§6.1.4); all-gather and reduce-scatter: P−1 steps; broadcast and reduce: a
+//              pipelined chain from/to the root, K+P−2 steps of M/(K·C).
+//   tree       NCCL's double binary tree: a chain inside each node, two binary trees across
+//              the nodes, each carrying half the data, every rank a leaf in at least one of
+//              them; reduce and broadcast pipelined in K chunks: K+2d−2 steps of M/(2K),
+//              latency growing with log2 of the node count. broadcast/reduce: one binary tree
+//              rooted at the root, K+d−1 steps.
+//   hd         recursive halving (reduce-scatter) and doubling (all-gather), partners at
+//              distance 1, 2, 4, …: 2·log2 P steps of M/2, M/4, … for all-reduce. Groups that
+//              are not a power of two fold their r = P − 2^⌊log2 P⌋ extra members into a
+//              partner first and unfold after (two more steps of M). barrier: dissemination,
+//              ⌈log2 P⌉ rounds.
+//   hier       two levels: reduce-scatter inside each node (G−1 steps of M/G), all-reduce of
+//              the M/G shards across nodes between GPUs with the same local index (N rings,
+//              2(N−1) steps of M/(G·N)), all-gather inside the node. all-gather and
+//              reduce-scatter likewise. Needs ≥ 2 nodes with the same number of members each.
+//   direct     everyone sends straight to everyone in one step (all-gather, reduce-scatter,
+//              all-reduce as both, broadcast and reduce to/from the root); all-to-all as
+//              pairwise exchange: P−1 steps, in step k member i sends M/P to i+k mod P.
+//   ps         parameter server push/pull: every worker sends M/S to each of the S servers
+//              (range push: one merged message per pair) in one step; pull the reverse.
+//   barrier    is an all-reduce of one 4-byte element (PyTorch's NCCL barrier): 2(P−1)
+//              latency-bound steps with the ring, O(P·α) (§6.2.5).
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -37,7 +55,7 @@ struct Transfer {
 
 struct Phase {
   std::string_view name;
-  std::int32_t steps = 1;        // identical steps, one after the other
+  std::int32_t steps = 1;           // identical steps, one after the other
   double bytes_per_transfer = 0;
   std::vector<Transfer> transfers;  // run concurrently within each step
 };
@@ -47,16 +65,23 @@ struct Schedule {
   std::vector<Phase> phases;
 };
 
+// Where a member runs: its node and its GPU index inside the node.
+struct MemberLocation {
+  std::int32_t node = 0;
+  std::int32_t local = 0;
+};
+
 struct CollectiveSpec {
   program::CollectiveKind kind = program::CollectiveKind::kAllReduce;
-  program::Algorithm algorithm = program::Algorithm::kRing;
+  program::Algorithm algorithm = program::Algorithm::kRing;  // never kAuto here
   std::int32_t members = 1;
   std::int64_t bytes = 0;
-  std::int32_t root = 0;
-  std::int32_t ps_servers = 0;
-  // Ring algorithms: one permutation of 0..members-1 per ring; empty means the single ring
-  // 0 → 1 → … → members-1 → 0.
-  std::vector<std::vector<std::int32_t>> rings;
+  std::int32_t root = 0;        // broadcast, reduce
+  std::int32_t ps_servers = 0;  // push/pull: the last ps_servers members are servers
+  // One per member; empty means every member on its own node.
+  std::vector<MemberLocation> locations;
+  std::int32_t channels = 1;               // rings run in parallel (ring algorithms)
+  std::int64_t chunk_bytes = 1 << 20;      // pipelining granularity (chains and trees)
 };
 
 class UnsupportedCollective : public std::invalid_argument {
@@ -64,15 +89,18 @@ class UnsupportedCollective : public std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
-// The default algorithm for a kind, before any topology-aware choice.
-program::Algorithm default_algorithm(program::CollectiveKind kind);
-// Throws UnsupportedCollective when the algorithm cannot run this kind or group.
+// The algorithms that can run a kind, in the order the automatic choice tries them.
+std::vector<program::Algorithm> algorithms_for(program::CollectiveKind kind);
+// Why `spec.algorithm` cannot run this collective on this group, or nothing if it can.
+std::optional<std::string> unsupported_reason(const CollectiveSpec& spec);
+// Throws UnsupportedCollective with unsupported_reason's message.
 Schedule build_schedule(const CollectiveSpec& spec);
-// One transfer of `bytes` from position 0 to position 1.
+// One transfer of `bytes` from member 0 to member 1.
 Schedule send_recv_schedule(std::int64_t bytes);
 
 // Bytes each of the `members` sends over the whole schedule.
 std::vector<double> bytes_sent(const Schedule& schedule, std::int32_t members);
+std::int64_t total_steps(const Schedule& schedule);
 
 // nccl-tests' bus-bandwidth factor: busbw = algbw × factor, with algbw = bytes / time.
 // all-reduce 2(n−1)/n; all-gather, reduce-scatter, all-to-all (n−1)/n; broadcast, reduce 1.

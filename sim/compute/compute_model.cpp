@@ -22,7 +22,8 @@ double ComputeModel::peak_flops(program::DType dtype) const {
   switch (dtype) {
     case program::DType::kBF16: return device_.bf16_flops;
     case program::DType::kFP16: return device_.fp16_flops;
-    case program::DType::kFP32: return device_.fp32_flops;
+    case program::DType::kFP32:
+      return efficiency_.fp32_matmul_on_tf32 ? device_.tf32_flops : device_.fp32_flops;
     case program::DType::kFP8:
       return device_.fp8_flops > 0 ? device_.fp8_flops : device_.bf16_flops;
   }

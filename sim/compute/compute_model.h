@@ -21,11 +21,14 @@ struct ComputeEfficiency {
   double attention = 0;      // fraction of peak a fused (Flash) attention kernel reaches
   double memory = 0;         // fraction of memory bandwidth a streaming kernel reaches
   double kernel_overhead_s = 0;  // fixed cost per kernel (launch and tail)
+  // fp32 matmuls on TF32 tensor cores (torch.backends.cuda.matmul.allow_tf32; off by default
+  // in PyTorch, so fp32 matmuls run at the plain FP32 rate).
+  bool fp32_matmul_on_tf32 = false;
 
   // Defaults:
-  //  matmul 0.80    — 8192³ bf16 GEMM measured at 769–798 TFLOP/s of 989 on an H200 of this
-  //                   workplace (device KINDS.md, 2026-10-28 and 2026-11-04);
-  //  memory 0.90    — device-to-device copy measured at 4.3 TB/s of 4.8 on the same H200;
+  //  matmul 0.80    — an 8192³ bf16 GEMM through PyTorch ran at 769–798 TFLOP/s of 989 on the
+  //                   H200 our team measures on (notes of 2026-10-28 and 2026-11-04);
+  //  memory 0.90    — a device-to-device copy moved 4.3 TB/s of 4.8 on that H200;
   //  attention 0.50 — lower end of FlashAttention-2's 50–73 % of A100 peak in the forward
   //                   pass (Dao, "FlashAttention-2", 2023, §4.1); backward is slower;
   //  overhead 2 µs  — lower end of the 2–5 µs launch-to-start latency of a CUDA kernel.
@@ -38,8 +41,8 @@ class ComputeModel {
 
   // Seconds for one op, times the current scale (1 unless set_time_scale was called).
   double seconds(const program::ComputeOp& op) const;
-  // Dense peak for a dtype: bf16/fp16 tensor cores, fp32 without TF32 (PyTorch's default
-  // for matmuls), fp8 where the device has it (else its bf16 rate).
+  // Dense peak for a dtype: bf16/fp16 tensor cores, fp32 plain or on TF32 tensor cores
+  // (fp32_matmul_on_tf32), fp8 where the device has it (else its bf16 rate).
   double peak_flops(program::DType dtype) const;
   // Multiplies every op's time, so that a stated compute time can be imposed (the chapter's
   // worked examples give T_comp directly).

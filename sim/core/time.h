@@ -38,12 +38,13 @@ class Time {
 
   constexpr auto operator<=>(const Time&) const = default;
 
-  constexpr Time operator+(Time other) const { return Time(ps_ + other.ps_); }
-  constexpr Time operator-(Time other) const { return Time(ps_ - other.ps_); }
-  constexpr Time& operator+=(Time other) {
-    ps_ += other.ps_;
-    return *this;
+  // Saturates at max() instead of overflowing: a sum past ±106 days stays "the end of time".
+  constexpr Time operator+(Time other) const {
+    if (other.ps_ > 0 && ps_ > std::numeric_limits<std::int64_t>::max() - other.ps_) return max();
+    return Time(ps_ + other.ps_);
   }
+  constexpr Time operator-(Time other) const { return Time(ps_ - other.ps_); }
+  constexpr Time& operator+=(Time other) { return *this = *this + other; }
   constexpr Time& operator-=(Time other) {
     ps_ -= other.ps_;
     return *this;

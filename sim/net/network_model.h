@@ -1,7 +1,12 @@
 // The network interface of the simulator: collectives and point-to-point transfers go in,
-// completion callbacks come out on the engine's clock. Models (analytic α-β now; the
-// congestion-aware flow model and the per-chunk packet model later) swap behind it by one
-// scenario key, `network.model`.
+// completion callbacks come out on the engine's clock. Three models swap behind it by one
+// scenario key, `network.model`, all pricing the same collective schedules
+// (sim/collectives) planned by the same CommPlanner:
+//   analytic — closed-form α-β (or LogGP) per schedule step, no contention between
+//              collectives;
+//   flow     — congestion-aware: transfers share links by max-min fairness, re-solved
+//              whenever the set of transfers changes;
+//   packet   — every step's transfers as pipelined chunks through FIFO links.
 #pragma once
 
 #include <cstdint>
@@ -28,22 +33,41 @@ struct CommRequest {
   std::int32_t ps_servers = 0;
 };
 
+// One algorithm step as one member saw it (packet model only), for the timeline.
+struct StepSpan {
+  std::int32_t member = 0;
+  std::string_view phase;
+  std::int32_t step = 0;
+  Time start;
+  Time end;
+};
+
 struct CommResult {
   Time start;
   Time end;
   program::Algorithm algorithm = program::Algorithm::kRing;
   double latency_seconds = 0;    // α part of the duration
-  double bandwidth_seconds = 0;  // bytes/bandwidth part of the duration
+  double bandwidth_seconds = 0;  // the rest: bytes over (shared) bandwidth
   std::vector<double> bytes_sent;  // per member, in group order
+  std::vector<StepSpan> steps;     // packet model: every step of every member
 };
 
 // Options every network model understands.
 struct NetworkOptions {
-  std::string model = "analytic";
+  std::string model = "flow";
   // Rings a ring collective runs in parallel ("channels"). 0: one per NIC of a node, as NCCL
   // opens at least one ring per NIC so that every NIC carries traffic; 1: the textbook
   // single ring.
   std::int32_t ring_channels = 0;
+  // Pipelining granularity of chains and trees, and the packet model's chunk: NCCL's Simple
+  // protocol moves its 4 MiB buffer in 8 slots of 512 KiB (NCCL_BUFFSIZE / NCCL_STEPS).
+  std::int64_t chunk_bytes = 512 * 1024;
+  // Analytic model only: LogGP instead of α-β (Alexandrov et al., SPAA 1995). Each step then
+  // costs L + 2o + (n − 1)·g + bytes·G, with L the path latency, n the most messages one
+  // member sends in the step and G the inverse bottleneck bandwidth.
+  bool logp = false;
+  double logp_overhead_s = 1e-6;  // o: engineering default; `dtsim calibrate` measures it
+  double logp_gap_s = 1e-6;       // g: likewise
 };
 
 class NetworkModel {
@@ -59,14 +83,5 @@ std::vector<std::string> network_model_names();
 // Throws std::invalid_argument for an unknown model name.
 std::unique_ptr<NetworkModel> make_network_model(const NetworkOptions& options, Engine& engine,
                                                  const topology::Cluster& cluster);
-
-// Rings for a group, as member indices: members grouped by node (nodes in order of first
-// appearance, members by GPU index), so each ring crosses every node boundary once. Ring c
-// enters each node at its c-th member, so the C rings leave and enter a node through C
-// different GPUs and NICs (NCCL's channels). Identical rings are merged: a group with one
-// member per node, or inside one node, gets one ring.
-std::vector<std::vector<std::int32_t>> topology_aware_rings(const topology::Cluster& cluster,
-                                                            const std::vector<std::int32_t>& endpoints,
-                                                            std::int32_t channels);
 
 }  // namespace sim

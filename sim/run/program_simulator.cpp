@@ -6,12 +6,14 @@
 
 #include <algorithm>
 #include <deque>
-#include <limits>
 #include <map>
 #include <memory>
+#include <set>
 #include <unordered_map>
 
+#include "sim/collectives/schedule.h"
 #include "sim/core/engine.h"
+#include "sim/net/comm_planner.h"
 #include "sim/net/network_model.h"
 
 namespace sim {
@@ -46,13 +48,26 @@ trace::Category category_of(const program::Op& op) {
   return trace::Category::kOther;
 }
 
+// An op's strings as interned in the timeline.
+struct OpLabels {
+  trace::StringId name = 0;
+  trace::StringId kind = 0;
+  trace::StringId dtype = 0;
+  trace::StringId shape = 0;
+};
+
 // What the simulator keeps per distinct RankProgram: its ops split by stream (in program
-// order) and each op's interned name, filled on first use.
+// order) and each op's labels, interned on first use.
 struct RankPlan {
   std::vector<std::vector<OpIndex>> streams;
-  std::vector<trace::StringId> names;
+  std::vector<std::optional<OpLabels>> labels;
 };
-constexpr trace::StringId kNotInterned = std::numeric_limits<trace::StringId>::max();
+
+std::string shape_text(const program::Shape& shape) {
+  std::string text;
+  for (std::uint8_t i = 0; i < shape.rank; ++i) text += (i ? "x" : "") + std::to_string(shape[i]);
+  return text;
+}
 
 class Simulator {
  public:
@@ -62,14 +77,19 @@ class Simulator {
         cluster_(cluster),
         gpu_compute_(cluster.spec().node.gpu, options.efficiency),
         host_compute_(cluster.spec().parameter_servers.host, options.efficiency),
-        network_(make_network_model(options.network, engine_, cluster)) {
+        network_(make_network_model(options.network, engine_, cluster)),
+        options_(options) {
     if (options.step_compute_time_s) scale_compute_to(*options.step_compute_time_s);
   }
 
   SimulationResult run() {
     setup();
+    check_overrides();
     for (std::int32_t rank = 0; rank < program_.world_size; ++rank) try_start(rank);
     engine_.run();
+    if (engine_.now() == Time::max()) {
+      throw SimulationError("the simulated run exceeds the simulator's 106 days of simulated time");
+    }
     check_finished();
     std::stable_sort(result_.timeline.spans.begin(), result_.timeline.spans.end(),
                      [](const trace::Span& a, const trace::Span& b) {
@@ -153,7 +173,7 @@ class Simulator {
         for (OpIndex i = 0; i < state.program->ops.size(); ++i) {
           plan->second.streams[state.program->ops[i].stream].push_back(i);
         }
-        plan->second.names.assign(state.program->ops.size(), kNotInterned);
+        plan->second.labels.assign(state.program->ops.size(), std::nullopt);
       }
       state.plan = &plan->second;
       state.done.assign(state.program->ops.size(), 0);
@@ -171,6 +191,29 @@ class Simulator {
     timeline.spans.reserve(timed_ops);
     result_.comm_latency_s.assign(program_.world_size, 0);
     result_.comm_bandwidth_s.assign(program_.world_size, 0);
+  }
+
+  // Every algorithm the user fixed must run on every group it applies to.
+  void check_overrides() const {
+    std::set<std::pair<program::GroupFamilyId, program::CollectiveKind>> used;
+    for (const auto& [rank_program, plan] : plans_) {
+      for (const program::Op& op : rank_program->ops) {
+        if (const auto* c = std::get_if<program::CollectiveOp>(&op.body)) used.insert({c->group, c->kind});
+      }
+    }
+    for (const auto& [family_id, kind] : used) {
+      const program::GroupFamily& family = program_.family(family_id);
+      const CollectiveOverride* fixed = options_.collectives.find(kind, family.name);
+      if (fixed == nullptr || fixed->algorithm == program::Algorithm::kAuto) continue;
+      for (std::size_t instance = 0; instance < family.instances.size(); ++instance) {
+        CommRequest request;
+        request.kind = kind;
+        for (std::int32_t member : family.instances[instance]) request.endpoints.push_back(program_.placement[member]);
+        const auto reason = collectives::unsupported_reason(
+            collective_spec(cluster_, options_.network, request, fixed->algorithm));
+        if (reason) throw InvalidOverride(*fixed, fmt::format("on group {}[{}]: {}", family.name, instance, *reason));
+      }
+    }
   }
 
   const program::Op& op_of(std::int32_t rank, OpIndex index) const {
@@ -237,7 +280,8 @@ class Simulator {
 
     CommRequest request;
     request.kind = collective.kind;
-    request.algorithm = collective.algorithm;
+    const CollectiveOverride* fixed = options_.collectives.find(collective.kind, family.name);
+    request.algorithm = fixed ? fixed->algorithm : collective.algorithm;
     request.bytes = collective.bytes;
     request.root = collective.root;
     request.ps_servers = collective.ps_servers;
@@ -289,13 +333,32 @@ class Simulator {
           span.group = group_name;
           result_.comm_latency_s[members[m]] += result.latency_seconds;
           result_.comm_bandwidth_s[members[m]] += result.bandwidth_seconds;
-          complete(members[m], ops[m]);
         }
+        record_steps(result, members, ops);
+        for (std::size_t m = 0; m < members.size(); ++m) complete(members[m], ops[m]);
         for (std::int32_t member : members) try_start(member);
       });
     } catch (const std::invalid_argument& error) {
       throw SimulationError(fmt::format("rank {} op '{}': {}", members.front(),
                                         op_of(members.front(), ops.front()).name, error.what()));
+    }
+  }
+
+  // The algorithm's steps (packet model) on a "<stream> steps" lane under each member's op.
+  void record_steps(const CommResult& result, const std::vector<std::int32_t>& members,
+                    const std::vector<OpIndex>& ops) {
+    trace::Timeline& timeline = result_.timeline;
+    for (const StepSpan& step : result.steps) {
+      const std::int32_t rank = members[step.member];
+      const program::Op& op = op_of(rank, ops[step.member]);
+      trace::Span span;
+      span.start_ps = step.start.ps();
+      span.end_ps = step.end.ps();
+      span.rank = rank;
+      span.stream = timeline.stream_index(program_.streams[op.stream] + " steps");
+      span.category = category_of(op);
+      span.name = timeline.strings.intern(fmt::format("{} step {}", step.phase, step.step));
+      timeline.spans.push_back(span);
     }
   }
 
@@ -308,10 +371,24 @@ class Simulator {
     return it->second;
   }
 
-  trace::StringId name_of(std::int32_t rank, OpIndex index) {
-    trace::StringId& name = ranks_[rank].plan->names[index];
-    if (name == kNotInterned) name = result_.timeline.strings.intern(op_of(rank, index).name);
-    return name;
+  const OpLabels& labels_of(std::int32_t rank, OpIndex index) {
+    std::optional<OpLabels>& labels = ranks_[rank].plan->labels[index];
+    if (labels) return *labels;
+    trace::StringTable& strings = result_.timeline.strings;
+    const program::Op& op = op_of(rank, index);
+    labels = OpLabels{strings.intern(op.name), 0, 0, 0};
+    if (const auto* compute = std::get_if<program::ComputeOp>(&op.body)) {
+      labels->kind = strings.intern(program::compute_kind_name(compute->kind));
+      labels->dtype = strings.intern(program::dtype_name(compute->dtype));
+      labels->shape = strings.intern(shape_text(compute->shape));
+    } else if (const auto* collective = std::get_if<program::CollectiveOp>(&op.body)) {
+      labels->kind = strings.intern(program::collective_name(collective->kind));
+      labels->dtype = strings.intern(program::dtype_name(collective->dtype));
+    } else if (const auto* p2p = std::get_if<program::SendRecvOp>(&op.body)) {
+      labels->kind = strings.intern(p2p->is_send ? "send" : "recv");
+      labels->dtype = strings.intern(program::dtype_name(p2p->dtype));
+    }
+    return *labels;
   }
 
   trace::Span& record(std::int32_t rank, OpIndex index, Time begin, Time end) {
@@ -322,7 +399,11 @@ class Simulator {
     span.rank = rank;
     span.stream = op.stream;
     span.category = category_of(op);
-    span.name = name_of(rank, index);
+    const OpLabels& labels = labels_of(rank, index);
+    span.name = labels.name;
+    span.kind = labels.kind;
+    span.dtype = labels.dtype;
+    span.shape = labels.shape;
     span.op = index;
     result_.timeline.spans.push_back(span);
     return result_.timeline.spans.back();
@@ -337,7 +418,7 @@ class Simulator {
     sample.rank = rank;
     sample.time_ps = engine_.now().ps();
     sample.bytes = state.memory;
-    sample.cause = name_of(rank, static_cast<OpIndex>(&op - ranks_[rank].program->ops.data()));
+    sample.cause = labels_of(rank, static_cast<OpIndex>(&op - ranks_[rank].program->ops.data())).name;
     result_.timeline.memory.push_back(std::move(sample));
   }
 
@@ -372,6 +453,7 @@ class Simulator {
   ComputeModel gpu_compute_;
   ComputeModel host_compute_;
   std::unique_ptr<NetworkModel> network_;
+  SimulationOptions options_;
   std::vector<RankState> ranks_;
   std::map<const program::RankProgram*, RankPlan> plans_;
   std::map<std::pair<program::GroupFamilyId, std::int32_t>, trace::StringId> group_names_;
@@ -382,6 +464,13 @@ class Simulator {
 };
 
 }  // namespace
+
+const CollectiveOverride* CollectiveOverrides::find(program::CollectiveKind kind,
+                                                    const std::string& family) const {
+  if (auto it = by_group.find({family, kind}); it != by_group.end()) return &it->second;
+  if (auto it = by_kind.find(kind); it != by_kind.end()) return &it->second;
+  return nullptr;
+}
 
 SimulationResult simulate(const program::Program& program, const topology::Cluster& cluster,
                           const SimulationOptions& options) {

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -24,8 +25,24 @@
 
 namespace sim {
 
+// A collective algorithm fixed by the user, and where (file:line, key) it was set.
+struct CollectiveOverride {
+  program::Algorithm algorithm = program::Algorithm::kAuto;
+  std::string origin;
+  std::string key;
+};
+
+// Collective algorithms fixed by the user: per group family and kind, else per kind, else the
+// op's own hint (which is "auto" unless a strategy needs a particular algorithm).
+struct CollectiveOverrides {
+  std::map<program::CollectiveKind, CollectiveOverride> by_kind;
+  std::map<std::pair<std::string, program::CollectiveKind>, CollectiveOverride> by_group;
+  const CollectiveOverride* find(program::CollectiveKind kind, const std::string& family) const;
+};
+
 struct SimulationOptions {
   NetworkOptions network;
+  CollectiveOverrides collectives;
   ComputeEfficiency efficiency = ComputeEfficiency::preset();
   // When set, compute op times are scaled so that the busiest rank computes for exactly this
   // long per step (the chapter's examples state T_comp instead of deriving it).
@@ -44,6 +61,15 @@ struct SimulationResult {
 class SimulationError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
+};
+
+// A user-set collective algorithm that cannot run on a group of the program.
+class InvalidOverride : public SimulationError {
+ public:
+  InvalidOverride(const CollectiveOverride& where, const std::string& message)
+      : SimulationError(message), origin(where.origin), key(where.key) {}
+  std::string origin;
+  std::string key;
 };
 
 // Throws SimulationError if the program cannot run (a deadlock, a malformed group, a

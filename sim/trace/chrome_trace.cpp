@@ -85,6 +85,9 @@ void write_chrome_trace(const Timeline& timeline, std::ostream& out) {
     if (span.flops != 0) field("flops", span.flops);
     if (span.algorithm != 0) field("algorithm", string_of(span.algorithm));
     if (span.group != 0) field("group", string_of(span.group));
+    if (span.kind != 0) field("kind", string_of(span.kind));
+    if (span.dtype != 0) field("dtype", string_of(span.dtype));
+    if (span.shape != 0) field("shape", string_of(span.shape));
     fmt::format_to(it, "}}}}");
     if (buffer.size() > (1 << 20)) flush();
   }
@@ -280,12 +283,14 @@ Timeline read_chrome_trace(std::istream& in) {
       if (args.contains("op") && args["op"].is_number_integer()) span.op = args["op"].get<std::int64_t>();
       if (args.contains("bytes") && args["bytes"].is_number()) span.bytes = args["bytes"].get<std::int64_t>();
       if (args.contains("flops") && args["flops"].is_number()) span.flops = args["flops"].get<double>();
-      if (args.contains("algorithm") && args["algorithm"].is_string()) {
-        span.algorithm = timeline.strings.intern(args["algorithm"].get<std::string>());
-      }
-      if (args.contains("group") && args["group"].is_string()) {
-        span.group = timeline.strings.intern(args["group"].get<std::string>());
-      }
+      auto text = [&](const char* key, StringId& field) {
+        if (args.contains(key) && args[key].is_string()) field = timeline.strings.intern(args[key].get<std::string>());
+      };
+      text("algorithm", span.algorithm);
+      text("group", span.group);
+      text("kind", span.kind);
+      text("dtype", span.dtype);
+      text("shape", span.shape);
     }
     if (phase == "B") {
       open_spans[{rank, stream}].push_back(span);

@@ -106,9 +106,10 @@ Report build_report(const Timeline& timeline, const RunFacts& facts) {
   report.step_time_s = seconds(end - begin) / steps;
   if (report.step_time_s > 0) {
     report.tokens_per_s = static_cast<double>(facts.tokens_per_step) / report.step_time_s;
-    if (facts.peak_flops_per_rank > 0 && report.ranks > 0) {
+    const std::int32_t compute_ranks = facts.compute_ranks > 0 ? facts.compute_ranks : report.ranks;
+    if (facts.peak_flops_per_rank > 0 && compute_ranks > 0) {
       report.mfu = facts.model_flops_per_step /
-                   (report.step_time_s * report.ranks * facts.peak_flops_per_rank);
+                   (report.step_time_s * compute_ranks * facts.peak_flops_per_rank);
     }
   }
 

@@ -4,7 +4,7 @@
 //
 //   step time     = (last span end − first span start) / steps
 //   tokens/s      = tokens per step / step time
-//   MFU           = model FLOPs per step / (step time × ranks × peak FLOP/s per rank)
+//   MFU           = model FLOPs per step / (step time × GPU ranks × peak FLOP/s per rank)
 //                   (model FLOPs: forward + backward of the model, recompute excluded —
 //                   Chowdhery et al., PaLM, 2022, appendix B)
 //   compute, communication, exposed communication, R, overlap: summary.h, taken on the
@@ -33,6 +33,7 @@ struct RunFacts {
   std::int64_t tokens_per_step = 0;
   double model_flops_per_step = 0;
   double peak_flops_per_rank = 0;
+  std::int32_t compute_ranks = 0;  // ranks that run the model (GPUs); 0: every rank
   std::vector<double> memory_capacity_bytes;  // per rank; empty when unknown
   // Simulation only: per-rank split of communication time into α and bandwidth terms.
   std::vector<double> comm_latency_s;

@@ -46,6 +46,9 @@ struct Span {
   double flops = 0;
   StringId algorithm = 0;    // collective algorithm, e.g. "ring"
   StringId group = 0;        // rank group, e.g. "dp[0]"
+  StringId kind = 0;         // op kind: "matmul", "attention", …, "all_reduce", "send", "recv"
+  StringId dtype = 0;        // "bf16", "fp32", …
+  StringId shape = 0;        // compute ops: dimensions, e.g. "1x4096x12288x4096"
   std::int64_t duration_ps() const { return end_ps - start_ps; }
 };
 

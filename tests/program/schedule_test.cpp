@@ -1,85 +1,247 @@
-// Collective schedules: steps, chunk sizes and traffic of ring, barrier and parameter server.
+// Collective schedules: steps, chunk sizes and traffic of every algorithm, their topology
+// awareness, and the groups they refuse.
 #include "sim/collectives/schedule.h"
 
 #include <gtest/gtest.h>
 
+#include <numeric>
+#include <set>
+
+#include "sim/collectives/schedule_builders.h"
+
 namespace {
 
 using collectives::CollectiveSpec;
+using collectives::MemberLocation;
 using program::Algorithm;
 using program::CollectiveKind;
 
-CollectiveSpec spec(CollectiveKind kind, std::int32_t members, std::int64_t bytes) {
+// `nodes` nodes of `per_node` members, node-major.
+std::vector<MemberLocation> grid(std::int32_t nodes, std::int32_t per_node) {
+  std::vector<MemberLocation> locations;
+  for (std::int32_t n = 0; n < nodes; ++n) {
+    for (std::int32_t g = 0; g < per_node; ++g) locations.push_back({n, g});
+  }
+  return locations;
+}
+
+CollectiveSpec spec(CollectiveKind kind, Algorithm algorithm, std::vector<MemberLocation> locations,
+                    std::int64_t bytes) {
   CollectiveSpec s;
   s.kind = kind;
-  s.algorithm = Algorithm::kAuto;
-  s.members = members;
+  s.algorithm = algorithm;
+  s.members = static_cast<std::int32_t>(locations.size());
+  s.locations = std::move(locations);
   s.bytes = bytes;
   return s;
 }
 
-TEST(ScheduleTest, RingAllReduceIsReduceScatterThenAllGather) {
-  const auto schedule = collectives::build_schedule(spec(CollectiveKind::kAllReduce, 8, 8'000));
-  EXPECT_EQ(schedule.algorithm, Algorithm::kRing);
+void expect_each_sends(const collectives::Schedule& schedule, std::int32_t members, double bytes) {
+  for (double sent : collectives::bytes_sent(schedule, members)) EXPECT_NEAR(sent, bytes, 1e-6 * bytes);
+}
+
+TEST(RingScheduleTest, AllReduceIsReduceScatterThenAllGather) {
+  const auto schedule = collectives::build_schedule(spec(CollectiveKind::kAllReduce, Algorithm::kRing, grid(1, 8), 8'000));
   ASSERT_EQ(schedule.phases.size(), 2u);
   for (const auto& phase : schedule.phases) {
     EXPECT_EQ(phase.steps, 7);
     EXPECT_DOUBLE_EQ(phase.bytes_per_transfer, 1'000);
     EXPECT_EQ(phase.transfers.size(), 8u);
   }
-  // Each member sends 2(P−1)/P · M.
-  for (double sent : collectives::bytes_sent(schedule, 8)) EXPECT_DOUBLE_EQ(sent, 2.0 * 7 / 8 * 8'000);
+  expect_each_sends(schedule, 8, 2.0 * 7 / 8 * 8'000);  // 2(P−1)/P · M
 }
 
-TEST(ScheduleTest, SeveralRingsSplitTheMessageButNotTheTraffic) {
-  CollectiveSpec s = spec(CollectiveKind::kAllReduce, 4, 4'000);
-  s.rings = {{0, 1, 2, 3}, {1, 2, 3, 0}};
+TEST(RingScheduleTest, OneRingPerChannelSplitsTheMessageAndSpreadsNodeExits) {
+  CollectiveSpec s = spec(CollectiveKind::kAllReduce, Algorithm::kRing, grid(2, 8), 16'000);
+  s.channels = 4;
   const auto schedule = collectives::build_schedule(s);
-  EXPECT_DOUBLE_EQ(schedule.phases[0].bytes_per_transfer, 500);
-  EXPECT_EQ(schedule.phases[0].transfers.size(), 8u);
-  for (double sent : collectives::bytes_sent(schedule, 4)) EXPECT_DOUBLE_EQ(sent, 2.0 * 3 / 4 * 4'000);
+  EXPECT_DOUBLE_EQ(schedule.phases[0].bytes_per_transfer, 16'000.0 / (16 * 4));
+  EXPECT_EQ(schedule.phases[0].transfers.size(), 4u * 16);
+  expect_each_sends(schedule, 16, 2.0 * 15 / 16 * 16'000);
+  // The four rings leave node 0 from four different GPUs, evenly spread (a NIC each even when
+  // two GPUs share one).
+  std::set<std::int32_t> exits;
+  for (const auto& t : schedule.phases[0].transfers) {
+    if (t.src < 8 && t.dst >= 8) exits.insert(t.src);
+  }
+  EXPECT_EQ(exits, (std::set<std::int32_t>{1, 3, 5, 7}));
 }
 
-TEST(ScheduleTest, ReduceScatterAndAllGatherAreOneRingPhase) {
-  for (auto kind : {CollectiveKind::kReduceScatter, CollectiveKind::kAllGather}) {
-    const auto schedule = collectives::build_schedule(spec(kind, 4, 4'000));
-    ASSERT_EQ(schedule.phases.size(), 1u);
-    EXPECT_EQ(schedule.phases[0].steps, 3);
-    for (double sent : collectives::bytes_sent(schedule, 4)) EXPECT_DOUBLE_EQ(sent, 3'000);
+TEST(RingScheduleTest, AGroupInsideOneNodeRunsOneRing) {
+  CollectiveSpec s = spec(CollectiveKind::kAllGather, Algorithm::kRing, grid(1, 4), 4'000);
+  s.channels = 8;
+  const auto schedule = collectives::build_schedule(s);
+  ASSERT_EQ(schedule.phases.size(), 1u);
+  EXPECT_EQ(schedule.phases[0].steps, 3);
+  EXPECT_EQ(schedule.phases[0].transfers.size(), 4u);
+  expect_each_sends(schedule, 4, 3'000);
+}
+
+TEST(RingScheduleTest, BroadcastIsAPipelinedChainFromTheRoot) {
+  CollectiveSpec s = spec(CollectiveKind::kBroadcast, Algorithm::kRing, grid(1, 4), 10 << 20);
+  s.root = 2;
+  s.chunk_bytes = 1 << 20;
+  const auto schedule = collectives::build_schedule(s);
+  ASSERT_EQ(schedule.phases.size(), 1u);
+  EXPECT_EQ(schedule.phases[0].steps, 10 + 4 - 2);  // K + P − 2
+  EXPECT_DOUBLE_EQ(schedule.phases[0].bytes_per_transfer, 1 << 20);
+  ASSERT_EQ(schedule.phases[0].transfers.size(), 3u);
+  EXPECT_EQ(schedule.phases[0].transfers[0].src, 2);
+  EXPECT_DOUBLE_EQ(collectives::bytes_sent(schedule, 4)[1], 0);  // the chain ends before the root
+}
+
+TEST(TreeScheduleTest, NcclBinaryTreeParents) {
+  // n = 8: 0 → 4; 4 → 2, 6; 2 → 1, 3; 6 → 5, 7 (children listed under their parent).
+  const std::vector<std::int32_t> expected = {-1, 2, 4, 2, 0, 6, 4, 6};
+  for (std::int32_t r = 0; r < 8; ++r) EXPECT_EQ(collectives::detail::binary_tree_parent(r, 8), expected[r]) << r;
+  // n = 6: 5's parent would be 6, out of range: it climbs to 4 instead.
+  EXPECT_EQ(collectives::detail::binary_tree_parent(5, 6), 4);
+}
+
+TEST(TreeScheduleTest, EveryRankButTheRootIsALeafInOneOfTheTwoTrees) {
+  // Mirroring (even n) makes every inner rank of one tree a leaf of the other; shifting (odd n)
+  // does so for all but rank 0, the first tree's root.
+  for (std::int32_t n = 2; n <= 40; ++n) {
+    std::vector<int> inner(n, 0);
+    for (std::int32_t r = 0; r < n; ++r) {
+      const std::int32_t first = collectives::detail::binary_tree_parent(r, n);
+      const std::int32_t second = collectives::detail::second_tree_parent(r, n);
+      if (first >= 0) inner[first] |= 1;
+      if (second >= 0) inner[second] |= 2;
+    }
+    for (std::int32_t r = n % 2; r < n; ++r) EXPECT_NE(inner[r], 3) << "n=" << n << " rank " << r;
   }
 }
 
-TEST(ScheduleTest, BarrierIsALatencyBoundAllReduce) {
-  const auto schedule = collectives::build_schedule(spec(CollectiveKind::kBarrier, 16, 0));
-  ASSERT_EQ(schedule.phases.size(), 2u);
-  EXPECT_EQ(schedule.phases[0].steps + schedule.phases[1].steps, 30);  // 2(P−1)
-  EXPECT_DOUBLE_EQ(schedule.phases[0].bytes_per_transfer, 4.0 / 16);
+TEST(TreeScheduleTest, DepthGrowsWithTheLogarithmOfTheNodeCount) {
+  auto steps = [](std::int32_t nodes) {
+    CollectiveSpec s = spec(CollectiveKind::kAllReduce, Algorithm::kTree, grid(nodes, 1), 1 << 20);
+    s.chunk_bytes = 1 << 20;
+    return collectives::build_schedule(s).phases[0].steps;
+  };
+  // K = 1 chunk per tree; steps = K + 2d − 1 with d = ⌈log2 nodes⌉ for NCCL's btree.
+  EXPECT_EQ(steps(2), 1 + 2 * 1 - 1);
+  EXPECT_EQ(steps(16), 1 + 2 * 4 - 1);
+  EXPECT_EQ(steps(256), 1 + 2 * 8 - 1);
 }
 
-TEST(ScheduleTest, ParameterServerPushSendsEachShardToItsServer) {
-  CollectiveSpec s = spec(CollectiveKind::kPsPush, 6, 12'000);  // 4 workers, 2 servers
-  s.ps_servers = 2;
+TEST(TreeScheduleTest, AllReduceChainsInsideNodesAndSplitsDataOverTwoTrees) {
+  CollectiveSpec s = spec(CollectiveKind::kAllReduce, Algorithm::kTree, grid(4, 8), 8 << 20);
+  s.chunk_bytes = 1 << 20;
   const auto schedule = collectives::build_schedule(s);
-  EXPECT_EQ(schedule.algorithm, Algorithm::kParameterServer);
+  ASSERT_EQ(schedule.phases.size(), 1u);
+  const auto& phase = schedule.phases[0];
+  // Two trees of 4 MiB each in 1 MiB chunks; depth = 7 (chain) + 2 (4 nodes).
+  EXPECT_DOUBLE_EQ(phase.bytes_per_transfer, 1 << 20);
+  EXPECT_EQ(phase.steps, 4 + 2 * 9 - 1);
+  // Per tree 31 up and 31 down edges; intra-node edges join neighbouring GPUs.
+  EXPECT_EQ(phase.transfers.size(), 2u * 2 * 31);
+  for (const auto& t : phase.transfers) {
+    if (t.src / 8 == t.dst / 8) EXPECT_EQ(std::abs(t.src - t.dst), 1);
+    else EXPECT_TRUE(t.src % 8 == 0 && t.dst % 8 == 0);  // nodes meet through their heads
+  }
+}
+
+TEST(HalvingDoublingScheduleTest, PowerOfTwoTakesTwoLog2PSteps) {
+  const auto schedule =
+      collectives::build_schedule(spec(CollectiveKind::kAllReduce, Algorithm::kHalvingDoubling, grid(2, 8), 16'000));
+  ASSERT_EQ(schedule.phases.size(), 8u);  // 2 · log2 16
+  const std::vector<double> sizes = {8'000, 4'000, 2'000, 1'000, 1'000, 2'000, 4'000, 8'000};
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    EXPECT_EQ(schedule.phases[i].steps, 1);
+    EXPECT_DOUBLE_EQ(schedule.phases[i].bytes_per_transfer, sizes[i]) << i;
+  }
+  // The largest exchanges are between neighbours, inside a node.
+  EXPECT_EQ(schedule.phases[0].transfers[0].src ^ schedule.phases[0].transfers[0].dst, 1);
+  expect_each_sends(schedule, 16, 2.0 * 15 / 16 * 16'000);
+}
+
+TEST(HalvingDoublingScheduleTest, OtherGroupSizesFoldAndUnfold) {
+  const auto schedule =
+      collectives::build_schedule(spec(CollectiveKind::kAllReduce, Algorithm::kHalvingDoubling, grid(1, 6), 6'000));
+  // 6 = 4 + 2 extras: fold, 2 halvings, 2 doublings, unfold.
+  ASSERT_EQ(schedule.phases.size(), 6u);
+  EXPECT_EQ(schedule.phases.front().name, "fold");
+  EXPECT_EQ(schedule.phases.front().transfers.size(), 2u);
+  EXPECT_DOUBLE_EQ(schedule.phases.front().bytes_per_transfer, 6'000);
+  EXPECT_EQ(schedule.phases.back().name, "unfold");
+  EXPECT_EQ(schedule.phases[1].transfers.size(), 4u);  // the power-of-two core
+}
+
+TEST(HalvingDoublingScheduleTest, BarrierIsDissemination) {
+  const auto schedule =
+      collectives::build_schedule(spec(CollectiveKind::kBarrier, Algorithm::kHalvingDoubling, grid(1, 5), 0));
+  EXPECT_EQ(schedule.phases.size(), 3u);  // ⌈log2 5⌉
+  for (const auto& phase : schedule.phases) EXPECT_EQ(phase.transfers.size(), 5u);
+}
+
+TEST(HierarchicalScheduleTest, AllReduceIsIntraReduceScatterInterAllReduceIntraAllGather) {
+  const auto schedule =
+      collectives::build_schedule(spec(CollectiveKind::kAllReduce, Algorithm::kHierarchical, grid(2, 4), 8'000));
+  ASSERT_EQ(schedule.phases.size(), 3u);
+  EXPECT_EQ(schedule.phases[0].steps, 3);
+  EXPECT_DOUBLE_EQ(schedule.phases[0].bytes_per_transfer, 2'000);  // M / G
+  EXPECT_EQ(schedule.phases[1].steps, 2);                           // 2(N − 1)
+  EXPECT_DOUBLE_EQ(schedule.phases[1].bytes_per_transfer, 1'000);  // M / (G·N)
+  for (const auto& t : schedule.phases[1].transfers) EXPECT_EQ(t.src % 4, t.dst % 4);  // same local index
+  expect_each_sends(schedule, 8, 2.0 * 7 / 8 * 8'000);
+}
+
+TEST(HierarchicalScheduleTest, AllGatherAndReduceScatterMoveEverythingOnce) {
+  for (auto kind : {CollectiveKind::kAllGather, CollectiveKind::kReduceScatter}) {
+    const auto schedule = collectives::build_schedule(spec(kind, Algorithm::kHierarchical, grid(4, 2), 8'000));
+    ASSERT_EQ(schedule.phases.size(), 2u);
+    expect_each_sends(schedule, 8, 7.0 / 8 * 8'000);
+  }
+}
+
+TEST(DirectScheduleTest, AllToAllIsPairwiseExchange) {
+  const auto schedule = collectives::build_schedule(spec(CollectiveKind::kAllToAll, Algorithm::kDirect, grid(1, 4), 4'000));
+  ASSERT_EQ(schedule.phases.size(), 3u);
+  for (std::size_t k = 0; k < 3; ++k) {
+    for (const auto& t : schedule.phases[k].transfers) EXPECT_EQ((t.dst - t.src + 4) % 4, static_cast<int>(k + 1));
+  }
+  expect_each_sends(schedule, 4, 3'000);
+}
+
+TEST(DirectScheduleTest, EveryoneToEveryoneInOneStep) {
+  const auto gather = collectives::build_schedule(spec(CollectiveKind::kAllGather, Algorithm::kDirect, grid(1, 4), 4'000));
+  ASSERT_EQ(gather.phases.size(), 1u);
+  EXPECT_EQ(gather.phases[0].transfers.size(), 12u);
+  expect_each_sends(gather, 4, 3'000);
+}
+
+TEST(ParameterServerScheduleTest, PushSendsEachShardToItsServer) {
+  CollectiveSpec s = spec(CollectiveKind::kPsPush, Algorithm::kParameterServer, grid(6, 1), 12'000);
+  s.ps_servers = 2;  // 4 workers, 2 servers
+  const auto schedule = collectives::build_schedule(s);
   ASSERT_EQ(schedule.phases.size(), 1u);
   EXPECT_EQ(schedule.phases[0].transfers.size(), 8u);
   EXPECT_DOUBLE_EQ(schedule.phases[0].bytes_per_transfer, 6'000);
   const auto sent = collectives::bytes_sent(schedule, 6);
   EXPECT_DOUBLE_EQ(sent[0], 12'000);  // a worker pushes all its gradients
-  EXPECT_DOUBLE_EQ(sent[5], 0);       // servers send nothing in a push
+  EXPECT_DOUBLE_EQ(sent[5], 0);
   s.kind = CollectiveKind::kPsPull;
   EXPECT_DOUBLE_EQ(collectives::bytes_sent(collectives::build_schedule(s), 6)[4], 4 * 6'000);
 }
 
-TEST(ScheduleTest, ImpossibleCombinationsAreRejected) {
-  CollectiveSpec ps = spec(CollectiveKind::kPsPush, 4, 100);
-  EXPECT_THROW(collectives::build_schedule(ps), collectives::UnsupportedCollective);  // no server
-  CollectiveSpec ring_ps = spec(CollectiveKind::kAllReduce, 4, 100);
-  ring_ps.algorithm = Algorithm::kParameterServer;
-  EXPECT_THROW(collectives::build_schedule(ring_ps), collectives::UnsupportedCollective);
-  CollectiveSpec bad_ring = spec(CollectiveKind::kAllReduce, 4, 100);
-  bad_ring.rings = {{0, 1, 2}};
-  EXPECT_THROW(collectives::build_schedule(bad_ring), collectives::UnsupportedCollective);
+TEST(ScheduleTest, ImpossibleCombinationsAreRejectedWithAReason) {
+  auto reason = [](const CollectiveSpec& s) { return collectives::unsupported_reason(s).value_or(""); };
+  EXPECT_NE(reason(spec(CollectiveKind::kAllReduce, Algorithm::kHierarchical, grid(1, 8), 100)).find("one node"),
+            std::string::npos);
+  auto uneven = grid(2, 4);
+  uneven.pop_back();
+  EXPECT_NE(reason(spec(CollectiveKind::kAllReduce, Algorithm::kHierarchical, uneven, 100)).find("same number"),
+            std::string::npos);
+  EXPECT_NE(reason(spec(CollectiveKind::kAllToAll, Algorithm::kRing, grid(1, 4), 100)).find("it runs with: direct"),
+            std::string::npos);
+  EXPECT_NE(reason(spec(CollectiveKind::kPsPush, Algorithm::kParameterServer, grid(1, 4), 100)).find("server"),
+            std::string::npos);
+  CollectiveSpec bad_root = spec(CollectiveKind::kBroadcast, Algorithm::kRing, grid(1, 4), 100);
+  bad_root.root = 4;
+  EXPECT_NE(reason(bad_root).find("root"), std::string::npos);
+  EXPECT_THROW(collectives::build_schedule(spec(CollectiveKind::kAllReduce, Algorithm::kHierarchical, grid(1, 8), 100)),
+               collectives::UnsupportedCollective);
 }
 
 TEST(ScheduleTest, BusBandwidthFactorsAreThoseOfNcclTests) {

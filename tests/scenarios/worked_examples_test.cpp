@@ -98,7 +98,7 @@ TEST(WorkedExampleTest, BarrierCostGrowsLinearlyWithTheNumberOfRanks) {
     const std::vector<std::string> set = {"cluster.nodes=" + std::to_string(nodes),
                                           "cluster.fabric.leaf_down_ports=64",
                                           "training.global_batch=" + std::to_string(8 * nodes),
-                                          "ddp.barrier_every_step=true"};
+                                          "ddp.barrier_every_step=true", "collectives.barrier=ring"};
     return report_of("default.toml", set).time_by_category_s.at("barrier");
   };
   EXPECT_NEAR(barrier_time(2), 2 * 15 * 2.7e-6, 0.01 * 2 * 15 * 2.7e-6);  // 16 ranks

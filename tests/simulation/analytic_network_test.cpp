@@ -21,6 +21,7 @@ topology::ClusterSpec hgx(int nodes) {
 sim::CommRequest all_reduce(std::int32_t members, std::int64_t bytes) {
   sim::CommRequest request;
   request.kind = program::CollectiveKind::kAllReduce;
+  request.algorithm = program::Algorithm::kRing;
   request.bytes = bytes;
   request.endpoints.resize(members);
   std::iota(request.endpoints.begin(), request.endpoints.end(), 0);

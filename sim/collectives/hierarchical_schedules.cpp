@@ -1,0 +1,64 @@
+// Two-level hierarchical collectives: inside each node, then across nodes between GPUs with
+// the same local index, then inside each node again (see schedule.h).
+#include "sim/collectives/schedule_builders.h"
+
+namespace collectives::detail {
+namespace {
+
+using program::CollectiveKind;
+
+// A ring inside every node, all nodes at once.
+std::vector<Transfer> intra_node_rings(const NodeGroups& groups) {
+  std::vector<Transfer> edges;
+  for (const auto& members : groups.nodes) {
+    for (std::size_t j = 0; j < members.size(); ++j) {
+      edges.push_back({members[j], members[(j + 1) % members.size()]});
+    }
+  }
+  return edges;
+}
+
+// For every local index, a ring through the nodes.
+std::vector<Transfer> inter_node_rings(const NodeGroups& groups) {
+  std::vector<Transfer> edges;
+  const std::size_t nodes = groups.nodes.size();
+  for (std::size_t g = 0; g < groups.nodes.front().size(); ++g) {
+    for (std::size_t n = 0; n < nodes; ++n) {
+      edges.push_back({groups.nodes[n][g], groups.nodes[(n + 1) % nodes][g]});
+    }
+  }
+  return edges;
+}
+
+}  // namespace
+
+Schedule hierarchical_schedule(const CollectiveSpec& spec, const NodeGroups& groups) {
+  Schedule schedule;
+  const auto g = static_cast<std::int32_t>(groups.nodes.front().size());
+  const auto n = static_cast<std::int32_t>(groups.nodes.size());
+  const double m = static_cast<double>(effective_bytes(spec));
+  const double shard = m / g;             // what each GPU owns after the intra-node step
+  const double block = m / (g * n);       // one member's share of the whole message
+  auto intra = [&](std::string_view name) {
+    if (g > 1) schedule.phases.push_back({name, g - 1, shard, intra_node_rings(groups)});
+  };
+  switch (spec.kind) {
+    case CollectiveKind::kAllReduce:
+      intra("intra-node reduce-scatter");
+      schedule.phases.push_back({"inter-node all-reduce", 2 * (n - 1), block, inter_node_rings(groups)});
+      intra("intra-node all-gather");
+      break;
+    case CollectiveKind::kReduceScatter:
+      intra("intra-node reduce-scatter");
+      schedule.phases.push_back({"inter-node reduce-scatter", n - 1, block, inter_node_rings(groups)});
+      break;
+    case CollectiveKind::kAllGather:
+      schedule.phases.push_back({"inter-node all-gather", n - 1, block, inter_node_rings(groups)});
+      intra("intra-node all-gather");
+      break;
+    default: break;
+  }
+  return schedule;
+}
+
+}  // namespace collectives::detail

@@ -1,0 +1,108 @@
+// Tree schedules: NCCL's double binary tree for all-reduce and barrier, a single pipelined
+// binary tree for broadcast and reduce (see schedule.h).
+#include <algorithm>
+
+#include "sim/collectives/schedule_builders.h"
+
+namespace collectives::detail {
+
+std::int32_t binary_tree_parent(std::int32_t rank, std::int32_t n) {
+  if (rank == 0) return -1;
+  const std::int32_t low_bit = rank & -rank;
+  // xx01[0…] climbs to xx10[0…] (or to xx00[0…] past the end); xx11[0…] to xx10[0…].
+  const std::int32_t up = (rank ^ low_bit) | (low_bit << 1);
+  return up < n ? up : rank ^ low_bit;
+}
+
+std::int32_t second_tree_parent(std::int32_t rank, std::int32_t n) {
+  if (n % 2 == 0) {  // mirror
+    const std::int32_t parent = binary_tree_parent(n - 1 - rank, n);
+    return parent < 0 ? -1 : n - 1 - parent;
+  }
+  const std::int32_t parent = binary_tree_parent((rank - 1 + n) % n, n);  // shift by one
+  return parent < 0 ? -1 : (parent + 1) % n;
+}
+
+std::int32_t tree_depth(const std::vector<std::int32_t>& parent) {
+  std::int32_t depth = 0;
+  for (std::size_t r = 0; r < parent.size(); ++r) {
+    std::int32_t hops = 0;
+    for (std::int32_t at = static_cast<std::int32_t>(r); parent[at] >= 0; at = parent[at]) ++hops;
+    depth = std::max(depth, hops);
+  }
+  return depth;
+}
+
+namespace {
+
+using program::CollectiveKind;
+
+// Parent of every member in one tree: a chain inside each node towards its first member
+// (the node's head), heads joined by the given tree over nodes.
+std::vector<std::int32_t> member_parents(const NodeGroups& groups, std::int32_t members,
+                                         std::int32_t (*node_parent)(std::int32_t, std::int32_t)) {
+  std::vector<std::int32_t> parent(static_cast<std::size_t>(members), -1);
+  const auto nodes = static_cast<std::int32_t>(groups.nodes.size());
+  for (std::int32_t n = 0; n < nodes; ++n) {
+    const auto& local = groups.nodes[n];
+    for (std::size_t j = 1; j < local.size(); ++j) parent[local[j]] = local[j - 1];
+    const std::int32_t up = node_parent(n, nodes);
+    if (up >= 0) parent[local.front()] = groups.nodes[up].front();
+  }
+  return parent;
+}
+
+void add_tree_edges(const std::vector<std::int32_t>& parent, bool up, bool down,
+                    std::vector<Transfer>& edges) {
+  for (std::size_t m = 0; m < parent.size(); ++m) {
+    if (parent[m] < 0) continue;
+    const auto child = static_cast<std::int32_t>(m);
+    if (up) edges.push_back({child, parent[m]});
+    if (down) edges.push_back({parent[m], child});
+  }
+}
+
+}  // namespace
+
+Schedule tree_schedule(const CollectiveSpec& spec, const NodeGroups& groups) {
+  Schedule schedule;
+  const std::int32_t p = spec.members;
+  if (p < 2) return schedule;
+  const double bytes = static_cast<double>(effective_bytes(spec));
+  if (spec.kind == CollectiveKind::kAllReduce || spec.kind == CollectiveKind::kBarrier) {
+    // Two trees over the nodes, half the data each; one when the group sits on one node.
+    std::vector<std::vector<std::int32_t>> trees = {member_parents(groups, p, binary_tree_parent)};
+    if (groups.nodes.size() > 1) trees.push_back(member_parents(groups, p, second_tree_parent));
+    const double per_tree = bytes / static_cast<double>(trees.size());
+    const std::int64_t chunks = chunk_count(per_tree, spec.chunk_bytes);
+    std::int32_t depth = 0;
+    std::vector<Transfer> edges;
+    for (const auto& parent : trees) {
+      depth = std::max(depth, tree_depth(parent));
+      add_tree_edges(parent, true, true, edges);
+    }
+    // Reduce up and broadcast down, pipelined: chunk k is broadcast as soon as it reaches the
+    // root, so K chunks take K + 2d − 1 steps.
+    schedule.phases.push_back({"tree reduce+broadcast", static_cast<std::int32_t>(chunks + 2 * depth - 1),
+                               per_tree / static_cast<double>(chunks), std::move(edges)});
+    return schedule;
+  }
+  // broadcast / reduce: one binary tree over the members in node order, rooted at the root.
+  std::vector<std::int32_t> order = groups.flattened();
+  std::rotate(order.begin(), std::find(order.begin(), order.end(), spec.root), order.end());
+  std::vector<std::int32_t> parent(static_cast<std::size_t>(p), -1);
+  for (std::int32_t i = 0; i < p; ++i) {
+    const std::int32_t up = binary_tree_parent(i, p);
+    if (up >= 0) parent[order[i]] = order[up];
+  }
+  const std::int64_t chunks = chunk_count(bytes, spec.chunk_bytes);
+  const bool reduce = spec.kind == CollectiveKind::kReduce;
+  std::vector<Transfer> edges;
+  add_tree_edges(parent, reduce, !reduce, edges);
+  schedule.phases.push_back({reduce ? "tree reduce" : "tree broadcast",
+                             static_cast<std::int32_t>(chunks + tree_depth(parent) - 1),
+                             bytes / static_cast<double>(chunks), std::move(edges)});
+  return schedule;
+}
+
+}  // namespace collectives::detail

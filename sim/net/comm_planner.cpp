@@ -1,0 +1,107 @@
+// Planning and α-β pricing of collective schedules on the cluster graph (see comm_planner.h).
+#include "sim/net/comm_planner.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace sim {
+
+CommPlanner::CommPlanner(const topology::Cluster& cluster, NetworkOptions options)
+    : cluster_(cluster), options_(std::move(options)), link_load_(cluster.link_count(), 0) {}
+
+const topology::Path& CommPlanner::route(std::int32_t src, std::int32_t dst) {
+  auto [it, inserted] = routes_.try_emplace({src, dst});
+  if (inserted) {
+    const auto flow_hash = (static_cast<std::uint64_t>(src) << 32) | static_cast<std::uint32_t>(dst);
+    it->second = cluster_.route(src, dst, flow_hash);
+  }
+  return it->second;
+}
+
+collectives::CollectiveSpec collective_spec(const topology::Cluster& cluster, const NetworkOptions& options,
+                                            const CommRequest& request, program::Algorithm algorithm) {
+  collectives::CollectiveSpec spec;
+  spec.kind = *request.kind;
+  spec.algorithm = algorithm;
+  spec.members = static_cast<std::int32_t>(request.endpoints.size());
+  spec.bytes = request.bytes;
+  spec.root = request.root;
+  spec.ps_servers = request.ps_servers;
+  spec.channels = options.ring_channels > 0 ? options.ring_channels : std::max(1, cluster.spec().node.nics);
+  spec.chunk_bytes = options.chunk_bytes;
+  for (std::int32_t endpoint : request.endpoints) {
+    const bool gpu = cluster.is_gpu(endpoint);
+    spec.locations.push_back({cluster.node_of(endpoint), gpu ? endpoint % cluster.spec().node.gpus : 0});
+  }
+  return spec;
+}
+
+// α-β (or LogGP) price of every phase: each step costs its largest path latency plus its
+// bytes over the most loaded link.
+CommPlan CommPlanner::price(collectives::Schedule schedule, const std::vector<std::int32_t>& endpoints) {
+  CommPlan plan;
+  plan.endpoints = endpoints;
+  std::vector<topology::LinkId> touched;
+  std::vector<std::uint32_t> messages(endpoints.size(), 0);
+  for (const collectives::Phase& phase : schedule.phases) {
+    PhaseCost cost;
+    touched.clear();
+    std::uint32_t most_messages = 0;
+    for (const collectives::Transfer& transfer : phase.transfers) {
+      const topology::Path& path = route(endpoints[transfer.src], endpoints[transfer.dst]);
+      cost.step_latency_s = std::max(cost.step_latency_s, cluster_.path_latency(path));
+      for (topology::LinkId link : path) {
+        if (link_load_[link]++ == 0) touched.push_back(link);
+      }
+      most_messages = std::max(most_messages, ++messages[transfer.src]);
+    }
+    for (const collectives::Transfer& transfer : phase.transfers) messages[transfer.src] = 0;
+    for (topology::LinkId link : touched) {
+      cost.seconds_per_byte = std::max(cost.seconds_per_byte,
+                                       link_load_[link] / cluster_.link(link).spec.effective_bandwidth());
+      link_load_[link] = 0;
+    }
+    if (options_.logp && !phase.transfers.empty()) {
+      cost.step_latency_s += 2 * options_.logp_overhead_s + (most_messages - 1) * options_.logp_gap_s;
+    }
+    plan.costs.push_back(cost);
+    plan.latency_seconds += phase.steps * cost.step_latency_s;
+    plan.bandwidth_seconds += phase.steps * phase.bytes_per_transfer * cost.seconds_per_byte;
+  }
+  plan.bytes_sent = collectives::bytes_sent(schedule, static_cast<std::int32_t>(endpoints.size()));
+  plan.schedule = std::move(schedule);
+  return plan;
+}
+
+const CommPlan& CommPlanner::plan(const CommRequest& request) {
+  std::vector<std::int64_t> key = {request.kind ? static_cast<std::int64_t>(*request.kind) : -1,
+                                   static_cast<std::int64_t>(request.algorithm), request.bytes,
+                                   request.root, request.ps_servers};
+  key.insert(key.end(), request.endpoints.begin(), request.endpoints.end());
+  auto cached = plans_.find(key);
+  if (cached != plans_.end()) return *cached->second;
+
+  std::unique_ptr<CommPlan> chosen;
+  if (!request.kind) {
+    chosen = std::make_unique<CommPlan>(price(collectives::send_recv_schedule(request.bytes), request.endpoints));
+  } else if (request.algorithm != program::Algorithm::kAuto) {
+    chosen = std::make_unique<CommPlan>(
+        price(collectives::build_schedule(collective_spec(cluster_, options_, request, request.algorithm)), request.endpoints));
+  } else {
+    const auto candidates = collectives::algorithms_for(*request.kind);
+    for (program::Algorithm algorithm : candidates) {
+      const bool only_choice = candidates.size() == 1;
+      if (algorithm == program::Algorithm::kDirect && !only_choice) continue;
+      const collectives::CollectiveSpec spec = collective_spec(cluster_, options_, request, algorithm);
+      if (collectives::unsupported_reason(spec)) continue;
+      auto candidate = std::make_unique<CommPlan>(price(collectives::build_schedule(spec), request.endpoints));
+      if (!chosen || candidate->seconds() < chosen->seconds()) chosen = std::move(candidate);
+    }
+    if (!chosen) {  // nothing runs it: report why the first algorithm cannot
+      collectives::build_schedule(collective_spec(cluster_, options_, request, candidates.front()));
+    }
+  }
+  return *plans_.emplace(std::move(key), std::move(chosen)).first->second;
+}
+
+}  // namespace sim

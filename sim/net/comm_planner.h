@@ -1,0 +1,65 @@
+// From a communication request to a concrete plan every network model executes: the
+// algorithm (chosen automatically when the request says "auto"), the schedule built on the
+// members' locations, and the α-β price of each phase on the topology.
+//
+// The automatic choice prices every algorithm that can run the collective on this group with
+// the α-β model on the actual routes — step latency plus bytes over the most loaded link —
+// and takes the cheapest, in the spirit of NCCL's tuner (latency + size / bandwidth per
+// algorithm, src/graph/tuning.cc) but on the cluster graph. Direct schedules (P² transfers)
+// are considered only for all-to-all, where nothing else runs.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "sim/collectives/schedule.h"
+#include "sim/net/network_model.h"
+#include "topology/cluster.h"
+
+namespace sim {
+
+struct PhaseCost {
+  double step_latency_s = 0;     // α (or LogGP's L + 2o + (n−1)g) of one step
+  double seconds_per_byte = 0;   // max over links of (transfers on it / its bandwidth)
+};
+
+struct CommPlan {
+  collectives::Schedule schedule;
+  std::vector<std::int32_t> endpoints;  // members' cluster endpoints
+  std::vector<PhaseCost> costs;         // one per phase
+  std::vector<double> bytes_sent;       // per member
+  double latency_seconds = 0;           // α-β total: Σ steps · α
+  double bandwidth_seconds = 0;         // α-β total: Σ steps · bytes · seconds_per_byte
+  double seconds() const { return latency_seconds + bandwidth_seconds; }
+};
+
+// The schedule specification of a collective request: members' locations (node, GPU index)
+// from the cluster, ring channels and chunk size from the options.
+collectives::CollectiveSpec collective_spec(const topology::Cluster& cluster, const NetworkOptions& options,
+                                            const CommRequest& request, program::Algorithm algorithm);
+
+class CommPlanner {
+ public:
+  CommPlanner(const topology::Cluster& cluster, NetworkOptions options);
+
+  // Throws collectives::UnsupportedCollective when the requested algorithm cannot run.
+  const CommPlan& plan(const CommRequest& request);
+  // Route from one endpoint to another, as the topology's routing picks it (cached).
+  const topology::Path& route(std::int32_t src, std::int32_t dst);
+
+  const topology::Cluster& cluster() const { return cluster_; }
+  const NetworkOptions& options() const { return options_; }
+
+ private:
+  CommPlan price(collectives::Schedule schedule, const std::vector<std::int32_t>& endpoints);
+
+  const topology::Cluster& cluster_;
+  NetworkOptions options_;
+  std::map<std::vector<std::int64_t>, std::unique_ptr<CommPlan>> plans_;
+  std::map<std::pair<std::int32_t, std::int32_t>, topology::Path> routes_;
+  std::vector<std::uint32_t> link_load_;  // scratch, one counter per link
+};
+
+}  // namespace sim

@@ -1,0 +1,123 @@
+// Flow model: phases as flows, max-min sharing, completion events (see flow_network.h).
+#include "sim/net/flow_network.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace sim {
+
+FlowNetwork::FlowNetwork(Engine& engine, const topology::Cluster& cluster, NetworkOptions options)
+    : engine_(engine), planner_(cluster, std::move(options)) {
+  for (std::size_t link = 0; link < cluster.link_count(); ++link) {
+    solver_.add_constraint(cluster.link(static_cast<topology::LinkId>(link)).spec.effective_bandwidth());
+  }
+}
+
+void FlowNetwork::start(const CommRequest& request, std::function<void(const CommResult&)> done) {
+  const CommPlan& plan = planner_.plan(request);
+  std::uint32_t id;
+  if (free_comms_.empty()) {
+    id = static_cast<std::uint32_t>(comms_.size());
+    comms_.emplace_back();
+  } else {
+    id = free_comms_.back();
+    free_comms_.pop_back();
+  }
+  Comm& comm = comms_[id];
+  comm.plan = &plan;
+  comm.phase = 0;
+  comm.open_flows = 0;
+  comm.result = CommResult{};
+  comm.result.start = engine_.now();
+  comm.result.algorithm = plan.schedule.algorithm;
+  comm.result.bytes_sent = plan.bytes_sent;
+  comm.done = std::move(done);
+  begin_phase(id);
+}
+
+void FlowNetwork::begin_phase(std::uint32_t id) {
+  Comm& comm = comms_[id];
+  if (comm.phase == comm.plan->schedule.phases.size()) {
+    comm.result.end = engine_.now();
+    comm.result.bandwidth_seconds = (comm.result.end - comm.result.start).seconds() - comm.result.latency_seconds;
+    auto done = std::move(comm.done);
+    CommResult result = std::move(comm.result);
+    free_comms_.push_back(id);
+    done(result);
+    return;
+  }
+  const collectives::Phase& phase = comm.plan->schedule.phases[comm.phase];
+  const double latency = phase.steps * comm.plan->costs[comm.phase].step_latency_s;
+  comm.result.latency_seconds += latency;
+  engine_.schedule_after(Time::from_seconds(latency), [this, id] { add_flows(id); });
+}
+
+void FlowNetwork::add_flows(std::uint32_t id) {
+  advance(engine_.now());
+  Comm& comm = comms_[id];
+  const collectives::Phase& phase = comm.plan->schedule.phases[comm.phase];
+  const double bytes = phase.steps * phase.bytes_per_transfer;
+  for (const collectives::Transfer& transfer : phase.transfers) {
+    const topology::Path& path = planner_.route(comm.plan->endpoints[transfer.src],
+                                                comm.plan->endpoints[transfer.dst]);
+    if (bytes <= 0 || path.empty()) continue;
+    flows_.push_back({id, bytes, solver_.add_variable(1.0, path)});
+    ++comm.open_flows;
+  }
+  if (comm.open_flows == 0) {
+    finish_phase(id);
+    return;
+  }
+  reschedule();
+}
+
+void FlowNetwork::finish_phase(std::uint32_t id) {
+  ++comms_[id].phase;
+  begin_phase(id);
+}
+
+void FlowNetwork::advance(Time now) {
+  const double elapsed = (now - last_update_).seconds();
+  if (elapsed > 0) {
+    for (Flow& flow : flows_) flow.remaining_bytes -= solver_.rate(flow.variable) * elapsed;
+  }
+  last_update_ = now;
+}
+
+void FlowNetwork::reschedule() {
+  if (next_completion_) engine_.cancel(*next_completion_);
+  next_completion_.reset();
+  if (flows_.empty()) return;
+  solver_.solve();
+  ++solves_;
+  double soonest = std::numeric_limits<double>::infinity();
+  for (const Flow& flow : flows_) {
+    soonest = std::min(soonest, std::max(0.0, flow.remaining_bytes) / solver_.rate(flow.variable));
+  }
+  next_completion_ = engine_.schedule_after(Time::from_seconds(soonest), [this] { on_completion(); });
+}
+
+void FlowNetwork::on_completion() {
+  next_completion_.reset();
+  advance(engine_.now());
+  // Finished: what is left would take less than a picosecond at the flow's rate.
+  std::vector<std::uint32_t> finished_comms;
+  for (std::size_t i = 0; i < flows_.size();) {
+    Flow& flow = flows_[i];
+    const double rate = solver_.rate(flow.variable);
+    if (flow.remaining_bytes <= rate * 1e-12 || std::isinf(rate)) {
+      solver_.remove_variable(flow.variable);
+      if (--comms_[flow.comm].open_flows == 0) finished_comms.push_back(flow.comm);
+      flow = flows_.back();
+      flows_.pop_back();
+    } else {
+      ++i;
+    }
+  }
+  std::sort(finished_comms.begin(), finished_comms.end());  // deterministic order
+  for (std::uint32_t id : finished_comms) finish_phase(id);
+  reschedule();
+}
+
+}  // namespace sim

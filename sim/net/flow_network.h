@@ -1,0 +1,65 @@
+// Congestion-aware flow model (the default network model).
+//
+// A collective runs its schedule phase by phase. A phase's identical steps run as one flow per
+// transfer edge carrying all of that edge's bytes (steps × bytes per transfer), after the
+// phase's latency (steps × α). Every active flow — of every collective and transfer in the
+// simulation — loads the links of its route; flows share each link's effective bandwidth by
+// max-min fairness (maxmin.h), re-solved only when the set of flows changes (a phase starts
+// or flows finish). A phase ends when its last flow ends. Alone on the network this is exactly
+// the analytic model's price when a phase's links all run at their steady rates; with other
+// traffic, contention slows exactly the flows that share links.
+//
+// Approximation: within a phase, a flow that finishes early does not wait for its slower
+// neighbours step by step, so freed capacity can speed up other flows somewhat sooner than in
+// a step-synchronous run (the packet model keeps the steps).
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "sim/net/comm_planner.h"
+#include "sim/net/maxmin.h"
+
+namespace sim {
+
+class FlowNetwork : public NetworkModel {
+ public:
+  FlowNetwork(Engine& engine, const topology::Cluster& cluster, NetworkOptions options);
+  std::string_view name() const override { return "flow"; }
+  void start(const CommRequest& request, std::function<void(const CommResult&)> done) override;
+
+  std::size_t solves() const { return solves_; }
+
+ private:
+  struct Comm {
+    const CommPlan* plan = nullptr;
+    std::size_t phase = 0;
+    std::uint32_t open_flows = 0;
+    CommResult result;
+    std::function<void(const CommResult&)> done;
+  };
+  struct Flow {
+    std::uint32_t comm = 0;
+    double remaining_bytes = 0;
+    MaxMinSolver::VariableId variable = 0;
+  };
+
+  void begin_phase(std::uint32_t comm);
+  void add_flows(std::uint32_t comm);
+  void finish_phase(std::uint32_t comm);
+  void advance(Time now);
+  void reschedule();
+  void on_completion();
+
+  Engine& engine_;
+  CommPlanner planner_;
+  MaxMinSolver solver_;
+  std::vector<Flow> flows_;
+  std::vector<Comm> comms_;
+  std::vector<std::uint32_t> free_comms_;
+  Time last_update_;
+  std::optional<EventId> next_completion_;
+  std::size_t solves_ = 0;
+};
+
+}  // namespace sim

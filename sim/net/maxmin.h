@@ -1,0 +1,55 @@
+// Weighted max-min fair sharing: the solver behind the congestion-aware flow model.
+//
+// Variables (flows) share constraints (links) of fixed capacity. A max-min fair allocation
+// gives every variable rate = weight × s for the largest s such that no constraint is over
+// capacity, and no variable can grow without shrinking one whose rate is already no larger
+// (per unit weight). Progressive filling computes it (Bertsekas & Gallager, Data Networks,
+// §6.5.2): raise all unfrozen variables' rates together; when a constraint saturates, freeze
+// the variables that cross it; repeat. With a heap keyed by each constraint's fair share the
+// cost is O((V·L + C) log C) for V variables crossing L constraints each.
+//
+// The solver knows nothing but constraints, variables and weights (SimGrid's lmm split):
+// the network model maps links to constraints and transfers to variables.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace sim {
+
+class MaxMinSolver {
+ public:
+  using ConstraintId = std::uint32_t;
+  using VariableId = std::uint32_t;
+
+  ConstraintId add_constraint(double capacity);
+  std::size_t constraint_count() const { return capacity_.size(); }
+
+  // A variable crossing `constraints` (each at most once). Ids of removed variables are
+  // reused.
+  VariableId add_variable(double weight, const std::vector<ConstraintId>& constraints);
+  void remove_variable(VariableId variable);
+  std::size_t variable_count() const { return live_; }
+
+  // Computes every live variable's rate.
+  void solve();
+  double rate(VariableId variable) const { return rate_[variable]; }
+
+ private:
+  std::vector<double> capacity_;
+  // Variables: weight, constraint list (in a shared pool), liveness, rate.
+  std::vector<double> weight_;
+  std::vector<std::vector<ConstraintId>> crossings_;
+  std::vector<std::uint8_t> alive_;
+  std::vector<double> rate_;
+  std::vector<VariableId> free_ids_;
+  std::size_t live_ = 0;
+  // Scratch for solve().
+  std::vector<double> remaining_;
+  std::vector<double> active_weight_;
+  std::vector<std::uint32_t> users_begin_;
+  std::vector<VariableId> users_;
+  std::vector<std::uint8_t> frozen_;
+};
+
+}  // namespace sim
