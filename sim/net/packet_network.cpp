@@ -61,32 +61,41 @@ void PacketNetwork::start_step(std::uint32_t id) {
   comm.chunks_in_flight = static_cast<std::uint64_t>(chunks) * phase.transfers.size();
   // Round-robin over transfers so that transfers sharing a first link interleave fairly.
   for (std::uint32_t c = 0; c < chunks; ++c) {
-    for (std::uint32_t t = 0; t < phase.transfers.size(); ++t) arrive(id, t, 0, chunk_bytes);
+    for (std::uint32_t t = 0; t < phase.transfers.size(); ++t) arrive(id, t, 0, chunk_bytes, engine_.now());
   }
 }
 
-void PacketNetwork::arrive(std::uint32_t id, std::uint32_t transfer, std::uint32_t hop, double bytes) {
+void PacketNetwork::arrive(std::uint32_t id, std::uint32_t transfer, std::uint32_t hop, double bytes,
+                           Time tail) {
   Comm& comm = comms_[id];
   const collectives::Transfer& edge = comm.plan->schedule.phases[comm.phase].transfers[transfer];
   const topology::Path& path = planner_.route(comm.plan->endpoints[edge.src], comm.plan->endpoints[edge.dst]);
-  if (path.empty() && hop == 0) {  // same endpoint: delivered without touching a link
-    engine_.schedule_at(engine_.now(), [this, id, transfer, bytes] { arrive(id, transfer, 1, bytes); });
-    return;
-  }
-  if (hop >= path.size()) {  // delivered
-    const Time now = engine_.now();
-    comm.member_step_end[edge.src] = max(comm.member_step_end[edge.src], now);
-    comm.member_step_end[edge.dst] = max(comm.member_step_end[edge.dst], now);
-    if (--comm.chunks_in_flight == 0) end_step(id);
+  if (hop >= path.size()) {  // the head is at the destination; the chunk is in when its tail is
+    if (tail <= engine_.now() && hop > 0) {  // (an empty path goes through an event: no recursion)
+      deliver(id, transfer);
+    } else {
+      engine_.schedule_at(tail, [this, id, transfer] { deliver(id, transfer); });
+    }
     return;
   }
   const topology::Link& link = planner_.cluster().link(path[hop]);
   const Time begin = max(engine_.now(), link_free_at_[path[hop]]);
-  const Time sent = begin + Time::from_seconds(bytes / link.spec.effective_bandwidth());
-  link_free_at_[path[hop]] = sent;
+  const Time end = max(begin + Time::from_seconds(bytes / link.spec.effective_bandwidth()), tail);
+  link_free_at_[path[hop]] = end;
   ++chunk_hops_;
-  engine_.schedule_at(sent + Time::from_seconds(link.spec.latency),
-                      [this, id, transfer, hop, bytes] { arrive(id, transfer, hop + 1, bytes); });
+  const Time latency = Time::from_seconds(link.spec.latency);
+  engine_.schedule_at(begin + latency, [this, id, transfer, hop, bytes, tail_next = end + latency] {
+    arrive(id, transfer, hop + 1, bytes, tail_next);
+  });
+}
+
+void PacketNetwork::deliver(std::uint32_t id, std::uint32_t transfer) {
+  Comm& comm = comms_[id];
+  const collectives::Transfer& edge = comm.plan->schedule.phases[comm.phase].transfers[transfer];
+  const Time now = engine_.now();
+  comm.member_step_end[edge.src] = max(comm.member_step_end[edge.src], now);
+  comm.member_step_end[edge.dst] = max(comm.member_step_end[edge.dst], now);
+  if (--comm.chunks_in_flight == 0) end_step(id);
 }
 
 void PacketNetwork::end_step(std::uint32_t id) {

@@ -1,10 +1,13 @@
 // Packet (chunk-level) network model: every step of every schedule phase is simulated
 // explicitly. Each transfer of a step is cut into chunks (network.chunk_kib); chunks travel
 // their route hop by hop, each link a FIFO server that sends one chunk at a time at its
-// effective bandwidth and delivers it after its latency (store and forward per chunk, so a
-// transfer's chunks pipeline along the path). A step ends when its last chunk arrives; the
-// collective's next step starts then. Contention is whatever the FIFO queues produce — across
-// collectives too. Each member's steps can be drawn on the timeline.
+// effective bandwidth. Switching is cut-through, as NVSwitch and InfiniBand/Ethernet switches
+// do: a chunk's head moves on to the next link after the link's latency, and the next link
+// finishes it no sooner than its tail arrives. Alone on a path a chunk thus takes
+// Σ latency + size / bottleneck bandwidth — the α-β cost — and a transfer's chunks pipeline.
+// A step ends when its last chunk arrives; the collective's next step starts then. Contention
+// is whatever the FIFO queues produce, across collectives too. Each member's steps can be
+// drawn on the timeline.
 #pragma once
 
 #include <vector>
@@ -36,8 +39,10 @@ class PacketNetwork : public NetworkModel {
 
   void start_step(std::uint32_t comm);
   void end_step(std::uint32_t comm);
-  // A chunk of `bytes` of transfer `transfer` reaches hop `hop` of its path.
-  void arrive(std::uint32_t comm, std::uint32_t transfer, std::uint32_t hop, double bytes);
+  // The head of a chunk of `bytes` of transfer `transfer` reaches hop `hop` of its path now;
+  // its tail reaches it at `tail`.
+  void arrive(std::uint32_t comm, std::uint32_t transfer, std::uint32_t hop, double bytes, Time tail);
+  void deliver(std::uint32_t comm, std::uint32_t transfer);
 
   Engine& engine_;
   CommPlanner planner_;
