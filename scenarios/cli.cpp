@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backend/capabilities.h"
+#include "scenarios/collective_bench.h"
 #include "scenarios/run_scenario.h"
 #include "scenarios/scenario_loader.h"
 #include "scenarios/sweep.h"
@@ -140,6 +141,24 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   sweep->add_option("--set", options.overrides, "override a scenario key: key=value (repeatable)");
   sweep->add_option("-j,--threads", options.threads, "worker threads (default: all cores)");
 
+  CollectiveBenchOptions bench;
+  CLI::App* collective = app.add_subcommand(
+      "collective", "nccl-tests for the simulator: one collective over a range of sizes");
+  collective->add_option("--op", bench.op, "all_reduce, all_gather, reduce_scatter, broadcast, reduce, all_to_all, barrier")
+      ->capture_default_str();
+  collective->add_option("--algo", bench.algorithms, "ring, tree, hd, hier, direct or auto; several with commas")
+      ->capture_default_str();
+  collective->add_option("--ranks", bench.ranks, "ranks 0..N-1 of the cluster")->capture_default_str();
+  collective->add_option("--sizes", bench.sizes, "MIN:MAX bytes, K/M/G suffixes")->capture_default_str();
+  collective->add_option("--factor", bench.factor, "size multiplier between rows")->capture_default_str();
+  collective->add_option("--topology", bench.topology, "node preset (nodes as many as the ranks need)")
+      ->capture_default_str();
+  collective->add_option("--fabric", bench.fabric, "fabric preset")->capture_default_str();
+  collective->add_option("--scenario", bench.scenario, "take the cluster from a scenario instead");
+  collective->add_option("--model", bench.model, "network model: analytic, flow or packet")->capture_default_str();
+  collective->add_option("--channels", bench.channels, "rings per ring collective: auto or a number")
+      ->capture_default_str();
+
   CLI::App* presets = app.add_subcommand("presets", "list hardware and model presets");
   CLI::App* info = app.add_subcommand("info", "what this build can execute: MPI, BLAS, CUDA, NCCL, GPUs");
 
@@ -152,6 +171,10 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   try {
     if (*run) return command_run(options, out);
     if (*sweep) return command_sweep(options, out, err);
+    if (*collective) {
+      out << format_collective_bench(run_collective_bench(bench));
+      return 0;
+    }
     if (*presets) return command_presets(out);
     if (*info) {
       out << backend::describe(backend::probe_capabilities());

@@ -16,6 +16,23 @@
 namespace scenarios {
 namespace {
 
+std::vector<bool> traced_ranks(const Scenario& scenario, std::int32_t world) {
+  if (scenario.trace_all_ranks || (scenario.trace_ranks.empty() && world <= Scenario::kAutoTraceRanks)) return {};
+  std::vector<bool> traced(static_cast<std::size_t>(world), false);
+  if (scenario.trace_ranks.empty()) {
+    for (std::int32_t r = 0; r < std::min(world, scenario.cluster.node.gpus); ++r) traced[r] = true;
+    traced[world - 1] = true;
+  }
+  for (std::int32_t rank : scenario.trace_ranks) {
+    if (rank >= world) {
+      throw ScenarioError(scenario.source, "output.trace_ranks",
+                          fmt::format("rank {} does not exist: the program has {} ranks", rank, world));
+    }
+    traced[rank] = true;
+  }
+  return traced;
+}
+
 std::string cluster_summary(const topology::ClusterSpec& cluster) {
   return fmt::format("{} × {} ({} GPUs), {}", cluster.nodes, cluster.node.name, cluster.gpu_count(),
                      cluster.fabric.name);
@@ -33,6 +50,7 @@ RunResult run_scenario(const Scenario& scenario) {
   options.efficiency = scenario.efficiency;
   options.step_compute_time_s = scenario.step_compute_time_s;
   options.collectives = scenario.collectives;
+  options.traced_ranks = traced_ranks(scenario, result.program.world_size);
   try {
     result.simulation = sim::simulate(result.program, cluster, options);
   } catch (const sim::InvalidOverride& error) {

@@ -33,6 +33,11 @@ struct Scenario {
   sim::CollectiveOverrides collectives;
   sim::ComputeEfficiency efficiency = sim::ComputeEfficiency::preset();
   std::optional<double> step_compute_time_s;
+  // Ranks whose spans go into the timeline: empty with trace_all_ranks false means "auto" —
+  // every rank up to kAutoTraceRanks ranks, else the first node's ranks and the last rank.
+  std::vector<std::int32_t> trace_ranks;
+  bool trace_all_ranks = false;
+  static constexpr std::int32_t kAutoTraceRanks = 64;
   std::vector<SweepAxis> sweep;
 };
 

@@ -540,6 +540,26 @@ void read_collectives(TableReader reader, sim::CollectiveOverrides& overrides) {
   reader.finish();
 }
 
+void read_output(TableReader reader, Scenario& scenario) {
+  if (const toml::node* ranks = reader.node("trace_ranks")) {
+    if (const auto* mode = ranks->as_string(); mode && (mode->get() == "auto" || mode->get() == "all")) {
+      scenario.trace_all_ranks = mode->get() == "all";
+    } else if (const auto* list = ranks->as_array()) {
+      for (const toml::node& entry : *list) {
+        const auto* rank = entry.as_integer();
+        if (rank == nullptr || rank->get() < 0 || rank->get() >= kLargestCount) {
+          reader.fail("trace_ranks", fmt::format("expected rank numbers, got {}", node_text(entry)));
+        }
+        scenario.trace_ranks.push_back(static_cast<std::int32_t>(rank->get()));
+      }
+    } else {
+      reader.fail("trace_ranks", fmt::format("expected \"auto\", \"all\" or a list of ranks, got {}", node_text(*ranks)),
+                  "e.g. trace_ranks = [0, 7, 1023]");
+    }
+  }
+  reader.finish();
+}
+
 void read_compute(TableReader reader, Scenario& scenario) {
   sim::ComputeEfficiency& efficiency = scenario.efficiency;
   efficiency.matmul = reader.fraction("matmul_efficiency", efficiency.matmul);
@@ -718,6 +738,7 @@ Scenario ScenarioDocument::read() const {
   read_ddp(root.child("ddp"), scenario.lowering.ddp);
 
   read_compute(root.child("compute"), scenario);
+  read_output(root.child("output"), scenario);
 
   const toml::node* sweep = root.node("sweep");
   if (sweep != nullptr && !sweep->is_table()) {

@@ -10,11 +10,9 @@ CommPlanner::CommPlanner(const topology::Cluster& cluster, NetworkOptions option
     : cluster_(cluster), options_(std::move(options)), link_load_(cluster.link_count(), 0) {}
 
 const topology::Path& CommPlanner::route(std::int32_t src, std::int32_t dst) {
-  auto [it, inserted] = routes_.try_emplace({src, dst});
-  if (inserted) {
-    const auto flow_hash = (static_cast<std::uint64_t>(src) << 32) | static_cast<std::uint32_t>(dst);
-    it->second = cluster_.route(src, dst, flow_hash);
-  }
+  const auto key = (static_cast<std::uint64_t>(src) << 32) | static_cast<std::uint32_t>(dst);
+  auto [it, inserted] = routes_.try_emplace(key);
+  if (inserted) it->second = cluster_.route(src, dst, key);
   return it->second;
 }
 
@@ -47,8 +45,11 @@ CommPlan CommPlanner::price(collectives::Schedule schedule, const std::vector<st
     PhaseCost cost;
     touched.clear();
     std::uint32_t most_messages = 0;
+    auto& paths = plan.paths.emplace_back();
+    paths.reserve(phase.transfers.size());
     for (const collectives::Transfer& transfer : phase.transfers) {
       const topology::Path& path = route(endpoints[transfer.src], endpoints[transfer.dst]);
+      paths.push_back(&path);
       cost.step_latency_s = std::max(cost.step_latency_s, cluster_.path_latency(path));
       for (topology::LinkId link : path) {
         if (link_load_[link]++ == 0) touched.push_back(link);

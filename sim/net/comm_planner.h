@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <map>
+#include <unordered_map>
 #include <memory>
 #include <vector>
 
@@ -29,6 +30,8 @@ struct CommPlan {
   collectives::Schedule schedule;
   std::vector<std::int32_t> endpoints;  // members' cluster endpoints
   std::vector<PhaseCost> costs;         // one per phase
+  // Route of every transfer, per phase (pointers into the planner's route cache).
+  std::vector<std::vector<const topology::Path*>> paths;
   std::vector<double> bytes_sent;       // per member
   double latency_seconds = 0;           // α-β total: Σ steps · α
   double bandwidth_seconds = 0;         // α-β total: Σ steps · bytes · seconds_per_byte
@@ -58,7 +61,7 @@ class CommPlanner {
   const topology::Cluster& cluster_;
   NetworkOptions options_;
   std::map<std::vector<std::int64_t>, std::unique_ptr<CommPlan>> plans_;
-  std::map<std::pair<std::int32_t, std::int32_t>, topology::Path> routes_;
+  std::unordered_map<std::uint64_t, topology::Path> routes_;  // by (src << 32 | dst)
   std::vector<std::uint32_t> link_load_;  // scratch, one counter per link
 };
 

@@ -67,9 +67,8 @@ void PacketNetwork::start_step(std::uint32_t id) {
 
 void PacketNetwork::arrive(std::uint32_t id, std::uint32_t transfer, std::uint32_t hop, double bytes,
                            Time tail) {
-  Comm& comm = comms_[id];
-  const collectives::Transfer& edge = comm.plan->schedule.phases[comm.phase].transfers[transfer];
-  const topology::Path& path = planner_.route(comm.plan->endpoints[edge.src], comm.plan->endpoints[edge.dst]);
+  const Comm& comm = comms_[id];
+  const topology::Path& path = *comm.plan->paths[comm.phase][transfer];
   if (hop >= path.size()) {  // the head is at the destination; the chunk is in when its tail is
     if (tail <= engine_.now() && hop > 0) {  // (an empty path goes through an event: no recursion)
       deliver(id, transfer);

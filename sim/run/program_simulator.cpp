@@ -15,6 +15,7 @@
 #include "sim/core/engine.h"
 #include "sim/net/comm_planner.h"
 #include "sim/net/network_model.h"
+#include "sim/trace/summary.h"
 
 namespace sim {
 namespace {
@@ -91,6 +92,7 @@ class Simulator {
       throw SimulationError("the simulated run exceeds the simulator's 106 days of simulated time");
     }
     check_finished();
+    result_.timeline.summaries = summaries_.finish();
     std::stable_sort(result_.timeline.spans.begin(), result_.timeline.spans.end(),
                      [](const trace::Span& a, const trace::Span& b) {
                        return std::tie(a.rank, a.stream, a.start_ps) <
@@ -159,6 +161,8 @@ class Simulator {
       const std::int32_t node = cluster_.node_of(endpoint);
       trace::RankInfo info;
       info.node = node;
+      info.traced = options_.traced_ranks.empty() ||
+                    (static_cast<std::size_t>(rank) < options_.traced_ranks.size() && options_.traced_ranks[rank]);
       info.name = cluster_.is_gpu(endpoint)
                       ? fmt::format("rank {} (node {}, gpu {})", rank, node,
                                     endpoint % cluster_.spec().node.gpus)
@@ -182,9 +186,11 @@ class Simulator {
       state.collective_sequence.assign(program_.group_families.size(), 0);
       state.memory.assign(program::kMemoryCategoryCount, 0);
     }
+    summaries_ = trace::SummaryBuilder(ranks_.size());
     std::size_t timed_ops = 0;  // every op but memory ops leaves a span
-    for (const RankState& state : ranks_) {
-      for (const program::Op& op : state.program->ops) {
+    for (std::size_t rank = 0; rank < ranks_.size(); ++rank) {
+      if (!timeline.ranks[rank].traced) continue;
+      for (const program::Op& op : ranks_[rank].program->ops) {
         timed_ops += std::holds_alternative<program::MemoryOp>(op.body) ? 0 : 1;
       }
     }
@@ -252,10 +258,11 @@ class Simulator {
       const Time begin = engine_.now();
       const Time end = begin + Time::from_seconds(compute_for(rank).seconds(*compute));
       engine_.schedule_at(end, [this, rank, index, begin, end] {
-        trace::Span& span = record(rank, index, begin, end);
+        trace::Span span = make_span(rank, index, begin, end);
         const auto& body = std::get<program::ComputeOp>(op_of(rank, index).body);
         span.flops = body.flops;
         span.bytes = static_cast<std::int64_t>(body.bytes);
+        commit(span);
         complete(rank, index);
         try_start(rank);
       });
@@ -327,10 +334,11 @@ class Simulator {
         const trace::StringId algorithm =
             result_.timeline.strings.intern(program::algorithm_name(result.algorithm));
         for (std::size_t m = 0; m < members.size(); ++m) {
-          trace::Span& span = record(members[m], ops[m], result.start, result.end);
+          trace::Span span = make_span(members[m], ops[m], result.start, result.end);
           span.bytes = static_cast<std::int64_t>(result.bytes_sent[m]);
           span.algorithm = algorithm;
           span.group = group_name;
+          commit(span);
           result_.comm_latency_s[members[m]] += result.latency_seconds;
           result_.comm_bandwidth_s[members[m]] += result.bandwidth_seconds;
         }
@@ -350,6 +358,7 @@ class Simulator {
     trace::Timeline& timeline = result_.timeline;
     for (const StepSpan& step : result.steps) {
       const std::int32_t rank = members[step.member];
+      if (!timeline.ranks[rank].traced) continue;
       const program::Op& op = op_of(rank, ops[step.member]);
       trace::Span span;
       span.start_ps = step.start.ps();
@@ -391,7 +400,7 @@ class Simulator {
     return *labels;
   }
 
-  trace::Span& record(std::int32_t rank, OpIndex index, Time begin, Time end) {
+  trace::Span make_span(std::int32_t rank, OpIndex index, Time begin, Time end) {
     const program::Op& op = op_of(rank, index);
     trace::Span span;
     span.start_ps = begin.ps();
@@ -405,8 +414,13 @@ class Simulator {
     span.dtype = labels.dtype;
     span.shape = labels.shape;
     span.op = index;
-    result_.timeline.spans.push_back(span);
-    return result_.timeline.spans.back();
+    return span;
+  }
+
+  // Every span counts in its rank's summary; only traced ranks keep it.
+  void commit(const trace::Span& span) {
+    summaries_.add(span);
+    if (result_.timeline.ranks[span.rank].traced) result_.timeline.spans.push_back(span);
   }
 
   void apply_memory(std::int32_t rank, const program::Op& op) {
@@ -461,6 +475,7 @@ class Simulator {
   std::map<RankPair, std::deque<OpIndex>> sends_;
   std::map<RankPair, std::deque<OpIndex>> receives_;
   SimulationResult result_;
+  trace::SummaryBuilder summaries_{0};
 };
 
 }  // namespace

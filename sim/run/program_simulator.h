@@ -47,6 +47,8 @@ struct SimulationOptions {
   // When set, compute op times are scaled so that the busiest rank computes for exactly this
   // long per step (the chapter's examples state T_comp instead of deriving it).
   std::optional<double> step_compute_time_s;
+  // Ranks whose spans the timeline keeps (empty: all). Every rank is summarised regardless.
+  std::vector<bool> traced_ranks;
 };
 
 struct SimulationResult {

@@ -50,6 +50,7 @@ void write_chrome_trace(const Timeline& timeline, std::ostream& out) {
     fmt::format_to(it, "{}", event.dump());
   };
   for (std::size_t rank = 0; rank < timeline.ranks.size(); ++rank) {
+    if (!timeline.ranks[rank].traced) continue;
     const auto pid = static_cast<std::int64_t>(rank);
     metadata({{"ph", "M"}, {"pid", pid}, {"name", "process_name"},
               {"args", {{"name", timeline.ranks[rank].name}}}});
@@ -94,6 +95,10 @@ void write_chrome_trace(const Timeline& timeline, std::ostream& out) {
   std::vector<std::string> series;
   for (const std::string& name : timeline.memory_series) series.push_back(json_string(name));
   for (const MemorySample& sample : timeline.memory) {
+    if (sample.rank < 0 || static_cast<std::size_t>(sample.rank) >= timeline.ranks.size() ||
+        !timeline.ranks[sample.rank].traced) {
+      continue;
+    }
     begin_event();
     fmt::format_to(it, R"({{"ph":"C","pid":{},"name":"memory","ts":{},"args":{{)", sample.rank,
                    to_us(sample.time_ps));

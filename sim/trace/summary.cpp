@@ -52,42 +52,49 @@ std::int64_t length_not_covered(const std::vector<Interval>& a, const std::vecto
   return uncovered;
 }
 
-std::vector<RankSummary> summarize_ranks(const Timeline& timeline) {
-  const std::size_t rank_count = timeline.ranks.size();
-  std::vector<RankSummary> summaries(rank_count);
-  std::vector<std::vector<Interval>> compute(rank_count);
-  std::vector<std::vector<Interval>> comm(rank_count);
-  std::vector<bool> seen(rank_count, false);
-  for (const Span& span : timeline.spans) {
-    if (span.rank < 0 || static_cast<std::size_t>(span.rank) >= rank_count) continue;
-    RankSummary& summary = summaries[span.rank];
-    if (!seen[span.rank]) {
-      summary.begin_ps = span.start_ps;
-      summary.end_ps = span.end_ps;
-      seen[span.rank] = true;
-    }
-    summary.begin_ps = std::min(summary.begin_ps, span.start_ps);
-    summary.end_ps = std::max(summary.end_ps, span.end_ps);
-    summary.busy_ps_by_category[static_cast<std::size_t>(span.category)] += span.duration_ps();
-    summary.bytes_by_category[static_cast<std::size_t>(span.category)] += span.bytes;
-    if (is_compute(span.category)) {
-      compute[span.rank].push_back({span.start_ps, span.end_ps});
-      summary.flops += span.flops;
-    } else if (is_communication(span.category)) {
-      comm[span.rank].push_back({span.start_ps, span.end_ps});
-      summary.comm_bytes += span.bytes;
-    }
+SummaryBuilder::SummaryBuilder(std::size_t ranks)
+    : summaries_(ranks), compute_(ranks), comm_(ranks), seen_(ranks, false) {}
+
+void SummaryBuilder::add(const Span& span) {
+  if (span.rank < 0 || static_cast<std::size_t>(span.rank) >= summaries_.size()) return;
+  RankSummary& summary = summaries_[span.rank];
+  if (!seen_[span.rank]) {
+    summary.begin_ps = span.start_ps;
+    summary.end_ps = span.end_ps;
+    seen_[span.rank] = true;
   }
-  for (std::size_t rank = 0; rank < rank_count; ++rank) {
-    RankSummary& summary = summaries[rank];
+  summary.begin_ps = std::min(summary.begin_ps, span.start_ps);
+  summary.end_ps = std::max(summary.end_ps, span.end_ps);
+  const auto category = static_cast<std::size_t>(span.category);
+  summary.busy_ps_by_category[category] += span.duration_ps();
+  summary.bytes_by_category[category] += span.bytes;
+  if (is_compute(span.category)) {
+    compute_[span.rank].push_back({span.start_ps, span.end_ps});
+    summary.flops += span.flops;
+  } else if (is_communication(span.category)) {
+    comm_[span.rank].push_back({span.start_ps, span.end_ps});
+    summary.comm_bytes += span.bytes;
+  }
+}
+
+std::vector<RankSummary> SummaryBuilder::finish() {
+  for (std::size_t rank = 0; rank < summaries_.size(); ++rank) {
+    RankSummary& summary = summaries_[rank];
     summary.rank = static_cast<std::int32_t>(rank);
-    const auto compute_union = merge_intervals(std::move(compute[rank]));
-    const auto comm_union = merge_intervals(std::move(comm[rank]));
+    const auto compute_union = merge_intervals(std::move(compute_[rank]));
+    const auto comm_union = merge_intervals(std::move(comm_[rank]));
     summary.compute_ps = total_length(compute_union);
     summary.comm_ps = total_length(comm_union);
     summary.exposed_comm_ps = length_not_covered(comm_union, compute_union);
   }
-  return summaries;
+  return std::move(summaries_);
+}
+
+std::vector<RankSummary> summarize_ranks(const Timeline& timeline) {
+  if (timeline.summaries.size() == timeline.ranks.size() && !timeline.ranks.empty()) return timeline.summaries;
+  SummaryBuilder builder(timeline.ranks.size());
+  for (const Span& span : timeline.spans) builder.add(span);
+  return builder.finish();
 }
 
 }  // namespace trace

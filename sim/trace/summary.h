@@ -14,33 +14,35 @@
 #include <cstdint>
 #include <vector>
 
+#include "sim/trace/rank_summary.h"
 #include "sim/trace/timeline.h"
 
 namespace trace {
-
-struct RankSummary {
-  std::int32_t rank = 0;
-  std::int64_t begin_ps = 0;  // first span start (0 if the rank has no span)
-  std::int64_t end_ps = 0;    // last span end
-  std::int64_t compute_ps = 0;
-  std::int64_t comm_ps = 0;
-  std::int64_t exposed_comm_ps = 0;
-  std::int64_t comm_bytes = 0;  // sum of bytes sent by communication spans
-  double flops = 0;             // sum of FLOPs of compute spans
-  std::array<std::int64_t, kCategoryCount> busy_ps_by_category{};  // sum of span durations
-  std::array<std::int64_t, kCategoryCount> bytes_by_category{};    // sum of span bytes
-
-  double overlap_ratio() const;
-  double comm_compute_ratio() const;
-};
-
-// One entry per rank of the timeline, in rank order.
-std::vector<RankSummary> summarize_ranks(const Timeline& timeline);
 
 struct Interval {
   std::int64_t begin = 0;
   std::int64_t end = 0;
 };
+
+// Accumulates spans into per-rank summaries as they come, keeping only two interval lists per
+// rank, so a producer can summarise every rank while storing full spans for a few.
+class SummaryBuilder {
+ public:
+  explicit SummaryBuilder(std::size_t ranks);
+  void add(const Span& span);
+  std::vector<RankSummary> finish();
+
+ private:
+  std::vector<RankSummary> summaries_;
+  std::vector<std::vector<Interval>> compute_;
+  std::vector<std::vector<Interval>> comm_;
+  std::vector<bool> seen_;
+};
+
+// One entry per rank of the timeline, in rank order: the producer's summaries when the
+// timeline carries them (Timeline::summaries), else computed from its spans.
+std::vector<RankSummary> summarize_ranks(const Timeline& timeline);
+
 // Sorts and merges overlapping or touching intervals in place; returns the merged list.
 std::vector<Interval> merge_intervals(std::vector<Interval> intervals);
 std::int64_t total_length(const std::vector<Interval>& merged);

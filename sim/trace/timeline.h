@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "sim/trace/category.h"
+#include "sim/trace/rank_summary.h"
 
 namespace trace {
 
@@ -55,6 +56,7 @@ struct Span {
 struct RankInfo {
   std::string name;  // e.g. "rank 3 (node 0, gpu 3)"
   std::int32_t node = 0;
+  bool traced = true;  // false: the producer kept no spans for this rank (only its summary)
 };
 
 struct MemorySample {
@@ -73,6 +75,9 @@ struct Timeline {
   std::vector<Span> spans;
   std::vector<MemorySample> memory;
   StringTable strings;
+  // Per-rank summaries computed by the producer from every span, including those of ranks it
+  // did not keep spans for (empty: compute them from `spans`).
+  std::vector<RankSummary> summaries;
 
   std::uint16_t stream_index(std::string_view name);  // adds the stream when new
 };

@@ -1,0 +1,198 @@
+// `dtsim collective` (see collective_bench.h).
+#include "scenarios/collective_bench.h"
+
+#include <fmt/format.h>
+
+#include <cctype>
+#include <cmath>
+#include <sstream>
+
+#include "scenarios/scenario_loader.h"
+#include "sim/collectives/schedule.h"
+#include "sim/core/engine.h"
+#include "sim/net/comm_planner.h"
+#include "sim/net/network_model.h"
+#include "topology/presets.h"
+
+namespace scenarios {
+namespace {
+
+constexpr std::int64_t kMaxBytes = std::int64_t{1} << 40;
+
+std::vector<std::string> split(const std::string& text, char separator) {
+  std::vector<std::string> parts;
+  std::stringstream stream(text);
+  for (std::string part; std::getline(stream, part, separator);) parts.push_back(part);
+  return parts;
+}
+
+[[noreturn]] void bad(const std::string& option, const std::string& message, const std::string& hint = {}) {
+  throw ScenarioError("dtsim collective", option, message, hint);
+}
+
+program::CollectiveKind parse_kind(const std::string& op) {
+  for (auto kind : {program::CollectiveKind::kAllReduce, program::CollectiveKind::kAllGather,
+                    program::CollectiveKind::kReduceScatter, program::CollectiveKind::kBroadcast,
+                    program::CollectiveKind::kReduce, program::CollectiveKind::kAllToAll,
+                    program::CollectiveKind::kBarrier}) {
+    if (program::collective_name(kind) == op) return kind;
+  }
+  bad("--op", fmt::format("unknown collective \"{}\"", op),
+      "one of all_reduce, all_gather, reduce_scatter, broadcast, reduce, all_to_all, barrier");
+}
+
+topology::ClusterSpec cluster_for(const CollectiveBenchOptions& options) {
+  topology::ClusterSpec cluster;
+  if (!options.scenario.empty()) {
+    cluster = load_scenario(options.scenario).cluster;
+  } else {
+    const auto node = topology::node_preset(options.topology);
+    if (!node) bad("--topology", fmt::format("unknown node preset \"{}\"", options.topology), "see dtsim presets");
+    const auto fabric = topology::fabric_preset(options.fabric);
+    if (!fabric) bad("--fabric", fmt::format("unknown fabric preset \"{}\"", options.fabric), "see dtsim presets");
+    cluster.node = *node;
+    cluster.fabric = *fabric;
+    cluster.nodes = (options.ranks + node->gpus - 1) / node->gpus;
+  }
+  if (options.ranks > cluster.gpu_count()) {
+    bad("--ranks", fmt::format("{} ranks do not fit the cluster's {} GPUs", options.ranks, cluster.gpu_count()));
+  }
+  return cluster;
+}
+
+std::string human_size(std::int64_t bytes) {
+  for (const auto& [unit, scale] : {std::pair{"G", 30}, {"M", 20}, {"K", 10}}) {
+    if (bytes >= (std::int64_t{1} << scale) && bytes % (std::int64_t{1} << scale) == 0) {
+      return fmt::format("{}{}", bytes >> scale, unit);
+    }
+  }
+  return std::to_string(bytes);
+}
+
+}  // namespace
+
+std::int64_t parse_size(const std::string& text) {
+  if (text.empty()) throw std::invalid_argument("empty size");
+  std::size_t used = 0;
+  const double value = std::stod(text, &used);
+  int shift = 0;
+  if (used < text.size()) {
+    switch (std::toupper(static_cast<unsigned char>(text[used]))) {
+      case 'K': shift = 10; break;
+      case 'M': shift = 20; break;
+      case 'G': shift = 30; break;
+      default: throw std::invalid_argument("unknown unit in " + text);
+    }
+    if (used + 1 != text.size()) throw std::invalid_argument("trailing text in " + text);
+  }
+  const double bytes = value * std::pow(2.0, shift);
+  if (!(bytes >= 0) || bytes > static_cast<double>(kMaxBytes)) throw std::invalid_argument("size out of range: " + text);
+  return static_cast<std::int64_t>(bytes);
+}
+
+CollectiveBenchResult run_collective_bench(const CollectiveBenchOptions& options) {
+  CollectiveBenchResult result;
+  result.kind = parse_kind(options.op);
+  result.ranks = options.ranks;
+  if (options.ranks < 1 || options.ranks > (1 << 20)) bad("--ranks", "expected between 1 and 1048576 ranks");
+  const auto models = sim::network_model_names();
+  if (std::find(models.begin(), models.end(), options.model) == models.end()) {
+    bad("--model", fmt::format("unknown network model \"{}\"", options.model), "analytic, flow or packet");
+  }
+  if (!(options.factor > 1)) bad("--factor", "expected a size factor above 1");
+  const auto bounds = split(options.sizes, ':');
+  std::int64_t min_bytes = 0, max_bytes = 0;
+  try {
+    if (bounds.size() != 2) throw std::invalid_argument("expected MIN:MAX");
+    min_bytes = parse_size(bounds[0]);
+    max_bytes = parse_size(bounds[1]);
+  } catch (const std::exception&) {
+    bad("--sizes", fmt::format("cannot read \"{}\"", options.sizes), "MIN:MAX, e.g. 8:8G or 1M:1G");
+  }
+  if (min_bytes < 1 || max_bytes < min_bytes) bad("--sizes", "expected 1 <= MIN <= MAX");
+
+  const topology::ClusterSpec spec = cluster_for(options);
+  const topology::Cluster cluster(spec);
+  sim::NetworkOptions network;
+  network.model = options.model;
+  if (options.channels != "auto") {
+    try {
+      network.ring_channels = std::stoi(options.channels);
+    } catch (const std::exception&) {
+      network.ring_channels = 0;
+    }
+    if (network.ring_channels < 1) bad("--channels", "expected \"auto\" or a number of rings >= 1");
+  }
+
+  sim::CommRequest request;
+  request.kind = result.kind;
+  for (std::int32_t r = 0; r < options.ranks; ++r) request.endpoints.push_back(r);
+  std::vector<program::Algorithm> algorithms;
+  for (const std::string& name : split(options.algorithms, ',')) {
+    const auto algorithm = program::algorithm_from_name(name);
+    if (!algorithm || *algorithm == program::Algorithm::kParameterServer) {
+      bad("--algo", fmt::format("unknown algorithm \"{}\"", name), "ring, tree, hd, hier, direct or auto");
+    }
+    if (*algorithm != program::Algorithm::kAuto) {
+      if (auto reason = collectives::unsupported_reason(sim::collective_spec(cluster, network, request, *algorithm))) {
+        bad("--algo", *reason);
+      }
+    }
+    algorithms.push_back(*algorithm);
+    result.algorithms.push_back(name);
+  }
+
+  for (double bytes = static_cast<double>(min_bytes); bytes <= static_cast<double>(max_bytes) * (1 + 1e-9);
+       bytes *= options.factor) {
+    CollectiveBenchRow row;
+    row.bytes = static_cast<std::int64_t>(bytes);
+    request.bytes = row.bytes;
+    for (program::Algorithm algorithm : algorithms) {
+      request.algorithm = algorithm;
+      sim::Engine engine;
+      auto model = sim::make_network_model(network, engine, cluster);
+      sim::CommResult outcome;
+      model->start(request, [&outcome](const sim::CommResult& done) { outcome = done; });
+      engine.run();
+      row.seconds.push_back((outcome.end - outcome.start).seconds());
+      row.chosen.emplace_back(program::algorithm_name(outcome.algorithm));
+    }
+    result.rows.push_back(std::move(row));
+  }
+  result.title = fmt::format("{} on {} ranks — {} × {}, {}, {} model", options.op, options.ranks, spec.nodes,
+                             spec.node.name, spec.fabric.name, options.model);
+  return result;
+}
+
+std::string format_collective_bench(const CollectiveBenchResult& result) {
+  std::string out = fmt::format("# {}\n#\n# {:>10} {:>12} {:>6}", result.title, "size", "count", "type");
+  for (const std::string& algorithm : result.algorithms) {
+    out += fmt::format(" | {:>6} {:>12} {:>11} {:>11}", "algo", "time(us)", "algbw(GB/s)", "busbw(GB/s)");
+    (void)algorithm;
+  }
+  out += "\n";
+  const double factor = collectives::bus_bandwidth_factor(result.kind, result.ranks);
+  std::vector<std::string> fastest;
+  for (const CollectiveBenchRow& row : result.rows) {
+    out += fmt::format("  {:>10} {:>12} {:>6}", row.bytes, row.bytes / 4, "float");
+    std::size_t best = 0;
+    for (std::size_t a = 0; a < row.seconds.size(); ++a) {
+      const double algbw = row.seconds[a] > 0 ? static_cast<double>(row.bytes) / row.seconds[a] / 1e9 : 0;
+      out += fmt::format(" | {:>6} {:>12.2f} {:>11.2f} {:>11.2f}", row.chosen[a], row.seconds[a] * 1e6, algbw,
+                         algbw * factor);
+      if (row.seconds[a] < row.seconds[best]) best = a;
+    }
+    out += "\n";
+    fastest.push_back(row.chosen[best]);
+  }
+  // Where the fastest algorithm changes (between algorithms compared, or auto's own choice).
+  for (std::size_t i = 1; i < fastest.size(); ++i) {
+    if (fastest[i] != fastest[i - 1]) {
+      out += fmt::format("# crossover: {} is faster up to {}, {} from {}\n", fastest[i - 1],
+                         human_size(result.rows[i - 1].bytes), fastest[i], human_size(result.rows[i].bytes));
+    }
+  }
+  return out;
+}
+
+}  // namespace scenarios

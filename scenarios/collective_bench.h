@@ -1,0 +1,50 @@
+// `dtsim collective`: nccl-tests for the simulator. One collective on ranks 0..N−1 of a preset
+// (or scenario) cluster, over a range of sizes, through one network model; prints size,
+// element count, time, algorithm bandwidth (bytes / time) and bus bandwidth (algbw × the
+// nccl-tests factor, collectives::bus_bandwidth_factor — the function the real backend uses
+// too). Several algorithms side by side show where one overtakes another.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "scenarios/scenario.h"
+
+namespace scenarios {
+
+struct CollectiveBenchOptions {
+  std::string op = "all_reduce";
+  std::string algorithms = "auto";  // one name, or several separated by commas
+  std::int32_t ranks = 8;
+  std::string sizes = "8:8G";       // MIN:MAX in bytes, K/M/G suffixes (powers of 1024)
+  double factor = 2;                // size multiplier between rows
+  std::string topology = "hgx-h100";
+  std::string fabric = "ib-ndr";
+  std::string scenario;             // take the cluster from this scenario instead
+  std::string model = "flow";
+  std::string channels = "auto";
+};
+
+struct CollectiveBenchRow {
+  std::int64_t bytes = 0;
+  std::vector<double> seconds;            // per algorithm asked for
+  std::vector<std::string> chosen;        // the algorithm that ran (differs for "auto")
+};
+
+struct CollectiveBenchResult {
+  std::string title;
+  std::vector<std::string> algorithms;
+  program::CollectiveKind kind = program::CollectiveKind::kAllReduce;
+  std::int32_t ranks = 0;
+  std::vector<CollectiveBenchRow> rows;
+};
+
+// Throws ScenarioError (naming the option) for bad options or an algorithm that cannot run.
+CollectiveBenchResult run_collective_bench(const CollectiveBenchOptions& options);
+std::string format_collective_bench(const CollectiveBenchResult& result);
+// "1K", "4M", … → bytes. Throws std::invalid_argument.
+std::int64_t parse_size(const std::string& text);
+
+}  // namespace scenarios
