@@ -4,9 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <boost/graph/dijkstra_shortest_paths.hpp>
-#include <boost/graph/filtered_graph.hpp>
-#include <boost/graph/reverse_graph.hpp>
+#include <boost/graph/dijkstra_shortest_paths_no_color_map.hpp>
 #include <boost/property_map/function_property_map.hpp>
 #include <cmath>
 #include <functional>
@@ -38,7 +36,19 @@ int routing_cost(LinkClass link_class) {
   return 1;
 }
 
-Cluster::Cluster(ClusterSpec spec) : spec_(std::move(spec)) { build_nodes(); }
+Cluster::Cluster(ClusterSpec spec) : spec_(std::move(spec)) {
+  build_nodes();
+  std::vector<std::pair<VertexId, VertexId>> reversed;
+  std::vector<LinkId> ids;
+  for (LinkId id = 0; id < links_.size(); ++id) {
+    reversed.emplace_back(links_[id].to, links_[id].from);
+    ids.push_back(id);
+  }
+  reverse_ = ReverseGraph(boost::edges_are_unsorted_multi_pass, reversed.begin(), reversed.end(), ids.begin(),
+                          boost::num_vertices(graph_));
+  is_endpoint_.assign(boost::num_vertices(graph_), 0);
+  for (VertexId endpoint : endpoints_) is_endpoint_[endpoint] = 1;
+}
 
 VertexId Cluster::add_vertex(VertexKind kind, int node, int index) {
   return boost::add_vertex(Vertex{kind, node, index}, graph_);
@@ -158,28 +168,34 @@ bool Cluster::may_enter(VertexId vertex, VertexId dst) const {
 const std::vector<std::uint16_t>& Cluster::distances_to(VertexId dst) const {
   auto cached = distance_cache_.find(dst);
   if (cached != distance_cache_.end()) return cached->second;
-  // Least routing cost to dst over edges that do not enter another endpoint: Dijkstra from
-  // dst on the reversed, filtered graph.
-  auto keep_edge = [this, dst](Graph::edge_descriptor e) {
-    return may_enter(boost::target(e, graph_), dst);
-  };
-  using Filter = std::function<bool(Graph::edge_descriptor)>;
-  using Filtered = boost::filtered_graph<Graph, Filter>;
-  Filtered allowed(graph_, Filter(keep_edge));
-  auto reversed = boost::make_reverse_graph(allowed);
-  using ReversedEdge = boost::graph_traits<decltype(reversed)>::edge_descriptor;
-  auto cost = boost::make_function_property_map<ReversedEdge, int>([this, &reversed](const ReversedEdge& e) {
-    return routing_cost(links_[reversed[e]].link_class);
+  // Least routing cost to dst: Dijkstra from dst over the reversed links. A path may end at
+  // dst but never pass through another endpoint: such a vertex gets a distance but does not
+  // pass it on (its outgoing reversed edges weigh "infinity").
+  constexpr int kBlocked = 1 << 20;
+  using Edge = boost::graph_traits<ReverseGraph>::edge_descriptor;
+  auto cost = boost::make_function_property_map<Edge, int>([this, dst](const Edge& e) {
+    const auto from = boost::source(e, reverse_);
+    if (from != dst && is_endpoint_[from]) return kBlocked;
+    return routing_cost(links_[reverse_[e]].link_class);
   });
-  std::vector<int> cost_to(boost::num_vertices(graph_), std::numeric_limits<int>::max());
-  boost::dijkstra_shortest_paths(
-      reversed, dst,
+  std::vector<int> cost_to(boost::num_vertices(reverse_), std::numeric_limits<int>::max());
+  boost::dijkstra_shortest_paths_no_color_map(
+      reverse_, dst,
       boost::weight_map(cost).distance_map(boost::make_iterator_property_map(
-          cost_to.begin(), boost::get(boost::vertex_index, graph_))));
+          cost_to.begin(), boost::get(boost::vertex_index, reverse_))));
   std::vector<std::uint16_t> distances(cost_to.size(), kUnreachable);
   for (std::size_t v = 0; v < cost_to.size(); ++v) {
     if (cost_to[v] < kUnreachable) distances[v] = static_cast<std::uint16_t>(cost_to[v]);
   }
+  // Keep up to 512 MB of distance vectors: every destination of clusters of several thousand
+  // GPUs (collective schedules revisit destinations phase after phase).
+  constexpr std::size_t kCacheBytes = std::size_t{512} << 20;
+  const std::size_t capacity = std::max<std::size_t>(64, kCacheBytes / (2 * distances.size()));
+  if (cache_order_.size() >= capacity) {
+    distance_cache_.erase(cache_order_.front());
+    cache_order_.pop_front();
+  }
+  cache_order_.push_back(dst);
   return distance_cache_.emplace(dst, std::move(distances)).first->second;
 }
 

@@ -26,6 +26,8 @@
 #pragma once
 
 #include <boost/graph/adjacency_list.hpp>
+#include <boost/graph/compressed_sparse_row_graph.hpp>
+#include <deque>
 #include <cstdint>
 #include <string>
 #include <unordered_map>
@@ -62,6 +64,8 @@ struct Link {
 class Cluster {
  public:
   explicit Cluster(ClusterSpec spec);
+  Cluster(const Cluster&) = delete;
+  Cluster& operator=(const Cluster&) = delete;
 
   const ClusterSpec& spec() const { return spec_; }
   const Graph& graph() const { return graph_; }
@@ -104,7 +108,13 @@ class Cluster {
   std::vector<VertexId> endpoints_;
   int leaf_count_ = 0;
   int spine_count_ = 0;
+  // The graph with every link reversed, in compressed rows, for the per-destination Dijkstra.
+  using ReverseGraph = boost::compressed_sparse_row_graph<boost::directedS, boost::no_property, LinkId>;
+  ReverseGraph reverse_;
+  std::vector<std::uint8_t> is_endpoint_;
+  // Distances to used destinations (bounded to 512 MB: oldest dropped first).
   mutable std::unordered_map<VertexId, std::vector<std::uint16_t>> distance_cache_;
+  mutable std::deque<VertexId> cache_order_;
 };
 
 }  // namespace topology
