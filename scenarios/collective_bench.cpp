@@ -94,7 +94,10 @@ CollectiveBenchResult run_collective_bench(const CollectiveBenchOptions& options
   CollectiveBenchResult result;
   result.kind = parse_kind(options.op);
   result.ranks = options.ranks;
-  if (options.ranks < 1 || options.ranks > (1 << 20)) bad("--ranks", "expected between 1 and 1048576 ranks");
+  constexpr std::int32_t kMaxRanks = 65536;
+  if (options.ranks < 1 || options.ranks > kMaxRanks) {
+    bad("--ranks", fmt::format("expected between 1 and {} ranks, got {}", kMaxRanks, options.ranks));
+  }
   const auto models = sim::network_model_names();
   if (std::find(models.begin(), models.end(), options.model) == models.end()) {
     bad("--model", fmt::format("unknown network model \"{}\"", options.model), "analytic, flow or packet");

@@ -15,10 +15,13 @@
 //              (§6.1.4); all-gather and reduce-scatter: P−1 steps; broadcast and reduce: a
 //              pipelined chain from/to the root, K+P−2 steps of M/(K·C).
 //   tree       NCCL's double binary tree: a chain inside each node, two binary trees across
-//              the nodes, each carrying half the data, every rank a leaf in at least one of
-//              them; reduce and broadcast pipelined in K chunks: K+2d−2 steps of M/(2K),
-//              latency growing with log2 of the node count. broadcast/reduce: one binary tree
-//              rooted at the root, K+d−1 steps.
+//              the nodes (every rank but one a leaf in at least one of them), one pair per
+//              channel with the channel's own GPU heading each node, so C channels cross the
+//              fabric through C NICs; the data is split over the 2C trees. Reduce and
+//              broadcast pipelined in K chunks: K+2d−1 steps of M/(2CK), every tree edge
+//              active in each step (exact in the steady state, pessimistic for few chunks);
+//              latency grows with the depth d ≈ G−1 + log2 N. broadcast/reduce: one binary
+//              tree rooted at the root, K+d−1 steps.
 //   hd         recursive halving (reduce-scatter) and doubling (all-gather), partners at
 //              distance 1, 2, 4, …: 2·log2 P steps of M/2, M/4, … for all-reduce. Groups that
 //              are not a power of two fold their r = P − 2^⌊log2 P⌋ extra members into a

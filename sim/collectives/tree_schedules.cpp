@@ -70,9 +70,24 @@ Schedule tree_schedule(const CollectiveSpec& spec, const NodeGroups& groups) {
   if (p < 2) return schedule;
   const double bytes = static_cast<double>(effective_bytes(spec));
   if (spec.kind == CollectiveKind::kAllReduce || spec.kind == CollectiveKind::kBarrier) {
-    // Two trees over the nodes, half the data each; one when the group sits on one node.
-    std::vector<std::vector<std::int32_t>> trees = {member_parents(groups, p, binary_tree_parent)};
-    if (groups.nodes.size() > 1) trees.push_back(member_parents(groups, p, second_tree_parent));
+    // Per channel, two trees over the nodes whose heads are the channel's GPU in each node (so
+    // C channels leave a node through C NICs, as NCCL's tree channels do); the data is split
+    // evenly over all trees. One chain when the group sits on one node.
+    std::vector<std::vector<std::int32_t>> trees;
+    const std::int32_t channels = groups.nodes.size() == 1 ? 1 : std::max(1, spec.channels);
+    for (std::int32_t c = 0; c < channels; ++c) {
+      NodeGroups rotated = groups;
+      for (auto& members : rotated.nodes) {
+        const auto start = static_cast<std::ptrdiff_t>(static_cast<std::size_t>(c) * members.size() /
+                                                       static_cast<std::size_t>(channels));
+        std::rotate(members.begin(), members.begin() + start, members.end());
+      }
+      for (auto node_parent : {binary_tree_parent, second_tree_parent}) {
+        if (node_parent == second_tree_parent && groups.nodes.size() == 1) continue;
+        auto tree = member_parents(rotated, p, node_parent);
+        if (std::find(trees.begin(), trees.end(), tree) == trees.end()) trees.push_back(std::move(tree));
+      }
+    }
     const double per_tree = bytes / static_cast<double>(trees.size());
     const std::int64_t chunks = chunk_count(per_tree, spec.chunk_bytes);
     std::int32_t depth = 0;

@@ -136,3 +136,55 @@ TEST_F(CliTest, TheSameScenarioWritesTheSameTimelineTwice) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST_F(CliTest, CollectivePrintsAnNcclTestsTableAndTheCrossover) {
+  // 256 ranks: the tree's log-depth latency wins for small messages, the ring's bandwidth for
+  // large ones, and the table says where one overtakes the other.
+  const CliRun run = dtsim({"collective", "--op", "all_reduce", "--algo", "ring,tree", "--ranks", "256",
+                            "--sizes", "4K:1G", "--factor", "4", "--model", "flow"});
+  ASSERT_EQ(run.code, 0) << run.err;
+  EXPECT_NE(run.out.find("size        count   type |   algo     time(us) algbw(GB/s) busbw(GB/s)"),
+            std::string::npos);
+  EXPECT_NE(run.out.find("# crossover: tree is faster up to"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find(", ring from "), std::string::npos) << run.out;
+}
+
+TEST_F(CliTest, CollectiveBusBandwidthIsAlgbwTimesTheNcclTestsFactor) {
+  const CliRun run = dtsim({"collective", "--op", "all_gather", "--algo", "ring", "--ranks", "8", "--sizes",
+                            "1G:1G", "--model", "analytic"});
+  ASSERT_EQ(run.code, 0) << run.err;
+  std::istringstream table(run.out);
+  std::string line;
+  while (std::getline(table, line) && line.rfind("#", 0) == 0) {}
+  std::istringstream row(line);
+  std::string size, count, type, bar, algo;
+  double time_us = 0, algbw = 0, busbw = 0;
+  row >> size >> count >> type >> bar >> algo >> time_us >> algbw >> busbw;
+  EXPECT_EQ(algo, "ring");
+  EXPECT_NEAR(algbw, 1073741824.0 / (time_us * 1e-6) / 1e9, 0.01);
+  EXPECT_NEAR(busbw, algbw * 7.0 / 8, 0.01);
+}
+
+TEST_F(CliTest, CollectiveRejectsWhatCannotRun) {
+  auto run = [](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"collective", "--ranks", "8"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return dtsim(args);
+  };
+  const CliRun hier = run({"--algo", "hier"});  // 8 ranks: one node
+  EXPECT_EQ(hier.code, 2);
+  EXPECT_NE(hier.err.find("--algo: algorithm \"hier\" needs a group spread over two or more nodes"), std::string::npos)
+      << hier.err;
+  EXPECT_EQ(run({"--algo", "butterfly"}).code, 2);
+  EXPECT_EQ(run({"--op", "all_to_all", "--algo", "ring"}).code, 2);
+  EXPECT_EQ(run({"--sizes", "8G:8"}).code, 2);
+  EXPECT_EQ(run({"--sizes", "lots"}).code, 2);
+  EXPECT_EQ(run({"--model", "quantum"}).code, 2);
+  EXPECT_EQ(run({"--topology", "dgx-z9"}).code, 2);
+  EXPECT_EQ(dtsim({"collective", "--ranks", "100000"}).code, 2);
+  EXPECT_EQ(dtsim({"collective", "--ranks", "0"}).code, 2);
+}
+
+}  // namespace

@@ -2,6 +2,8 @@
 // names file:line, the key, what is expected and a hint; overrides and sweeps.
 #include "scenarios/scenario_loader.h"
 
+#include "scenarios/run_scenario.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -198,6 +200,36 @@ global_batch = 8
   } catch (const scenarios::ScenarioError& error) {
     EXPECT_EQ(error.location(), "inline.toml:9:25 ([sweep] ddp.bucket_size_mb = 10)");
     EXPECT_EQ(error.key(), "ddp.bucket_size_mb");
+  }
+}
+
+TEST(CollectiveOverrideTest, AnAlgorithmThatCannotRunOnItsGroupNamesTheKey) {
+  // default.toml's DDP all-reduces span two nodes, but a per-kind override also applies to the
+  // single-node case: 1 node makes "hier" impossible.
+  const std::vector<std::string> set = {"cluster.nodes=1", "training.global_batch=16", "collectives.all_reduce=hier"};
+  try {
+    scenarios::run_scenario(scenarios::load_scenario(kDefault, set));
+    FAIL();
+  } catch (const scenarios::ScenarioError& error) {
+    EXPECT_EQ(error.location(), "--set collectives.all_reduce=hier");
+    EXPECT_EQ(error.key(), "collectives.all_reduce");
+    EXPECT_NE(error.message().find("on group dp[0]: algorithm \"hier\" needs a group spread over two or more nodes"),
+              std::string::npos)
+        << error.what();
+  }
+  EXPECT_THROW(scenarios::load_scenario(kDefault, {"collectives.all_to_all=ring"}), scenarios::ScenarioError);
+  EXPECT_THROW(scenarios::load_scenario(kDefault, {"collectives.groups.dp.all_reduce=spiral"}),
+               scenarios::ScenarioError);
+}
+
+TEST(CollectiveOverrideTest, PerGroupBeatsPerKind) {
+  const scenarios::Scenario s = scenarios::load_scenario(
+      kDefault, {"collectives.all_reduce=ring", "collectives.groups.dp.all_reduce=hier"});
+  const auto result = scenarios::run_scenario(s);
+  for (const auto& span : result.simulation.timeline.spans) {
+    if (span.category == trace::Category::kAllReduce) {
+      EXPECT_EQ(result.simulation.timeline.strings.at(span.algorithm), "hier");
+    }
   }
 }
 
