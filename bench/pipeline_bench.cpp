@@ -2,7 +2,7 @@
 // report (run_scenario) and writing the Chrome trace, measured separately.
 #include <benchmark/benchmark.h>
 
-#include <sstream>
+#include <fstream>
 #include <string>
 
 #include "scenarios/run_scenario.h"
@@ -31,9 +31,8 @@ BENCHMARK_CAPTURE(BM_RunScenario, c3_64_ranks, "c3_70b_ddp_64gpu.toml")->Unit(be
 void BM_WriteChromeTrace(benchmark::State& state, const char* file) {
   const scenarios::RunResult result = scenarios::run_scenario(scenarios::load_scenario(kScenarios + file));
   for (auto _ : state) {
-    std::ostringstream out;
+    std::ofstream out("/dev/null");  // formatting and writing, as the CLI streams to its file
     trace::write_chrome_trace(result.simulation.timeline, out);
-    benchmark::DoNotOptimize(out.str().size());
   }
   state.counters["spans"] = static_cast<double>(result.simulation.timeline.spans.size());
 }
