@@ -191,3 +191,59 @@ TEST(ProgramSimulatorTest, SameProgramGivesTheSameTimelineByteForByte) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(ProgramSimulatorTest, ThePacketModelDrawsEveryAlgorithmStep) {
+  const topology::Cluster cluster = one_node();
+  sim::SimulationOptions o = options();
+  o.network.model = "packet";
+  o.collectives.by_kind[program::CollectiveKind::kAllReduce] = {program::Algorithm::kRing, "test", "test"};
+  const auto result = sim::simulate(
+      program_of({{Op{"ar", 1, {}, all_reduce(1 << 20)}}, {Op{"ar", 1, {}, all_reduce(1 << 20)}},
+                  {Op{"ar", 1, {}, all_reduce(1 << 20)}}, {Op{"ar", 1, {}, all_reduce(1 << 20)}}}),
+      cluster, o);
+  const trace::Timeline& timeline = result.timeline;
+  std::vector<std::string> steps;
+  for (const trace::Span& span : timeline.spans) {
+    if (span.rank != 2 || timeline.streams[span.stream] != "comm steps") continue;
+    EXPECT_EQ(span.category, trace::Category::kAllReduce);
+    steps.push_back(timeline.strings.at(span.name));
+  }
+  // 2(P−1) ring steps for P = 4, in order.
+  EXPECT_EQ(steps, (std::vector<std::string>{"reduce-scatter step 0", "reduce-scatter step 1",
+                                             "reduce-scatter step 2", "all-gather step 0",
+                                             "all-gather step 1", "all-gather step 2"}));
+}
+
+TEST(AnalyticLogGpTest, EachStepAddsTwoOverheadsAndGapsForExtraMessages) {
+  // Ring all-reduce of 64 bytes on 8 GPUs: every step sends one message per member, so LogGP
+  // adds 2o to each of the 14 steps' α; bytes are negligible.
+  topology::ClusterSpec spec;
+  spec.node = *topology::node_preset("hgx-h100");
+  spec.fabric = *topology::fabric_preset("ib-ndr");
+  const topology::Cluster cluster(spec);
+  sim::Engine engine;
+  sim::NetworkOptions options;
+  options.model = "analytic";
+  options.logp = true;
+  options.logp_overhead_s = 2e-6;
+  sim::CommRequest request;
+  request.kind = program::CollectiveKind::kAllReduce;
+  request.algorithm = program::Algorithm::kRing;
+  request.bytes = 64;
+  for (int r = 0; r < 8; ++r) request.endpoints.push_back(r);
+  sim::CommResult result;
+  auto model = sim::make_network_model(options, engine, cluster);
+  model->start(request, [&result](const sim::CommResult& done) { result = done; });
+  engine.run();
+  EXPECT_NEAR(result.latency_seconds, 14 * (0.6e-6 + 2 * 2e-6), 1e-12);
+  // Direct all-gather: one step in which every member sends 7 messages: 6 gaps more.
+  request.kind = program::CollectiveKind::kAllGather;
+  request.algorithm = program::Algorithm::kDirect;
+  model->start(request, [&result](const sim::CommResult& done) { result = done; });
+  engine.run();
+  EXPECT_NEAR(result.latency_seconds, 0.6e-6 + 2 * 2e-6 + 6 * options.logp_gap_s, 1e-12);
+}
+
+}  // namespace
