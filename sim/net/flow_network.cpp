@@ -16,35 +16,14 @@ FlowNetwork::FlowNetwork(Engine& engine, const topology::Cluster& cluster, Netwo
 }
 
 void FlowNetwork::start(const CommRequest& request, std::function<void(const CommResult&)> done) {
-  const CommPlan& plan = planner_.plan(request);
-  std::uint32_t id;
-  if (free_comms_.empty()) {
-    id = static_cast<std::uint32_t>(comms_.size());
-    comms_.emplace_back();
-  } else {
-    id = free_comms_.back();
-    free_comms_.pop_back();
-  }
-  Comm& comm = comms_[id];
-  comm.plan = &plan;
-  comm.phase = 0;
-  comm.open_flows = 0;
-  comm.result = CommResult{};
-  comm.result.start = engine_.now();
-  comm.result.algorithm = plan.schedule.algorithm;
-  comm.result.bytes_sent = plan.bytes_sent;
-  comm.done = std::move(done);
-  begin_phase(id);
+  begin_phase(comms_.acquire(Comm(planner_.plan(request), engine_.now(), std::move(done))));
 }
 
 void FlowNetwork::begin_phase(std::uint32_t id) {
   Comm& comm = comms_[id];
   if (comm.phase == comm.plan->schedule.phases.size()) {
-    comm.result.end = engine_.now();
-    comm.result.bandwidth_seconds = (comm.result.end - comm.result.start).seconds() - comm.result.latency_seconds;
-    auto done = std::move(comm.done);
-    CommResult result = std::move(comm.result);
-    free_comms_.push_back(id);
+    auto [done, result] = comm.finish(engine_.now());
+    comms_.release(id);
     done(result);
     return;
   }

@@ -26,6 +26,7 @@
 
 #include "sim/net/comm_planner.h"
 #include "sim/net/maxmin.h"
+#include "sim/net/running_comm.h"
 
 namespace sim {
 
@@ -45,12 +46,9 @@ class FlowNetwork : public NetworkModel {
     std::vector<std::vector<double>> rates;     // per round, per transfer (0 once finished)
     double duration_s() const { return round_end_s.empty() ? 0 : round_end_s.back(); }
   };
-  struct Comm {
-    const CommPlan* plan = nullptr;
-    std::size_t phase = 0;
+  struct Comm : RunningComm {
+    using RunningComm::RunningComm;
     std::uint32_t open_flows = 0;
-    CommResult result;
-    std::function<void(const CommResult&)> done;
   };
   struct Flow {
     std::uint32_t comm = 0;
@@ -77,8 +75,7 @@ class FlowNetwork : public NetworkModel {
   CommPlanner planner_;
   MaxMinSolver solver_;
   std::vector<Flow> flows_;
-  std::vector<Comm> comms_;
-  std::vector<std::uint32_t> free_comms_;
+  SlotPool<Comm> comms_;
   std::optional<Solo> solo_;
   std::map<std::pair<const CommPlan*, std::size_t>, Trajectory> trajectories_;
   Time last_update_;

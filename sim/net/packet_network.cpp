@@ -15,24 +15,8 @@ PacketNetwork::PacketNetwork(Engine& engine, const topology::Cluster& cluster, N
 
 void PacketNetwork::start(const CommRequest& request, std::function<void(const CommResult&)> done) {
   const CommPlan& plan = planner_.plan(request);
-  std::uint32_t id;
-  if (free_comms_.empty()) {
-    id = static_cast<std::uint32_t>(comms_.size());
-    comms_.emplace_back();
-  } else {
-    id = free_comms_.back();
-    free_comms_.pop_back();
-  }
-  Comm& comm = comms_[id];
-  comm.plan = &plan;
-  comm.phase = 0;
-  comm.step = 0;
-  comm.result = CommResult{};
-  comm.result.start = engine_.now();
-  comm.result.algorithm = plan.schedule.algorithm;
-  comm.result.bytes_sent = plan.bytes_sent;
-  comm.result.latency_seconds = plan.latency_seconds;  // the α terms the chunks also pay
-  comm.done = std::move(done);
+  const std::uint32_t id = comms_.acquire(Comm(plan, engine_.now(), std::move(done)));
+  comms_[id].result.latency_seconds = plan.latency_seconds;  // the α terms the chunks also pay
   start_step(id);
 }
 
@@ -43,12 +27,8 @@ void PacketNetwork::start_step(std::uint32_t id) {
     ++comm.phase;
   }
   if (comm.phase == phases.size()) {
-    comm.result.end = engine_.now();
-    comm.result.bandwidth_seconds =
-        std::max(0.0, (comm.result.end - comm.result.start).seconds() - comm.result.latency_seconds);
-    auto done = std::move(comm.done);
-    CommResult result = std::move(comm.result);
-    free_comms_.push_back(id);
+    auto [done, result] = comm.finish(engine_.now());
+    comms_.release(id);
     done(result);
     return;
   }

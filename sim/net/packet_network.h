@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "sim/net/comm_planner.h"
+#include "sim/net/running_comm.h"
 
 namespace sim {
 
@@ -26,15 +27,12 @@ class PacketNetwork : public NetworkModel {
   std::uint64_t chunk_hops() const { return chunk_hops_; }
 
  private:
-  struct Comm {
-    const CommPlan* plan = nullptr;
-    std::size_t phase = 0;
+  struct Comm : RunningComm {
+    using RunningComm::RunningComm;
     std::int32_t step = 0;
     std::uint64_t chunks_in_flight = 0;
     Time step_start;
     std::vector<Time> member_step_end;  // last chunk a member sent or received this step
-    CommResult result;
-    std::function<void(const CommResult&)> done;
   };
 
   void start_step(std::uint32_t comm);
@@ -48,8 +46,7 @@ class PacketNetwork : public NetworkModel {
   CommPlanner planner_;
   bool record_steps_;
   std::vector<Time> link_free_at_;  // FIFO: when each link can start its next chunk
-  std::vector<Comm> comms_;
-  std::vector<std::uint32_t> free_comms_;
+  SlotPool<Comm> comms_;
   std::uint64_t chunk_hops_ = 0;
 };
 

@@ -6,17 +6,11 @@
 
 #include <numeric>
 
+#include "tests/support/clusters.h"
 #include "topology/presets.h"
 
 namespace {
 
-topology::ClusterSpec hgx(int nodes) {
-  topology::ClusterSpec spec;
-  spec.node = *topology::node_preset("hgx-h100");
-  spec.nodes = nodes;
-  spec.fabric = *topology::fabric_preset("ib-ndr");
-  return spec;
-}
 
 sim::CommRequest all_reduce(std::int32_t members, std::int64_t bytes) {
   sim::CommRequest request;
@@ -33,7 +27,7 @@ double seconds(const sim::CommResult& result) { return (result.end - result.star
 TEST(AnalyticNetworkTest, RingAllReduceInsideANodeIsTheTextbookFormula) {
   // 8 GPUs on NVSwitch: B = 450 GB/s, α = 0.6 µs (GPU → NVSwitch → GPU).
   // T = 2(P−1)·α + 2(P−1)/P · M/B.
-  const topology::Cluster cluster(hgx(1));
+  const topology::Cluster cluster(test_support::hgx_cluster(1));
   sim::Engine engine;
   sim::AnalyticNetwork network(engine, cluster, {});
   const std::int64_t m = 1'000'000'000;
@@ -47,7 +41,7 @@ TEST(AnalyticNetworkTest, RingAllReduceInsideANodeIsTheTextbookFormula) {
 TEST(AnalyticNetworkTest, ASingleRingAcrossNodesIsBoundByOneNic) {
   // 16 GPUs in 2 nodes, one ring: every step waits for the inter-node hop at 40 GB/s
   // (NDR 50 GB/s × 0.8); α = 2.7 µs (PCIe 0.5 + NIC 0.85, twice).
-  const topology::Cluster cluster(hgx(2));
+  const topology::Cluster cluster(test_support::hgx_cluster(2));
   sim::Engine engine;
   sim::NetworkOptions options;
   options.ring_channels = 1;
@@ -58,7 +52,7 @@ TEST(AnalyticNetworkTest, ASingleRingAcrossNodesIsBoundByOneNic) {
 
 TEST(AnalyticNetworkTest, OneRingPerNicUsesEveryNic) {
   // Eight rings (one per NIC) each carry M/8; each NIC carries one ring's hop per step.
-  const topology::Cluster cluster(hgx(2));
+  const topology::Cluster cluster(test_support::hgx_cluster(2));
   sim::Engine engine;
   sim::AnalyticNetwork network(engine, cluster, {});  // ring_channels 0: one ring per NIC
   const std::int64_t m = 1'600'000'000;
@@ -67,7 +61,7 @@ TEST(AnalyticNetworkTest, OneRingPerNicUsesEveryNic) {
 
 TEST(AnalyticNetworkTest, ParameterServerNicIsSharedByAllWorkers) {
   // 64 workers push M each into one 100 Gb/s (12.5 GB/s) server NIC: each gets 1/64 of it.
-  topology::ClusterSpec spec = hgx(8);
+  topology::ClusterSpec spec = test_support::hgx_cluster(8);
   spec.parameter_servers.count = 1;
   spec.parameter_servers.nic = *topology::server_nic_preset("eth-100g");
   const topology::Cluster cluster(spec);
@@ -86,7 +80,7 @@ TEST(AnalyticNetworkTest, ParameterServerNicIsSharedByAllWorkers) {
 }
 
 TEST(AnalyticNetworkTest, CompletionIsScheduledOnTheEngine) {
-  const topology::Cluster cluster(hgx(1));
+  const topology::Cluster cluster(test_support::hgx_cluster(1));
   sim::Engine engine;
   sim::AnalyticNetwork network(engine, cluster, {});
   engine.run_until(sim::Time::from_us(5));

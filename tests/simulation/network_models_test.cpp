@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "sim/net/network_model.h"
+#include "tests/support/clusters.h"
 #include "topology/presets.h"
 
 namespace {
@@ -18,13 +19,6 @@ struct Analytic { static constexpr const char* kName = "analytic"; };
 struct Flow { static constexpr const char* kName = "flow"; };
 struct Packet { static constexpr const char* kName = "packet"; };
 
-topology::ClusterSpec hgx(int nodes) {
-  topology::ClusterSpec spec;
-  spec.node = *topology::node_preset("hgx-h100");
-  spec.nodes = nodes;
-  spec.fabric = *topology::fabric_preset("ib-ndr");
-  return spec;
-}
 
 sim::CommRequest collective(CollectiveKind kind, Algorithm algorithm, std::vector<std::int32_t> endpoints,
                             std::int64_t bytes) {
@@ -77,7 +71,7 @@ TYPED_TEST(NetworkModelTest, RingAllReduceInsideANodeMatchesTheClosedForm) {
   // T = 2(P−1)(α + M/(P·B)), P = 8, α = 0.6 µs (NVLink hop), B = 450 GB/s.
   const std::int64_t m = 64 << 20;
   const double expected = 14 * (0.6e-6 + m / 8.0 / 450e9);
-  const double t = this->seconds(hgx(1), collective(CollectiveKind::kAllReduce, Algorithm::kRing, range(0, 8), m));
+  const double t = this->seconds(test_support::hgx_cluster(1), collective(CollectiveKind::kAllReduce, Algorithm::kRing, range(0, 8), m));
   EXPECT_NEAR(t, expected, this->kTolerance * expected);
 }
 
@@ -86,20 +80,20 @@ TYPED_TEST(NetworkModelTest, RingAllReduceAcrossNodesUsesEveryNic) {
   // T = 30 (α + M/(16·8·40 GB/s)), α = 2.7 µs.
   const std::int64_t m = 256 << 20;
   const double expected = 30 * (2.7e-6 + m / 128.0 / 40e9);
-  const double t = this->seconds(hgx(2), collective(CollectiveKind::kAllReduce, Algorithm::kRing, range(0, 16), m));
+  const double t = this->seconds(test_support::hgx_cluster(2), collective(CollectiveKind::kAllReduce, Algorithm::kRing, range(0, 16), m));
   EXPECT_NEAR(t, expected, this->kTolerance * expected);
 }
 
 TYPED_TEST(NetworkModelTest, HalvingDoublingTakesTwoLog2PLatencySteps) {
   // A tiny all-reduce on 8 GPUs of one node: 2·log2 8 = 6 steps of α.
-  const double t = this->seconds(hgx(1), collective(CollectiveKind::kAllReduce, Algorithm::kHalvingDoubling, range(0, 8), 64));
+  const double t = this->seconds(test_support::hgx_cluster(1), collective(CollectiveKind::kAllReduce, Algorithm::kHalvingDoubling, range(0, 8), 64));
   EXPECT_NEAR(t, 6 * 0.6e-6, 0.01 * 6 * 0.6e-6);
 }
 
 TYPED_TEST(NetworkModelTest, TreeLatencyGrowsWithLogPAndRingLatencyWithP) {
   // One GPU per node, tiny message: the tree's steps grow with log2 N, the ring's with N.
   auto time = [&](Algorithm algorithm, int nodes) {
-    return this->seconds(hgx(nodes), collective(CollectiveKind::kAllReduce, algorithm, range(0, nodes, 8), 64));
+    return this->seconds(test_support::hgx_cluster(nodes), collective(CollectiveKind::kAllReduce, algorithm, range(0, nodes, 8), 64));
   };
   const double tree_ratio = time(Algorithm::kTree, 32) / time(Algorithm::kTree, 4);
   const double ring_ratio = time(Algorithm::kRing, 32) / time(Algorithm::kRing, 4);
@@ -109,7 +103,7 @@ TYPED_TEST(NetworkModelTest, TreeLatencyGrowsWithLogPAndRingLatencyWithP) {
 
 TYPED_TEST(NetworkModelTest, ParameterServerNicIsSharedByAllWorkers) {
   // 64 workers push 100 MB each into one 100 Gb/s server NIC: ≈ 1.5625 Gb/s each (C5).
-  topology::ClusterSpec spec = hgx(8);
+  topology::ClusterSpec spec = test_support::hgx_cluster(8);
   spec.parameter_servers.count = 1;
   spec.parameter_servers.nic = *topology::server_nic_preset("eth-100g");
   sim::CommRequest push = collective(CollectiveKind::kPsPush, Algorithm::kParameterServer, range(0, 65), 100'000'000);
@@ -123,7 +117,7 @@ TYPED_TEST(NetworkModelTest, AnOversubscribedSpineSlowsCrossNodeTrafficByItsRati
   // 1:1 each takes its own uplink; at 2:1 two share one, at 4:1 four: the bandwidth term of
   // the NIC-bound all-reduce grows by the ratio.
   auto bandwidth_term = [&](double oversubscription) {
-    topology::ClusterSpec spec = hgx(2);
+    topology::ClusterSpec spec = test_support::hgx_cluster(2);
     spec.fabric.leaf_down_ports = 8;
     spec.fabric.oversubscription = oversubscription;
     const std::int64_t m = 256 << 20;
@@ -143,7 +137,7 @@ TYPED_TEST(NetworkModelTest, RailOptimizedFabricKeepsSameRailTrafficOffAnOversub
   // 0.4 µs per step.
   const std::int64_t m = 256 << 20;
   auto time = [&](bool rail_optimized) {
-    topology::ClusterSpec spec = hgx(8);
+    topology::ClusterSpec spec = test_support::hgx_cluster(8);
     spec.fabric.leaf_down_ports = 8;
     spec.fabric.oversubscription = 4;
     spec.fabric.rail_optimized = rail_optimized;
@@ -157,7 +151,7 @@ TYPED_TEST(NetworkModelTest, GpusSharingANicShareItsBandwidth) {
   // Eight rings leave each node from eight GPUs; with 2 NICs per node four of them share
   // each NIC, so the NIC-bound bandwidth term is 4× that with 8 NICs.
   auto bandwidth_term = [&](int nics) {
-    topology::ClusterSpec spec = hgx(2);
+    topology::ClusterSpec spec = test_support::hgx_cluster(2);
     spec.node.nics = nics;
     sim::NetworkOptions options;
     options.ring_channels = 8;
@@ -172,8 +166,8 @@ TYPED_TEST(NetworkModelTest, NvswitchNodeAgainstPcieOnlyServer) {
   // Ring all-reduce on 8 GPUs: NVLink at 450 GB/s against PCIe Gen5 at 64 GB/s (through the
   // host between PCIe switches): the bandwidth terms differ by 450/64.
   const std::int64_t m = 256 << 20;
-  topology::ClusterSpec nvswitch = hgx(1);
-  topology::ClusterSpec pcie = hgx(1);
+  topology::ClusterSpec nvswitch = test_support::hgx_cluster(1);
+  topology::ClusterSpec pcie = test_support::hgx_cluster(1);
   pcie.node = *topology::node_preset("pcie-h100");
   pcie.node.gpu = nvswitch.node.gpu;
   const auto request = collective(CollectiveKind::kAllReduce, Algorithm::kRing, range(0, 8), m);
@@ -185,7 +179,7 @@ TYPED_TEST(NetworkModelTest, NvswitchNodeAgainstPcieOnlyServer) {
 TYPED_TEST(NetworkModelTest, ProtocolEfficiencyScalesTheNetworkBandwidth) {
   const std::int64_t m = 256 << 20;
   auto bandwidth_term = [&](double efficiency) {
-    topology::ClusterSpec spec = hgx(2);
+    topology::ClusterSpec spec = test_support::hgx_cluster(2);
     spec.fabric.nic.efficiency = efficiency;
     return this->seconds(spec, collective(CollectiveKind::kAllReduce, Algorithm::kRing, range(0, 16), m)) -
            30 * 2.7e-6;
@@ -204,8 +198,8 @@ TYPED_TEST(NetworkModelTest, DataParallelTrafficContendsWithPipelineTrafficOnANi
   sim::CommRequest send;
   send.bytes = 2 * m;
   send.endpoints = {7, 15};
-  const double alone = this->seconds(hgx(2), all_reduce, options);
-  const auto together = this->run(hgx(2), {all_reduce, send}, options);
+  const double alone = this->seconds(test_support::hgx_cluster(2), all_reduce, options);
+  const auto together = this->run(test_support::hgx_cluster(2), {all_reduce, send}, options);
   const double shared = (together[0].end - together[0].start).seconds();
   if (this->kAnalytic) {
     EXPECT_NEAR(shared, alone, 1e-12);
@@ -217,8 +211,8 @@ TYPED_TEST(NetworkModelTest, DataParallelTrafficContendsWithPipelineTrafficOnANi
 TYPED_TEST(NetworkModelTest, TwoAllReducesOnTheSameLinksTakeTwiceAsLong) {
   const std::int64_t m = 256 << 20;
   const auto request = collective(CollectiveKind::kAllReduce, Algorithm::kRing, range(0, 8), m);
-  const double alone = this->seconds(hgx(1), request);
-  const auto both = this->run(hgx(1), {request, request});
+  const double alone = this->seconds(test_support::hgx_cluster(1), request);
+  const auto both = this->run(test_support::hgx_cluster(1), {request, request});
   const double ratio = (both[1].end - both[1].start).seconds() / alone;
   if (this->kAnalytic) {
     EXPECT_NEAR(ratio, 1.0, 1e-9);
@@ -230,7 +224,7 @@ TYPED_TEST(NetworkModelTest, TwoAllReducesOnTheSameLinksTakeTwiceAsLong) {
 TYPED_TEST(NetworkModelTest, BarrierCostGrowsLinearlyWithTheRanks) {
   // Ring barrier: 2(P−1) latency-bound steps (§6.2.5), α = 2.7 µs between nodes on one leaf.
   auto time = [&](int nodes) {
-    topology::ClusterSpec spec = hgx(nodes);
+    topology::ClusterSpec spec = test_support::hgx_cluster(nodes);
     spec.fabric.leaf_down_ports = 64;
     return this->seconds(spec, collective(CollectiveKind::kBarrier, Algorithm::kRing, range(0, nodes, 8), 0));
   };
@@ -240,7 +234,7 @@ TYPED_TEST(NetworkModelTest, BarrierCostGrowsLinearlyWithTheRanks) {
 
 TYPED_TEST(NetworkModelTest, EveryBytesSentIsReported) {
   const std::int64_t m = 8 << 20;
-  const auto result = this->run(hgx(1), {collective(CollectiveKind::kAllGather, Algorithm::kRing, range(0, 4), m)})[0];
+  const auto result = this->run(test_support::hgx_cluster(1), {collective(CollectiveKind::kAllGather, Algorithm::kRing, range(0, 4), m)})[0];
   ASSERT_EQ(result.bytes_sent.size(), 4u);
   for (double sent : result.bytes_sent) EXPECT_DOUBLE_EQ(sent, 3.0 / 4 * m);
 }

@@ -8,19 +8,14 @@
 
 #include "sim/trace/chrome_trace.h"
 #include "strategies/lowering.h"
+#include "tests/support/clusters.h"
 #include "topology/presets.h"
 
 namespace {
 
 using program::Op;
 
-topology::Cluster one_node() {
-  topology::ClusterSpec spec;
-  spec.node = *topology::node_preset("hgx-h100");
-  spec.nodes = 1;
-  spec.fabric = *topology::fabric_preset("ib-ndr");
-  return topology::Cluster(spec);
-}
+topology::Cluster one_node() { return topology::Cluster(test_support::hgx_cluster(1)); }
 
 program::ComputeOp matmul(double flops) {
   program::ComputeOp op;
@@ -219,10 +214,7 @@ TEST(ProgramSimulatorTest, ThePacketModelDrawsEveryAlgorithmStep) {
 TEST(AnalyticLogGpTest, EachStepAddsTwoOverheadsAndGapsForExtraMessages) {
   // Ring all-reduce of 64 bytes on 8 GPUs: every step sends one message per member, so LogGP
   // adds 2o to each of the 14 steps' α; bytes are negligible.
-  topology::ClusterSpec spec;
-  spec.node = *topology::node_preset("hgx-h100");
-  spec.fabric = *topology::fabric_preset("ib-ndr");
-  const topology::Cluster cluster(spec);
+  const topology::Cluster cluster(test_support::hgx_cluster(1));
   sim::Engine engine;
   sim::NetworkOptions options;
   options.model = "analytic";

@@ -5,6 +5,7 @@
 
 #include <set>
 
+#include "tests/support/clusters.h"
 #include "topology/presets.h"
 
 namespace {
@@ -13,13 +14,6 @@ using topology::Cluster;
 using topology::ClusterSpec;
 using topology::VertexKind;
 
-ClusterSpec hgx_cluster(int nodes) {
-  ClusterSpec spec;
-  spec.node = *topology::node_preset("hgx-h100");
-  spec.nodes = nodes;
-  spec.fabric = *topology::fabric_preset("ib-ndr");
-  return spec;
-}
 
 std::vector<VertexKind> kinds_along(const Cluster& cluster, const topology::Path& path) {
   std::vector<VertexKind> kinds;
@@ -28,7 +22,7 @@ std::vector<VertexKind> kinds_along(const Cluster& cluster, const topology::Path
 }
 
 TEST(ClusterTest, OneHgxNodeHasTheExpectedVerticesAndLinks) {
-  const Cluster cluster(hgx_cluster(1));
+  const Cluster cluster(test_support::hgx_cluster(1));
   // 8 GPUs, 8 PCIe switches, 8 NICs, 1 host, 1 NVSwitch, 1 leaf (no spine for one leaf).
   EXPECT_EQ(boost::num_vertices(cluster.graph()), 27u);
   // Links: switch–host 8, NIC–switch 8, GPU–switch 8, GPU–NVSwitch 8, NIC–leaf 8; two
@@ -41,7 +35,7 @@ TEST(ClusterTest, OneHgxNodeHasTheExpectedVerticesAndLinks) {
 }
 
 TEST(ClusterTest, GpusInANodeTalkOverNvswitch) {
-  const Cluster cluster(hgx_cluster(1));
+  const Cluster cluster(test_support::hgx_cluster(1));
   const topology::Path path = cluster.route(0, 5);
   EXPECT_EQ(kinds_along(cluster, path), (std::vector<VertexKind>{VertexKind::kNvSwitch, VertexKind::kGpu}));
   EXPECT_DOUBLE_EQ(cluster.path_bottleneck(path), 450e9);
@@ -50,7 +44,7 @@ TEST(ClusterTest, GpusInANodeTalkOverNvswitch) {
 }
 
 TEST(ClusterTest, GpusInAPcieServerTalkThroughPcie) {
-  ClusterSpec spec = hgx_cluster(1);
+  ClusterSpec spec = test_support::hgx_cluster(1);
   spec.node = *topology::node_preset("pcie-h100");  // 8 GPUs, 4 NICs: two GPUs per PCIe switch
   const Cluster cluster(spec);
   // GPUs 0 and 1 share PCIe switch 0.
@@ -64,7 +58,7 @@ TEST(ClusterTest, GpusInAPcieServerTalkThroughPcie) {
 }
 
 TEST(ClusterTest, NodesOnOneLeafTalkThroughTheirNics) {
-  const Cluster cluster(hgx_cluster(2));
+  const Cluster cluster(test_support::hgx_cluster(2));
   const topology::Path path = cluster.route(3, 8 + 3);
   EXPECT_EQ(kinds_along(cluster, path),
             (std::vector<VertexKind>{VertexKind::kPcieSwitch, VertexKind::kNic, VertexKind::kLeaf,
@@ -73,7 +67,7 @@ TEST(ClusterTest, NodesOnOneLeafTalkThroughTheirNics) {
 }
 
 TEST(ClusterTest, RoutesNeverTransitAnotherGpu) {
-  const Cluster cluster(hgx_cluster(3));
+  const Cluster cluster(test_support::hgx_cluster(3));
   for (int src = 0; src < cluster.gpu_count(); src += 5) {
     for (int dst = 0; dst < cluster.gpu_count(); dst += 3) {
       const topology::Path path = cluster.route(src, dst);
@@ -86,7 +80,7 @@ TEST(ClusterTest, RoutesNeverTransitAnotherGpu) {
 
 TEST(ClusterTest, CrossLeafTrafficHasOneEqualCostPathPerSpine) {
   // Classic fat-tree: 32 down ports per leaf = 4 HGX nodes; 5 nodes need 2 leaves; 32 spines.
-  const Cluster cluster(hgx_cluster(5));
+  const Cluster cluster(test_support::hgx_cluster(5));
   EXPECT_EQ(cluster.leaf_count(), 2);
   EXPECT_EQ(cluster.spine_count(), 32);
   const auto paths = cluster.equal_cost_paths(0, 4 * 8);
@@ -101,7 +95,7 @@ topology::VertexId spine_of(const Cluster& cluster, const topology::Path& path) 
 TEST(ClusterTest, InfinibandRoutesByDestinationSoShiftsNeverShareAnUplink) {
   // D-mod-K: the spine depends on the destination only; eight flows from node 3 to the eight
   // GPUs of node 4 (a ring crossing leaves) take eight different spines.
-  const Cluster cluster(hgx_cluster(5));
+  const Cluster cluster(test_support::hgx_cluster(5));
   EXPECT_EQ(cluster.route(0, 32, 1), cluster.route(0, 32, 2));
   std::set<topology::VertexId> spines;
   for (int g = 0; g < 8; ++g) spines.insert(spine_of(cluster, cluster.route(3 * 8 + g, 32 + g)));
@@ -109,7 +103,7 @@ TEST(ClusterTest, InfinibandRoutesByDestinationSoShiftsNeverShareAnUplink) {
 }
 
 TEST(ClusterTest, RoceHashesFlowsOverTheSpines) {
-  ClusterSpec spec = hgx_cluster(5);
+  ClusterSpec spec = test_support::hgx_cluster(5);
   spec.fabric = *topology::fabric_preset("roce-400");
   const Cluster cluster(spec);
   std::set<topology::Path> chosen;
@@ -119,7 +113,7 @@ TEST(ClusterTest, RoceHashesFlowsOverTheSpines) {
 }
 
 TEST(ClusterTest, OversubscriptionRemovesUplinks) {
-  ClusterSpec spec = hgx_cluster(5);
+  ClusterSpec spec = test_support::hgx_cluster(5);
   spec.fabric.oversubscription = 2.0;
   const Cluster cluster(spec);
   EXPECT_EQ(cluster.spine_count(), 16);  // 32 down ports, 16 up
@@ -127,7 +121,7 @@ TEST(ClusterTest, OversubscriptionRemovesUplinks) {
 }
 
 TEST(ClusterTest, RailOptimizedFabricKeepsSameRailTrafficOffTheSpines) {
-  ClusterSpec spec = hgx_cluster(4);
+  ClusterSpec spec = test_support::hgx_cluster(4);
   spec.fabric.rail_optimized = true;
   spec.fabric.leaf_down_ports = 2;  // two nodes per rail group: 2 groups × 8 rails
   const Cluster cluster(spec);
@@ -142,7 +136,7 @@ TEST(ClusterTest, RailOptimizedFabricKeepsSameRailTrafficOffTheSpines) {
 }
 
 TEST(ClusterTest, ParameterServersHangOffTheFabricWithTheirOwnNic) {
-  ClusterSpec spec = hgx_cluster(1);
+  ClusterSpec spec = test_support::hgx_cluster(1);
   spec.parameter_servers.count = 2;
   spec.parameter_servers.nic = *topology::server_nic_preset("eth-100g");
   const Cluster cluster(spec);
