@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -320,6 +321,13 @@ topology::ClusterSpec read_cluster(TableReader reader) {
     fabric_reader.fail("oversubscription",
                        fmt::format("expected a ratio >= 1 (down : up), got {}", fabric.oversubscription),
                        "1 is a non-blocking fat-tree, 2 halves the uplinks");
+  }
+  const double uplinks = fabric.leaf_down_ports / fabric.oversubscription;
+  if (std::abs(uplinks - std::round(uplinks)) > 1e-9) {
+    fabric_reader.fail("oversubscription",
+                       fmt::format("{} down ports at {}:1 would need {:.2f} uplinks per leaf", fabric.leaf_down_ports,
+                                   fabric.oversubscription, uplinks),
+                       "choose a ratio that divides leaf_down_ports into a whole number of uplinks");
   }
   fabric.rail_optimized = fabric_reader.boolean("rail_optimized").value_or(fabric.rail_optimized);
   read_link(fabric_reader.child("nic"), fabric.nic);

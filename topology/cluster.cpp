@@ -55,6 +55,9 @@ VertexId Cluster::add_vertex(VertexKind kind, int node, int index) {
 }
 
 void Cluster::add_link(VertexId a, VertexId b, LinkClass link_class, const LinkSpec& spec) {
+  if (!(spec.effective_bandwidth() > 0) || !(spec.latency >= 0)) {
+    throw std::invalid_argument("every link needs a positive bandwidth and efficiency and a latency >= 0");
+  }
   for (auto [from, to] : {std::pair{a, b}, std::pair{b, a}}) {
     const auto id = static_cast<LinkId>(links_.size());
     links_.push_back(Link{from, to, link_class, spec});

@@ -38,14 +38,20 @@ std::vector<Transfer> ring_edges(const std::vector<std::vector<std::int32_t>>& r
   return edges;
 }
 
-// Chain from the root along each ring (towards the root for reduce).
-std::vector<Transfer> chain_edges(const std::vector<std::vector<std::int32_t>>& rings,
-                                  std::int32_t root, bool towards_root) {
-  std::vector<Transfer> edges;
+// Chain from the root along each ring (towards the root for reduce). A broadcast's i-th hop
+// is crossed at wave i; a reduction's hop nearest the root last.
+std::vector<PipelineEdge> chain_edges(const std::vector<std::vector<std::int32_t>>& rings,
+                                      std::int32_t root, bool towards_root) {
+  std::vector<PipelineEdge> edges;
   for (auto ring : rings) {
     std::rotate(ring.begin(), std::find(ring.begin(), ring.end(), root), ring.end());
-    for (std::size_t i = 0; i + 1 < ring.size(); ++i) {
-      edges.push_back(towards_root ? Transfer{ring[i + 1], ring[i]} : Transfer{ring[i], ring[i + 1]});
+    const auto hops = static_cast<std::int32_t>(ring.size()) - 1;
+    for (std::int32_t i = 0; i < hops; ++i) {
+      if (towards_root) {
+        edges.push_back({{ring[i + 1], ring[i]}, hops - 1 - i});
+      } else {
+        edges.push_back({{ring[i], ring[i + 1]}, i});
+      }
     }
   }
   return edges;
@@ -73,13 +79,12 @@ Schedule ring_schedule(const CollectiveSpec& spec, const NodeGroups& groups) {
       break;
     case CollectiveKind::kBroadcast:
     case CollectiveKind::kReduce: {
-      // A pipeline of K chunks down a chain of P members: K + P − 2 steps.
+      // A pipeline of K chunks down a chain of P members: P − 1 + K − 1 steps.
       const std::int64_t chunks = chunk_count(per_ring, spec.chunk_bytes);
       const bool reduce = spec.kind == CollectiveKind::kReduce;
-      schedule.phases.push_back({reduce ? "chain reduce" : "chain broadcast",
-                                 static_cast<std::int32_t>(chunks + p - 2),
-                                 per_ring / static_cast<double>(chunks),
-                                 chain_edges(rings, spec.root, reduce)});
+      add_pipeline(schedule, reduce ? "chain reduce fill" : "chain broadcast fill",
+                   reduce ? "chain reduce" : "chain broadcast", chain_edges(rings, spec.root, reduce),
+                   per_ring / static_cast<double>(chunks), chunks);
       break;
     }
     default: break;

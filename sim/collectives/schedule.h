@@ -13,15 +13,16 @@
 //   ring       all-reduce: reduce-scatter then all-gather, 2(P−1) steps of M/(P·C) on every
 //              edge of C rings at once — T = 2(P−1)(α + M/(P·B)), the chapter's formula
 //              (§6.1.4); all-gather and reduce-scatter: P−1 steps; broadcast and reduce: a
-//              pipelined chain from/to the root, K+P−2 steps of M/(K·C).
+//              pipelined chain from/to the root.
 //   tree       NCCL's double binary tree: a chain inside each node, two binary trees across
 //              the nodes (every rank but one a leaf in at least one of them), one pair per
 //              channel with the channel's own GPU heading each node, so C channels cross the
-//              fabric through C NICs; the data is split over the 2C trees. Reduce and
-//              broadcast pipelined in K chunks: K+2d−1 steps of M/(2CK), every tree edge
-//              active in each step (exact in the steady state, pessimistic for few chunks);
-//              latency grows with the depth d ≈ G−1 + log2 N. broadcast/reduce: one binary
-//              tree rooted at the root, K+d−1 steps.
+//              fabric through C NICs; the data is split over the 2C trees, reduced up and
+//              broadcast down. broadcast/reduce: one binary tree rooted at the root.
+//   pipelines  (chains and trees) move K chunks: the first chunk crosses the edges wave by
+//              wave — each wave a step with only its edges active, at its own hop latency —
+//              then K−1 steps move a chunk on every edge: D + K − 1 steps for a pipeline D
+//              waves deep (2d for a tree all-reduce, P−1 for a chain), K chunks per edge.
 //   hd         recursive halving (reduce-scatter) and doubling (all-gather), partners at
 //              distance 1, 2, 4, …: 2·log2 P steps of M/2, M/4, … for all-reduce. Groups that
 //              are not a power of two fold their r = P − 2^⌊log2 P⌋ extra members into a
@@ -33,7 +34,8 @@
 //              reduce-scatter likewise. Needs ≥ 2 nodes with the same number of members each.
 //   direct     everyone sends straight to everyone in one step (all-gather, reduce-scatter,
 //              all-reduce as both, broadcast and reduce to/from the root); all-to-all as
-//              pairwise exchange: P−1 steps, in step k member i sends M/P to i+k mod P.
+//              pairwise exchange: P−1 steps, in step k member i sends M/P to i+k mod P. Both
+//              hold P² transfers: meant for groups of up to a few thousand ranks.
 //   ps         parameter server push/pull: every worker sends M/S to each of the S servers
 //              (range push: one merged message per pair) in one step; pull the reverse.
 //   barrier    is an all-reduce of one 4-byte element (PyTorch's NCCL barrier): 2(P−1)

@@ -29,12 +29,22 @@ Schedule hierarchical_schedule(const CollectiveSpec& spec, const NodeGroups& gro
 Schedule direct_schedule(const CollectiveSpec& spec, const NodeGroups& groups);
 Schedule parameter_server_schedule(const CollectiveSpec& spec);
 
+// An edge of a pipeline and the step at which the first chunk crosses it (its wavefront).
+struct PipelineEdge {
+  Transfer transfer;
+  std::int32_t wave = 0;
+};
+// A pipeline of `chunks` chunks of `chunk_bytes` over `edges`: the first chunk crosses the
+// edges wave by wave (one phase per wave, only that wave's edges active), then the other K−1
+// chunks move on every edge at once (one phase of K−1 steps). Every edge carries exactly K
+// chunks, and the step count is the pipeline's D + K − 1.
+void add_pipeline(Schedule& schedule, std::string_view fill_name, std::string_view steady_name,
+                  const std::vector<PipelineEdge>& edges, double chunk_bytes, std::int64_t chunks);
+
 // Parent of `rank` in NCCL's binary tree over n ranks rooted at 0 (leaves and inner nodes
 // alternate; -1 for the root); and the second tree of the double binary tree (mirrored for
 // even n, shifted by one for odd n), so that every rank is a leaf in at least one tree.
 std::int32_t binary_tree_parent(std::int32_t rank, std::int32_t n);
 std::int32_t second_tree_parent(std::int32_t rank, std::int32_t n);
-// Depth of the tree given by `parent` over n ranks (0 for a single rank).
-std::int32_t tree_depth(const std::vector<std::int32_t>& parent);
 
 }  // namespace collectives::detail

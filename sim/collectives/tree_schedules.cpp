@@ -23,16 +23,6 @@ std::int32_t second_tree_parent(std::int32_t rank, std::int32_t n) {
   return parent < 0 ? -1 : (parent + 1) % n;
 }
 
-std::int32_t tree_depth(const std::vector<std::int32_t>& parent) {
-  std::int32_t depth = 0;
-  for (std::size_t r = 0; r < parent.size(); ++r) {
-    std::int32_t hops = 0;
-    for (std::int32_t at = static_cast<std::int32_t>(r); parent[at] >= 0; at = parent[at]) ++hops;
-    depth = std::max(depth, hops);
-  }
-  return depth;
-}
-
 namespace {
 
 using program::CollectiveKind;
@@ -52,13 +42,39 @@ std::vector<std::int32_t> member_parents(const NodeGroups& groups, std::int32_t 
   return parent;
 }
 
+std::vector<std::int32_t> depths(const std::vector<std::int32_t>& parent) {
+  std::vector<std::int32_t> depth(parent.size(), 0);
+  for (std::size_t m = 0; m < parent.size(); ++m) {
+    for (std::int32_t at = static_cast<std::int32_t>(m); parent[at] >= 0; at = parent[at]) ++depth[m];
+  }
+  return depth;
+}
+
+// Longest distance from each member down to a leaf of its subtree.
+std::vector<std::int32_t> heights(const std::vector<std::int32_t>& parent) {
+  const std::vector<std::int32_t> depth = depths(parent);
+  std::vector<std::int32_t> order(parent.size());
+  for (std::size_t m = 0; m < order.size(); ++m) order[m] = static_cast<std::int32_t>(m);
+  std::sort(order.begin(), order.end(), [&depth](std::int32_t a, std::int32_t b) { return depth[a] > depth[b]; });
+  std::vector<std::int32_t> height(parent.size(), 0);
+  for (std::int32_t m : order) {
+    if (parent[m] >= 0) height[parent[m]] = std::max(height[parent[m]], height[m] + 1);
+  }
+  return height;
+}
+
+// A chunk climbs from the leaves (a child sends once its own subtree is reduced: wave =
+// its height) and, when `down`, comes back from the root (wave = d + depth of the sender).
 void add_tree_edges(const std::vector<std::int32_t>& parent, bool up, bool down,
-                    std::vector<Transfer>& edges) {
+                    std::vector<PipelineEdge>& edges) {
+  const std::vector<std::int32_t> height = heights(parent);
+  const std::vector<std::int32_t> depth = depths(parent);
+  const std::int32_t up_waves = up ? *std::max_element(height.begin(), height.end()) : 0;
   for (std::size_t m = 0; m < parent.size(); ++m) {
     if (parent[m] < 0) continue;
     const auto child = static_cast<std::int32_t>(m);
-    if (up) edges.push_back({child, parent[m]});
-    if (down) edges.push_back({parent[m], child});
+    if (up) edges.push_back({{child, parent[m]}, height[child]});
+    if (down) edges.push_back({{parent[m], child}, up_waves + depth[parent[m]]});
   }
 }
 
@@ -90,16 +106,12 @@ Schedule tree_schedule(const CollectiveSpec& spec, const NodeGroups& groups) {
     }
     const double per_tree = bytes / static_cast<double>(trees.size());
     const std::int64_t chunks = chunk_count(per_tree, spec.chunk_bytes);
-    std::int32_t depth = 0;
-    std::vector<Transfer> edges;
-    for (const auto& parent : trees) {
-      depth = std::max(depth, tree_depth(parent));
-      add_tree_edges(parent, true, true, edges);
-    }
+    std::vector<PipelineEdge> edges;
+    for (const auto& parent : trees) add_tree_edges(parent, true, true, edges);
     // Reduce up and broadcast down, pipelined: chunk k is broadcast as soon as it reaches the
-    // root, so K chunks take K + 2d − 1 steps.
-    schedule.phases.push_back({"tree reduce+broadcast", static_cast<std::int32_t>(chunks + 2 * depth - 1),
-                               per_tree / static_cast<double>(chunks), std::move(edges)});
+    // root, so K chunks take 2d + K − 1 steps.
+    add_pipeline(schedule, "tree fill", "tree reduce+broadcast", edges, per_tree / static_cast<double>(chunks),
+                 chunks);
     return schedule;
   }
   // broadcast / reduce: one binary tree over the members in node order, rooted at the root.
@@ -112,11 +124,10 @@ Schedule tree_schedule(const CollectiveSpec& spec, const NodeGroups& groups) {
   }
   const std::int64_t chunks = chunk_count(bytes, spec.chunk_bytes);
   const bool reduce = spec.kind == CollectiveKind::kReduce;
-  std::vector<Transfer> edges;
+  std::vector<PipelineEdge> edges;
   add_tree_edges(parent, reduce, !reduce, edges);
-  schedule.phases.push_back({reduce ? "tree reduce" : "tree broadcast",
-                             static_cast<std::int32_t>(chunks + tree_depth(parent) - 1),
-                             bytes / static_cast<double>(chunks), std::move(edges)});
+  add_pipeline(schedule, reduce ? "tree reduce fill" : "tree broadcast fill", reduce ? "tree reduce" : "tree broadcast",
+               edges, bytes / static_cast<double>(chunks), chunks);
   return schedule;
 }
 

@@ -11,11 +11,11 @@ CommResult AnalyticNetwork::cost(const CommRequest& request) {
   const CommPlan& plan = planner_.plan(request);
   CommResult result;
   result.algorithm = plan.schedule.algorithm;
-  result.latency_seconds = plan.latency_seconds;
+  result.latency_seconds = plan.latency_seconds + plan.logp_overhead_seconds;
   result.bandwidth_seconds = plan.bandwidth_seconds;
   result.bytes_sent = plan.bytes_sent;
   result.start = engine_.now();
-  result.end = result.start + Time::from_seconds(plan.seconds());
+  result.end = result.start + Time::from_seconds(result.latency_seconds + result.bandwidth_seconds);
   return result;
 }
 

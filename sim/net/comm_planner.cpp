@@ -63,10 +63,11 @@ CommPlan CommPlanner::price(collectives::Schedule schedule, const std::vector<st
       link_load_[link] = 0;
     }
     if (options_.logp && !phase.transfers.empty()) {
-      cost.step_latency_s += 2 * options_.logp_overhead_s + (most_messages - 1) * options_.logp_gap_s;
+      cost.logp_overhead_s = 2 * options_.logp_overhead_s + (most_messages - 1) * options_.logp_gap_s;
     }
     plan.costs.push_back(cost);
     plan.latency_seconds += phase.steps * cost.step_latency_s;
+    plan.logp_overhead_seconds += phase.steps * cost.logp_overhead_s;
     plan.bandwidth_seconds += phase.steps * phase.bytes_per_transfer * cost.seconds_per_byte;
   }
   plan.bytes_sent = collectives::bytes_sent(schedule, static_cast<std::int32_t>(endpoints.size()));

@@ -22,7 +22,8 @@
 namespace sim {
 
 struct PhaseCost {
-  double step_latency_s = 0;     // α (or LogGP's L + 2o + (n−1)g) of one step
+  double step_latency_s = 0;     // α: the largest path latency among the step's transfers
+  double logp_overhead_s = 0;    // LogGP's 2o + (n−1)·g on top of α (0 unless network.logp)
   double seconds_per_byte = 0;   // max over links of (transfers on it / its bandwidth)
 };
 
@@ -34,6 +35,7 @@ struct CommPlan {
   std::vector<std::vector<const topology::Path*>> paths;
   std::vector<double> bytes_sent;       // per member
   double latency_seconds = 0;           // α-β total: Σ steps · α
+  double logp_overhead_seconds = 0;     // Σ steps · LogGP overhead (analytic model only)
   double bandwidth_seconds = 0;         // α-β total: Σ steps · bytes · seconds_per_byte
   double seconds() const { return latency_seconds + bandwidth_seconds; }
 };

@@ -24,7 +24,8 @@ void FlowNetwork::begin_phase(std::uint32_t id) {
   if (comm.phase == comm.plan->schedule.phases.size()) {
     auto [done, result] = comm.finish(engine_.now());
     comms_.release(id);
-    done(result);
+    // Through the engine, so that a collective never completes inside the start() that began it.
+    engine_.schedule_after(Time::zero(), [done = std::move(done), result = std::move(result)] { done(result); });
     return;
   }
   const collectives::Phase& phase = comm.plan->schedule.phases[comm.phase];

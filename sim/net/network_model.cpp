@@ -15,7 +15,7 @@ std::unique_ptr<NetworkModel> make_network_model(const NetworkOptions& options, 
                                                  const topology::Cluster& cluster) {
   if (options.model == "analytic") return std::make_unique<AnalyticNetwork>(engine, cluster, options);
   if (options.model == "flow") return std::make_unique<FlowNetwork>(engine, cluster, options);
-  if (options.model == "packet") return std::make_unique<PacketNetwork>(engine, cluster, options, true);
+  if (options.model == "packet") return std::make_unique<PacketNetwork>(engine, cluster, options);
   throw std::invalid_argument("unknown network model '" + options.model + "'");
 }
 

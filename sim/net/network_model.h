@@ -68,6 +68,8 @@ struct NetworkOptions {
   bool logp = false;
   double logp_overhead_s = 1e-6;  // o: engineering default; `dtsim calibrate` measures it
   double logp_gap_s = 1e-6;       // g: likewise
+  // Packet model: report every member's algorithm steps (for the timeline).
+  bool record_steps = false;
 };
 
 class NetworkModel {

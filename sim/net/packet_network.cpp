@@ -6,12 +6,8 @@
 
 namespace sim {
 
-PacketNetwork::PacketNetwork(Engine& engine, const topology::Cluster& cluster, NetworkOptions options,
-                             bool record_steps)
-    : engine_(engine),
-      planner_(cluster, std::move(options)),
-      record_steps_(record_steps),
-      link_free_at_(cluster.link_count(), Time::zero()) {}
+PacketNetwork::PacketNetwork(Engine& engine, const topology::Cluster& cluster, NetworkOptions options)
+    : engine_(engine), planner_(cluster, std::move(options)), link_free_at_(cluster.link_count(), Time::zero()) {}
 
 void PacketNetwork::start(const CommRequest& request, std::function<void(const CommResult&)> done) {
   const CommPlan& plan = planner_.plan(request);
@@ -29,13 +25,20 @@ void PacketNetwork::start_step(std::uint32_t id) {
   if (comm.phase == phases.size()) {
     auto [done, result] = comm.finish(engine_.now());
     comms_.release(id);
-    done(result);
+    // Through the engine, so that a collective never completes inside the start() that began it.
+    engine_.schedule_after(Time::zero(), [done = std::move(done), result = std::move(result)] { done(result); });
     return;
   }
   const collectives::Phase& phase = phases[comm.phase];
   comm.step_start = engine_.now();
   comm.member_step_end.assign(comm.plan->endpoints.size(), engine_.now());
-  const double chunk = static_cast<double>(planner_.options().chunk_bytes);
+  comm.member_busy.assign(comm.plan->endpoints.size(), 0);
+  // Chunks of at most network.chunk_kib, and at least kMinPackets per transfer (down to
+  // kSmallestPacket) so that transfers sharing a link interleave nearly as finely as a fluid.
+  constexpr double kMinPackets = 8;
+  constexpr double kSmallestPacket = 4096;
+  const double chunk = std::min(static_cast<double>(planner_.options().chunk_bytes),
+                                std::max(kSmallestPacket, phase.bytes_per_transfer / kMinPackets));
   const auto chunks = static_cast<std::uint32_t>(std::max(1.0, std::ceil(phase.bytes_per_transfer / chunk)));
   const double chunk_bytes = phase.bytes_per_transfer / chunks;
   comm.chunks_in_flight = static_cast<std::uint64_t>(chunks) * phase.transfers.size();
@@ -74,14 +77,16 @@ void PacketNetwork::deliver(std::uint32_t id, std::uint32_t transfer) {
   const Time now = engine_.now();
   comm.member_step_end[edge.src] = max(comm.member_step_end[edge.src], now);
   comm.member_step_end[edge.dst] = max(comm.member_step_end[edge.dst], now);
+  comm.member_busy[edge.src] = comm.member_busy[edge.dst] = 1;
   if (--comm.chunks_in_flight == 0) end_step(id);
 }
 
 void PacketNetwork::end_step(std::uint32_t id) {
   Comm& comm = comms_[id];
   const collectives::Phase& phase = comm.plan->schedule.phases[comm.phase];
-  if (record_steps_) {
+  if (planner_.options().record_steps) {
     for (std::size_t m = 0; m < comm.member_step_end.size(); ++m) {
+      if (!comm.member_busy[m]) continue;
       comm.result.steps.push_back({static_cast<std::int32_t>(m), phase.name, comm.step, comm.step_start,
                                    comm.member_step_end[m]});
     }

@@ -19,8 +19,7 @@ namespace sim {
 
 class PacketNetwork : public NetworkModel {
  public:
-  PacketNetwork(Engine& engine, const topology::Cluster& cluster, NetworkOptions options,
-                bool record_steps);
+  PacketNetwork(Engine& engine, const topology::Cluster& cluster, NetworkOptions options);
   std::string_view name() const override { return "packet"; }
   void start(const CommRequest& request, std::function<void(const CommResult&)> done) override;
 
@@ -33,6 +32,7 @@ class PacketNetwork : public NetworkModel {
     std::uint64_t chunks_in_flight = 0;
     Time step_start;
     std::vector<Time> member_step_end;  // last chunk a member sent or received this step
+    std::vector<std::uint8_t> member_busy;  // the member sent or received in this step
   };
 
   void start_step(std::uint32_t comm);
@@ -44,7 +44,6 @@ class PacketNetwork : public NetworkModel {
 
   Engine& engine_;
   CommPlanner planner_;
-  bool record_steps_;
   std::vector<Time> link_free_at_;  // FIFO: when each link can start its next chunk
   SlotPool<Comm> comms_;
   std::uint64_t chunk_hops_ = 0;

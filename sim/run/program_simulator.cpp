@@ -49,6 +49,12 @@ trace::Category category_of(const program::Op& op) {
   return trace::Category::kOther;
 }
 
+// The simulator draws the packet model's steps on the timeline.
+NetworkOptions with_step_recording(NetworkOptions options) {
+  options.record_steps = options.model == "packet";
+  return options;
+}
+
 // An op's strings as interned in the timeline.
 struct OpLabels {
   trace::StringId name = 0;
@@ -78,7 +84,7 @@ class Simulator {
         cluster_(cluster),
         gpu_compute_(cluster.spec().node.gpu, options.efficiency),
         host_compute_(cluster.spec().parameter_servers.host, options.efficiency),
-        network_(make_network_model(options.network, engine_, cluster)),
+        network_(make_network_model(with_step_recording(options.network), engine_, cluster)),
         options_(options) {
     if (options.step_compute_time_s) scale_compute_to(*options.step_compute_time_s);
   }
@@ -346,7 +352,7 @@ class Simulator {
         for (std::size_t m = 0; m < members.size(); ++m) complete(members[m], ops[m]);
         for (std::int32_t member : members) try_start(member);
       });
-    } catch (const std::invalid_argument& error) {
+    } catch (const std::exception& error) {  // an unschedulable collective, a missing route
       throw SimulationError(fmt::format("rank {} op '{}': {}", members.front(),
                                         op_of(members.front(), ops.front()).name, error.what()));
     }

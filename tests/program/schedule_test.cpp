@@ -82,12 +82,19 @@ TEST(RingScheduleTest, BroadcastIsAPipelinedChainFromTheRoot) {
   s.root = 2;
   s.chunk_bytes = 1 << 20;
   const auto schedule = collectives::build_schedule(s);
-  ASSERT_EQ(schedule.phases.size(), 1u);
-  EXPECT_EQ(schedule.phases[0].steps, 10 + 4 - 2);  // K + P − 2
-  EXPECT_DOUBLE_EQ(schedule.phases[0].bytes_per_transfer, 1 << 20);
-  ASSERT_EQ(schedule.phases[0].transfers.size(), 3u);
-  EXPECT_EQ(schedule.phases[0].transfers[0].src, 2);
-  EXPECT_DOUBLE_EQ(collectives::bytes_sent(schedule, 4)[1], 0);  // the chain ends before the root
+  // The first chunk crosses the 3 hops one wave at a time, then 9 steps move a chunk on every
+  // hop: P − 1 + K − 1 steps, K chunks per hop.
+  ASSERT_EQ(schedule.phases.size(), 4u);
+  EXPECT_EQ(collectives::total_steps(schedule), 3 + 9);
+  for (int wave = 0; wave < 3; ++wave) ASSERT_EQ(schedule.phases[wave].transfers.size(), 1u);
+  EXPECT_EQ(schedule.phases[0].transfers[0].src, 2);  // from the root
+  EXPECT_EQ(schedule.phases[1].transfers[0].src, schedule.phases[0].transfers[0].dst);
+  EXPECT_EQ(schedule.phases[3].steps, 9);
+  EXPECT_EQ(schedule.phases[3].transfers.size(), 3u);
+  const auto sent = collectives::bytes_sent(schedule, 4);
+  EXPECT_DOUBLE_EQ(sent[2], 10 << 20);  // every hop carries the whole message once
+  EXPECT_DOUBLE_EQ(sent[1], 0);         // the chain ends before the root
+  EXPECT_DOUBLE_EQ(sent[0] + sent[1] + sent[2] + sent[3], 3.0 * (10 << 20));
 }
 
 TEST(TreeScheduleTest, NcclBinaryTreeParents) {
@@ -117,29 +124,35 @@ TEST(TreeScheduleTest, DepthGrowsWithTheLogarithmOfTheNodeCount) {
   auto steps = [](std::int32_t nodes) {
     CollectiveSpec s = spec(CollectiveKind::kAllReduce, Algorithm::kTree, grid(nodes, 1), 1 << 20);
     s.chunk_bytes = 1 << 20;
-    return collectives::build_schedule(s).phases[0].steps;
+    return collectives::total_steps(collectives::build_schedule(s));
   };
-  // K = 1 chunk per tree; steps = K + 2d − 1 with d = ⌈log2 nodes⌉ for NCCL's btree.
-  EXPECT_EQ(steps(2), 1 + 2 * 1 - 1);
-  EXPECT_EQ(steps(16), 1 + 2 * 4 - 1);
-  EXPECT_EQ(steps(256), 1 + 2 * 8 - 1);
+  // K = 1 chunk per tree: 2d waves (up then down), d = ⌈log2 nodes⌉ for NCCL's btree.
+  EXPECT_EQ(steps(2), 2 * 1);
+  EXPECT_EQ(steps(16), 2 * 4);
+  EXPECT_EQ(steps(256), 2 * 8);
 }
 
 TEST(TreeScheduleTest, AllReduceChainsInsideNodesAndSplitsDataOverTwoTrees) {
   CollectiveSpec s = spec(CollectiveKind::kAllReduce, Algorithm::kTree, grid(4, 8), 8 << 20);
   s.chunk_bytes = 1 << 20;
   const auto schedule = collectives::build_schedule(s);
-  ASSERT_EQ(schedule.phases.size(), 1u);
-  const auto& phase = schedule.phases[0];
-  // Two trees of 4 MiB each in 1 MiB chunks; depth = 7 (chain) + 2 (4 nodes).
-  EXPECT_DOUBLE_EQ(phase.bytes_per_transfer, 1 << 20);
-  EXPECT_EQ(phase.steps, 4 + 2 * 9 - 1);
+  // Two trees of 4 MiB each in 1 MiB chunks; depth d = 7 (chain) + 2 (4 nodes): 2d fill
+  // waves, then K − 1 = 3 steps on every edge.
+  EXPECT_EQ(schedule.phases.size(), 2u * 9 + 1);
+  EXPECT_EQ(collectives::total_steps(schedule), 2 * 9 + 3);
+  const auto& steady = schedule.phases.back();
+  EXPECT_DOUBLE_EQ(steady.bytes_per_transfer, 1 << 20);
   // Per tree 31 up and 31 down edges; intra-node edges join neighbouring GPUs.
-  EXPECT_EQ(phase.transfers.size(), 2u * 2 * 31);
-  for (const auto& t : phase.transfers) {
+  EXPECT_EQ(steady.transfers.size(), 2u * 2 * 31);
+  for (const auto& t : steady.transfers) {
     if (t.src / 8 == t.dst / 8) EXPECT_EQ(std::abs(t.src - t.dst), 1);
     else EXPECT_TRUE(t.src % 8 == 0 && t.dst % 8 == 0);  // nodes meet through their heads
   }
+  // Every edge carries the whole 4 MiB of its tree exactly once.
+  const auto sent = collectives::bytes_sent(schedule, 32);
+  EXPECT_DOUBLE_EQ(std::accumulate(sent.begin(), sent.end(), 0.0), 124.0 * (4 << 20));
+  // The first wave is the leaves' climb inside their node; the first down wave leaves a root.
+  EXPECT_EQ(schedule.phases.front().name, "tree fill");
 }
 
 TEST(HalvingDoublingScheduleTest, PowerOfTwoTakesTwoLog2PSteps) {
