@@ -3,15 +3,16 @@
 
 #include <stdexcept>
 
-#include "strategies/ddp.h"
+#include "strategies/parallel_training.h"
 #include "strategies/parameter_server.h"
 
 namespace strategies {
 
-std::vector<std::string> strategy_names() { return {"ddp", "ps"}; }
+std::vector<std::string> strategy_names() { return {"ddp", "zero", "fsdp", "ps"}; }
 
 program::Program lower(const LoweringInput& input) {
-  if (input.parallel.strategy == "ddp") return lower_ddp(input);
+  const std::string& strategy = input.parallel.strategy;
+  if (strategy == "ddp" || strategy == "zero" || strategy == "fsdp") return lower_parallel(input);
   if (input.parallel.strategy == "ps") return lower_parameter_server(input);
   throw std::invalid_argument("unknown strategy '" + input.parallel.strategy + "'");
 }

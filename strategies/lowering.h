@@ -17,6 +17,8 @@ struct LoweringInput {
   TrainingSpec training;
   ParallelSpec parallel;
   DdpSpec ddp;
+  ZeroSpec zero;
+  FsdpSpec fsdp;
   std::int32_t parameter_servers = 0;  // strategy "ps": server hosts in the cluster
 };
 

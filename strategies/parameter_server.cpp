@@ -51,7 +51,9 @@ program::Program lower_parameter_server(const LoweringInput& input) {
   const program::GroupFamilyId ps_group = *program.find_family("ps");
 
   const ReplicaModel replica = replica_model(model, training);
-  const std::vector<Block>& blocks = replica.blocks;
+  std::vector<const Block*> blocks;
+  for (const Block& block : replica.blocks) blocks.push_back(&block);
+  const Streams streams{kCompute, kCompute};
   const program::DType dtype = replica.dtype;
   const program::DType grad_dtype = replica.gradient_dtype;
   const double parameters = replica.parameters;
@@ -66,8 +68,8 @@ program::Program lower_parameter_server(const LoweringInput& input) {
   for (std::int32_t step = 0; step < training.steps; ++step) {
     program::OpIndex last_backward = 0;
     for (std::int64_t micro = 0; micro < training.accumulation; ++micro) {
-      emit_forward(worker, blocks, kCompute, std::exchange(wait_for, {}));
-      last_backward = emit_backward(worker, blocks, kCompute, [](auto&&...) {});
+      emit_forward(worker, blocks, streams, training.checkpointing, std::exchange(wait_for, {}));
+      last_backward = emit_backward(worker, blocks, streams, training.checkpointing, {}, [](auto&&...) {});
     }
     worker.add("ps.push_gradients", kComm,
                ps_transfer(program::CollectiveKind::kPsPush, ps_group, gradient_bytes, grad_dtype, servers),
@@ -98,7 +100,7 @@ program::Program lower_parameter_server(const LoweringInput& input) {
   for (std::int32_t rank = 0; rank < world; ++rank) {
     program.ranks.push_back(rank < workers ? worker_program : server_program);
   }
-  set_step_facts(program.info, training, blocks, workers);
+  set_step_facts(program.info, model, training, workers);
   program.info.description = fmt::format(
       "{}, parameter server (BSP): {} workers, {} server{}, micro-batch {} × {} accumulation, "
       "sequence {}, {} + {}",

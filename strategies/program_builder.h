@@ -19,6 +19,8 @@ class RankProgramBuilder {
                            program::MemoryCategory category, double bytes,
                            std::vector<program::OpIndex> deps = {});
   program::RankProgram take() { return std::move(program_); }
+  // The index the next op will get.
+  program::OpIndex next_index() const { return static_cast<program::OpIndex>(program_.ops.size()); }
 
  private:
   program::RankProgram program_;

@@ -18,6 +18,9 @@
 namespace strategies {
 
 enum class Precision { kMixed, kBF16, kFP16, kFP32 };
+// Activation checkpointing (Korthikanti et al., MLSys 2023): none; full — keep each layer's
+// input, recompute the layer in backward; selective — recompute only the attention core.
+enum class Checkpointing { kNone, kFull, kSelective };
 enum class OptimizerKind { kAdam, kAdamW, kSgd };
 
 std::optional<Precision> precision_from_name(std::string_view name);
@@ -34,6 +37,7 @@ struct TrainingSpec {
   OptimizerKind optimizer = OptimizerKind::kAdamW;
   double sgd_momentum = 0.9;      // SGD only; 0 means plain SGD (no state)
   std::int32_t steps = 1;         // optimizer steps to simulate
+  Checkpointing checkpointing = Checkpointing::kNone;
 };
 
 // Bytes per parameter of each model state under a precision and optimizer.
@@ -49,12 +53,39 @@ ModelStateBytes model_state_bytes(const TrainingSpec& training);
 program::DType compute_dtype(Precision precision);
 program::DType gradient_dtype(Precision precision);
 
+enum class PipelineSchedule { kGPipe, kOneFOneB };
+
 struct ParallelSpec {
-  std::string strategy = "ddp";
+  std::string strategy = "ddp";  // ddp, zero, fsdp (data parallelism flavour) or ps
   std::int32_t dp = 1;
   std::int32_t tp = 1;
   std::int32_t pp = 1;
+  bool sequence_parallel = false;
+  bool sp_regather = true;  // Megatron: keep sequence-sharded inputs, gather them again in backward
+  PipelineSchedule schedule = PipelineSchedule::kOneFOneB;
+  std::int32_t gpus_per_node = 8;  // placement, for groups that follow node boundaries
   std::int32_t world() const { return dp * tp * pp; }
+};
+
+// ZeRO (Rajbhandari et al., SC 2020): stage 1 shards the optimizer states over the data-parallel
+// ranks, stage 2 the gradients too, stage 3 the parameters too.
+struct ZeroSpec {
+  std::int32_t stage = 1;
+};
+
+// PyTorch FullyShardedDataParallel's knobs (torch.distributed.fsdp).
+enum class ShardingStrategy { kFullShard, kShardGradOp, kNoShard, kHybridShard };
+enum class BackwardPrefetch { kBackwardPre, kBackwardPost, kNone };
+struct FsdpSpec {
+  ShardingStrategy sharding = ShardingStrategy::kFullShard;
+  double min_num_params = 0;  // 0: one unit per transformer layer; else layers grouped until this many
+  BackwardPrefetch backward_prefetch = BackwardPrefetch::kBackwardPre;
+  bool forward_prefetch = false;
+  bool limit_all_gathers = true;       // at most two units' parameters gathered at once
+  bool reshard_after_forward = true;   // free gathered parameters after forward (FSDP2 knob)
+  std::optional<program::DType> param_dtype;   // default: the compute dtype
+  std::optional<program::DType> reduce_dtype;  // default: param_dtype
+  bool cpu_offload = false;            // parameters, gradients and optimizer on the host
 };
 
 // PyTorch DistributedDataParallel's knobs (torch.nn.parallel.DistributedDataParallel).

@@ -2,17 +2,19 @@
 #include "strategies/training_step.h"
 
 #include <cmath>
+#include <optional>
 #include <utility>
 
 namespace strategies {
 
 using program::MemoryCategory;
+using program::OpIndex;
 
-ReplicaModel replica_model(const ModelSpec& model, const TrainingSpec& training) {
+ReplicaModel replica_model(const ModelSpec& model, const TrainingSpec& training, const TensorParallel& tensor_parallel) {
   ReplicaModel replica;
   replica.dtype = compute_dtype(training.precision);
   replica.gradient_dtype = gradient_dtype(training.precision);
-  replica.blocks = model_blocks(model, BlockShape{training.micro_batch, training.sequence, replica.dtype});
+  replica.blocks = model_blocks(model, BlockShape{training.micro_batch, training.sequence, replica.dtype, tensor_parallel});
   replica.parameters = total_parameters(model);
   replica.state = model_state_bytes(training);
   return replica;
@@ -20,50 +22,141 @@ ReplicaModel replica_model(const ModelSpec& model, const TrainingSpec& training)
 
 void allocate_model_states(RankProgramBuilder& builder, program::StreamId stream, double parameters,
                            const ModelStateBytes& state, const StateShares& shares) {
-  auto allocate = [&](const char* name, MemoryCategory category, double bytes_per_parameter,
-                      double share) {
+  auto allocate = [&](const char* name, MemoryCategory category, double bytes_per_parameter, double share) {
     const double bytes = parameters * bytes_per_parameter * share;
     if (bytes > 0) builder.allocate(name, stream, category, bytes);
   };
   allocate("parameters", MemoryCategory::kParameters, state.parameters, shares.parameters);
   allocate("gradients", MemoryCategory::kGradients, state.gradients, shares.gradients);
-  allocate("master_weights", MemoryCategory::kMasterWeights, state.master_weights,
-           shares.master_weights);
-  allocate("optimizer_states", MemoryCategory::kOptimizerStates, state.optimizer_states,
-           shares.optimizer_states);
+  allocate("master_weights", MemoryCategory::kMasterWeights, state.master_weights, shares.master_weights);
+  allocate("optimizer_states", MemoryCategory::kOptimizerStates, state.optimizer_states, shares.optimizer_states);
 }
 
-program::OpIndex emit_forward(RankProgramBuilder& builder, const std::vector<Block>& blocks,
-                              program::StreamId stream, std::vector<program::OpIndex> deps) {
-  program::OpIndex last = 0;
-  for (const Block& block : blocks) {
-    builder.allocate(block.name + ".activations", stream, MemoryCategory::kActivations,
-                     block.saved_bytes(), std::exchange(deps, {}));
-    for (const ForwardStep& forward : block.forward) last = builder.add(forward.name, stream, forward.op);
+namespace {
+
+// Emits ops in order with the dependency rules of the module: a compute op waits for the
+// tensor-parallel collective just before it (unless that one overlaps) and for `pending`
+// dependencies; a collective goes on the tensor-parallel stream after the last compute op.
+class StepEmitter {
+ public:
+  StepEmitter(RankProgramBuilder& builder, const Streams& streams, std::vector<OpIndex> deps)
+      : builder_(builder), streams_(streams), wait_(std::move(deps)) {}
+
+  OpIndex compute(std::string name, program::ComputeOp op, std::vector<OpIndex> extra = {}) {
+    std::vector<OpIndex> deps = std::exchange(wait_, {});
+    deps.insert(deps.end(), extra.begin(), extra.end());
+    last_ = builder_.add(std::move(name), streams_.compute, std::move(op), std::move(deps));
+    last_compute_ = last_;
+    return last_;
   }
-  return last;
-}
-
-program::OpIndex emit_backward(RankProgramBuilder& builder, const std::vector<Block>& blocks,
-                               program::StreamId stream, const GradientCallback& on_gradients) {
-  program::OpIndex last = 0;
-  for (auto block = blocks.rbegin(); block != blocks.rend(); ++block) {
-    for (const BackwardStep& backward : block->backward) {
-      last = builder.add(backward.name, stream, backward.op);
-      if (!backward.grads_ready.empty()) on_gradients(*block, backward, last);
+  OpIndex collective(std::string name, const program::CollectiveOp& op, bool overlapped) {
+    std::vector<OpIndex> deps;
+    if (last_compute_) deps.push_back(*last_compute_);
+    last_ = builder_.add(std::move(name), streams_.tensor_parallel, op, std::move(deps));
+    if (!overlapped) wait_ = {last_};
+    return last_;
+  }
+  OpIndex memory(std::string tensor, MemoryCategory category, double bytes, bool allocate) {
+    // Allocations happen before the next op runs: they take the pending dependencies.
+    std::vector<OpIndex> deps = allocate ? std::exchange(wait_, {}) : std::vector<OpIndex>{};
+    const OpIndex index = allocate ? builder_.allocate(std::move(tensor), streams_.compute, category, bytes, std::move(deps))
+                                   : builder_.release(std::move(tensor), streams_.compute, category, bytes);
+    last_compute_ = index;
+    return index;
+  }
+  // The forward steps of a block, as a forward pass or as its recomputation in backward.
+  void forward_steps(const Block& block, bool recompute, bool only_attention_core = false) {
+    for (const ForwardStep& step : block.forward) {
+      if (only_attention_core && !step.attention_core) continue;
+      std::string name = recompute ? recompute_name(step.name) : step.name;
+      if (step.compute) {
+        program::ComputeOp op = *step.compute;
+        if (recompute) op.phase = program::Phase::kRecompute;
+        compute(std::move(name), std::move(op));
+      } else if (step.collective) {
+        collective(std::move(name), *step.collective, false);
+      }
     }
-    builder.release(block->name + ".activations", stream, MemoryCategory::kActivations,
-                    block->saved_bytes());
   }
-  return last;
+  OpIndex last() const { return last_; }
+  std::vector<OpIndex> take_pending() { return std::exchange(wait_, {}); }
+
+ private:
+  static std::string recompute_name(const std::string& forward_name) {
+    std::string name = forward_name;
+    if (const auto at = name.find(".fwd."); at != std::string::npos) name.replace(at, 5, ".recompute.");
+    return name;
+  }
+
+  RankProgramBuilder& builder_;
+  const Streams& streams_;
+  std::vector<OpIndex> wait_;
+  std::optional<OpIndex> last_compute_;
+  OpIndex last_ = 0;
+};
+
+// Activations a block keeps from its forward to its backward under a checkpointing policy.
+double kept_bytes(const Block& block, Checkpointing checkpointing) {
+  if (!block.layer || checkpointing == Checkpointing::kNone) return block.saved_bytes();
+  if (checkpointing == Checkpointing::kFull) return block.input_bytes;
+  return block.saved_bytes() - block.score_bytes();
 }
 
-program::ComputeOp optimizer_update(double parameters, const ModelStateBytes& state,
-                                    program::DType compute_dtype) {
+}  // namespace
+
+OpIndex emit_forward(RankProgramBuilder& builder, const std::vector<const Block*>& blocks, const Streams& streams,
+                     Checkpointing checkpointing, std::vector<OpIndex> deps) {
+  StepEmitter emit(builder, streams, std::move(deps));
+  for (const Block* block : blocks) {
+    emit.memory(block->name + ".activations", MemoryCategory::kActivations, kept_bytes(*block, checkpointing), true);
+    emit.forward_steps(*block, false);
+  }
+  return emit.last();
+}
+
+OpIndex emit_backward(RankProgramBuilder& builder, const std::vector<const Block*>& blocks, const Streams& streams,
+                      Checkpointing checkpointing, std::vector<OpIndex> deps, const GradientCallback& on_gradients) {
+  StepEmitter emit(builder, streams, std::move(deps));
+  for (auto it = blocks.rbegin(); it != blocks.rend(); ++it) {
+    const Block& block = **it;
+    const bool full = block.layer && checkpointing == Checkpointing::kFull;
+    const bool selective = block.layer && checkpointing == Checkpointing::kSelective;
+    if (full) {  // recompute the whole layer from its input
+      emit.memory(block.name + ".recomputed_activations", MemoryCategory::kActivations, block.saved_bytes(), true);
+      emit.forward_steps(block, true);
+    }
+    std::vector<OpIndex> index_of(block.backward.size(), 0);
+    for (std::size_t i = 0; i < block.backward.size(); ++i) {
+      const BackwardStep& step = block.backward[i];
+      if (const auto* collective = std::get_if<program::CollectiveOp>(&step.op)) {
+        index_of[i] = emit.collective(step.name, *collective, step.overlapped);
+        continue;
+      }
+      if (selective && step.attention_core) {  // recompute the attention core's scores
+        emit.memory(block.name + ".recomputed_scores", MemoryCategory::kActivations, block.score_bytes(), true);
+        emit.forward_steps(block, true, true);
+      }
+      std::vector<OpIndex> waits;
+      for (std::size_t w : step.waits_for) waits.push_back(index_of[w]);
+      index_of[i] = emit.compute(step.name, std::get<program::ComputeOp>(step.op), std::move(waits));
+      if (!step.grads_ready.empty()) on_gradients(block, step, index_of[i]);
+      if (selective && step.attention_core) {
+        emit.memory(block.name + ".recomputed_scores", MemoryCategory::kActivations, block.score_bytes(), false);
+      }
+    }
+    emit.memory(block.name + ".activations", MemoryCategory::kActivations, kept_bytes(block, checkpointing), false);
+    if (full) {
+      emit.memory(block.name + ".recomputed_activations", MemoryCategory::kActivations, block.saved_bytes(), false);
+    }
+  }
+  return emit.last();
+}
+
+program::ComputeOp optimizer_update(double parameters, const ModelStateBytes& state, program::DType compute_dtype) {
   // Per parameter: read the gradient, read and write each optimizer state, and either read and
   // write the fp32 master weight and write the low-precision copy, or read and write the weight.
-  const double weights = state.master_weights > 0 ? 2 * state.master_weights + state.parameters
-                                                  : 2 * state.parameters;
+  const double weights =
+      state.master_weights > 0 ? 2 * state.master_weights + state.parameters : 2 * state.parameters;
   program::ComputeOp update;
   update.kind = program::ComputeKind::kOptimizer;
   update.phase = program::Phase::kOptimizer;
@@ -73,14 +166,16 @@ program::ComputeOp optimizer_update(double parameters, const ModelStateBytes& st
   return update;
 }
 
-void set_step_facts(program::ProgramInfo& info, const TrainingSpec& training,
-                    const std::vector<Block>& blocks, std::int32_t replicas) {
+void set_step_facts(program::ProgramInfo& info, const ModelSpec& model, const TrainingSpec& training,
+                    std::int32_t replicas) {
   double forward_flops = 0;
-  for (const Block& block : blocks) forward_flops += block.forward_flops();
+  for (const Block& block : model_blocks(model, BlockShape{training.micro_batch, training.sequence,
+                                                           compute_dtype(training.precision), {}})) {
+    forward_flops += block.forward_flops();
+  }
   info.steps = training.steps;
   info.tokens_per_step = training.global_batch * training.sequence;
-  info.model_flops_per_step =
-      3 * forward_flops * static_cast<double>(training.accumulation) * replicas;
+  info.model_flops_per_step = 3 * forward_flops * static_cast<double>(training.accumulation) * replicas;
   info.compute_dtype = compute_dtype(training.precision);
 }
 

@@ -1,6 +1,7 @@
-// Pieces every data-parallel lowering shares: allocating model states, emitting one
-// micro-batch's forward and backward over the model's blocks (with their activation memory),
-// the optimizer update, and the Program's summary facts.
+// Pieces every lowering shares: allocating model states, emitting one micro-batch's forward
+// and backward over a list of blocks — compute on the compute stream, tensor-parallel
+// collectives on their own stream, activation memory allocated and freed, layers recomputed
+// under activation checkpointing — the optimizer update, and the Program's summary facts.
 #pragma once
 
 #include <functional>
@@ -14,8 +15,8 @@
 
 namespace strategies {
 
-// The model as one data-parallel replica trains it: dtypes, blocks for one micro-batch,
-// parameter count and model-state bytes per parameter.
+// The model as one replica trains it: dtypes, blocks for one micro-batch, parameter count
+// and model-state bytes per parameter.
 struct ReplicaModel {
   program::DType dtype = program::DType::kBF16;           // compute and weights
   program::DType gradient_dtype = program::DType::kBF16;
@@ -23,7 +24,8 @@ struct ReplicaModel {
   double parameters = 0;
   ModelStateBytes state;
 };
-ReplicaModel replica_model(const ModelSpec& model, const TrainingSpec& training);
+ReplicaModel replica_model(const ModelSpec& model, const TrainingSpec& training,
+                           const TensorParallel& tensor_parallel = {});
 
 // Which model states a rank holds, as a fraction of the model (1 = all of it).
 struct StateShares {
@@ -37,26 +39,37 @@ struct StateShares {
 void allocate_model_states(RankProgramBuilder& builder, program::StreamId stream, double parameters,
                            const ModelStateBytes& state, const StateShares& shares);
 
-// Forward of every block in order. Each block's activations are allocated before its first op.
-// The first op emitted depends on `deps`. Returns the index of the last op.
-program::OpIndex emit_forward(RankProgramBuilder& builder, const std::vector<Block>& blocks,
-                              program::StreamId stream, std::vector<program::OpIndex> deps);
+struct Streams {
+  program::StreamId compute = 0;
+  program::StreamId tensor_parallel = 0;  // used only when blocks hold TP collectives
+};
 
-// Backward of every block in reverse; frees each block's activations after it. Calls
-// `on_gradients(block, step, op)` after each backward op that completes parameter gradients.
-// Returns the index of the last backward compute op.
+// Forward of `blocks` in order for one micro-batch: each block's activations are allocated
+// before its first op (only its input for a layer under full checkpointing). The first op
+// depends on `deps`; a compute op waits for the tensor-parallel collective just before it.
+// Returns the index of the last op.
+program::OpIndex emit_forward(RankProgramBuilder& builder, const std::vector<const Block*>& blocks,
+                              const Streams& streams, Checkpointing checkpointing,
+                              std::vector<program::OpIndex> deps);
+
+// Backward of `blocks` in reverse, recomputing what checkpointing dropped first; frees each
+// block's activations after it. Calls `on_gradients(block, step, op)` after each backward op
+// that completes parameter gradients. The first op depends on `deps`. Returns the index of
+// the last backward op.
 using GradientCallback = std::function<void(const Block&, const BackwardStep&, program::OpIndex)>;
-program::OpIndex emit_backward(RankProgramBuilder& builder, const std::vector<Block>& blocks,
-                               program::StreamId stream, const GradientCallback& on_gradients);
+program::OpIndex emit_backward(RankProgramBuilder& builder, const std::vector<const Block*>& blocks,
+                               const Streams& streams, Checkpointing checkpointing,
+                               std::vector<program::OpIndex> deps, const GradientCallback& on_gradients);
 
 // The optimizer update of `parameters` parameters: a memory-bound pass reading the
 // gradients and reading and writing the optimizer states and weights.
 program::ComputeOp optimizer_update(double parameters, const ModelStateBytes& state,
                                     program::DType compute_dtype);
 
-// Tokens and model FLOPs per step (forward + backward at twice the forward; recomputation
-// is not counted — PaLM's model FLOPs) for `replicas` model replicas.
-void set_step_facts(program::ProgramInfo& info, const TrainingSpec& training,
-                    const std::vector<Block>& blocks, std::int32_t replicas);
+// Tokens and model FLOPs per step (forward + backward at twice the forward of the whole,
+// unsharded model; recomputation is not counted — PaLM's model FLOPs) for `replicas`
+// data-parallel replicas.
+void set_step_facts(program::ProgramInfo& info, const ModelSpec& model, const TrainingSpec& training,
+                    std::int32_t replicas);
 
 }  // namespace strategies

@@ -3,9 +3,13 @@
 
 #include <fmt/format.h>
 
+#include <numeric>
+
 namespace strategies {
 namespace {
 
+using program::CollectiveKind;
+using program::CollectiveOp;
 using program::ComputeKind;
 using program::ComputeOp;
 using program::Phase;
@@ -15,8 +19,9 @@ constexpr double kFlashBackwardFactor = 2.5;
 constexpr double kStandardBackwardFactor = 2.0;
 constexpr double kMemoryBoundBackwardFactor = 2.0;
 constexpr double kFp32Bytes = 4;
-constexpr double kMaskBytes = 1;      // dropout masks are stored as bytes
-constexpr double kTokenIdBytes = 8;   // int64 token ids
+constexpr double kMaskBytes = 1;       // dropout masks are stored as bytes
+constexpr double kTokenIdBytes = 8;    // int64 token ids
+constexpr double kLossReductions = 3;  // vocabulary-parallel cross-entropy: max, target logit, Σexp
 
 // Builds one block's forward steps, then derives its backward steps.
 class BlockBuilder {
@@ -27,79 +32,109 @@ class BlockBuilder {
   }
 
   double e() const { return element_bytes_; }
+  std::int64_t t() const { return shape_.tp.degree; }
+  bool sequence_parallel() const { return shape_.tp.sequence_parallel && t() > 1; }
   std::int64_t tokens() const { return shape_.micro_batch * shape_.sequence; }
+  // Tokens a rank holds outside tensor-parallel regions: all, or 1/t with sequence parallelism.
+  std::int64_t local_tokens() const { return sequence_parallel() ? tokens() / t() : tokens(); }
+  void set_input_bytes(double bytes) { block_.input_bytes = bytes; }
+  void mark_layer() { block_.layer = true; }
 
   std::size_t param(std::string name, std::int64_t elements) {
     block_.params.push_back({block_.name + "." + std::move(name), elements});
     return block_.params.size() - 1;
   }
 
-  // [M,K]·[K,N] on T = M rows.
+  // [M,K]·[K,N]. A column-parallel layer (tensor_parallel_input) keeps its input — sharded and
+  // gathered again in backward under sequence parallelism with regather.
   void matmul(std::string name, std::int64_t m, std::int64_t n, std::int64_t k, double saved,
-              std::vector<std::size_t> params) {
+              std::vector<std::size_t> params, bool tensor_parallel_input = false) {
     ComputeOp op = make(ComputeKind::kMatmul, Shape::of({1, m, n, k}));
     op.flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
     op.bytes = static_cast<double>(m * k + k * n + m * n) * e();
-    block_.forward.push_back({std::move(name), op, saved, std::move(params), true});
+    ForwardStep step{std::move(name), op, std::nullopt, std::nullopt, std::nullopt, saved, 0, std::move(params), true,
+                     false};
+    if (tensor_parallel_input && sequence_parallel() && shape_.tp.regather_in_backward) {
+      step.saved_bytes = saved / static_cast<double>(t());
+      step.regather = collective(CollectiveKind::kAllGather, saved);
+    }
+    block_.forward.push_back(std::move(step));
   }
 
   void memory_bound(std::string name, ComputeKind kind, Shape shape, double bytes, double saved,
                     std::vector<std::size_t> params = {}, bool has_backward = true) {
     ComputeOp op = make(kind, shape);
     op.bytes = bytes;
-    block_.forward.push_back({std::move(name), op, saved, std::move(params), has_backward});
+    block_.forward.push_back({std::move(name), op, std::nullopt, std::nullopt, std::nullopt, saved, 0,
+                              std::move(params), has_backward, false});
+  }
+
+  // Megatron's f before a column-parallel region (identity forward / all-reduce backward; with
+  // sequence parallelism all-gather forward / reduce-scatter backward) and g after a
+  // row-parallel one (all-reduce forward; reduce-scatter forward / all-gather backward).
+  void enter_tensor_parallel(std::string name, double activation_bytes) {
+    if (t() == 1) return;
+    ForwardStep step{std::move(name)};
+    if (sequence_parallel()) {
+      step.collective = collective(CollectiveKind::kAllGather, activation_bytes);
+      step.backward_collective = collective(CollectiveKind::kReduceScatter, activation_bytes);
+    } else {
+      step.backward_collective = collective(CollectiveKind::kAllReduce, activation_bytes);
+    }
+    block_.forward.push_back(std::move(step));
+  }
+  void leave_tensor_parallel(std::string name, double activation_bytes) {
+    if (t() == 1) return;
+    ForwardStep step{std::move(name)};
+    if (sequence_parallel()) {
+      step.collective = collective(CollectiveKind::kReduceScatter, activation_bytes);
+      step.backward_collective = collective(CollectiveKind::kAllGather, activation_bytes);
+    } else {
+      step.collective = collective(CollectiveKind::kAllReduce, activation_bytes);
+    }
+    block_.forward.push_back(std::move(step));
+  }
+  // An all-reduce in forward only (vocabulary-parallel loss statistics).
+  void all_reduce(std::string name, double bytes) {
+    if (t() == 1) return;
+    ForwardStep step{std::move(name)};
+    step.collective = collective(CollectiveKind::kAllReduce, bytes);
+    block_.forward.push_back(std::move(step));
   }
 
   void attention(const ModelSpec& model) {
     const std::int64_t b = shape_.micro_batch;
     const std::int64_t s = shape_.sequence;
-    const double t = static_cast<double>(tokens());
+    const double tp = static_cast<double>(t());
+    const double tokens_d = static_cast<double>(tokens());
     const double h = static_cast<double>(model.hidden);
     const double kv = static_cast<double>(model.kv_dim());
-    const double scores = static_cast<double>(b * model.heads) * static_cast<double>(s) *
-                          static_cast<double>(s);
+    const double scores = static_cast<double>(b * model.heads) * static_cast<double>(s) * static_cast<double>(s) / tp;
     ComputeOp op = make(ComputeKind::kAttention,
-                        Shape::of({b, model.heads, model.kv_heads, s, model.head_dim()}));
+                        Shape::of({b, model.heads / t(), model.kv_heads / t(), s, model.head_dim()}));
     op.flops = 4.0 * static_cast<double>(b) * static_cast<double>(s) * static_cast<double>(s) * h *
-               (model.causal ? 0.5 : 1.0);
-    const double qkvo_bytes = (2 * t * h + 2 * t * kv) * e();
-    double saved = 0;
+               (model.causal ? 0.5 : 1.0) / tp;
+    const double qkvo_bytes = (2 * tokens_d * h + 2 * tokens_d * kv) * e() / tp;
+    ForwardStep step{"attention", op};
+    step.attention_core = true;
     if (model.attention == AttentionKind::kFlash) {
-      op.bytes = qkvo_bytes;
+      step.compute->bytes = qkvo_bytes;
       // Q, K, V, the output, and the fp32 log-sum-exp per query and head.
-      saved = qkvo_bytes + kFp32Bytes * static_cast<double>(b * model.heads * s);
+      step.saved_bytes = qkvo_bytes + kFp32Bytes * static_cast<double>(b * model.heads / t() * s);
     } else {
-      op.bytes = qkvo_bytes + 2 * scores * e();
+      step.compute->bytes = qkvo_bytes + 2 * scores * e();
       // Q, K, V and the softmax output; with dropout its mask and its output too.
-      saved = (t * h + 2 * t * kv) * e() + scores * e() +
-              (model.dropout ? scores * (kMaskBytes + e()) : 0);
+      step.score_bytes = scores * e() + (model.dropout ? scores * (kMaskBytes + e()) : 0);
+      step.saved_bytes = (tokens_d * h + 2 * tokens_d * kv) * e() / tp + step.score_bytes;
     }
-    block_.forward.push_back({"attention", op, saved, {}, true});
+    block_.forward.push_back(std::move(step));
   }
 
   Block finish(const ModelSpec& model) {
     for (auto it = block_.forward.rbegin(); it != block_.forward.rend(); ++it) {
-      if (!it->has_backward) continue;
-      const ComputeOp& fwd = it->op;
-      if (fwd.kind == ComputeKind::kMatmul) {
-        const std::int64_t m = fwd.shape[1], n = fwd.shape[2], k = fwd.shape[3];
-        ComputeOp dgrad = backward_of(fwd, Shape::of({1, m, k, n}));
-        ComputeOp wgrad = backward_of(fwd, Shape::of({1, k, n, m}));
-        dgrad.flops = wgrad.flops = fwd.flops;
-        dgrad.bytes = wgrad.bytes = fwd.bytes;
-        block_.backward.push_back({it->name + ".dgrad", dgrad, {}});
-        block_.backward.push_back({it->name + ".wgrad", wgrad, it->params});
-      } else {
-        ComputeOp bwd = backward_of(fwd, fwd.shape);
-        if (fwd.kind == ComputeKind::kAttention) {
-          const double factor = model.attention == AttentionKind::kFlash ? kFlashBackwardFactor
-                                                                         : kStandardBackwardFactor;
-          bwd.flops = fwd.flops * factor;
-          bwd.bytes = fwd.bytes * kMemoryBoundBackwardFactor;
-        } else {
-          bwd.bytes = fwd.bytes * kMemoryBoundBackwardFactor;
-        }
-        block_.backward.push_back({it->name, bwd, it->params});
+      if (it->compute && it->has_backward) add_backward_of(model, *it);
+      if (it->backward_collective) {
+        block_.backward.push_back({it->name, *it->backward_collective, {}, false, false, {}});
       }
     }
     for (auto& step : block_.forward) step.name = block_.name + ".fwd." + step.name;
@@ -108,6 +143,31 @@ class BlockBuilder {
   }
 
  private:
+  void add_backward_of(const ModelSpec& model, const ForwardStep& forward) {
+    const ComputeOp& fwd = *forward.compute;
+    auto& backward = block_.backward;
+    if (fwd.kind == ComputeKind::kMatmul) {
+      const std::int64_t m = fwd.shape[1], n = fwd.shape[2], k = fwd.shape[3];
+      ComputeOp dgrad = backward_of(fwd, Shape::of({1, m, k, n}));
+      ComputeOp wgrad = backward_of(fwd, Shape::of({1, k, n, m}));
+      std::vector<std::size_t> waits;
+      if (forward.regather) {  // gathered while the input gradient is computed
+        waits.push_back(backward.size());
+        backward.push_back({forward.name + ".regather", *forward.regather, {}, false, true, {}});
+      }
+      backward.push_back({forward.name + ".dgrad", dgrad, {}, false, false, {}});
+      backward.push_back({forward.name + ".wgrad", wgrad, forward.params, false, false, std::move(waits)});
+      return;
+    }
+    ComputeOp bwd = backward_of(fwd, fwd.shape);
+    bwd.bytes = fwd.bytes * kMemoryBoundBackwardFactor;
+    if (fwd.kind == ComputeKind::kAttention) {
+      bwd.flops = fwd.flops * (model.attention == AttentionKind::kFlash ? kFlashBackwardFactor
+                                                                         : kStandardBackwardFactor);
+    }
+    backward.push_back({forward.name, bwd, forward.params, forward.attention_core, false, {}});
+  }
+
   ComputeOp make(ComputeKind kind, Shape shape) const {
     ComputeOp op;
     op.kind = kind;
@@ -122,44 +182,52 @@ class BlockBuilder {
     op.shape = shape;
     return op;
   }
+  CollectiveOp collective(CollectiveKind kind, double bytes) const {
+    CollectiveOp op;
+    op.kind = kind;
+    op.group = shape_.tp.group;
+    op.bytes = static_cast<std::int64_t>(bytes);
+    op.dtype = shape_.dtype;
+    return op;
+  }
 
   BlockShape shape_;
   double element_bytes_;
   Block block_;
 };
 
-// Norm over T·h elements: reads and writes the activations; keeps its input (and the fp32
-// per-token statistics) for backward.
+// Norm over the rank's tokens × h: reads and writes the activations; keeps its input (and the
+// fp32 per-token statistics) for backward.
 void add_norm(BlockBuilder& builder, const ModelSpec& model, const std::string& name) {
   std::vector<std::size_t> params = {builder.param(name + ".weight", model.hidden)};
   if (model.norm == NormKind::kLayerNorm) params.push_back(builder.param(name + ".bias", model.hidden));
-  const double elements = static_cast<double>(builder.tokens() * model.hidden);
-  const double statistics = kFp32Bytes * static_cast<double>(builder.tokens()) *
-                            (model.norm == NormKind::kLayerNorm ? 2 : 1);
-  builder.memory_bound(name, program::ComputeKind::kNorm, Shape::of({builder.tokens() * model.hidden}),
-                       2 * elements * builder.e(), elements * builder.e() + statistics,
-                       std::move(params));
+  const std::int64_t tokens = builder.local_tokens();
+  const double elements = static_cast<double>(tokens * model.hidden);
+  const double statistics = kFp32Bytes * static_cast<double>(tokens) * (model.norm == NormKind::kLayerNorm ? 2 : 1);
+  builder.memory_bound(name, ComputeKind::kNorm, Shape::of({tokens * model.hidden}), 2 * elements * builder.e(),
+                       elements * builder.e() + statistics, std::move(params));
 }
 
 void add_dropout(BlockBuilder& builder, const ModelSpec& model, const std::string& name) {
   if (!model.dropout) return;
-  const std::int64_t elements = builder.tokens() * model.hidden;
-  builder.memory_bound(name, program::ComputeKind::kElementwise, Shape::of({elements}),
-                       2 * static_cast<double>(elements) * builder.e(),
-                       kMaskBytes * static_cast<double>(elements));
+  const std::int64_t elements = builder.local_tokens() * model.hidden;
+  builder.memory_bound(name, ComputeKind::kElementwise, Shape::of({elements}),
+                       2 * static_cast<double>(elements) * builder.e(), kMaskBytes * static_cast<double>(elements));
 }
 
 void add_residual(BlockBuilder& builder, const ModelSpec& model, const std::string& name) {
-  const std::int64_t elements = builder.tokens() * model.hidden;
-  builder.memory_bound(name, program::ComputeKind::kElementwise, Shape::of({elements}),
+  const std::int64_t elements = builder.local_tokens() * model.hidden;
+  builder.memory_bound(name, ComputeKind::kElementwise, Shape::of({elements}),
                        3 * static_cast<double>(elements) * builder.e(), 0, {}, false);
 }
 
-// Linear layer weights (+ bias) as parameter tensors.
-std::vector<std::size_t> linear_params(BlockBuilder& builder, const ModelSpec& model,
-                                       const std::string& name, std::int64_t in, std::int64_t out) {
-  std::vector<std::size_t> params = {builder.param(name + ".weight", in * out)};
-  if (model.biases) params.push_back(builder.param(name + ".bias", out));
+// Weights (+ bias) of a linear layer as this rank holds them: columns split for a
+// column-parallel layer (with its bias), rows split for a row-parallel one (bias replicated).
+std::vector<std::size_t> linear_params(BlockBuilder& builder, const ModelSpec& model, const std::string& name,
+                                       std::int64_t in, std::int64_t out, bool column_parallel) {
+  const std::int64_t t = builder.t();
+  std::vector<std::size_t> params = {builder.param(name + ".weight", in * out / t)};
+  if (model.biases) params.push_back(builder.param(name + ".bias", column_parallel ? out / t : out));
   return params;
 }
 
@@ -171,64 +239,89 @@ double Block::saved_bytes() const {
   return total;
 }
 
+double Block::score_bytes() const {
+  double total = 0;
+  for (const auto& step : forward) total += step.score_bytes;
+  return total;
+}
+
 double Block::forward_flops() const {
   double total = 0;
-  for (const auto& step : forward) total += step.op.flops;
+  for (const auto& step : forward) total += step.compute ? step.compute->flops : 0;
   return total;
+}
+
+std::int64_t Block::parameter_elements() const {
+  return std::accumulate(params.begin(), params.end(), std::int64_t{0},
+                         [](std::int64_t sum, const ParamTensor& p) { return sum + p.elements; });
 }
 
 Block embedding_block(const ModelSpec& model, const BlockShape& shape) {
   BlockBuilder builder("embedding", shape);
-  const std::int64_t t = builder.tokens();
-  std::vector<std::size_t> params = {builder.param("tokens", model.vocab * model.hidden)};
+  const std::int64_t tokens = builder.tokens();
+  // The token table is split over the vocabulary; positions are replicated.
+  std::vector<std::size_t> params = {builder.param("tokens", model.vocab * model.hidden / builder.t())};
   if (model.learned_positions) params.push_back(builder.param("positions", model.sequence * model.hidden));
+  const double rows = static_cast<double>(tokens * model.hidden) * builder.e();
+  builder.set_input_bytes(kTokenIdBytes * static_cast<double>(tokens));
   // Gathers T rows and writes them; backward scatters into a zeroed dense table gradient.
-  const double rows = static_cast<double>(t * model.hidden) * builder.e();
-  builder.memory_bound("lookup", program::ComputeKind::kEmbedding, Shape::of({t, model.hidden}),
-                       2 * rows, kTokenIdBytes * static_cast<double>(t), std::move(params));
+  builder.memory_bound("lookup", ComputeKind::kEmbedding, Shape::of({tokens, model.hidden}), 2 * rows,
+                       kTokenIdBytes * static_cast<double>(tokens), std::move(params));
+  // Each tensor-parallel rank looked up only its part of the vocabulary: sum (or scatter).
+  builder.leave_tensor_parallel("vocab_parallel", rows);
   Block block = builder.finish(model);
-  block.backward.back().op.bytes =
-      2 * rows + static_cast<double>(model.vocab * model.hidden) * builder.e();
+  for (BackwardStep& step : block.backward) {
+    if (auto* op = std::get_if<ComputeOp>(&step.op); op && op->kind == ComputeKind::kEmbedding) {
+      op->bytes = 2 * rows + static_cast<double>(model.vocab * model.hidden / builder.t()) * builder.e();
+    }
+  }
   return block;
 }
 
 Block transformer_layer_block(const ModelSpec& model, const BlockShape& shape, std::int64_t layer) {
   BlockBuilder builder(fmt::format("layer{}", layer), shape);
-  const std::int64_t t = builder.tokens();
+  const std::int64_t tokens = builder.tokens();
+  const std::int64_t t = builder.t();
   const std::int64_t h = model.hidden;
   const std::int64_t kv = model.kv_dim();
-  const double token_row = static_cast<double>(t * h) * builder.e();
+  const double token_row = static_cast<double>(tokens * h) * builder.e();  // a full b·s·h activation
   const bool flash = model.attention == AttentionKind::kFlash;
+  builder.set_input_bytes(static_cast<double>(builder.local_tokens() * h) * builder.e());
+  builder.mark_layer();
 
   add_norm(builder, model, "attn_norm");
-  std::vector<std::size_t> qkv = linear_params(builder, model, "q_proj", h, h);
+  builder.enter_tensor_parallel("attn_f", token_row);
+  std::vector<std::size_t> qkv = linear_params(builder, model, "q_proj", h, h, true);
   for (const char* name : {"k_proj", "v_proj"}) {
-    for (std::size_t p : linear_params(builder, model, name, h, kv)) qkv.push_back(p);
+    for (std::size_t p : linear_params(builder, model, name, h, kv, true)) qkv.push_back(p);
   }
-  builder.matmul("qkv", t, h + 2 * kv, h, token_row, std::move(qkv));
+  builder.matmul("qkv", tokens, (h + 2 * kv) / t, h, token_row, std::move(qkv), true);
   builder.attention(model);
   // With FlashAttention the output projection's input is the attention output, already kept.
-  builder.matmul("attn_out", t, h, h, flash ? 0 : token_row,
-                 linear_params(builder, model, "o_proj", h, h));
+  builder.matmul("attn_out", tokens, h, h / t, flash ? 0 : token_row / static_cast<double>(t),
+                 linear_params(builder, model, "o_proj", h, h, false));
+  builder.leave_tensor_parallel("attn_g", token_row);
   add_dropout(builder, model, "attn_dropout");
   add_residual(builder, model, "attn_residual");
 
   add_norm(builder, model, "mlp_norm");
-  const std::int64_t f = model.ffn_hidden;
-  const double ffn_row = static_cast<double>(t * f) * builder.e();
+  builder.enter_tensor_parallel("mlp_f", token_row);
+  const std::int64_t f = model.ffn_hidden / t;
+  const double ffn_row = static_cast<double>(tokens * f) * builder.e();
   if (model.mlp == MlpKind::kSwiGlu) {
-    std::vector<std::size_t> gate_up = linear_params(builder, model, "gate_proj", h, f);
-    for (std::size_t p : linear_params(builder, model, "up_proj", h, f)) gate_up.push_back(p);
-    builder.matmul("mlp_gate_up", t, 2 * f, h, token_row, std::move(gate_up));
+    std::vector<std::size_t> gate_up = linear_params(builder, model, "gate_proj", h, model.ffn_hidden, true);
+    for (std::size_t p : linear_params(builder, model, "up_proj", h, model.ffn_hidden, true)) gate_up.push_back(p);
+    builder.matmul("mlp_gate_up", tokens, 2 * f, h, token_row, std::move(gate_up), true);
     // silu(gate) · up keeps both inputs.
-    builder.memory_bound("mlp_act", program::ComputeKind::kElementwise, Shape::of({t * f}),
-                         3 * ffn_row, 2 * ffn_row);
+    builder.memory_bound("mlp_act", ComputeKind::kElementwise, Shape::of({tokens * f}), 3 * ffn_row, 2 * ffn_row);
   } else {
-    builder.matmul("mlp_up", t, f, h, token_row, linear_params(builder, model, "up_proj", h, f));
-    builder.memory_bound("mlp_act", program::ComputeKind::kElementwise, Shape::of({t * f}),
-                         2 * ffn_row, ffn_row);
+    builder.matmul("mlp_up", tokens, f, h, token_row,
+                   linear_params(builder, model, "up_proj", h, model.ffn_hidden, true), true);
+    builder.memory_bound("mlp_act", ComputeKind::kElementwise, Shape::of({tokens * f}), 2 * ffn_row, ffn_row);
   }
-  builder.matmul("mlp_down", t, h, f, ffn_row, linear_params(builder, model, "down_proj", f, h));
+  builder.matmul("mlp_down", tokens, h, f, ffn_row,
+                 linear_params(builder, model, "down_proj", model.ffn_hidden, h, false));
+  builder.leave_tensor_parallel("mlp_g", token_row);
   add_dropout(builder, model, "mlp_dropout");
   add_residual(builder, model, "mlp_residual");
   return builder.finish(model);
@@ -236,16 +329,20 @@ Block transformer_layer_block(const ModelSpec& model, const BlockShape& shape, s
 
 Block head_block(const ModelSpec& model, const BlockShape& shape) {
   BlockBuilder builder("head", shape);
-  const std::int64_t t = builder.tokens();
+  const std::int64_t tokens = builder.tokens();
+  const std::int64_t t = builder.t();
+  const double token_row = static_cast<double>(tokens * model.hidden) * builder.e();
+  builder.set_input_bytes(static_cast<double>(builder.local_tokens() * model.hidden) * builder.e());
   add_norm(builder, model, "final_norm");
+  builder.enter_tensor_parallel("head_f", token_row);
   std::vector<std::size_t> head_params;
-  if (!model.tied_embeddings) head_params.push_back(builder.param("lm_head.weight", model.vocab * model.hidden));
-  builder.matmul("lm_head", t, model.vocab, model.hidden,
-                 static_cast<double>(t * model.hidden) * builder.e(), std::move(head_params));
-  const double logits = static_cast<double>(t * model.vocab);
+  if (!model.tied_embeddings) head_params.push_back(builder.param("lm_head.weight", model.vocab * model.hidden / t));
+  builder.matmul("lm_head", tokens, model.vocab / t, model.hidden, token_row, std::move(head_params), true);
+  const double logits = static_cast<double>(tokens * model.vocab / t);
   // Reads the logits, writes and keeps them in fp32 for the softmax backward.
-  builder.memory_bound("loss", program::ComputeKind::kLoss, Shape::of({t, model.vocab}),
+  builder.memory_bound("loss", ComputeKind::kLoss, Shape::of({tokens, model.vocab / t}),
                        logits * (builder.e() + 2 * kFp32Bytes), logits * kFp32Bytes);
+  builder.all_reduce("loss_statistics", kLossReductions * kFp32Bytes * static_cast<double>(tokens));
   return builder.finish(model);
 }
 

@@ -1,24 +1,39 @@
-// The compute ops of a transformer, block by block (token embedding, each layer, the LM head
-// with its loss), with the FLOPs, bytes and shapes a real kernel would have, the activations
-// each forward op keeps for backward, and which parameter gradients each backward op
-// completes.
+// The compute and tensor-parallel communication ops of a transformer, block by block (token
+// embedding, each layer, the LM head with its loss), with the FLOPs, bytes and shapes a real
+// kernel would have, the activations each forward op keeps for backward, and which parameter
+// gradients each backward op completes.
 //
 // FLOPs: a matmul [M,K]·[K,N] is 2·M·N·K; attention scores and the weighted sum are
 // 2·b·s²·h each (halved under a causal mask, whose blocks fused kernels skip). Backward of a
 // matmul is two matmuls of the same FLOPs (input gradient, weight gradient); backward of
 // attention is 2× its forward, 2.5× for FlashAttention, which recomputes the scores.
 //
+// Tensor parallelism (Megatron-LM; Shoeybi et al., 2019): QKV and the MLP's gate/up are
+// column-parallel (output features split over t ranks), the attention output and MLP down
+// projections row-parallel (input features split); heads and FFN width are divided by t.
+// Each half-layer is bracketed by Megatron's f (identity forward, all-reduce backward) and g
+// (all-reduce forward, identity backward): 2 all-reduces of b·s·h in forward, 2 in backward.
+// The embedding is split over the vocabulary (an all-reduce in forward), the LM head too (a
+// vocabulary-parallel cross-entropy: two all-reduces of one fp32 per token).
+// Sequence parallelism (Korthikanti et al., MLSys 2023) splits the sequence outside the
+// tensor-parallel regions: f becomes all-gather forward / reduce-scatter backward, g
+// reduce-scatter forward / all-gather backward, and norms, dropout and residuals work on s/t
+// tokens. Megatron keeps the sequence-sharded input of each column-parallel layer and gathers
+// it again for the weight gradient (regather_in_backward).
+//
 // Activations kept for backward, per layer (e = bytes per element, T = b·s tokens, a =
 // heads): for a GPT layer with standard attention and dropout they add up to exactly
-// Korthikanti et al. (MLSys 2023), eq. (1): T·h·(34 + 5·a·s/h) bytes at e = 2, plus the
-// per-token fp32 statistics each LayerNorm keeps (mean and 1/σ), which the paper neglects. With
-// FlashAttention the s² terms vanish: only Q, K, V, the output and the log-sum-exp are kept.
-// Memory-bound backward ops move twice their forward bytes (read the saved input and the
-// output gradient, write the input gradient). The loss keeps the logits in fp32 (as Hugging
-// Face's Llama upcasts them before the cross-entropy).
+// Korthikanti et al.'s eq. (1) T·h·(34 + 5·a·s/h) at e = 2, eq. (2) T·h·(10 + 24/t +
+// 5·a·s/(h·t)) under tensor parallelism and eq. (3) T·h/t·(34 + 5·a·s/h) with sequence
+// parallelism — plus the per-token fp32 statistics each LayerNorm keeps (mean and 1/σ),
+// which the paper neglects. With FlashAttention the s² terms vanish: only Q, K, V, the output
+// and the log-sum-exp are kept. Memory-bound backward ops move twice their forward bytes. The
+// loss keeps the logits in fp32 (as Hugging Face's Llama upcasts them before the
+// cross-entropy).
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,21 +44,41 @@ namespace strategies {
 
 struct ParamTensor {
   std::string name;
-  std::int64_t elements = 0;
+  std::int64_t elements = 0;  // on one tensor-parallel rank
+};
+
+struct TensorParallel {
+  std::int32_t degree = 1;
+  bool sequence_parallel = false;
+  bool regather_in_backward = true;  // SP: keep sharded inputs, all-gather them again in backward
+  program::GroupFamilyId group = 0;  // the tensor-parallel group family
 };
 
 struct ForwardStep {
   std::string name;
-  program::ComputeOp op;
+  // A compute op, or a tensor-parallel collective; neither for Megatron's f without SP.
+  std::optional<program::ComputeOp> compute;
+  std::optional<program::CollectiveOp> collective;
+  // The collective backward runs at this point (f's all-reduce, SP's conjugates).
+  std::optional<program::CollectiveOp> backward_collective;
+  // SP with regather: the all-gather of this matmul's stored sharded input, before its wgrad.
+  std::optional<program::CollectiveOp> regather;
   double saved_bytes = 0;           // activations this op keeps until its backward
+  double score_bytes = 0;           // of which attention-score tensors (dropped by selective recompute)
   std::vector<std::size_t> params;  // indices into Block::params this op uses
   bool has_backward = true;         // residual adds pass gradients through without a kernel
+  bool attention_core = false;      // recomputed by selective activation checkpointing
 };
 
 struct BackwardStep {
   std::string name;
-  program::ComputeOp op;
+  program::OpBody op;                    // a ComputeOp or a tensor-parallel CollectiveOp
   std::vector<std::size_t> grads_ready;  // parameter gradients complete after this op
+  bool attention_core = false;
+  // A collective the following compute does not wait for (it overlaps the input gradient).
+  bool overlapped = false;
+  // Earlier steps of Block::backward this one waits for (beyond stream order).
+  std::vector<std::size_t> waits_for;
 };
 
 struct Block {
@@ -51,14 +86,19 @@ struct Block {
   std::vector<ParamTensor> params;
   std::vector<ForwardStep> forward;
   std::vector<BackwardStep> backward;  // in execution order (reverse of forward)
+  double input_bytes = 0;              // the block's input: all full checkpointing keeps
+  bool layer = false;                  // a transformer layer (what activation checkpointing wraps)
   double saved_bytes() const;
+  double score_bytes() const;
   double forward_flops() const;
+  std::int64_t parameter_elements() const;
 };
 
 struct BlockShape {
   std::int64_t micro_batch = 1;
   std::int64_t sequence = 1;
   program::DType dtype = program::DType::kBF16;
+  TensorParallel tp;
 };
 
 Block embedding_block(const ModelSpec& model, const BlockShape& shape);

@@ -49,6 +49,7 @@ enum class ComputeKind : std::uint8_t {
   kEmbedding,    // shape [tokens, hidden]: table lookup
   kLoss,         // shape [tokens, vocab]: softmax cross-entropy
   kOptimizer,    // shape [parameters]: optimizer update
+  kMemcpy,       // shape [bytes]: a copy between host and device memory over PCIe
 };
 std::string_view compute_kind_name(ComputeKind kind);
 
@@ -65,7 +66,8 @@ struct ComputeOp {
   DType dtype = DType::kBF16;
   Shape shape;
   double flops = 0;  // floating-point operations actually executed
-  double bytes = 0;  // bytes read and written in device memory
+  double bytes = 0;  // bytes read and written in device memory (a memcpy: bytes copied)
+  bool on_host = false;  // runs on the host CPU (an offloaded optimizer step)
 };
 
 enum class CollectiveKind : std::uint8_t {
@@ -163,6 +165,7 @@ struct ProgramInfo {
   std::int64_t tokens_per_step = 0;
   double model_flops_per_step = 0;  // all ranks together, forward + backward, no recompute
   DType compute_dtype = DType::kBF16;
+  std::string pipeline;  // the pipeline schedule and its theoretical bubble, when there is one
 };
 
 struct Program {

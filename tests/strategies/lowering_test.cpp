@@ -37,7 +37,7 @@ TEST(DdpLoweringTest, ProgramIsWellFormedAndSharedByAllRanks) {
   EXPECT_TRUE(program::validate(p).empty());
   EXPECT_EQ(p.world_size, 8);
   EXPECT_EQ(p.ranks.front(), p.ranks.back());  // one RankProgram for every replica
-  EXPECT_EQ(p.streams, (std::vector<std::string>{"compute", "comm"}));
+  EXPECT_EQ(p.streams, (std::vector<std::string>{"compute", "dp"}));
 }
 
 TEST(DdpLoweringTest, BucketsFollowTorchsReducerRule) {

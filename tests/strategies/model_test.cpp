@@ -31,7 +31,7 @@ TEST(TransformerOpsTest, BlockParametersAddUpToTheModel) {
   for (const auto& name : strategies::model_preset_names()) {
     const ModelSpec model = *strategies::model_preset(name);
     std::int64_t total = 0;
-    for (const auto& block : strategies::model_blocks(model, {1, 128, program::DType::kBF16})) {
+    for (const auto& block : strategies::model_blocks(model, {1, 128, program::DType::kBF16, {}})) {
       for (const auto& param : block.params) total += param.elements;
     }
     EXPECT_EQ(total, strategies::architecture_parameters(model)) << name;
@@ -43,10 +43,10 @@ TEST(TransformerOpsTest, LayerMatmulFlopsAreTwicePerTokenWeights) {
   // token in forward: 2 FLOPs per parameter per token.
   const ModelSpec model = *strategies::model_preset("llama-2-7b");
   const std::int64_t b = 2, s = 512;
-  const auto block = strategies::transformer_layer_block(model, {b, s, program::DType::kBF16}, 0);
+  const auto block = strategies::transformer_layer_block(model, {b, s, program::DType::kBF16, {}}, 0);
   double matmul = 0;
   for (const auto& step : block.forward) {
-    if (step.op.kind == program::ComputeKind::kMatmul) matmul += step.op.flops;
+    if (step.compute && step.compute->kind == program::ComputeKind::kMatmul) matmul += step.compute->flops;
   }
   const double weights = static_cast<double>(strategies::layer_parameters(model) - 2 * model.hidden);
   EXPECT_DOUBLE_EQ(matmul, 2.0 * static_cast<double>(b * s) * weights);
@@ -56,8 +56,8 @@ TEST(TransformerOpsTest, AttentionFlopsAreFourBSSquaredH) {
   ModelSpec model = *strategies::model_preset("llama-2-7b");
   const std::int64_t b = 1, s = 1024;
   auto attention_flops = [&] {
-    for (const auto& step : strategies::transformer_layer_block(model, {b, s, program::DType::kBF16}, 0).forward) {
-      if (step.op.kind == program::ComputeKind::kAttention) return step.op.flops;
+    for (const auto& step : strategies::transformer_layer_block(model, {b, s, program::DType::kBF16, {}}, 0).forward) {
+      if (step.compute && step.compute->kind == program::ComputeKind::kAttention) return step.compute->flops;
     }
     return 0.0;
   };
@@ -69,13 +69,14 @@ TEST(TransformerOpsTest, AttentionFlopsAreFourBSSquaredH) {
 
 TEST(TransformerOpsTest, BackwardOfAMatmulIsTwoMatmulsOfTheSameFlops) {
   const ModelSpec model = *strategies::model_preset("llama-2-7b");
-  const auto block = strategies::transformer_layer_block(model, {1, 256, program::DType::kBF16}, 3);
+  const auto block = strategies::transformer_layer_block(model, {1, 256, program::DType::kBF16, {}}, 3);
   double forward_matmul = 0, backward_matmul = 0;
   for (const auto& step : block.forward) {
-    if (step.op.kind == program::ComputeKind::kMatmul) forward_matmul += step.op.flops;
+    if (step.compute && step.compute->kind == program::ComputeKind::kMatmul) forward_matmul += step.compute->flops;
   }
   for (const auto& step : block.backward) {
-    if (step.op.kind == program::ComputeKind::kMatmul) backward_matmul += step.op.flops;
+    const auto& op = std::get<program::ComputeOp>(step.op);
+    if (op.kind == program::ComputeKind::kMatmul) backward_matmul += op.flops;
   }
   EXPECT_DOUBLE_EQ(backward_matmul, 2 * forward_matmul);
   EXPECT_EQ(block.backward.front().name, "layer3.bwd.mlp_down.dgrad");  // reverse order
@@ -91,7 +92,7 @@ TEST(TransformerOpsTest, GptLayerActivationsFollowKorthikanti) {
   model.dropout = true;
   const double s = 2048, b = 2, h = static_cast<double>(model.hidden), a = static_cast<double>(model.heads);
   const auto block = strategies::transformer_layer_block(
-      model, {static_cast<std::int64_t>(b), static_cast<std::int64_t>(s), program::DType::kFP16}, 0);
+      model, {static_cast<std::int64_t>(b), static_cast<std::int64_t>(s), program::DType::kFP16, {}}, 0);
   const double expected = s * b * h * (34 + 5 * a * s / h) + 2 * 8 * s * b;
   EXPECT_DOUBLE_EQ(block.saved_bytes(), expected);
 }
@@ -99,10 +100,99 @@ TEST(TransformerOpsTest, GptLayerActivationsFollowKorthikanti) {
 TEST(TransformerOpsTest, FlashAttentionActivationsGrowLinearlyWithSequence) {
   const ModelSpec model = *strategies::model_preset("llama-2-7b");
   const double short_seq =
-      strategies::transformer_layer_block(model, {1, 1024, program::DType::kBF16}, 0).saved_bytes();
+      strategies::transformer_layer_block(model, {1, 1024, program::DType::kBF16, {}}, 0).saved_bytes();
   const double long_seq =
-      strategies::transformer_layer_block(model, {1, 4096, program::DType::kBF16}, 0).saved_bytes();
+      strategies::transformer_layer_block(model, {1, 4096, program::DType::kBF16, {}}, 0).saved_bytes();
   EXPECT_DOUBLE_EQ(long_seq, 4 * short_seq);
+}
+
+// A GPT layer with standard attention and dropout, as Korthikanti et al. analyse it.
+ModelSpec korthikanti_gpt() {
+  ModelSpec model = *strategies::model_preset("gpt3-175b");
+  model.attention = strategies::AttentionKind::kStandard;
+  model.dropout = true;
+  return model;
+}
+
+TEST(TransformerOpsTest, TensorParallelActivationsFollowKorthikantiEquation2) {
+  // sbh(10 + 24/t + 5as/(ht)) bytes at fp16, plus the two LayerNorms' fp32 statistics
+  // (replicated without sequence parallelism: 2 × 8 bytes × s·b).
+  const ModelSpec model = korthikanti_gpt();
+  const double s = 2048, b = 1, h = static_cast<double>(model.hidden), a = static_cast<double>(model.heads), t = 8;
+  strategies::BlockShape shape{1, 2048, program::DType::kFP16, {8, false, true, 1}};
+  const auto block = strategies::transformer_layer_block(model, shape, 0);
+  EXPECT_DOUBLE_EQ(block.saved_bytes(), s * b * h * (10 + 24 / t + 5 * a * s / (h * t)) + 2 * 8 * s * b);
+}
+
+TEST(TransformerOpsTest, SequenceParallelActivationsFollowKorthikantiEquation3) {
+  // sbh/t (34 + 5as/h): every activation divided by t (the statistics too).
+  const ModelSpec model = korthikanti_gpt();
+  const double s = 2048, b = 1, h = static_cast<double>(model.hidden), a = static_cast<double>(model.heads), t = 8;
+  strategies::BlockShape shape{1, 2048, program::DType::kFP16, {8, true, true, 1}};
+  const auto block = strategies::transformer_layer_block(model, shape, 0);
+  EXPECT_DOUBLE_EQ(block.saved_bytes(), s * b * h / t * (34 + 5 * a * s / h) + 2 * 8 * s * b / t);
+  // Selective recomputation drops exactly the 5as²b/t attention-score terms: 34sbh/t remain.
+  EXPECT_DOUBLE_EQ(block.saved_bytes() - block.score_bytes(), 34 * s * b * h / t + 2 * 8 * s * b / t);
+  // Full recomputation keeps only the layer's (sequence-sharded) input: 2sbh/t.
+  EXPECT_DOUBLE_EQ(block.input_bytes, 2 * s * b * h / t);
+}
+
+// Bytes of the tensor-parallel collectives of one layer, forward and backward.
+std::pair<double, double> tensor_parallel_bytes(const strategies::Block& block) {
+  double forward = 0, backward = 0;
+  for (const auto& step : block.forward) {
+    if (step.collective) forward += static_cast<double>(step.collective->bytes);
+  }
+  for (const auto& step : block.backward) {
+    if (const auto* c = std::get_if<program::CollectiveOp>(&step.op)) backward += static_cast<double>(c->bytes);
+  }
+  return {forward, backward};
+}
+
+TEST(TransformerOpsTest, MegatronLayerHasTwoAllReducesForwardAndTwoBackward) {
+  // Llama-7B, b 1, s 2048, bf16: each all-reduce carries b·s·h elements (16.8 MB).
+  const ModelSpec model = *strategies::model_preset("llama-2-7b");
+  strategies::BlockShape shape{1, 2048, program::DType::kBF16, {8, false, true, 1}};
+  const auto block = strategies::transformer_layer_block(model, shape, 0);
+  int forward = 0, backward = 0;
+  for (const auto& step : block.forward) {
+    if (step.collective) {
+      EXPECT_EQ(step.collective->kind, program::CollectiveKind::kAllReduce);
+      EXPECT_EQ(step.collective->bytes, 2048 * 4096 * 2);
+      ++forward;
+    }
+  }
+  for (const auto& step : block.backward) {
+    if (const auto* c = std::get_if<program::CollectiveOp>(&step.op)) {
+      EXPECT_EQ(c->kind, program::CollectiveKind::kAllReduce);
+      ++backward;
+    }
+  }
+  EXPECT_EQ(forward, 2);
+  EXPECT_EQ(backward, 2);
+  // Per-rank shapes: QKV produces (h + 2·kv)/t columns, the MLP ffn/t.
+  for (const auto& step : block.forward) {
+    if (step.name == "layer0.fwd.qkv") EXPECT_EQ(step.compute->shape[2], (4096 + 2 * 4096) / 8);
+    if (step.name == "layer0.fwd.mlp_down") EXPECT_EQ(step.compute->shape[3], 11008 / 8);
+  }
+}
+
+TEST(TransformerOpsTest, SequenceParallelReplacesAllReducesByGatherAndScatter) {
+  // C10: the all-reduces become all-gather + reduce-scatter pairs moving the same bytes in
+  // total (an all-reduce moves 2(t−1)/t·M per rank, each of the two halves (t−1)/t·M).
+  const ModelSpec model = *strategies::model_preset("llama-2-7b");
+  auto layer = [&](bool sp, bool regather) {
+    return strategies::transformer_layer_block(model, {1, 2048, program::DType::kBF16, {8, sp, regather, 1}}, 0);
+  };
+  const auto tp_only = tensor_parallel_bytes(layer(false, true));
+  const auto sp = tensor_parallel_bytes(layer(true, false));
+  // Ring traffic: an all-reduce of M moves 2M(t−1)/t, an all-gather or reduce-scatter M(t−1)/t.
+  const double tp_traffic = 2 * (tp_only.first + tp_only.second);
+  const double sp_traffic = sp.first + sp.second;
+  EXPECT_DOUBLE_EQ(sp_traffic, tp_traffic);
+  // Megatron's regather of the two column-parallel inputs in backward adds two all-gathers.
+  const auto regather = tensor_parallel_bytes(layer(true, true));
+  EXPECT_DOUBLE_EQ(regather.second - sp.second, 2.0 * 2048 * 4096 * 2);
 }
 
 }  // namespace

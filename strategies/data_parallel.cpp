@@ -1,0 +1,403 @@
+// DDP, ZeRO and FSDP as data-parallel policies (see data_parallel.h).
+//
+// FSDP's scheduling knobs, as modelled here:
+//   forward_prefetch   the all-gather of unit u+1 is issued right after unit u's; without it,
+//                      once unit u has started computing (PyTorch issues it from the next
+//                      unit's pre-forward hook, as the CPU runs ahead of the GPU).
+//   backward_prefetch  BACKWARD_PRE: the all-gather for the next unit in backward order is
+//                      issued before the current unit's backward computation; BACKWARD_POST:
+//                      after it; none: only once the current unit's gradients are reduced.
+//   limit_all_gathers  an all-gather waits until the unit two before it has freed its gathered
+//                      parameters: at most two units' parameters are gathered at a time.
+//   cpu_offload        shards live on the host: each all-gather waits for its shard's copy to
+//                      the GPU over PCIe, each reduced gradient shard is copied back, and the
+//                      optimizer runs on the host CPU.
+#include "strategies/data_parallel.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <optional>
+#include <utility>
+
+namespace strategies {
+namespace {
+
+using program::CollectiveKind;
+using program::MemoryCategory;
+using program::OpIndex;
+
+constexpr double kMiB = 1024.0 * 1024.0;
+
+double dtype_size(program::DType dtype) { return static_cast<double>(program::dtype_bytes(dtype)); }
+
+program::CollectiveOp collective(CollectiveKind kind, program::GroupFamilyId group, double bytes, program::DType dtype) {
+  program::CollectiveOp op;
+  op.kind = kind;
+  op.group = group;
+  op.bytes = std::llround(bytes);
+  op.dtype = dtype;
+  return op;
+}
+
+// Greedy bucket filling in gradient-ready order, as torch's Reducer does; each full bucket is
+// all-reduced (DDP) or reduce-scattered (ZeRO) right away.
+class BucketFiller {
+ public:
+  BucketFiller(const DdpSpec& ddp, CollectiveKind kind, program::GroupFamilyId group, program::StreamId stream,
+               program::DType dtype, double bytes_per_element)
+      : ddp_(ddp), kind_(kind), group_(group), stream_(stream), dtype_(dtype), bytes_per_element_(bytes_per_element) {}
+
+  void add(RankProgramBuilder& builder, std::int64_t elements, OpIndex ready_after) {
+    bytes_ += static_cast<double>(elements) * bytes_per_element_;
+    const double limit = (index_ == 0 ? ddp_.first_bucket_mb : ddp_.bucket_cap_mb) * kMiB;
+    if (bytes_ >= limit) flush(builder, ready_after);
+  }
+  void flush(RankProgramBuilder& builder, OpIndex ready_after) {
+    if (bytes_ <= 0) return;
+    last_ = builder.add(fmt::format("{}.bucket{}.{}", kind_ == CollectiveKind::kAllReduce ? "ddp" : "zero", index_,
+                                    program::collective_name(kind_)),
+                        stream_, collective(kind_, group_, bytes_, dtype_), {ready_after});
+    ++index_;
+    bytes_ = 0;
+  }
+  void reset() {
+    index_ = 0;
+    bytes_ = 0;
+    last_.reset();
+  }
+  std::optional<OpIndex> last() const { return last_; }
+
+ private:
+  const DdpSpec& ddp_;
+  CollectiveKind kind_;
+  program::GroupFamilyId group_;
+  program::StreamId stream_;
+  program::DType dtype_;
+  double bytes_per_element_;
+  int index_ = 0;
+  double bytes_ = 0;
+  std::optional<OpIndex> last_;
+};
+
+// DDP, ZeRO-1 and ZeRO-2: full parameters during compute, bucketed gradient synchronisation.
+class ReplicatedPolicy : public DataParallelPolicy {
+ public:
+  ReplicatedPolicy(const StageContext& context, int zero_stage)
+      : context_(context),
+        input_(*context.input),
+        zero_stage_(zero_stage),
+        dp_(input_.parallel.dp),
+        buckets_(input_.ddp, zero_stage > 0 ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce,
+                 context.dp_group, context.dp_reduce, context.replica->gradient_dtype,
+                 dtype_size(context.replica->gradient_dtype) * parameter_scale(input_.model)) {}
+
+  void allocate_states(RankProgramBuilder& builder) override {
+    const double sharded = 1.0 / dp_;
+    StateShares shares;
+    if (zero_stage_ >= 1) shares.master_weights = shares.optimizer_states = sharded;
+    if (zero_stage_ >= 2) shares.gradients = sharded;
+    allocate_model_states(builder, context_.streams.compute, context_.parameters, context_.replica->state, shares);
+    if (zero_stage_ == 0 && !input_.ddp.gradient_as_bucket_view && dp_ > 1) {
+      builder.allocate("ddp.bucket_buffers", context_.streams.compute, MemoryCategory::kCommBuffers,
+                       context_.parameters * context_.replica->state.gradients);
+    }
+  }
+
+  OpIndex forward(RankProgramBuilder& builder, std::vector<OpIndex> deps) override {
+    for (OpIndex dep : std::exchange(wait_for_, {})) deps.push_back(dep);
+    return emit_forward(builder, context_.blocks, context_.streams, input_.training.checkpointing, std::move(deps));
+  }
+
+  OpIndex backward(RankProgramBuilder& builder, std::vector<OpIndex> deps, bool last_micro_batch) override {
+    const bool sync = dp_ > 1 && (last_micro_batch || (zero_stage_ == 0 && !input_.ddp.no_sync));
+    buckets_.reset();
+    const OpIndex last = emit_backward(builder, context_.blocks, context_.streams, input_.training.checkpointing,
+                                       std::move(deps), [&](const Block& block, const BackwardStep& step, OpIndex op) {
+                                         if (!sync) return;
+                                         for (std::size_t param : step.grads_ready) {
+                                           buckets_.add(builder, block.params[param].elements, op);
+                                         }
+                                       });
+    if (!sync) return last;
+    buckets_.flush(builder, last);
+    // The next compute waits for every bucket, as DDP's finalize_backward makes the compute
+    // stream wait for the communication stream.
+    if (buckets_.last()) wait_for_.push_back(*buckets_.last());
+    if (zero_stage_ == 0 && input_.ddp.barrier_every_step && last_micro_batch) {
+      program::CollectiveOp barrier = collective(CollectiveKind::kBarrier, context_.world_group, 0, program::DType::kFP32);
+      wait_for_.push_back(builder.add("barrier", context_.dp_reduce, barrier, {last}));
+    }
+    return last;
+  }
+
+  std::vector<OpIndex> finish_step(RankProgramBuilder& builder) override {
+    const double share = zero_stage_ >= 1 ? 1.0 / dp_ : 1.0;
+    const OpIndex update = builder.add(fmt::format("optimizer.{}", optimizer_name(input_.training.optimizer)),
+                                       context_.streams.compute,
+                                       optimizer_update(context_.parameters * share, context_.replica->state,
+                                                        context_.replica->dtype),
+                                       std::exchange(wait_for_, {}));
+    if (zero_stage_ == 0 || dp_ == 1) return {};
+    // Every rank updated its shard of the parameters: gather them back.
+    const program::CollectiveOp gather = collective(
+        CollectiveKind::kAllGather, context_.dp_group, context_.parameters * context_.replica->state.parameters,
+        context_.replica->dtype);
+    wait_for_ = {builder.add("zero.parameters.all_gather", context_.dp_gather, gather, {update})};
+    return {};
+  }
+
+ private:
+  const StageContext& context_;
+  const LoweringInput& input_;
+  int zero_stage_;
+  std::int32_t dp_;
+  BucketFiller buckets_;
+  std::vector<OpIndex> wait_for_;
+};
+
+// FSDP (and ZeRO-3): parameters gathered per unit around its computation.
+class ShardedPolicy : public DataParallelPolicy {
+ public:
+  ShardedPolicy(const StageContext& context, bool zero3)
+      : context_(context), input_(*context.input), fsdp_(zero3 ? FsdpSpec{} : input_.fsdp) {
+    const bool hybrid = fsdp_.sharding == ShardingStrategy::kHybridShard;
+    group_ = hybrid ? context.shard_group : context.dp_group;
+    shards_ = hybrid ? shard_count(context) : input_.parallel.dp;
+    param_dtype_ = fsdp_.param_dtype.value_or(context.replica->dtype);
+    reduce_dtype_ = fsdp_.reduce_dtype.value_or(param_dtype_);
+    state_ = context.replica->state;
+    if (!zero3 && input_.training.precision == Precision::kMixed) {
+      // FSDP keeps the sharded parameters (and so their gradients) in fp32: no separate master.
+      state_.parameters = 4;
+      state_.gradients = 4;
+      state_.master_weights = 0;
+    }
+    reshard_ = fsdp_.sharding != ShardingStrategy::kShardGradOp && fsdp_.reshard_after_forward;
+    const double scale = parameter_scale(input_.model);
+    Unit root{"root", {}, 0, true};
+    Unit current{"", {}, 0, false};
+    for (const Block* block : context.blocks) {
+      const double elements = static_cast<double>(block->parameter_elements()) * scale;
+      if (!block->layer) {
+        root.blocks.push_back(block);
+        root.elements += elements;
+        continue;
+      }
+      current.blocks.push_back(block);
+      current.elements += elements;
+      if (fsdp_.min_num_params <= 0 || current.elements >= fsdp_.min_num_params) close(current);
+    }
+    close(current);
+    units_.insert(units_.begin(), std::move(root));
+  }
+
+  void allocate_states(RankProgramBuilder& builder) override {
+    if (fsdp_.cpu_offload) return;  // everything sharded lives on the host
+    const double share = 1.0 / shards_;
+    allocate_model_states(builder, context_.streams.compute, context_.parameters, state_,
+                          StateShares{share, share, share, share});
+  }
+
+  OpIndex forward(RankProgramBuilder& builder, std::vector<OpIndex> deps) override {
+    unit_started_.assign(units_.size(), std::nullopt);
+    freed_.assign(units_.size(), std::nullopt);
+    gathered_.assign(units_.size(), std::nullopt);
+    OpIndex last = 0;
+    std::vector<OpIndex> pending = std::move(deps);
+    for (std::size_t b = 0; b < context_.blocks.size(); ++b) {
+      const Block* block = context_.blocks[b];
+      const std::size_t u = unit_of(block);
+      if (!gathered_[u]) gathered_[u] = gather(builder, u, forward_gather_deps(u), "fwd");
+      std::vector<OpIndex> block_deps = std::exchange(pending, {});
+      block_deps.push_back(*gathered_[u]);
+      if (!unit_started_[u]) unit_started_[u] = builder.next_index();
+      last = emit_forward(builder, {block}, context_.streams, input_.training.checkpointing, std::move(block_deps));
+      if (!units_[u].root && block == units_[u].blocks.back() && reshard_) {
+        freed_[u] = release(builder, u, "gathered_parameters", MemoryCategory::kParameters, param_bytes(u), {last});
+        gathered_[u].reset();
+      }
+    }
+    return last;
+  }
+
+  OpIndex backward(RankProgramBuilder& builder, std::vector<OpIndex> deps, bool /*last_micro_batch*/) override {
+    OpIndex last = 0;
+    std::vector<OpIndex> pending = std::move(deps);
+    std::optional<OpIndex> previous_unit_end;     // last backward op of the unit done before
+    std::optional<OpIndex> previous_unit_reduced;  // its reduce-scatter
+    std::vector<std::optional<OpIndex>> unit_freed(units_.size());
+    std::vector<bool> gradients_allocated(units_.size(), false);
+    std::size_t previous_unit = units_.size();
+    for (std::size_t b = context_.blocks.size(); b-- > 0;) {
+      const Block* block = context_.blocks[b];
+      const std::size_t u = unit_of(block);
+      const bool unit_begins = u != previous_unit;  // blocks of a unit are consecutive
+      if (unit_begins && !gathered_[u]) {
+        std::vector<OpIndex> gather_deps;
+        switch (fsdp_.backward_prefetch) {
+          case BackwardPrefetch::kBackwardPre: break;  // right after the previous all-gather
+          case BackwardPrefetch::kBackwardPost:
+            if (previous_unit_end) gather_deps.push_back(*previous_unit_end);
+            break;
+          case BackwardPrefetch::kNone:
+            if (previous_unit_reduced) gather_deps.push_back(*previous_unit_reduced);
+            break;
+        }
+        if (fsdp_.limit_all_gathers && backward_two_before(u, unit_freed)) gather_deps.push_back(*backward_two_before(u, unit_freed));
+        gathered_[u] = gather(builder, u, std::move(gather_deps), "bwd");
+      }
+      if (!gradients_allocated[u]) {
+        builder.allocate(fmt::format("{}.unsharded_gradients", units_[u].name), context_.streams.compute,
+                         MemoryCategory::kGradients, units_[u].elements * dtype_size(param_dtype_));
+        gradients_allocated[u] = true;
+      }
+      std::vector<OpIndex> block_deps = std::exchange(pending, {});
+      block_deps.push_back(*gathered_[u]);
+      last = emit_backward(builder, {block}, context_.streams, input_.training.checkpointing, std::move(block_deps),
+                           [](const Block&, const BackwardStep&, OpIndex) {});
+      if (block != units_[u].blocks.front()) continue;
+      // The unit's backward is complete: reduce its gradients and free what it gathered.
+      previous_unit_end = last;
+      previous_unit_reduced = reduce(builder, u, last);
+      unit_freed[u] = release(builder, u, "gathered_parameters", MemoryCategory::kParameters, param_bytes(u),
+                              {*previous_unit_reduced}, context_.dp_reduce);
+      release(builder, u, "unsharded_gradients", MemoryCategory::kGradients,
+              units_[u].elements * dtype_size(param_dtype_), {*previous_unit_reduced}, context_.dp_reduce);
+      gathered_[u].reset();
+      previous_unit = u;
+      last_reduce_ = previous_unit_reduced;
+    }
+    return last;
+  }
+
+  std::vector<OpIndex> finish_step(RankProgramBuilder& builder) override {
+    program::ComputeOp update = optimizer_update(context_.parameters / shards_, state_, context_.replica->dtype);
+    update.on_host = fsdp_.cpu_offload;
+    std::vector<OpIndex> deps;
+    if (last_reduce_) deps.push_back(*last_reduce_);
+    builder.add(fmt::format("optimizer.{}", optimizer_name(input_.training.optimizer)), context_.streams.compute,
+                update, std::move(deps));
+    return {};
+  }
+
+ private:
+  struct Unit {
+    std::string name;
+    std::vector<const Block*> blocks;
+    double elements = 0;  // parameters of the unit on this rank before sharding
+    bool root = false;
+  };
+
+  static std::int32_t shard_count(const StageContext& context) {
+    const auto& parallel = context.input->parallel;
+    const std::int32_t per_node = std::max(1, parallel.gpus_per_node / parallel.tp);
+    return std::min(parallel.dp, per_node);
+  }
+
+  void close(Unit& unit) {
+    if (unit.blocks.empty()) return;
+    unit.name = unit.blocks.size() == 1 ? unit.blocks.front()->name
+                                        : fmt::format("{}-{}", unit.blocks.front()->name, unit.blocks.back()->name);
+    units_.push_back(std::move(unit));
+    unit = Unit{};
+  }
+
+  std::size_t unit_of(const Block* block) const {
+    for (std::size_t u = 0; u < units_.size(); ++u) {
+      for (const Block* member : units_[u].blocks) {
+        if (member == block) return u;
+      }
+    }
+    return 0;
+  }
+
+  double param_bytes(std::size_t u) const { return units_[u].elements * dtype_size(param_dtype_); }
+
+  std::vector<OpIndex> forward_gather_deps(std::size_t u) const {
+    std::vector<OpIndex> deps;
+    if (!fsdp_.forward_prefetch && u > 0 && unit_started_[u - 1]) deps.push_back(*unit_started_[u - 1]);
+    if (fsdp_.limit_all_gathers && u >= 2 && freed_[u - 2]) deps.push_back(*freed_[u - 2]);
+    return deps;
+  }
+
+  // The unit processed two units earlier in backward order (u + 2 among layer units).
+  std::optional<OpIndex> backward_two_before(std::size_t u, const std::vector<std::optional<OpIndex>>& freed) const {
+    return u + 2 < units_.size() ? freed[u + 2] : std::nullopt;
+  }
+
+  // All-gathers a unit's parameters (after copying its shard to the GPU under CPU offload).
+  OpIndex gather(RankProgramBuilder& builder, std::size_t u, std::vector<OpIndex> deps, const char* pass) {
+    const Unit& unit = units_[u];
+    if (fsdp_.cpu_offload) {
+      program::ComputeOp copy;
+      copy.kind = program::ComputeKind::kMemcpy;
+      copy.shape = program::Shape::of({std::llround(unit.elements / shards_ * state_.parameters)});
+      copy.bytes = unit.elements / shards_ * state_.parameters;
+      deps.push_back(builder.add(fmt::format("{}.{}.shard_to_gpu", unit.name, pass), context_.host_to_device, copy, deps));
+    }
+    builder.allocate(fmt::format("{}.gathered_parameters", unit.name), context_.dp_gather, MemoryCategory::kParameters,
+                     param_bytes(u), deps);
+    return builder.add(fmt::format("{}.{}.all_gather", unit.name, pass), context_.dp_gather,
+                       collective(CollectiveKind::kAllGather, group_, param_bytes(u), param_dtype_));
+  }
+
+  // Reduce-scatters a unit's gradients (then all-reduces the shard across nodes under
+  // HYBRID_SHARD, and copies it to the host under CPU offload).
+  OpIndex reduce(RankProgramBuilder& builder, std::size_t u, OpIndex after) {
+    const Unit& unit = units_[u];
+    const double bytes = unit.elements * dtype_size(reduce_dtype_);
+    OpIndex last = builder.add(fmt::format("{}.reduce_scatter", unit.name), context_.dp_reduce,
+                               collective(CollectiveKind::kReduceScatter, group_, bytes, reduce_dtype_), {after});
+    if (fsdp_.sharding == ShardingStrategy::kHybridShard && input_.parallel.dp > shards_) {
+      last = builder.add(fmt::format("{}.replica_all_reduce", unit.name), context_.dp_reduce,
+                         collective(CollectiveKind::kAllReduce, context_.replicate_group, bytes / shards_, reduce_dtype_));
+    }
+    if (fsdp_.cpu_offload) {
+      program::ComputeOp copy;
+      copy.kind = program::ComputeKind::kMemcpy;
+      copy.shape = program::Shape::of({std::llround(bytes / shards_)});
+      copy.bytes = bytes / shards_;
+      last = builder.add(fmt::format("{}.gradient_shard_to_host", unit.name), context_.device_to_host, copy, {last});
+    }
+    return last;
+  }
+
+  OpIndex release(RankProgramBuilder& builder, std::size_t u, const char* what, MemoryCategory category, double bytes,
+                  std::vector<OpIndex> deps, std::optional<program::StreamId> stream = std::nullopt) {
+    return builder.release(fmt::format("{}.{}", units_[u].name, what), stream.value_or(context_.streams.compute),
+                           category, bytes, std::move(deps));
+  }
+
+  const StageContext& context_;
+  const LoweringInput& input_;
+  FsdpSpec fsdp_;
+  program::GroupFamilyId group_ = 0;
+  std::int32_t shards_ = 1;
+  program::DType param_dtype_ = program::DType::kBF16;
+  program::DType reduce_dtype_ = program::DType::kBF16;
+  ModelStateBytes state_;
+  bool reshard_ = true;
+  std::vector<Unit> units_;
+  std::vector<std::optional<OpIndex>> unit_started_;
+  std::vector<std::optional<OpIndex>> freed_;
+  std::vector<std::optional<OpIndex>> gathered_;
+  std::optional<OpIndex> last_reduce_;
+};
+
+}  // namespace
+
+std::unique_ptr<DataParallelPolicy> make_data_parallel_policy(const StageContext& context) {
+  const LoweringInput& input = *context.input;
+  const std::string& strategy = input.parallel.strategy;
+  if (strategy == "zero") {
+    if (input.zero.stage == 3) return std::make_unique<ShardedPolicy>(context, true);
+    return std::make_unique<ReplicatedPolicy>(context, input.zero.stage);
+  }
+  if (strategy == "fsdp" && input.fsdp.sharding != ShardingStrategy::kNoShard) {
+    return std::make_unique<ShardedPolicy>(context, false);
+  }
+  return std::make_unique<ReplicatedPolicy>(context, 0);  // ddp, and FSDP NO_SHARD
+}
+
+}  // namespace strategies

@@ -1,0 +1,62 @@
+// How a data-parallel group keeps its model states and synchronises gradients — the part of a
+// lowering that DDP, ZeRO and FSDP change (the pipeline and tensor parallelism around it stay).
+//   DDP        full replicas; gradients all-reduced in buckets filled in the order backward
+//              produces them (PyTorch's Reducer: ≥ bucket_cap_mb, the first ≥ first_bucket_mb),
+//              each launched as soon as its last gradient is ready; no_sync under
+//              accumulation. Model states 16Ψ for mixed-precision Adam.
+//   ZeRO-1/2   full parameters during compute; gradients reduce-scattered in the same
+//              buckets; each rank updates its 1/N of the optimizer states (stage 2 also keeps
+//              only its 1/N of the gradients), then the updated parameters are all-gathered.
+//              Model states 4Ψ + 12Ψ/N and 2Ψ + 14Ψ/N (Rajbhandari et al., SC 2020); traffic
+//              2Ψ per step, as DDP's.
+//   FSDP/ZeRO-3 parameters sharded too, per unit (a transformer layer, or layers grouped to
+//              min_num_params; the embedding and head form the root unit): all-gather before
+//              the unit's forward, free after it (reshard), all-gather again before its
+//              backward, reduce-scatter its gradients after. Traffic 3Ψ (the chapter's 1.5×
+//              DDP), model states 16Ψ/N. SHARD_GRAD_OP keeps the gathered parameters from forward
+//              to backward (one all-gather); HYBRID_SHARD shards inside a node and all-reduces
+//              the shards across nodes; prefetching, limit_all_gathers and CPU offload as in
+//              PyTorch (data_parallel.cpp documents each).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "strategies/lowering.h"
+#include "strategies/training_step.h"
+
+namespace strategies {
+
+// Streams and groups a data-parallel policy works with on one pipeline stage.
+struct StageContext {
+  const LoweringInput* input = nullptr;
+  std::vector<const Block*> blocks;  // this stage's blocks, in forward order
+  ReplicaModel* replica = nullptr;
+  double parameters = 0;             // parameters this rank holds before any sharding
+  Streams streams;
+  program::StreamId dp_reduce = 0;   // gradient all-reduce / reduce-scatter
+  program::StreamId dp_gather = 0;   // parameter all-gather
+  program::StreamId host_to_device = 0;
+  program::StreamId device_to_host = 0;
+  program::GroupFamilyId dp_group = 0;
+  program::GroupFamilyId world_group = 0;
+  program::GroupFamilyId shard_group = 0;      // FSDP HYBRID_SHARD: inside a node
+  program::GroupFamilyId replicate_group = 0;  // FSDP HYBRID_SHARD: across nodes
+};
+
+class DataParallelPolicy {
+ public:
+  virtual ~DataParallelPolicy() = default;
+  virtual void allocate_states(RankProgramBuilder& builder) = 0;
+  // One micro-batch through the stage; `deps` gate its first op. Returns the last op.
+  virtual program::OpIndex forward(RankProgramBuilder& builder, std::vector<program::OpIndex> deps) = 0;
+  virtual program::OpIndex backward(RankProgramBuilder& builder, std::vector<program::OpIndex> deps,
+                                    bool last_micro_batch) = 0;
+  // The optimizer step after the last backward; returns what the next step's first forward
+  // must wait for.
+  virtual std::vector<program::OpIndex> finish_step(RankProgramBuilder& builder) = 0;
+};
+
+std::unique_ptr<DataParallelPolicy> make_data_parallel_policy(const StageContext& context);
+
+}  // namespace strategies

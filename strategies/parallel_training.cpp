@@ -1,0 +1,186 @@
+// The 3D-parallel lowering (see parallel_training.h).
+#include "strategies/parallel_training.h"
+
+#include <fmt/format.h>
+
+#include <map>
+#include <memory>
+#include <utility>
+
+#include "strategies/data_parallel.h"
+#include "strategies/layout.h"
+#include "strategies/pipeline_schedule.h"
+
+namespace strategies {
+namespace {
+
+using program::OpIndex;
+
+// Streams, created only when something uses them.
+class StreamTable {
+ public:
+  explicit StreamTable(program::Program& program) : program_(program) {}
+  program::StreamId operator()(const std::string& name) {
+    auto [it, inserted] = ids_.try_emplace(name, static_cast<program::StreamId>(program_.streams.size()));
+    if (inserted) program_.streams.push_back(name);
+    return it->second;
+  }
+
+ private:
+  program::Program& program_;
+  std::map<std::string, program::StreamId> ids_;
+};
+
+// FSDP HYBRID_SHARD groups: each data-parallel group cut into node-sized shard groups, and
+// the ranks holding the same shard across them.
+void add_hybrid_groups(program::Program& program, const program::GroupFamily& dp, std::int32_t shards) {
+  std::vector<std::vector<std::int32_t>> shard_groups;
+  std::vector<std::vector<std::int32_t>> replicate_groups;
+  for (const auto& members : dp.instances) {
+    std::vector<std::vector<std::int32_t>> replicas(static_cast<std::size_t>(shards));
+    for (std::size_t i = 0; i < members.size(); ++i) {
+      if (i % static_cast<std::size_t>(shards) == 0) shard_groups.emplace_back();
+      shard_groups.back().push_back(members[i]);
+      replicas[i % static_cast<std::size_t>(shards)].push_back(members[i]);
+    }
+    for (auto& group : replicas) replicate_groups.push_back(std::move(group));
+  }
+  program.group_families.push_back(program::make_group_family("dp_shard", program.world_size, std::move(shard_groups)));
+  program.group_families.push_back(
+      program::make_group_family("dp_replicate", program.world_size, std::move(replicate_groups)));
+}
+
+program::SendRecvOp activation_transfer(bool send, std::int32_t offset, program::GroupFamilyId group, double bytes,
+                                        program::DType dtype) {
+  return program::SendRecvOp{send, group, offset, static_cast<std::int64_t>(bytes), dtype};
+}
+
+std::string strategy_label(const LoweringInput& input) {
+  if (input.parallel.strategy == "zero") return fmt::format("ZeRO-{}", input.zero.stage);
+  if (input.parallel.strategy == "fsdp") {
+    static const char* kSharding[] = {"FULL_SHARD", "SHARD_GRAD_OP", "NO_SHARD", "HYBRID_SHARD"};
+    return fmt::format("FSDP {}", kSharding[static_cast<int>(input.fsdp.sharding)]);
+  }
+  return "DDP";
+}
+
+}  // namespace
+
+program::Program lower_parallel(const LoweringInput& input) {
+  const ParallelSpec& parallel = input.parallel;
+  const TrainingSpec& training = input.training;
+  const std::int32_t dp = parallel.dp, tp = parallel.tp, pp = parallel.pp;
+
+  program::Program program;
+  const ParallelLayout layout(dp, tp, pp);
+  program.world_size = layout.world();
+  program.group_families = layout.group_families();
+  program.placement = block_placement(program.world_size);
+  const program::GroupFamilyId dp_group = *program.find_family("dp");
+  const program::GroupFamilyId pp_group = *program.find_family("pp");
+
+  StreamTable streams(program);
+  StageContext base;
+  base.input = &input;
+  base.streams.compute = streams("compute");
+  if (tp > 1) base.streams.tensor_parallel = streams("tp");
+  if (dp > 1) base.dp_reduce = streams("dp");
+  if (dp > 1 && parallel.strategy != "ddp") base.dp_gather = streams("dp_gather");
+  if (input.fsdp.cpu_offload && parallel.strategy == "fsdp") {
+    base.host_to_device = streams("host_to_device");
+    base.device_to_host = streams("device_to_host");
+  }
+  base.dp_group = dp_group;
+  base.world_group = *program.find_family("world");
+  if (parallel.strategy == "fsdp" && input.fsdp.sharding == ShardingStrategy::kHybridShard) {
+    const std::int32_t shards = std::min(dp, std::max(1, parallel.gpus_per_node / tp));
+    add_hybrid_groups(program, program.family(dp_group), shards);
+    base.shard_group = *program.find_family("dp_shard");
+    base.replicate_group = *program.find_family("dp_replicate");
+  }
+  struct PipelineStreams {
+    program::StreamId recv_previous = 0, send_next = 0, recv_next = 0, send_previous = 0;
+  } pipe;
+  if (pp > 1) {  // one stream per direction and peer, so transfers never queue behind each other
+    pipe = {streams("pp_recv_prev"), streams("pp_send_next"), streams("pp_recv_next"), streams("pp_send_prev")};
+  }
+
+  const TensorParallel tensor_parallel{tp, parallel.sequence_parallel && tp > 1, parallel.sp_regather,
+                                       tp > 1 ? *program.find_family("tp") : program::GroupFamilyId{0}};
+  ReplicaModel replica = replica_model(input.model, training, tensor_parallel);
+  const double scale = parameter_scale(input.model);
+  const std::int64_t layers = input.model.layers;
+  const std::int64_t micro_batches = training.accumulation;
+  const double element_bytes = static_cast<double>(program::dtype_bytes(replica.dtype));
+  const std::int64_t sent_tokens =
+      training.micro_batch * training.sequence / (tensor_parallel.sequence_parallel ? tp : 1);
+  const double activation_bytes = static_cast<double>(sent_tokens * input.model.hidden) * element_bytes;
+
+  program.ranks.resize(static_cast<std::size_t>(program.world_size));
+  for (std::int32_t stage = 0; stage < pp; ++stage) {
+    StageContext context = base;
+    context.replica = &replica;
+    const std::int64_t first_layer = layers * stage / pp;
+    const std::int64_t end_layer = layers * (stage + 1) / pp;
+    if (stage == 0) context.blocks.push_back(&replica.blocks.front());
+    for (std::int64_t layer = first_layer; layer < end_layer; ++layer) {
+      context.blocks.push_back(&replica.blocks[static_cast<std::size_t>(layer + 1)]);
+    }
+    if (stage == pp - 1) context.blocks.push_back(&replica.blocks.back());
+    for (const Block* block : context.blocks) {
+      context.parameters += static_cast<double>(block->parameter_elements()) * scale;
+    }
+
+    const auto policy = make_data_parallel_policy(context);
+    RankProgramBuilder builder;
+    policy->allocate_states(builder);
+    std::vector<OpIndex> next_step;
+    for (std::int32_t step = 0; step < training.steps; ++step) {
+      for (const PipelineSlot& slot : pipeline_order(parallel.schedule, pp, stage, micro_batches)) {
+        std::vector<OpIndex> deps = std::exchange(next_step, {});
+        if (slot.forward) {
+          if (stage > 0) {
+            deps.push_back(builder.add(fmt::format("pp.recv_activation.{}", slot.micro), pipe.recv_previous,
+                                       activation_transfer(false, -1, pp_group, activation_bytes, replica.dtype)));
+          }
+          const OpIndex last = policy->forward(builder, std::move(deps));
+          if (stage < pp - 1) {
+            builder.add(fmt::format("pp.send_activation.{}", slot.micro), pipe.send_next,
+                        activation_transfer(true, 1, pp_group, activation_bytes, replica.dtype), {last});
+          }
+        } else {
+          if (stage < pp - 1) {
+            deps.push_back(builder.add(fmt::format("pp.recv_gradient.{}", slot.micro), pipe.recv_next,
+                                       activation_transfer(false, 1, pp_group, activation_bytes, replica.dtype)));
+          }
+          const OpIndex last = policy->backward(builder, std::move(deps), slot.micro == micro_batches - 1);
+          if (stage > 0) {
+            builder.add(fmt::format("pp.send_gradient.{}", slot.micro), pipe.send_previous,
+                        activation_transfer(true, -1, pp_group, activation_bytes, replica.dtype), {last});
+          }
+        }
+      }
+      next_step = policy->finish_step(builder);
+    }
+    const auto stage_program = std::make_shared<const program::RankProgram>(builder.take());
+    for (std::int32_t d = 0; d < dp; ++d) {
+      for (std::int32_t t = 0; t < tp; ++t) program.ranks[layout.rank_of({d, t, stage})] = stage_program;
+    }
+  }
+
+  set_step_facts(program.info, input.model, training, dp);
+  std::string layout_text = fmt::format("{} ranks", program.world_size);
+  if (tp > 1 || pp > 1) layout_text = fmt::format("dp {} × tp {}{} × pp {}", dp, tp, tensor_parallel.sequence_parallel ? " (SP)" : "", pp);
+  program.info.description = fmt::format(
+      "{}, {} on {}: micro-batch {} × {} {} × {} replicas, sequence {}, {} + {}", input.model.name,
+      strategy_label(input), layout_text, training.micro_batch, micro_batches, pp > 1 ? "micro-batches" : "accumulation",
+      dp, training.sequence, precision_name(training.precision), optimizer_name(training.optimizer));
+  if (pp > 1) {
+    program.info.pipeline = fmt::format("{} stages, {} micro-batches, {}, bubble (p−1)/(M+p−1) = {:.1f} %", pp,
+                                        micro_batches, parallel.schedule == PipelineSchedule::kGPipe ? "GPipe" : "1F1B",
+                                        100 * pipeline_bubble_fraction(pp, micro_batches));
+  }
+  return program;
+}
+
+}  // namespace strategies
