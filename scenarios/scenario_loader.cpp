@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -69,6 +70,8 @@ constexpr std::int64_t kMaxSteps = 10000;
 constexpr double kMaxStepSeconds = 1e6;
 constexpr double kTera = 1e12;
 constexpr double kMicro = 1e-6;
+// torch.distributed.fsdp.wrap.size_based_auto_wrap_policy's default min_num_params.
+constexpr double kTorchMinNumParams = 1e8;
 
 std::string join(const std::vector<std::string>& words) {
   std::string out;
@@ -159,6 +162,13 @@ class TableReader {
     const std::string suggestion = closest_match(*value, choices);
     fail(key, fmt::format("unknown value \"{}\"; expected one of: {}", *value, join(choices)),
          suggestion.empty() ? "" : fmt::format("did you mean \"{}\"?", suggestion));
+  }
+
+  // One of an enum's scenario spellings (strategies::named_values).
+  template <typename T>
+  T named(std::string_view key, T fallback) {
+    const auto value = choice(key, strategies::names_of<T>());
+    return value ? *strategies::from_name<T>(*value) : fallback;
   }
 
   // Numbers with a range check.
@@ -408,18 +418,16 @@ strategies::TrainingSpec read_training(TableReader& reader, const strategies::Mo
       reader.required_count("global_batch", kMaxDimension, "sequences per optimizer step, e.g. 32");
   training.micro_batch = reader.count("micro_batch", 1, 1, kMaxDimension);
   training.sequence = reader.count("sequence_length", model.sequence, 1, kMaxDimension);
-  if (auto precision = reader.choice("precision", {"mixed", "bf16", "fp16", "fp32"})) {
-    training.precision = *strategies::precision_from_name(*precision);
-  }
-  if (auto optimizer = reader.choice("optimizer", {"adam", "adamw", "sgd"})) {
-    training.optimizer = *strategies::optimizer_from_name(*optimizer);
-  }
+  training.precision = reader.named("precision", training.precision);
+  training.optimizer = reader.named("optimizer", training.optimizer);
+  training.checkpointing = reader.named("activation_checkpointing", training.checkpointing);
   training.sgd_momentum = reader.non_negative("sgd_momentum", training.sgd_momentum);
   training.steps = static_cast<std::int32_t>(reader.count("steps", 1, 1, kMaxSteps));
   return training;
 }
 
-void read_parallel(TableReader reader, Scenario& scenario) {
+// The parallel degrees and strategy; rule R2 (dp × tp × pp = GPUs).
+void read_parallel(TableReader& reader, Scenario& scenario) {
   strategies::ParallelSpec& parallel = scenario.lowering.parallel;
   parallel.strategy = reader.choice("strategy", strategies::strategy_names()).value_or("ddp");
   const std::int64_t gpus = scenario.cluster.gpu_count();
@@ -436,20 +444,122 @@ void read_parallel(TableReader reader, Scenario& scenario) {
                             scenario.cluster.nodes, scenario.cluster.node.gpus),
                 "the product of the parallel degrees must equal cluster.nodes × gpus_per_node");
   }
-  if (parallel.tp != 1 || parallel.pp != 1) {
-    reader.fail(parallel.tp != 1 ? "tp" : "pp",
-                fmt::format("strategy \"{}\" replicates the whole model on every GPU, so tp and "
-                            "pp must be 1",
-                            parallel.strategy),
-                "tensor and pipeline parallelism are separate strategies, not available in this "
-                "version");
-  }
+  parallel.sequence_parallel = reader.boolean("sequence_parallel").value_or(false);
+  parallel.sp_regather = reader.boolean("sequence_parallel_regather").value_or(parallel.sp_regather);
+  parallel.schedule = reader.named("pipeline_schedule", parallel.schedule);
+  parallel.gpus_per_node = scenario.cluster.node.gpus;
   scenario.lowering.parameter_servers = scenario.cluster.parameter_servers.count;
-  if (parallel.strategy == "ps" && scenario.lowering.parameter_servers < 1) {
-    reader.fail("strategy", "strategy \"ps\" needs parameter servers, but the cluster has none",
-                "add [cluster.parameter_servers] with count = 1 or more");
+}
+
+// Rule R1 (Megatron's divisibility): tensor parallelism splits attention heads, KV heads
+// and the FFN width over tp ranks.
+void check_tensor_parallel_divisibility(TableReader& parallel_reader, const strategies::ModelSpec& model,
+                                        std::int32_t tp) {
+  if (tp == 1) return;
+  const std::int64_t largest = std::gcd(model.heads, std::gcd(model.kv_heads, model.ffn_hidden));
+  auto fail = [&](std::string what) {
+    parallel_reader.fail(
+        "tp", std::move(what),
+        fmt::format("tp must divide heads, kv_heads and ffn_hidden (tp ≤ {} here); to use more GPUs per layer, "
+                    "split the sequence (context parallelism) or the layers (pipeline parallelism, pp)",
+                    largest));
+  };
+  if (model.heads % tp != 0) {
+    fail(fmt::format("{} attention heads are not divisible by tp {}: each rank must hold whole heads", model.heads, tp));
   }
-  reader.finish();
+  if (model.kv_heads % tp != 0) {
+    fail(fmt::format("model.kv_heads {} is not divisible by tp {}: with grouped-query attention each tensor-parallel "
+                     "rank needs whole KV heads ({} has {} query heads but only {} KV heads)",
+                     model.kv_heads, tp, model.name, model.heads, model.kv_heads));
+  }
+  if (model.ffn_hidden % tp != 0) {
+    fail(fmt::format("model.ffn_hidden {} is not divisible by tp {}", model.ffn_hidden, tp));
+  }
+}
+
+// Combinations of strategy, degrees and knobs that make no sense.
+void check_parallel_combination(TableReader& parallel_reader, TableReader& fsdp_reader, TableReader& zero_reader,
+                                const Scenario& scenario) {
+  const strategies::ParallelSpec& parallel = scenario.lowering.parallel;
+  const strategies::LoweringInput& lowering = scenario.lowering;
+  if (parallel.strategy == "ps") {
+    if (lowering.parameter_servers < 1) {
+      parallel_reader.fail("strategy", "strategy \"ps\" needs parameter servers, but the cluster has none",
+                           "add [cluster.parameter_servers] with count = 1 or more");
+    }
+    if (parallel.tp != 1 || parallel.pp != 1) {
+      parallel_reader.fail(parallel.tp != 1 ? "tp" : "pp",
+                           "strategy \"ps\" trains whole model replicas on the workers: tp and pp must be 1",
+                           "use strategy \"ddp\", \"zero\" or \"fsdp\" for tensor or pipeline parallelism");
+    }
+  }
+  if (parallel.sequence_parallel && parallel.tp == 1) {
+    parallel_reader.fail("sequence_parallel",
+                         "sequence parallelism splits the sequence over the tensor-parallel group, but parallel.tp is 1",
+                         "set parallel.tp > 1, or sequence_parallel = false");
+  }
+  if (parallel.pp > lowering.model.layers) {
+    parallel_reader.fail("pp",
+                         fmt::format("{} pipeline stages exceed the model's {} layers (model.layers): some stage "
+                                     "would hold no layer",
+                                     parallel.pp, lowering.model.layers),
+                         "use at most one stage per layer");
+  }
+  if (parallel.pp > 1 && parallel.schedule == strategies::PipelineSchedule::kOneFOneB &&
+      lowering.training.accumulation < parallel.pp) {
+    parallel_reader.fail("pp",
+                         fmt::format("1F1B on {} stages (parallel.pp) needs at least {} micro-batches, got {} "
+                                     "(training.gradient_accumulation): the pipeline never fills",
+                                     parallel.pp, parallel.pp, lowering.training.accumulation),
+                         "raise gradient_accumulation (M ≥ 4 × pp keeps the bubble under 20 %) or use gpipe");
+  }
+  const bool sharded_parameters =
+      (parallel.strategy == "fsdp" && lowering.fsdp.sharding != strategies::ShardingStrategy::kNoShard) ||
+      (parallel.strategy == "zero" && lowering.zero.stage == 3);
+  if (parallel.pp > 1 && sharded_parameters) {
+    parallel_reader.fail("pp", fmt::format("{} shards parameters per micro-batch and cannot be pipelined here",
+                                           parallel.strategy == "fsdp" ? "FSDP" : "ZeRO-3"),
+                         "combine pipeline parallelism with strategy = \"zero\", zero.stage = 1 (as Megatron-DeepSpeed does)");
+  }
+  if (parallel.pp > 1 && parallel.strategy == "zero" && lowering.zero.stage == 2) {
+    zero_reader.fail("stage", "ZeRO-2 partitions gradients across micro-batches, which DeepSpeed does not support "
+                              "with pipeline parallelism (parallel.pp > 1)",
+                     "use zero.stage = 1 with pipeline parallelism");
+  }
+  if (parallel.strategy == "fsdp" && lowering.fsdp.sharding == strategies::ShardingStrategy::kHybridShard &&
+      parallel.dp * parallel.tp <= parallel.gpus_per_node) {
+    fsdp_reader.fail("sharding_strategy",
+                     fmt::format("HYBRID_SHARD shards inside a node and replicates across nodes, but the {} "
+                                 "data-parallel ranks fit in one node (cluster.nodes = {}, gpus_per_node = {})",
+                                 parallel.dp, scenario.cluster.nodes, parallel.gpus_per_node),
+                     "use FULL_SHARD on a single node");
+  }
+}
+
+void read_zero(TableReader& reader, strategies::ZeroSpec& zero) {
+  zero.stage = static_cast<std::int32_t>(reader.count("stage", zero.stage, 1, 3));
+}
+
+void read_fsdp(TableReader& reader, strategies::FsdpSpec& fsdp) {
+  fsdp.sharding = reader.named("sharding_strategy", fsdp.sharding);
+  const std::string wrap = reader.choice("auto_wrap_policy", {"transformer_layer", "size_based"}).value_or("transformer_layer");
+  if (wrap == "size_based") {
+    fsdp.min_num_params = reader.positive("min_num_params", kTorchMinNumParams);
+  } else if (reader.node("min_num_params") != nullptr) {
+    reader.fail("min_num_params", "min_num_params applies to the size-based wrap policy only",
+                "set auto_wrap_policy = \"size_based\"");
+  }
+  fsdp.backward_prefetch = reader.named("backward_prefetch", fsdp.backward_prefetch);
+  fsdp.forward_prefetch = reader.boolean("forward_prefetch").value_or(fsdp.forward_prefetch);
+  fsdp.limit_all_gathers = reader.boolean("limit_all_gathers").value_or(fsdp.limit_all_gathers);
+  fsdp.reshard_after_forward = reader.boolean("reshard_after_forward").value_or(fsdp.reshard_after_forward);
+  const std::vector<std::string> dtypes = {"bf16", "fp16", "fp32"};
+  if (auto dtype = reader.choice("param_dtype", dtypes)) fsdp.param_dtype = program::dtype_from_name(*dtype);
+  if (auto dtype = reader.choice("reduce_dtype", dtypes)) fsdp.reduce_dtype = program::dtype_from_name(*dtype);
+  // Accepted so that a PyTorch MixedPrecision policy carries over; the transformer models
+  // register no buffers (RoPE tables are recomputed), so it changes no byte.
+  reader.choice("buffer_dtype", dtypes);
+  fsdp.cpu_offload = reader.boolean("cpu_offload").value_or(fsdp.cpu_offload);
 }
 
 // Rule R3: global batch = micro-batch × accumulation × dp.
@@ -737,9 +847,16 @@ Scenario ScenarioDocument::read() const {
 
   TableReader training = root.child("training");
   scenario.lowering.training = read_training(training, scenario.lowering.model);
-  read_parallel(root.child("parallel"), scenario);
+  TableReader parallel = root.child("parallel");
+  read_parallel(parallel, scenario);
   check_batch(training, scenario.lowering.training, scenario.lowering.parallel.dp);
-  training.finish();
+  TableReader zero = root.child("zero");
+  read_zero(zero, scenario.lowering.zero);
+  TableReader fsdp = root.child("fsdp");
+  read_fsdp(fsdp, scenario.lowering.fsdp);
+  check_tensor_parallel_divisibility(parallel, scenario.lowering.model, scenario.lowering.parallel.tp);
+  check_parallel_combination(parallel, fsdp, zero, scenario);
+  for (TableReader* table : {&training, &parallel, &zero, &fsdp}) table->finish();
 
   read_network(root.child("network"), scenario.network);
   read_collectives(root.child("collectives"), scenario.collectives);

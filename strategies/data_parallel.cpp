@@ -133,7 +133,7 @@ class ReplicatedPolicy : public DataParallelPolicy {
 
   std::vector<OpIndex> finish_step(RankProgramBuilder& builder) override {
     const double share = zero_stage_ >= 1 ? 1.0 / dp_ : 1.0;
-    const OpIndex update = builder.add(fmt::format("optimizer.{}", optimizer_name(input_.training.optimizer)),
+    const OpIndex update = builder.add(fmt::format("optimizer.{}", name_of(input_.training.optimizer)),
                                        context_.streams.compute,
                                        optimizer_update(context_.parameters * share, context_.replica->state,
                                                         context_.replica->dtype),
@@ -276,7 +276,7 @@ class ShardedPolicy : public DataParallelPolicy {
     update.on_host = fsdp_.cpu_offload;
     std::vector<OpIndex> deps;
     if (last_reduce_) deps.push_back(*last_reduce_);
-    builder.add(fmt::format("optimizer.{}", optimizer_name(input_.training.optimizer)), context_.streams.compute,
+    builder.add(fmt::format("optimizer.{}", name_of(input_.training.optimizer)), context_.streams.compute,
                 update, std::move(deps));
     return {};
   }

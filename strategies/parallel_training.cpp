@@ -58,8 +58,7 @@ program::SendRecvOp activation_transfer(bool send, std::int32_t offset, program:
 std::string strategy_label(const LoweringInput& input) {
   if (input.parallel.strategy == "zero") return fmt::format("ZeRO-{}", input.zero.stage);
   if (input.parallel.strategy == "fsdp") {
-    static const char* kSharding[] = {"FULL_SHARD", "SHARD_GRAD_OP", "NO_SHARD", "HYBRID_SHARD"};
-    return fmt::format("FSDP {}", kSharding[static_cast<int>(input.fsdp.sharding)]);
+    return fmt::format("FSDP {}", name_of(input.fsdp.sharding));
   }
   return "DDP";
 }
@@ -174,7 +173,7 @@ program::Program lower_parallel(const LoweringInput& input) {
   program.info.description = fmt::format(
       "{}, {} on {}: micro-batch {} × {} {} × {} replicas, sequence {}, {} + {}", input.model.name,
       strategy_label(input), layout_text, training.micro_batch, micro_batches, pp > 1 ? "micro-batches" : "accumulation",
-      dp, training.sequence, precision_name(training.precision), optimizer_name(training.optimizer));
+      dp, training.sequence, name_of(training.precision), name_of(training.optimizer));
   if (pp > 1) {
     program.info.pipeline = fmt::format("{} stages, {} micro-batches, {}, bubble (p−1)/(M+p−1) = {:.1f} %", pp,
                                         micro_batches, parallel.schedule == PipelineSchedule::kGPipe ? "GPipe" : "1F1B",

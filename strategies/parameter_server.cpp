@@ -88,7 +88,7 @@ program::Program lower_parameter_server(const LoweringInput& input) {
         "ps.push_gradients", kComm,
         ps_transfer(program::CollectiveKind::kPsPush, ps_group, gradient_bytes, grad_dtype, servers));
     const program::OpIndex update =
-        server.add(fmt::format("ps.update.{}", optimizer_name(training.optimizer)), kCompute,
+        server.add(fmt::format("ps.update.{}", name_of(training.optimizer)), kCompute,
                    optimizer_update(shard, state, dtype), {push});
     server.add("ps.pull_parameters", kComm,
                ps_transfer(program::CollectiveKind::kPsPull, ps_group, parameter_bytes, dtype, servers),
@@ -105,8 +105,8 @@ program::Program lower_parameter_server(const LoweringInput& input) {
       "{}, parameter server (BSP): {} workers, {} server{}, micro-batch {} × {} accumulation, "
       "sequence {}, {} + {}",
       model.name, workers, servers, servers == 1 ? "" : "s", training.micro_batch,
-      training.accumulation, training.sequence, precision_name(training.precision),
-      optimizer_name(training.optimizer));
+      training.accumulation, training.sequence, name_of(training.precision),
+      name_of(training.optimizer));
   return program;
 }
 

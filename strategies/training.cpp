@@ -5,47 +5,47 @@
 #include <utility>
 
 namespace strategies {
-namespace {
 
-constexpr std::array<std::pair<std::string_view, Precision>, 4> kPrecisions = {{
-    {"mixed", Precision::kMixed},
-    {"bf16", Precision::kBF16},
-    {"fp16", Precision::kFP16},
-    {"fp32", Precision::kFP32},
-}};
-constexpr std::array<std::pair<std::string_view, OptimizerKind>, 3> kOptimizers = {{
-    {"adam", OptimizerKind::kAdam},
-    {"adamw", OptimizerKind::kAdamW},
-    {"sgd", OptimizerKind::kSgd},
-}};
-
-template <typename T, std::size_t N>
-std::optional<T> lookup(const std::array<std::pair<std::string_view, T>, N>& table,
-                        std::string_view name) {
-  for (const auto& [key, value] : table) {
-    if (key == name) return value;
-  }
-  return std::nullopt;
+// The scenario spelling of every value, in the order docs/scenario.md lists them.
+template <>
+std::span<const NamedValue<Precision>> named_values() {
+  static constexpr NamedValue<Precision> kValues[] = {
+      {"mixed", Precision::kMixed}, {"bf16", Precision::kBF16}, {"fp16", Precision::kFP16}, {"fp32", Precision::kFP32}};
+  return kValues;
 }
-
-template <typename T, std::size_t N>
-std::string_view name_of(const std::array<std::pair<std::string_view, T>, N>& table, T value) {
-  for (const auto& [key, entry] : table) {
-    if (entry == value) return key;
-  }
-  return "?";
+template <>
+std::span<const NamedValue<OptimizerKind>> named_values() {
+  static constexpr NamedValue<OptimizerKind> kValues[] = {
+      {"adam", OptimizerKind::kAdam}, {"adamw", OptimizerKind::kAdamW}, {"sgd", OptimizerKind::kSgd}};
+  return kValues;
 }
-
-}  // namespace
-
-std::optional<Precision> precision_from_name(std::string_view name) {
-  return lookup(kPrecisions, name);
+template <>
+std::span<const NamedValue<Checkpointing>> named_values() {
+  static constexpr NamedValue<Checkpointing> kValues[] = {
+      {"none", Checkpointing::kNone}, {"full", Checkpointing::kFull}, {"selective", Checkpointing::kSelective}};
+  return kValues;
 }
-std::string_view precision_name(Precision precision) { return name_of(kPrecisions, precision); }
-std::optional<OptimizerKind> optimizer_from_name(std::string_view name) {
-  return lookup(kOptimizers, name);
+template <>
+std::span<const NamedValue<PipelineSchedule>> named_values() {
+  static constexpr NamedValue<PipelineSchedule> kValues[] = {
+      {"1f1b", PipelineSchedule::kOneFOneB}, {"gpipe", PipelineSchedule::kGPipe}};
+  return kValues;
 }
-std::string_view optimizer_name(OptimizerKind optimizer) { return name_of(kOptimizers, optimizer); }
+template <>
+std::span<const NamedValue<ShardingStrategy>> named_values() {
+  static constexpr NamedValue<ShardingStrategy> kValues[] = {{"FULL_SHARD", ShardingStrategy::kFullShard},
+                                                             {"SHARD_GRAD_OP", ShardingStrategy::kShardGradOp},
+                                                             {"NO_SHARD", ShardingStrategy::kNoShard},
+                                                             {"HYBRID_SHARD", ShardingStrategy::kHybridShard}};
+  return kValues;
+}
+template <>
+std::span<const NamedValue<BackwardPrefetch>> named_values() {
+  static constexpr NamedValue<BackwardPrefetch> kValues[] = {{"BACKWARD_PRE", BackwardPrefetch::kBackwardPre},
+                                                             {"BACKWARD_POST", BackwardPrefetch::kBackwardPost},
+                                                             {"NONE", BackwardPrefetch::kNone}};
+  return kValues;
+}
 
 program::DType compute_dtype(Precision precision) {
   switch (precision) {

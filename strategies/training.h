@@ -10,8 +10,10 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "strategies/program/program.h"
 
@@ -23,10 +25,35 @@ enum class Precision { kMixed, kBF16, kFP16, kFP32 };
 enum class Checkpointing { kNone, kFull, kSelective };
 enum class OptimizerKind { kAdam, kAdamW, kSgd };
 
-std::optional<Precision> precision_from_name(std::string_view name);
-std::string_view precision_name(Precision precision);
-std::optional<OptimizerKind> optimizer_from_name(std::string_view name);
-std::string_view optimizer_name(OptimizerKind optimizer);
+// Scenario spellings of the enums below: named_values<T>() lists them (specialised in
+// training.cpp for each enum); from_name and name_of look one up.
+template <typename T>
+struct NamedValue {
+  std::string_view name;
+  T value;
+};
+template <typename T>
+std::span<const NamedValue<T>> named_values();
+template <typename T>
+std::optional<T> from_name(std::string_view name) {
+  for (const auto& [key, value] : named_values<T>()) {
+    if (key == name) return value;
+  }
+  return std::nullopt;
+}
+template <typename T>
+std::string_view name_of(T value) {
+  for (const auto& [key, entry] : named_values<T>()) {
+    if (entry == value) return key;
+  }
+  return "?";
+}
+template <typename T>
+std::vector<std::string> names_of() {
+  std::vector<std::string> names;
+  for (const auto& entry : named_values<T>()) names.emplace_back(entry.name);
+  return names;
+}
 
 struct TrainingSpec {
   std::int64_t global_batch = 1;  // sequences per optimizer step, all replicas together
@@ -96,5 +123,18 @@ struct DdpSpec {
   bool no_sync = true;           // all-reduce only on the last micro-step of accumulation
   bool barrier_every_step = false;  // the chapter's anti-pattern (§6.2.5)
 };
+
+template <>
+std::span<const NamedValue<Precision>> named_values();
+template <>
+std::span<const NamedValue<OptimizerKind>> named_values();
+template <>
+std::span<const NamedValue<Checkpointing>> named_values();
+template <>
+std::span<const NamedValue<PipelineSchedule>> named_values();
+template <>
+std::span<const NamedValue<ShardingStrategy>> named_values();
+template <>
+std::span<const NamedValue<BackwardPrefetch>> named_values();
 
 }  // namespace strategies

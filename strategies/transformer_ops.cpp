@@ -33,6 +33,9 @@ class BlockBuilder {
 
   double e() const { return element_bytes_; }
   std::int64_t t() const { return shape_.tp.degree; }
+  // Vocabulary rows per tensor-parallel rank: the vocabulary is padded to a multiple of t,
+  // as Megatron pads it (make_vocab_size_divisible_by), so every rank holds as many rows.
+  std::int64_t vocab_rows(const ModelSpec& model) const { return (model.vocab + t() - 1) / t(); }
   bool sequence_parallel() const { return shape_.tp.sequence_parallel && t() > 1; }
   std::int64_t tokens() const { return shape_.micro_batch * shape_.sequence; }
   // Tokens a rank holds outside tensor-parallel regions: all, or 1/t with sequence parallelism.
@@ -260,7 +263,7 @@ Block embedding_block(const ModelSpec& model, const BlockShape& shape) {
   BlockBuilder builder("embedding", shape);
   const std::int64_t tokens = builder.tokens();
   // The token table is split over the vocabulary; positions are replicated.
-  std::vector<std::size_t> params = {builder.param("tokens", model.vocab * model.hidden / builder.t())};
+  std::vector<std::size_t> params = {builder.param("tokens", builder.vocab_rows(model) * model.hidden)};
   if (model.learned_positions) params.push_back(builder.param("positions", model.sequence * model.hidden));
   const double rows = static_cast<double>(tokens * model.hidden) * builder.e();
   builder.set_input_bytes(kTokenIdBytes * static_cast<double>(tokens));
@@ -272,7 +275,7 @@ Block embedding_block(const ModelSpec& model, const BlockShape& shape) {
   Block block = builder.finish(model);
   for (BackwardStep& step : block.backward) {
     if (auto* op = std::get_if<ComputeOp>(&step.op); op && op->kind == ComputeKind::kEmbedding) {
-      op->bytes = 2 * rows + static_cast<double>(model.vocab * model.hidden / builder.t()) * builder.e();
+      op->bytes = 2 * rows + static_cast<double>(builder.vocab_rows(model) * model.hidden) * builder.e();
     }
   }
   return block;
@@ -330,17 +333,16 @@ Block transformer_layer_block(const ModelSpec& model, const BlockShape& shape, s
 Block head_block(const ModelSpec& model, const BlockShape& shape) {
   BlockBuilder builder("head", shape);
   const std::int64_t tokens = builder.tokens();
-  const std::int64_t t = builder.t();
   const double token_row = static_cast<double>(tokens * model.hidden) * builder.e();
   builder.set_input_bytes(static_cast<double>(builder.local_tokens() * model.hidden) * builder.e());
   add_norm(builder, model, "final_norm");
   builder.enter_tensor_parallel("head_f", token_row);
   std::vector<std::size_t> head_params;
-  if (!model.tied_embeddings) head_params.push_back(builder.param("lm_head.weight", model.vocab * model.hidden / t));
-  builder.matmul("lm_head", tokens, model.vocab / t, model.hidden, token_row, std::move(head_params), true);
-  const double logits = static_cast<double>(tokens * model.vocab / t);
+  if (!model.tied_embeddings) head_params.push_back(builder.param("lm_head.weight", builder.vocab_rows(model) * model.hidden));
+  builder.matmul("lm_head", tokens, builder.vocab_rows(model), model.hidden, token_row, std::move(head_params), true);
+  const double logits = static_cast<double>(tokens * builder.vocab_rows(model));
   // Reads the logits, writes and keeps them in fp32 for the softmax backward.
-  builder.memory_bound("loss", ComputeKind::kLoss, Shape::of({tokens, model.vocab / t}),
+  builder.memory_bound("loss", ComputeKind::kLoss, Shape::of({tokens, builder.vocab_rows(model)}),
                        logits * (builder.e() + 2 * kFp32Bytes), logits * kFp32Bytes);
   builder.all_reduce("loss_statistics", kLossReductions * kFp32Bytes * static_cast<double>(tokens));
   return builder.finish(model);

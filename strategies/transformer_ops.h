@@ -13,7 +13,8 @@
 // projections row-parallel (input features split); heads and FFN width are divided by t.
 // Each half-layer is bracketed by Megatron's f (identity forward, all-reduce backward) and g
 // (all-reduce forward, identity backward): 2 all-reduces of b·s·h in forward, 2 in backward.
-// The embedding is split over the vocabulary (an all-reduce in forward), the LM head too (a
+// The embedding is split over the vocabulary (padded to a multiple of t, as Megatron pads it;
+// an all-reduce in forward), the LM head too (a
 // vocabulary-parallel cross-entropy: two all-reduces of one fp32 per token).
 // Sequence parallelism (Korthikanti et al., MLSys 2023) splits the sequence outside the
 // tensor-parallel regions: f becomes all-gather forward / reduce-scatter backward, g

@@ -15,8 +15,8 @@ ComputeEfficiency ComputeEfficiency::preset() {
   return efficiency;
 }
 
-ComputeModel::ComputeModel(topology::DeviceSpec device, ComputeEfficiency efficiency)
-    : device_(std::move(device)), efficiency_(efficiency) {}
+ComputeModel::ComputeModel(topology::DeviceSpec device, ComputeEfficiency efficiency, topology::LinkSpec host_link)
+    : device_(std::move(device)), efficiency_(efficiency), host_link_(host_link) {}
 
 double ComputeModel::peak_flops(program::DType dtype) const {
   switch (dtype) {
@@ -31,6 +31,11 @@ double ComputeModel::peak_flops(program::DType dtype) const {
 }
 
 double ComputeModel::seconds(const program::ComputeOp& op) const {
+  if (op.kind == program::ComputeKind::kMemcpy) {
+    // Not scaled by set_time_scale: a stated compute time says nothing about PCIe.
+    const double rate = host_link_.effective_bandwidth();
+    return (op.bytes > 0 && rate > 0 ? op.bytes / rate : 0) + host_link_.latency;
+  }
   double flop_efficiency = efficiency_.matmul;
   if (op.kind == program::ComputeKind::kAttention) flop_efficiency = efficiency_.attention;
   const double flop_seconds = op.flops > 0 ? op.flops / (peak_flops(op.dtype) * flop_efficiency) : 0;

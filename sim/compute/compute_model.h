@@ -5,6 +5,8 @@
 //       + kernel launch overhead
 // Matmuls and attention are normally FLOP-bound, norms, element-wise ops and optimizer
 // updates bandwidth-bound; the max picks whichever bound applies to the op's shapes.
+// A host↔device copy (kMemcpy) is bound by the PCIe link instead:
+//   t = bytes / (PCIe bandwidth × PCIe efficiency) + PCIe latency.
 //
 // Efficiencies are named preset parameters (ComputeEfficiency::preset() gives the
 // defaults and their sources); a scenario may override each, and `dtsim calibrate` measures
@@ -37,9 +39,11 @@ struct ComputeEfficiency {
 
 class ComputeModel {
  public:
-  ComputeModel(topology::DeviceSpec device, ComputeEfficiency efficiency);
+  // `host_link` prices host↔device copies (the node's PCIe link to the host).
+  ComputeModel(topology::DeviceSpec device, ComputeEfficiency efficiency, topology::LinkSpec host_link = {});
 
-  // Seconds for one op, times the current scale (1 unless set_time_scale was called).
+  // Seconds for one op, times the current scale (1 unless set_time_scale was called; copies
+  // are not scaled).
   double seconds(const program::ComputeOp& op) const;
   // Dense peak for a dtype: bf16/fp16 tensor cores, fp32 plain or on TF32 tensor cores
   // (fp32_matmul_on_tf32), fp8 where the device has it (else its bf16 rate).
@@ -54,6 +58,7 @@ class ComputeModel {
  private:
   topology::DeviceSpec device_;
   ComputeEfficiency efficiency_;
+  topology::LinkSpec host_link_;
   double time_scale_ = 1.0;
 };
 

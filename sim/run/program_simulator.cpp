@@ -25,6 +25,7 @@ using program::OpIndex;
 
 trace::Category category_of(const program::Op& op) {
   if (const auto* compute = std::get_if<program::ComputeOp>(&op.body)) {
+    if (compute->kind == program::ComputeKind::kMemcpy) return trace::Category::kMemcpy;
     switch (compute->phase) {
       case program::Phase::kForward: return trace::Category::kForward;
       case program::Phase::kBackward: return trace::Category::kBackward;
@@ -82,8 +83,9 @@ class Simulator {
             const SimulationOptions& options)
       : program_(program),
         cluster_(cluster),
-        gpu_compute_(cluster.spec().node.gpu, options.efficiency),
+        gpu_compute_(cluster.spec().node.gpu, options.efficiency, cluster.spec().node.pcie),
         host_compute_(cluster.spec().parameter_servers.host, options.efficiency),
+        offload_compute_(host_share(cluster.spec()), options.efficiency),
         network_(make_network_model(with_step_recording(options.network), engine_, cluster)),
         options_(options) {
     if (options.step_compute_time_s) scale_compute_to(*options.step_compute_time_s);
@@ -126,9 +128,25 @@ class Simulator {
   using CollectiveKey = std::tuple<program::GroupFamilyId, std::int32_t, std::uint32_t>;
   using RankPair = std::pair<std::int32_t, std::int32_t>;
 
-  // GPUs run the compute model of the node's GPU; parameter servers that of their host.
-  const ComputeModel& compute_for(std::int32_t rank) const {
-    return cluster_.is_gpu(program_.placement[rank]) ? gpu_compute_ : host_compute_;
+  // GPUs run the compute model of the node's GPU; parameter servers that of their host; a
+  // GPU rank's host work (an offloaded optimizer) its share of the node's host CPU.
+  const ComputeModel& compute_for(std::int32_t rank, const program::ComputeOp& op) const {
+    if (!cluster_.is_gpu(program_.placement[rank])) return host_compute_;
+    return op.on_host ? offload_compute_ : gpu_compute_;
+  }
+
+  // The node's host CPU, modelled as the cluster's host preset ([cluster.parameter_servers.host],
+  // a 2-socket EPYC 9654 by default), shared evenly by the node's GPU ranks.
+  static topology::DeviceSpec host_share(const topology::ClusterSpec& spec) {
+    topology::DeviceSpec share = spec.parameter_servers.host;
+    const double ranks = std::max(1, spec.node.gpus);
+    share.bf16_flops /= ranks;
+    share.fp16_flops /= ranks;
+    share.fp32_flops /= ranks;
+    share.tf32_flops /= ranks;
+    share.fp8_flops /= ranks;
+    share.memory_bandwidth /= ranks;
+    return share;
   }
 
   // Scales GPU compute so that the busiest GPU rank computes `target_seconds` per step.
@@ -138,7 +156,8 @@ class Simulator {
       if (!cluster_.is_gpu(program_.placement[rank])) continue;
       double total = 0;
       for (const program::Op& op : program_.ranks[rank]->ops) {
-        if (const auto* compute = std::get_if<program::ComputeOp>(&op.body)) {
+        const auto* compute = std::get_if<program::ComputeOp>(&op.body);
+        if (compute && !compute->on_host && compute->kind != program::ComputeKind::kMemcpy) {
           total += gpu_compute_.seconds(*compute);
         }
       }
@@ -262,7 +281,7 @@ class Simulator {
     const program::Op& op = op_of(rank, index);
     if (const auto* compute = std::get_if<program::ComputeOp>(&op.body)) {
       const Time begin = engine_.now();
-      const Time end = begin + Time::from_seconds(compute_for(rank).seconds(*compute));
+      const Time end = begin + Time::from_seconds(compute_for(rank, *compute).seconds(*compute));
       engine_.schedule_at(end, [this, rank, index, begin, end] {
         trace::Span span = make_span(rank, index, begin, end);
         const auto& body = std::get<program::ComputeOp>(op_of(rank, index).body);
@@ -472,6 +491,7 @@ class Simulator {
   Engine engine_;
   ComputeModel gpu_compute_;
   ComputeModel host_compute_;
+  ComputeModel offload_compute_;
   std::unique_ptr<NetworkModel> network_;
   SimulationOptions options_;
   std::vector<RankState> ranks_;
