@@ -11,6 +11,7 @@
 #include "sim/compute/compute_model.h"
 #include "sim/trace/chrome_trace.h"
 #include "strategies/lowering.h"
+#include "strategies/transformer_ops.h"
 #include "topology/cluster.h"
 
 namespace scenarios {
@@ -33,6 +34,24 @@ std::vector<bool> traced_ranks(const Scenario& scenario, std::int32_t world) {
   return traced;
 }
 
+// The factor that makes one transformer layer's forward and backward, unsharded on one GPU,
+// take `seconds` under the roofline model.
+double layer_time_scale(const Scenario& scenario, double seconds) {
+  const strategies::TrainingSpec& training = scenario.lowering.training;
+  const strategies::Block layer = strategies::transformer_layer_block(
+      scenario.lowering.model,
+      {training.micro_batch, training.sequence, strategies::compute_dtype(training.precision), {}}, 0);
+  const sim::ComputeModel model(scenario.cluster.node.gpu, scenario.efficiency);
+  double modelled = 0;
+  for (const strategies::ForwardStep& step : layer.forward) {
+    if (step.compute) modelled += model.seconds(*step.compute);
+  }
+  for (const strategies::BackwardStep& step : layer.backward) {
+    if (const auto* op = std::get_if<program::ComputeOp>(&step.op)) modelled += model.seconds(*op);
+  }
+  return seconds / modelled;
+}
+
 std::string cluster_summary(const topology::ClusterSpec& cluster) {
   return fmt::format("{} × {} ({} GPUs), {}", cluster.nodes, cluster.node.name, cluster.gpu_count(),
                      cluster.fabric.name);
@@ -49,6 +68,9 @@ RunResult run_scenario(const Scenario& scenario) {
   options.network = scenario.network;
   options.efficiency = scenario.efficiency;
   options.step_compute_time_s = scenario.step_compute_time_s;
+  if (scenario.layer_compute_time_s) {
+    options.compute_time_scale = layer_time_scale(scenario, *scenario.layer_compute_time_s);
+  }
   options.collectives = scenario.collectives;
   options.traced_ranks = traced_ranks(scenario, result.program.world_size);
   try {
@@ -80,6 +102,8 @@ RunResult run_scenario(const Scenario& scenario) {
                                               ? scenario.cluster.node.gpu.memory_bytes
                                               : scenario.cluster.parameter_servers.host.memory_bytes);
   }
+  facts.pipeline = result.program.info.pipeline;
+  facts.pipeline_bubble = result.program.info.pipeline_bubble;
   facts.comm_latency_s = result.simulation.comm_latency_s;
   facts.comm_bandwidth_s = result.simulation.comm_bandwidth_s;
   if (scenario.step_compute_time_s) {
@@ -87,6 +111,11 @@ RunResult run_scenario(const Scenario& scenario) {
         "compute time imposed by compute.step_compute_time_s = {} s (the roofline model's "
         "times are scaled to it)",
         *scenario.step_compute_time_s));
+  }
+  if (scenario.layer_compute_time_s) {
+    facts.notes.push_back(fmt::format(
+        "compute time imposed by compute.layer_compute_time_s = {} s per unsharded layer (roofline times × {:.3f})",
+        *scenario.layer_compute_time_s, *options.compute_time_scale));
   }
   result.report = trace::build_report(timeline, facts);
   return result;

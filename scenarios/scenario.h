@@ -32,7 +32,11 @@ struct Scenario {
   sim::NetworkOptions network;
   sim::CollectiveOverrides collectives;
   sim::ComputeEfficiency efficiency = sim::ComputeEfficiency::preset();
+  // Stated compute times (the chapter's examples give them instead of deriving them): the
+  // busiest GPU's compute per step, or one transformer layer's forward + backward on one
+  // unsharded GPU. At most one is set.
   std::optional<double> step_compute_time_s;
+  std::optional<double> layer_compute_time_s;
   // Ranks whose spans go into the timeline: empty with trace_all_ranks false means "auto" —
   // every rank up to kAutoTraceRanks ranks, else the first node's ranks and the last rank.
   std::vector<std::int32_t> trace_ranks;

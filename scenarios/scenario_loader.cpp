@@ -538,6 +538,11 @@ void check_parallel_combination(TableReader& parallel_reader, TableReader& fsdp_
 
 void read_zero(TableReader& reader, strategies::ZeroSpec& zero) {
   zero.stage = static_cast<std::int32_t>(reader.count("stage", zero.stage, 1, 3));
+  zero.implementation = reader.named("implementation", zero.implementation);
+  if (zero.implementation == strategies::ZeroImplementation::kPyTorch && zero.stage != 1) {
+    reader.fail("implementation", fmt::format("PyTorch's ZeroRedundancyOptimizer is ZeRO stage 1, not {}", zero.stage),
+                "use implementation = \"deepspeed\", or strategy = \"fsdp\" (FULL_SHARD is ZeRO-3, SHARD_GRAD_OP ZeRO-2)");
+  }
 }
 
 void read_fsdp(TableReader& reader, strategies::FsdpSpec& fsdp) {
@@ -687,9 +692,14 @@ void read_compute(TableReader reader, Scenario& scenario) {
       reader.non_negative("kernel_overhead_us", efficiency.kernel_overhead_s / kMicro) * kMicro;
   efficiency.fp32_matmul_on_tf32 = reader.boolean("allow_tf32").value_or(efficiency.fp32_matmul_on_tf32);
   scenario.step_compute_time_s = reader.optional_positive("step_compute_time_s");
-  if (scenario.step_compute_time_s && *scenario.step_compute_time_s > kMaxStepSeconds) {
-    reader.fail("step_compute_time_s",
-                fmt::format("expected at most {} s, got {}", kMaxStepSeconds, *scenario.step_compute_time_s));
+  scenario.layer_compute_time_s = reader.optional_positive("layer_compute_time_s");
+  for (const auto& [key, value] : {std::pair{"step_compute_time_s", scenario.step_compute_time_s},
+                                   std::pair{"layer_compute_time_s", scenario.layer_compute_time_s}}) {
+    if (value && *value > kMaxStepSeconds) reader.fail(key, fmt::format("expected at most {} s, got {}", kMaxStepSeconds, *value));
+  }
+  if (scenario.step_compute_time_s && scenario.layer_compute_time_s) {
+    reader.fail("layer_compute_time_s", "give one stated compute time, not both",
+                "step_compute_time_s fixes a whole step, layer_compute_time_s one unsharded layer");
   }
   reader.finish();
 }

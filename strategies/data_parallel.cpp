@@ -88,17 +88,20 @@ class ReplicatedPolicy : public DataParallelPolicy {
         input_(*context.input),
         zero_stage_(zero_stage),
         dp_(input_.parallel.dp),
-        buckets_(input_.ddp, zero_stage > 0 ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce,
+        // ZeroRedundancyOptimizer keeps DDP's all-reduce; DeepSpeed's ZeRO reduce-scatters.
+        reduce_scatter_(zero_stage > 0 && input_.zero.implementation == ZeroImplementation::kDeepSpeed),
+        buckets_(input_.ddp, reduce_scatter_ ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce,
                  context.dp_group, context.dp_reduce, context.replica->gradient_dtype,
                  dtype_size(context.replica->gradient_dtype) * parameter_scale(input_.model)) {}
 
   void allocate_states(RankProgramBuilder& builder) override {
     const double sharded = 1.0 / dp_;
     StateShares shares;
-    if (zero_stage_ >= 1) shares.master_weights = shares.optimizer_states = sharded;
+    if (zero_stage_ >= 1) shares.optimizer_states = sharded;
+    if (reduce_scatter_) shares.master_weights = sharded;
     if (zero_stage_ >= 2) shares.gradients = sharded;
     allocate_model_states(builder, context_.streams.compute, context_.parameters, context_.replica->state, shares);
-    if (zero_stage_ == 0 && !input_.ddp.gradient_as_bucket_view && dp_ > 1) {
+    if (!reduce_scatter_ && !input_.ddp.gradient_as_bucket_view && dp_ > 1) {
       builder.allocate("ddp.bucket_buffers", context_.streams.compute, MemoryCategory::kCommBuffers,
                        context_.parameters * context_.replica->state.gradients);
     }
@@ -110,7 +113,7 @@ class ReplicatedPolicy : public DataParallelPolicy {
   }
 
   OpIndex backward(RankProgramBuilder& builder, std::vector<OpIndex> deps, bool last_micro_batch) override {
-    const bool sync = dp_ > 1 && (last_micro_batch || (zero_stage_ == 0 && !input_.ddp.no_sync));
+    const bool sync = dp_ > 1 && (last_micro_batch || (!reduce_scatter_ && !input_.ddp.no_sync));
     buckets_.reset();
     const OpIndex last = emit_backward(builder, context_.blocks, context_.streams, input_.training.checkpointing,
                                        std::move(deps), [&](const Block& block, const BackwardStep& step, OpIndex op) {
@@ -152,6 +155,7 @@ class ReplicatedPolicy : public DataParallelPolicy {
   const LoweringInput& input_;
   int zero_stage_;
   std::int32_t dp_;
+  bool reduce_scatter_;
   BucketFiller buckets_;
   std::vector<OpIndex> wait_for_;
 };

@@ -8,7 +8,8 @@
 //              buckets; each rank updates its 1/N of the optimizer states (stage 2 also keeps
 //              only its 1/N of the gradients), then the updated parameters are all-gathered.
 //              Model states 4Ψ + 12Ψ/N and 2Ψ + 14Ψ/N (Rajbhandari et al., SC 2020); traffic
-//              2Ψ per step, as DDP's.
+//              2Ψ per step, as DDP's. PyTorch's ZeroRedundancyOptimizer (zero.implementation =
+//              "pytorch") shards only the moments and keeps DDP's all-reduce: 3Ψ per step.
 //   FSDP/ZeRO-3 parameters sharded too, per unit (a transformer layer, or layers grouped to
 //              min_num_params; the embedding and head form the root unit): all-gather before
 //              the unit's forward, free after it (reshard), all-gather again before its

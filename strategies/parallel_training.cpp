@@ -170,14 +170,15 @@ program::Program lower_parallel(const LoweringInput& input) {
   set_step_facts(program.info, input.model, training, dp);
   std::string layout_text = fmt::format("{} ranks", program.world_size);
   if (tp > 1 || pp > 1) layout_text = fmt::format("dp {} × tp {}{} × pp {}", dp, tp, tensor_parallel.sequence_parallel ? " (SP)" : "", pp);
+  // The data-parallel flavour, named only when there is data parallelism.
+  const std::string flavour = dp > 1 ? strategy_label(input) + " " : "";
   program.info.description = fmt::format(
-      "{}, {} on {}: micro-batch {} × {} {} × {} replicas, sequence {}, {} + {}", input.model.name,
-      strategy_label(input), layout_text, training.micro_batch, micro_batches, pp > 1 ? "micro-batches" : "accumulation",
+      "{}, {}on {}: micro-batch {} × {} {} × {} replicas, sequence {}, {} + {}", input.model.name, flavour, layout_text, training.micro_batch, micro_batches, pp > 1 ? "micro-batches" : "accumulation",
       dp, training.sequence, name_of(training.precision), name_of(training.optimizer));
   if (pp > 1) {
-    program.info.pipeline = fmt::format("{} stages, {} micro-batches, {}, bubble (p−1)/(M+p−1) = {:.1f} %", pp,
-                                        micro_batches, parallel.schedule == PipelineSchedule::kGPipe ? "GPipe" : "1F1B",
-                                        100 * pipeline_bubble_fraction(pp, micro_batches));
+    program.info.pipeline = fmt::format("{} stages, {} micro-batches, {}", pp, micro_batches,
+                                        parallel.schedule == PipelineSchedule::kGPipe ? "GPipe" : "1F1B");
+    program.info.pipeline_bubble = pipeline_bubble_fraction(pp, micro_batches);
   }
   return program;
 }

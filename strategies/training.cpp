@@ -46,6 +46,12 @@ std::span<const NamedValue<BackwardPrefetch>> named_values() {
                                                              {"NONE", BackwardPrefetch::kNone}};
   return kValues;
 }
+template <>
+std::span<const NamedValue<ZeroImplementation>> named_values() {
+  static constexpr NamedValue<ZeroImplementation> kValues[] = {{"deepspeed", ZeroImplementation::kDeepSpeed},
+                                                               {"pytorch", ZeroImplementation::kPyTorch}};
+  return kValues;
+}
 
 program::DType compute_dtype(Precision precision) {
   switch (precision) {

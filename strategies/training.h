@@ -96,8 +96,16 @@ struct ParallelSpec {
 
 // ZeRO (Rajbhandari et al., SC 2020): stage 1 shards the optimizer states over the data-parallel
 // ranks, stage 2 the gradients too, stage 3 the parameters too.
+//   deepspeed  the paper's and DeepSpeed's accounting: the fp32 master weights are part of the
+//              optimizer states (4Ψ + 12Ψ/N at stage 1); gradients are reduce-scattered.
+//   pytorch    torch.distributed.optim.ZeroRedundancyOptimizer (stage 1 only), as the chapter
+//              uses it: the optimizer's moments are sharded, the master weights of the
+//              mixed-precision setup stay replicated (the chapter's 14 + 14 + 28 + 56/N GB for
+//              7B); DDP still all-reduces the gradients, then each rank sends its updated shard.
+enum class ZeroImplementation { kDeepSpeed, kPyTorch };
 struct ZeroSpec {
   std::int32_t stage = 1;
+  ZeroImplementation implementation = ZeroImplementation::kDeepSpeed;
 };
 
 // PyTorch FullyShardedDataParallel's knobs (torch.distributed.fsdp).
@@ -136,5 +144,7 @@ template <>
 std::span<const NamedValue<ShardingStrategy>> named_values();
 template <>
 std::span<const NamedValue<BackwardPrefetch>> named_values();
+template <>
+std::span<const NamedValue<ZeroImplementation>> named_values();
 
 }  // namespace strategies

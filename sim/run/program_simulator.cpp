@@ -88,7 +88,11 @@ class Simulator {
         offload_compute_(host_share(cluster.spec()), options.efficiency),
         network_(make_network_model(with_step_recording(options.network), engine_, cluster)),
         options_(options) {
-    if (options.step_compute_time_s) scale_compute_to(*options.step_compute_time_s);
+    if (options.step_compute_time_s) {
+      scale_compute_to(*options.step_compute_time_s);
+    } else if (options.compute_time_scale) {
+      gpu_compute_.set_time_scale(*options.compute_time_scale);
+    }
   }
 
   SimulationResult run() {

@@ -47,6 +47,9 @@ struct SimulationOptions {
   // When set, compute op times are scaled so that the busiest rank computes for exactly this
   // long per step (the chapter's examples state T_comp instead of deriving it).
   std::optional<double> step_compute_time_s;
+  // When set (and step_compute_time_s is not), every GPU compute op's time is multiplied by
+  // this factor (the caller derives it from a stated time for some known piece of work).
+  std::optional<double> compute_time_scale;
   // Ranks whose spans the timeline keeps (empty: all). Every rank is summarised regardless.
   std::vector<bool> traced_ranks;
 };

@@ -86,6 +86,8 @@ Report build_report(const Timeline& timeline, const RunFacts& facts) {
   Report report;
   report.title = facts.title.empty() ? timeline.title : facts.title;
   report.steps = std::max(1, facts.steps);
+  report.pipeline = facts.pipeline;
+  report.pipeline_bubble = facts.pipeline_bubble;
   report.ranks = static_cast<std::int32_t>(timeline.ranks.size());
   const double steps = report.steps;
 
@@ -134,6 +136,7 @@ Report build_report(const Timeline& timeline, const RunFacts& facts) {
     report.exposed_comm_s = seconds(critical.exposed_comm_ps) / steps;
     report.comm_compute_ratio = critical.comm_compute_ratio();
     report.overlap_ratio = critical.overlap_ratio();
+    if (report.step_time_s > 0) report.compute_idle_fraction = 1 - report.compute_time_s / report.step_time_s;
     report.comm_bytes_per_rank = report.rank_reports[report.critical_rank].comm_bytes;
     for (std::size_t c = 0; c < kCategoryCount; ++c) {
       if (critical.busy_ps_by_category[c] == 0) continue;
@@ -208,6 +211,10 @@ std::string format_report(const Report& r) {
   line("exposed communication", human_seconds(r.exposed_comm_s));
   line("R = T_comm / T_comp", fmt::format("{:.3f}", r.comm_compute_ratio));
   line("overlap ratio", fmt::format("{:.1f} %", r.overlap_ratio * 100));
+  if (!r.pipeline.empty()) {
+    line("pipeline", fmt::format("{}; bubble (p−1)/(M+p−1) = {:.1f} %, compute idle on rank {} = {:.1f} %",
+                                 r.pipeline, 100 * r.pipeline_bubble, r.critical_rank, 100 * r.compute_idle_fraction));
+  }
   out += fmt::format("\n  time by category on rank {} (busy time, per step)\n", r.critical_rank);
   for (const auto& [category, time] : r.time_by_category_s) {
     std::string bandwidth;
@@ -260,6 +267,9 @@ nlohmann::json report_to_json(const Report& r) {
       {"exposed_comm_s", r.exposed_comm_s},
       {"comm_compute_ratio", r.comm_compute_ratio},
       {"overlap_ratio", r.overlap_ratio},
+      {"compute_idle_fraction", r.compute_idle_fraction},
+      {"pipeline", r.pipeline},
+      {"pipeline_bubble", r.pipeline_bubble},
       {"comm_bytes_per_rank", r.comm_bytes_per_rank},
       {"time_by_category_s", r.time_by_category_s},
       {"achieved_bandwidth_bytes_per_s", r.achieved_bandwidth_by_category},

@@ -9,6 +9,8 @@
 //                   Chowdhery et al., PaLM, 2022, appendix B)
 //   compute, communication, exposed communication, R, overlap: summary.h, taken on the
 //   critical rank (the one that finishes last), per step.
+//   compute idle  = 1 − compute / step time on the critical rank; for a pipeline it sits
+//                   beside the textbook bubble (p−1)/(M+p−1) (GPipe, Huang et al., 2019).
 //   achieved bandwidth of a communication category = bytes the rank sent in it / time its
 //   spans lasted (for a parameter-server push: what each worker gets of the server's NIC).
 //
@@ -39,6 +41,8 @@ struct RunFacts {
   std::vector<double> comm_latency_s;
   std::vector<double> comm_bandwidth_s;
   std::vector<std::string> notes;  // extra warnings from the configuration
+  std::string pipeline;            // the pipeline schedule, if any
+  double pipeline_bubble = 0;      // its textbook bubble fraction
 };
 
 struct RankReport {
@@ -65,6 +69,11 @@ struct Report {
   double exposed_comm_s = 0;
   double comm_compute_ratio = 0;
   double overlap_ratio = 1;
+  // Share of the step the critical rank does not compute: 1 − compute / step time (the
+  // measured counterpart of a pipeline's bubble, plus exposed communication).
+  double compute_idle_fraction = 0;
+  std::string pipeline;
+  double pipeline_bubble = 0;
   std::int64_t comm_bytes_per_rank = 0;
   std::optional<double> comm_latency_s;
   std::optional<double> comm_bandwidth_s;

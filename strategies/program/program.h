@@ -165,7 +165,8 @@ struct ProgramInfo {
   std::int64_t tokens_per_step = 0;
   double model_flops_per_step = 0;  // all ranks together, forward + backward, no recompute
   DType compute_dtype = DType::kBF16;
-  std::string pipeline;  // the pipeline schedule and its theoretical bubble, when there is one
+  std::string pipeline;          // the pipeline schedule, when there is one ("8 stages, 32 micro-batches, 1F1B")
+  double pipeline_bubble = 0;    // its textbook bubble fraction (p−1)/(M+p−1)
 };
 
 struct Program {
