@@ -27,6 +27,12 @@ void BM_RunScenario(benchmark::State& state, const char* file) {
 }
 BENCHMARK_CAPTURE(BM_RunScenario, default_16_ranks, "default.toml")->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_RunScenario, c3_64_ranks, "c3_70b_ddp_64gpu.toml")->Unit(benchmark::kMillisecond);
+// Issue 4's target: under 5 s for TP 8 × PP 8 × DP 16 on 1,024 GPUs, 32 micro-batches, flow model.
+BENCHMARK_CAPTURE(BM_RunScenario, llama2_70b_3d_1024_ranks, "llama2_70b_3d_1024gpu.toml")
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1)
+    ->Repetitions(3)
+    ->ReportAggregatesOnly(true);
 
 void BM_WriteChromeTrace(benchmark::State& state, const char* file) {
   const scenarios::RunResult result = scenarios::run_scenario(scenarios::load_scenario(kScenarios + file));

@@ -13,6 +13,9 @@ FlowNetwork::FlowNetwork(Engine& engine, const topology::Cluster& cluster, Netwo
   for (std::size_t link = 0; link < cluster.link_count(); ++link) {
     solver_.add_constraint(cluster.link(static_cast<topology::LinkId>(link)).spec.effective_bandwidth());
   }
+  link_users_.resize(cluster.link_count());
+  link_solo_.assign(cluster.link_count(), 0);
+  link_visit_.assign(cluster.link_count(), 0);
 }
 
 void FlowNetwork::start(const CommRequest& request, std::function<void(const CommResult&)> done) {
@@ -35,35 +38,43 @@ void FlowNetwork::begin_phase(std::uint32_t id) {
 }
 
 void FlowNetwork::add_flows(std::uint32_t id) {
-  advance(engine_.now());
   Comm& comm = comms_[id];
   const collectives::Phase& phase = comm.plan->schedule.phases[comm.phase];
   const double bytes = phase.steps * phase.bytes_per_transfer;
-  if (flows_.empty() && !solo_) {  // an idle network: replay the phase's solo trajectory
-    const Trajectory& path = trajectory(*comm.plan, comm.phase);
-    if (path.duration_s() <= 0) {
+  const auto& paths = comm.plan->paths[comm.phase];
+  // Links no other traffic uses: replay the phase's solo trajectory.
+  bool isolated = true;
+  for (const topology::Path* path : paths) {
+    for (topology::LinkId link : *path) isolated = isolated && link_users_[link].empty() && link_solo_[link] == 0;
+  }
+  if (isolated) {
+    const Trajectory& trajectory = this->trajectory(*comm.plan, comm.phase);
+    if (trajectory.duration_s() <= 0) {
       finish_phase(id);
       return;
     }
-    solo_ = Solo{id, &path, engine_.now(),
-                 engine_.schedule_after(Time::from_seconds(path.duration_s()), [this, id] {
-                   solo_.reset();
-                   finish_phase(id);
-                 })};
+    for (const topology::Path* path : paths) {
+      for (topology::LinkId link : *path) link_solo_[link] = id + 1;
+    }
+    solos_[id] = Solo{&trajectory, engine_.now(),
+                      engine_.schedule_after(Time::from_seconds(trajectory.duration_s()), [this, id] {
+                        release_solo_links(id);
+                        solos_.erase(id);
+                        finish_phase(id);
+                      })};
     return;
   }
-  materialize_solo();
-  const auto& paths = comm.plan->paths[comm.phase];
+  // Solo phases on these links now share them: they become flows.
   for (const topology::Path* path : paths) {
-    if (bytes <= 0 || path->empty()) continue;
-    flows_.push_back({id, bytes, solver_.add_variable(1.0, *path)});
-    ++comm.open_flows;
+    for (topology::LinkId link : *path) {
+      if (link_solo_[link] != 0) materialize_solo(link_solo_[link] - 1);
+    }
   }
-  if (comm.open_flows == 0) {
-    finish_phase(id);
-    return;
+  for (const topology::Path* path : paths) {
+    if (bytes > 0 && !path->empty()) open_flow(id, bytes, *path);
   }
-  reschedule();
+  resolve_touched();
+  if (comm.open_flows == 0) finish_phase(id);
 }
 
 // The phase alone: max-min rates, advanced from one completion to the next.
@@ -111,13 +122,21 @@ const FlowNetwork::Trajectory& FlowNetwork::trajectory(const CommPlan& plan, std
   return path;
 }
 
-// Other traffic arrives: turn the solo phase into flows with the bytes each transfer has left.
-void FlowNetwork::materialize_solo() {
-  if (!solo_) return;
-  const Solo solo = *solo_;
-  solo_.reset();
+void FlowNetwork::release_solo_links(std::uint32_t id) {
+  const Comm& comm = comms_[id];
+  for (const topology::Path* path : comm.plan->paths[comm.phase]) {
+    for (topology::LinkId link : *path) link_solo_[link] = 0;
+  }
+}
+
+// Other traffic arrives on its links: turn a solo phase into flows with the bytes each
+// transfer has left.
+void FlowNetwork::materialize_solo(std::uint32_t id) {
+  const Solo solo = solos_.at(id);
+  solos_.erase(id);
+  release_solo_links(id);
   engine_.cancel(solo.end);
-  Comm& comm = comms_[solo.comm];
+  Comm& comm = comms_[id];
   const collectives::Phase& phase = comm.plan->schedule.phases[comm.phase];
   const auto& routes = comm.plan->paths[comm.phase];
   const double elapsed = (engine_.now() - solo.started).seconds();
@@ -129,12 +148,10 @@ void FlowNetwork::materialize_solo() {
     round_start = solo.trajectory->round_end_s[r];
   }
   for (std::size_t t = 0; t < routes.size(); ++t) {
-    if (routes[t]->empty() || remaining[t] <= 0) continue;
-    flows_.push_back({solo.comm, remaining[t], solver_.add_variable(1.0, *routes[t])});
-    ++comm.open_flows;
+    if (!routes[t]->empty() && remaining[t] > 0) open_flow(id, remaining[t], *routes[t]);
   }
   if (comm.open_flows == 0) {  // it was finishing right now
-    engine_.schedule_after(Time::zero(), [this, id = solo.comm] { finish_phase(id); });
+    engine_.schedule_after(Time::zero(), [this, id] { finish_phase(id); });
   }
 }
 
@@ -143,47 +160,124 @@ void FlowNetwork::finish_phase(std::uint32_t id) {
   begin_phase(id);
 }
 
-void FlowNetwork::advance(Time now) {
-  const double elapsed = (now - last_update_).seconds();
-  if (elapsed > 0) {
-    for (Flow& flow : flows_) flow.remaining_bytes -= solver_.rate(flow.variable) * elapsed;
+void FlowNetwork::open_flow(std::uint32_t comm, double bytes, const topology::Path& path) {
+  const MaxMinSolver::VariableId variable = solver_.add_variable(1.0, path);
+  if (variable >= flows_.size()) {
+    flows_.resize(variable + 1);
+    flow_visit_.resize(variable + 1, 0);
   }
-  last_update_ = now;
+  Flow& flow = flows_[variable];
+  flow.comm = comm;
+  flow.remaining_bytes = bytes;
+  flow.rate = 0;
+  flow.updated = engine_.now();
+  flow.live = true;
+  ++flow.version;
+  ++live_flows_;
+  ++comms_[comm].open_flows;
+  for (topology::LinkId link : path) {
+    link_users_[link].push_back(variable);
+    touched_.push_back(link);
+  }
 }
 
-void FlowNetwork::reschedule() {
-  if (next_completion_) engine_.cancel(*next_completion_);
-  next_completion_.reset();
-  if (flows_.empty()) return;
-  solver_.solve();
-  ++solves_;
-  double soonest = std::numeric_limits<double>::infinity();
-  for (const Flow& flow : flows_) {
-    soonest = std::min(soonest, std::max(0.0, flow.remaining_bytes) / solver_.rate(flow.variable));
+void FlowNetwork::close_flow(MaxMinSolver::VariableId variable) {
+  for (topology::LinkId link : solver_.constraints_of(variable)) {
+    auto& users = link_users_[link];
+    users.erase(std::find(users.begin(), users.end(), variable));
+    touched_.push_back(link);
   }
-  next_completion_ = engine_.schedule_after(Time::from_seconds(soonest), [this] { on_completion(); });
+  solver_.remove_variable(variable);
+  flows_[variable].live = false;
+  ++flows_[variable].version;
+  --live_flows_;
+}
+
+void FlowNetwork::resolve_touched() {
+  // The connected component of the flow–link graph around the touched links.
+  if (++visit_ == 0) {
+    std::fill(link_visit_.begin(), link_visit_.end(), 0);
+    std::fill(flow_visit_.begin(), flow_visit_.end(), 0);
+    visit_ = 1;
+  }
+  component_.clear();
+  std::vector<topology::LinkId> frontier;
+  for (topology::LinkId link : touched_) {
+    if (link_visit_[link] != visit_) {
+      link_visit_[link] = visit_;
+      frontier.push_back(link);
+    }
+  }
+  touched_.clear();
+  for (std::size_t next = 0; next < frontier.size(); ++next) {
+    for (MaxMinSolver::VariableId variable : link_users_[frontier[next]]) {
+      if (flow_visit_[variable] == visit_) continue;
+      flow_visit_[variable] = visit_;
+      component_.push_back(variable);
+      for (topology::LinkId link : solver_.constraints_of(variable)) {
+        if (link_visit_[link] != visit_) {
+          link_visit_[link] = visit_;
+          frontier.push_back(link);
+        }
+      }
+    }
+  }
+  if (component_.empty()) return;
+  const Time now = engine_.now();
+  for (MaxMinSolver::VariableId variable : component_) {  // bytes sent at the old rates
+    Flow& flow = flows_[variable];
+    flow.remaining_bytes -= flow.rate * (now - flow.updated).seconds();
+    flow.updated = now;
+  }
+  solver_.solve(component_);
+  ++solves_;
+  for (MaxMinSolver::VariableId variable : component_) {
+    Flow& flow = flows_[variable];
+    flow.rate = solver_.rate(variable);
+    ++flow.version;
+    const double seconds = std::isinf(flow.rate) ? 0 : std::max(0.0, flow.remaining_bytes) / flow.rate;
+    completions_.push({now + Time::from_seconds(seconds), variable, flow.version});
+  }
+  arm();
+}
+
+// Keeps one engine event at the earliest valid completion.
+void FlowNetwork::arm() {
+  while (!completions_.empty()) {
+    const Completion& top = completions_.top();
+    if (flows_[top.flow].live && flows_[top.flow].version == top.version) break;
+    completions_.pop();
+  }
+  if (completions_.empty()) {
+    if (next_completion_) engine_.cancel(next_completion_->second);
+    next_completion_.reset();
+    return;
+  }
+  const Time when = completions_.top().when;
+  if (next_completion_ && next_completion_->first == when) return;
+  if (next_completion_) engine_.cancel(next_completion_->second);
+  next_completion_ = {when, engine_.schedule_at(when, [this] { on_completion(); })};
 }
 
 void FlowNetwork::on_completion() {
   next_completion_.reset();
-  advance(engine_.now());
-  // Finished: what is left would take less than a picosecond at the flow's rate.
+  const Time now = engine_.now();
+  // Every flow due by now has finished: at its completion time what is left would take
+  // under a picosecond at its rate.
   std::vector<std::uint32_t> finished_comms;
-  for (std::size_t i = 0; i < flows_.size();) {
-    Flow& flow = flows_[i];
-    const double rate = solver_.rate(flow.variable);
-    if (flow.remaining_bytes <= rate * 1e-12 || std::isinf(rate)) {
-      solver_.remove_variable(flow.variable);
-      if (--comms_[flow.comm].open_flows == 0) finished_comms.push_back(flow.comm);
-      flow = flows_.back();
-      flows_.pop_back();
-    } else {
-      ++i;
-    }
+  while (!completions_.empty() && completions_.top().when <= now) {
+    const Completion done = completions_.top();
+    completions_.pop();
+    const Flow& flow = flows_[done.flow];
+    if (!flow.live || flow.version != done.version) continue;
+    const std::uint32_t comm = flow.comm;
+    close_flow(done.flow);
+    if (--comms_[comm].open_flows == 0) finished_comms.push_back(comm);
   }
+  resolve_touched();
   std::sort(finished_comms.begin(), finished_comms.end());  // deterministic order
   for (std::uint32_t id : finished_comms) finish_phase(id);
-  reschedule();
+  arm();
 }
 
 }  // namespace sim

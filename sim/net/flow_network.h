@@ -5,15 +5,18 @@
 // phase's latency (steps × α). Every active flow — of every collective and transfer in the
 // simulation — loads the links of its route; flows share each link's effective bandwidth by
 // max-min fairness (maxmin.h), re-solved only when the set of flows changes (a phase starts
-// or flows finish). A phase ends when its last flow ends. Alone on the network this is exactly
+// or flows finish) and only over the flows that change can reach: the connected component of
+// the flow–link graph around the changed flows (the allocation of other components stays
+// max-min fair as it is). A phase ends when its last flow ends. Alone on the network this is exactly
 // the analytic model's price when a phase's links all run at their steady rates; with other
 // traffic, contention slows exactly the flows that share links.
 //
-// A phase that starts on an idle network runs "solo": its trajectory (the rates of its flows
-// between their completions) is computed once per distinct plan and phase and replayed, so the
-// thousands of identical bucket all-reduces of a large DDP step cost one solve each. If other
-// traffic arrives while a phase runs solo, the phase's flows are materialised with the bytes
-// they have left and the shared solve takes over.
+// A phase whose links no other traffic uses runs "solo": its trajectory (the rates of its
+// flows between their completions) is computed once per distinct plan and phase and replayed,
+// so the thousands of identical bucket all-reduces of a large DDP step, or the tensor-parallel
+// collectives inside each node of a 3D-parallel step, cost one solve each. If other traffic
+// arrives on its links while a phase runs solo, the phase's flows are materialised with the
+// bytes they have left and the shared solve takes over.
 //
 // Approximation: within a phase, a flow that finishes early does not wait for its slower
 // neighbours step by step, so freed capacity can speed up other flows somewhat sooner than in
@@ -22,6 +25,9 @@
 
 #include <map>
 #include <optional>
+#include <queue>
+#include <tuple>
+#include <unordered_map>
 #include <vector>
 
 #include "sim/net/comm_planner.h"
@@ -50,13 +56,25 @@ class FlowNetwork : public NetworkModel {
     using RunningComm::RunningComm;
     std::uint32_t open_flows = 0;
   };
+  // Indexed by the solver's variable id. remaining_bytes is as of `updated`, since when the
+  // flow has run at `rate`; `version` invalidates completion entries of earlier rates.
   struct Flow {
     std::uint32_t comm = 0;
     double remaining_bytes = 0;
-    MaxMinSolver::VariableId variable = 0;
+    double rate = 0;
+    Time updated;
+    std::uint32_t version = 0;
+    bool live = false;
+  };
+  struct Completion {
+    Time when;
+    MaxMinSolver::VariableId flow;
+    std::uint32_t version;
+    bool operator>(const Completion& other) const {
+      return std::tie(when, flow) > std::tie(other.when, other.flow);
+    }
   };
   struct Solo {
-    std::uint32_t comm = 0;
     const Trajectory* trajectory = nullptr;
     Time started;
     EventId end;
@@ -66,21 +84,39 @@ class FlowNetwork : public NetworkModel {
   void add_flows(std::uint32_t comm);
   void finish_phase(std::uint32_t comm);
   const Trajectory& trajectory(const CommPlan& plan, std::size_t phase);
-  void materialize_solo();
-  void advance(Time now);
-  void reschedule();
+  void materialize_solo(std::uint32_t comm);
+  void release_solo_links(std::uint32_t comm);
+  void open_flow(std::uint32_t comm, double bytes, const topology::Path& path);
+  void close_flow(MaxMinSolver::VariableId flow);
+  // Re-solves the component around `links_` (the links of flows just opened or closed).
+  void resolve_touched();
+  void arm();
   void on_completion();
 
   Engine& engine_;
   CommPlanner planner_;
   MaxMinSolver solver_;
   std::vector<Flow> flows_;
+  std::size_t live_flows_ = 0;
+  std::vector<std::vector<MaxMinSolver::VariableId>> link_users_;
+  std::priority_queue<Completion, std::vector<Completion>, std::greater<>> completions_;
   SlotPool<Comm> comms_;
-  std::optional<Solo> solo_;
-  std::map<std::pair<const CommPlan*, std::size_t>, Trajectory> trajectories_;
-  Time last_update_;
-  std::optional<EventId> next_completion_;
+  std::map<std::uint32_t, Solo> solos_;           // by comm
+  std::vector<std::uint32_t> link_solo_;          // per link: 1 + the comm running solo on it, or 0
+  struct PhaseHash {
+    std::size_t operator()(const std::pair<const CommPlan*, std::size_t>& key) const {
+      return std::hash<const CommPlan*>{}(key.first) * 31 + key.second;
+    }
+  };
+  std::unordered_map<std::pair<const CommPlan*, std::size_t>, Trajectory, PhaseHash> trajectories_;
+  std::optional<std::pair<Time, EventId>> next_completion_;
   std::size_t solves_ = 0;
+  // Scratch for resolve_touched(): touched links, the component found, visit stamps.
+  std::vector<topology::LinkId> touched_;
+  std::vector<MaxMinSolver::VariableId> component_;
+  std::vector<std::uint32_t> link_visit_;
+  std::vector<std::uint32_t> flow_visit_;
+  std::uint32_t visit_ = 0;
 };
 
 }  // namespace sim

@@ -44,33 +44,55 @@ void MaxMinSolver::remove_variable(VariableId variable) {
 }
 
 void MaxMinSolver::solve() {
-  const std::size_t constraints = capacity_.size();
-  const std::size_t variables = weight_.size();
-  remaining_.assign(capacity_.begin(), capacity_.end());
+  everyone_.clear();
+  for (VariableId v = 0; v < weight_.size(); ++v) {
+    if (alive_[v]) everyone_.push_back(v);
+  }
+  solve(everyone_);
+}
+
+void MaxMinSolver::solve(const std::vector<VariableId>& variables) {
+  // Local numbering of the constraints the variables cross.
+  local_of_.resize(capacity_.size());
+  local_stamp_.resize(capacity_.size(), 0);
+  if (++stamp_ == 0) {  // wrapped: forget every old stamp
+    std::fill(local_stamp_.begin(), local_stamp_.end(), 0);
+    stamp_ = 1;
+  }
+  involved_.clear();
+  for (VariableId v : variables) {
+    for (ConstraintId c : crossings_[v]) {
+      if (local_stamp_[c] == stamp_) continue;
+      local_stamp_[c] = stamp_;
+      local_of_[c] = static_cast<std::uint32_t>(involved_.size());
+      involved_.push_back(c);
+    }
+  }
+  const std::size_t constraints = involved_.size();
+  remaining_.resize(constraints);
   active_weight_.assign(constraints, 0.0);
-  frozen_.assign(variables, 0);
+  for (std::size_t c = 0; c < constraints; ++c) remaining_[c] = capacity_[involved_[c]];
+  frozen_.assign(variables.size(), 0);
   // Users of each constraint, in compressed rows.
   users_begin_.assign(constraints + 1, 0);
-  for (VariableId v = 0; v < variables; ++v) {
-    if (!alive_[v]) continue;
+  for (VariableId v : variables) {
     for (ConstraintId c : crossings_[v]) {
-      ++users_begin_[c + 1];
-      active_weight_[c] += weight_[v];
+      ++users_begin_[local_of_[c] + 1];
+      active_weight_[local_of_[c]] += weight_[v];
     }
   }
   for (std::size_t c = 0; c < constraints; ++c) users_begin_[c + 1] += users_begin_[c];
   users_.resize(users_begin_[constraints]);
   {
     std::vector<std::uint32_t> fill(users_begin_.begin(), users_begin_.end() - 1);
-    for (VariableId v = 0; v < variables; ++v) {
-      if (!alive_[v]) continue;
-      for (ConstraintId c : crossings_[v]) users_[fill[c]++] = v;
+    for (std::uint32_t i = 0; i < variables.size(); ++i) {
+      for (ConstraintId c : crossings_[variables[i]]) users_[fill[local_of_[c]]++] = i;
     }
   }
-  using Entry = std::pair<double, ConstraintId>;  // (fair share, constraint)
+  using Entry = std::pair<double, std::uint32_t>;  // (fair share, local constraint)
   std::priority_queue<Entry, std::vector<Entry>, std::greater<>> heap;
-  auto share = [this](ConstraintId c) { return std::max(0.0, remaining_[c]) / active_weight_[c]; };
-  for (ConstraintId c = 0; c < constraints; ++c) {
+  auto share = [this](std::uint32_t c) { return std::max(0.0, remaining_[c]) / active_weight_[c]; };
+  for (std::uint32_t c = 0; c < constraints; ++c) {
     if (active_weight_[c] > 0) heap.emplace(share(c), c);
   }
   while (!heap.empty()) {
@@ -79,11 +101,13 @@ void MaxMinSolver::solve() {
     if (active_weight_[c] <= 0) continue;                // every user already frozen
     if (share(c) != level) continue;                     // stale entry: a newer one exists
     for (std::uint32_t u = users_begin_[c]; u < users_begin_[c + 1]; ++u) {
-      const VariableId v = users_[u];
-      if (frozen_[v]) continue;
-      frozen_[v] = 1;
+      const std::uint32_t i = users_[u];
+      if (frozen_[i]) continue;
+      frozen_[i] = 1;
+      const VariableId v = variables[i];
       rate_[v] = level * weight_[v];
-      for (ConstraintId other : crossings_[v]) {
+      for (ConstraintId constraint : crossings_[v]) {
+        const std::uint32_t other = local_of_[constraint];
         remaining_[other] -= rate_[v];
         active_weight_[other] -= weight_[v];
         if (other != c && active_weight_[other] > 1e-12) heap.emplace(share(other), other);
@@ -92,8 +116,8 @@ void MaxMinSolver::solve() {
     active_weight_[c] = 0;
   }
   // Variables that cross no constraint are unconstrained.
-  for (VariableId v = 0; v < variables; ++v) {
-    if (alive_[v] && crossings_[v].empty()) rate_[v] = std::numeric_limits<double>::infinity();
+  for (VariableId v : variables) {
+    if (crossings_[v].empty()) rate_[v] = std::numeric_limits<double>::infinity();
   }
 }
 

@@ -8,6 +8,9 @@
 // the variables that cross it; repeat. With a heap keyed by each constraint's fair share the
 // cost is O((V·L + C) log C) for V variables crossing L constraints each.
 //
+// The allocation splits over the connected components of the variable–constraint graph, so
+// a caller that knows which component changed solves only that one (solve(variables)).
+//
 // The solver knows nothing but constraints, variables and weights (SimGrid's lmm split):
 // the network model maps links to constraints and transfers to variables.
 #pragma once
@@ -33,7 +36,11 @@ class MaxMinSolver {
 
   // Computes every live variable's rate.
   void solve();
+  // Computes the rates of `variables`, which must be closed: every live variable crossing one
+  // of their constraints is among them (a union of connected components).
+  void solve(const std::vector<VariableId>& variables);
   double rate(VariableId variable) const { return rate_[variable]; }
+  const std::vector<ConstraintId>& constraints_of(VariableId variable) const { return crossings_[variable]; }
 
  private:
   std::vector<double> capacity_;
@@ -44,12 +51,17 @@ class MaxMinSolver {
   std::vector<double> rate_;
   std::vector<VariableId> free_ids_;
   std::size_t live_ = 0;
-  // Scratch for solve().
+  // Scratch for solve(), indexed by the constraints and variables of one solve (local ids).
+  std::vector<std::uint32_t> local_of_;       // constraint → local index, valid when stamped
+  std::vector<std::uint32_t> local_stamp_;
+  std::uint32_t stamp_ = 0;
+  std::vector<ConstraintId> involved_;        // local → constraint
   std::vector<double> remaining_;
   std::vector<double> active_weight_;
   std::vector<std::uint32_t> users_begin_;
-  std::vector<VariableId> users_;
+  std::vector<std::uint32_t> users_;          // local variable indices
   std::vector<std::uint8_t> frozen_;
+  std::vector<VariableId> everyone_;
 };
 
 }  // namespace sim

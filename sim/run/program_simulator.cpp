@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <deque>
 #include <map>
+#include <limits>
 #include <memory>
 #include <set>
 #include <unordered_map>
@@ -22,6 +23,8 @@ namespace {
 
 using program::CollectiveKind;
 using program::OpIndex;
+
+constexpr OpIndex kNotWaiting = std::numeric_limits<OpIndex>::max();
 
 trace::Category category_of(const program::Op& op) {
   if (const auto* compute = std::get_if<program::ComputeOp>(&op.body)) {
@@ -64,10 +67,16 @@ struct OpLabels {
   trace::StringId shape = 0;
 };
 
-// What the simulator keeps per distinct RankProgram: its ops split by stream (in program
-// order) and each op's labels, interned on first use.
+// What the simulator keeps per distinct RankProgram and compute model (GPU or host): its ops
+// split by stream (in program order), each compute op's duration, and each op's labels,
+// interned on first use.
 struct RankPlan {
   std::vector<std::vector<OpIndex>> streams;
+  std::vector<Time> durations;  // compute ops; zero for the others
+  // A compute op whose stream successor is a compute op and which nothing else waits for:
+  // when the successor is ready as the op starts, both run in one engine event.
+  std::vector<std::uint8_t> chains_into_next;
+  std::vector<OpIndex> next_on_stream;
   std::vector<std::optional<OpLabels>> labels;
 };
 
@@ -104,6 +113,9 @@ class Simulator {
       throw SimulationError("the simulated run exceeds the simulator's 106 days of simulated time");
     }
     check_finished();
+    for (RankState& state : ranks_) {
+      if (state.peak_sample) result_.timeline.memory.push_back(std::move(*state.peak_sample));
+    }
     result_.timeline.summaries = summaries_.finish();
     std::stable_sort(result_.timeline.spans.begin(), result_.timeline.spans.end(),
                      [](const trace::Span& a, const trace::Span& b) {
@@ -121,8 +133,14 @@ class Simulator {
     std::vector<std::uint8_t> done;
     std::vector<std::uint32_t> cursor;
     std::vector<std::uint8_t> busy;
+    std::vector<Time> started;                       // per stream: when its running ops began
+    std::vector<OpIndex> chain_last;                 // per stream: the last op of its running run
+    std::vector<OpIndex> waiting_on;                 // per stream: a dependency its head waits for
     std::vector<std::uint32_t> collective_sequence;  // per group family
     std::vector<std::int64_t> memory;                // per memory category
+    // Untraced ranks keep only their highest sample (all the report needs).
+    std::optional<trace::MemorySample> peak_sample;
+    std::int64_t peak_bytes = -1;
     std::size_t completed = 0;
   };
   struct PendingCollective {
@@ -200,18 +218,27 @@ class Simulator {
 
       RankState& state = ranks_[rank];
       state.program = program_.ranks[rank].get();
-      auto [plan, inserted] = plans_.try_emplace(state.program);
+      auto [plan, inserted] = plans_.try_emplace({state.program, cluster_.is_gpu(endpoint)});
       if (inserted) {
         plan->second.streams.resize(streams);
+        plan->second.durations.assign(state.program->ops.size(), Time::zero());
         for (OpIndex i = 0; i < state.program->ops.size(); ++i) {
-          plan->second.streams[state.program->ops[i].stream].push_back(i);
+          const program::Op& op = state.program->ops[i];
+          plan->second.streams[op.stream].push_back(i);
+          if (const auto* compute = std::get_if<program::ComputeOp>(&op.body)) {
+            plan->second.durations[i] = Time::from_seconds(compute_for(rank, *compute).seconds(*compute));
+          }
         }
+        find_chains(*state.program, plan->second);
         plan->second.labels.assign(state.program->ops.size(), std::nullopt);
       }
       state.plan = &plan->second;
       state.done.assign(state.program->ops.size(), 0);
       state.cursor.assign(streams, 0);
       state.busy.assign(streams, 0);
+      state.started.assign(streams, Time::zero());
+      state.chain_last.assign(streams, 0);
+      state.waiting_on.assign(streams, kNotWaiting);
       state.collective_sequence.assign(program_.group_families.size(), 0);
       state.memory.assign(program::kMemoryCategoryCount, 0);
     }
@@ -231,8 +258,8 @@ class Simulator {
   // Every algorithm the user fixed must run on every group it applies to.
   void check_overrides() const {
     std::set<std::pair<program::GroupFamilyId, program::CollectiveKind>> used;
-    for (const auto& [rank_program, plan] : plans_) {
-      for (const program::Op& op : rank_program->ops) {
+    for (const auto& [key, plan] : plans_) {
+      for (const program::Op& op : key.first->ops) {
         if (const auto* c = std::get_if<program::CollectiveOp>(&op.body)) used.insert({c->group, c->kind});
       }
     }
@@ -264,11 +291,13 @@ class Simulator {
       for (std::size_t s = 0; s < state.cursor.size(); ++s) {
         const auto& queue = state.plan->streams[s];
         if (state.busy[s] || state.cursor[s] >= queue.size()) continue;
+        // A stream blocked on a dependency stays blocked until that one is done.
+        if (state.waiting_on[s] != kNotWaiting && !state.done[state.waiting_on[s]]) continue;
         const OpIndex index = queue[state.cursor[s]];
         const program::Op& op = op_of(rank, index);
-        const bool ready = std::all_of(op.deps.begin(), op.deps.end(),
-                                       [&](OpIndex dep) { return state.done[dep] != 0; });
-        if (!ready) continue;
+        const auto pending = std::find_if(op.deps.begin(), op.deps.end(), [&](OpIndex dep) { return !state.done[dep]; });
+        state.waiting_on[s] = pending == op.deps.end() ? kNotWaiting : *pending;
+        if (pending != op.deps.end()) continue;
         state.busy[s] = 1;
         if (std::holds_alternative<program::MemoryOp>(op.body)) {
           apply_memory(rank, op);
@@ -281,25 +310,70 @@ class Simulator {
     }
   }
 
+  static void find_chains(const program::RankProgram& program, RankPlan& plan) {
+    const std::size_t ops = program.ops.size();
+    plan.next_on_stream.assign(ops, 0);
+    plan.chains_into_next.assign(ops, 0);
+    std::vector<std::uint32_t> waiters(ops, 0);  // ops that list this one as a dependency
+    for (const program::Op& op : program.ops) {
+      for (OpIndex dep : op.deps) ++waiters[dep];
+    }
+    auto is_compute = [&](OpIndex i) { return std::holds_alternative<program::ComputeOp>(program.ops[i].body); };
+    for (const auto& queue : plan.streams) {
+      for (std::size_t k = 0; k + 1 < queue.size(); ++k) {
+        const OpIndex op = queue[k], next = queue[k + 1];
+        plan.next_on_stream[op] = next;
+        const auto& next_deps = program.ops[next].deps;
+        const std::uint32_t by_next = static_cast<std::uint32_t>(std::count(next_deps.begin(), next_deps.end(), op));
+        plan.chains_into_next[op] = is_compute(op) && is_compute(next) && waiters[op] == by_next;
+      }
+    }
+  }
+
   void start(std::int32_t rank, OpIndex index) {
     const program::Op& op = op_of(rank, index);
-    if (const auto* compute = std::get_if<program::ComputeOp>(&op.body)) {
-      const Time begin = engine_.now();
-      const Time end = begin + Time::from_seconds(compute_for(rank, *compute).seconds(*compute));
-      engine_.schedule_at(end, [this, rank, index, begin, end] {
-        trace::Span span = make_span(rank, index, begin, end);
-        const auto& body = std::get<program::ComputeOp>(op_of(rank, index).body);
-        span.flops = body.flops;
-        span.bytes = static_cast<std::int64_t>(body.bytes);
-        commit(span);
-        complete(rank, index);
-        try_start(rank);
-      });
+    if (std::holds_alternative<program::ComputeOp>(op.body)) {
+      RankState& state = ranks_[rank];
+      const RankPlan& plan = *state.plan;
+      // Successors nobody else waits for, ready now, run on in the same event: the same
+      // spans at the same times, fewer events.
+      OpIndex last = index;
+      Time end = engine_.now() + plan.durations[index];
+      while (plan.chains_into_next[last]) {
+        const OpIndex next = plan.next_on_stream[last];
+        const auto& deps = op_of(rank, next).deps;
+        if (!std::all_of(deps.begin(), deps.end(), [&](OpIndex dep) { return dep == last || state.done[dep] != 0; })) break;
+        last = next;
+        end = end + plan.durations[next];
+      }
+      state.started[op.stream] = engine_.now();
+      state.chain_last[op.stream] = last;
+      // The handler captures 16 bytes, which std::function keeps without allocating.
+      engine_.schedule_at(end, [this, rank, stream = op.stream] { finish_compute(rank, stream); });
     } else if (const auto* collective = std::get_if<program::CollectiveOp>(&op.body)) {
       arrive(rank, index, *collective);
     } else if (const auto* p2p = std::get_if<program::SendRecvOp>(&op.body)) {
       post(rank, index, *p2p);
     }
+  }
+
+  // The compute ops a stream started in one event have finished, one after the other.
+  void finish_compute(std::int32_t rank, program::StreamId stream) {
+    RankState& state = ranks_[rank];
+    Time begin = state.started[stream];
+    for (;;) {
+      const OpIndex index = state.plan->streams[stream][state.cursor[stream]];
+      const Time end = begin + state.plan->durations[index];
+      trace::Span span = make_span(rank, index, begin, end);
+      const auto& body = std::get<program::ComputeOp>(op_of(rank, index).body);
+      span.flops = body.flops;
+      span.bytes = static_cast<std::int64_t>(body.bytes);
+      commit(span);
+      complete(rank, index);
+      if (index == state.chain_last[stream]) break;
+      begin = end;
+    }
+    try_start(rank);
   }
 
   void arrive(std::int32_t rank, OpIndex index, const program::CollectiveOp& collective) {
@@ -462,7 +536,16 @@ class Simulator {
     sample.time_ps = engine_.now().ps();
     sample.bytes = state.memory;
     sample.cause = labels_of(rank, static_cast<OpIndex>(&op - ranks_[rank].program->ops.data())).name;
-    result_.timeline.memory.push_back(std::move(sample));
+    if (result_.timeline.ranks[rank].traced) {
+      result_.timeline.memory.push_back(std::move(sample));
+      return;
+    }
+    std::int64_t total = 0;
+    for (std::int64_t bytes : state.memory) total += bytes;
+    if (total > state.peak_bytes) {
+      state.peak_bytes = total;
+      state.peak_sample = std::move(sample);
+    }
   }
 
   void complete(std::int32_t rank, OpIndex index) {
@@ -499,7 +582,7 @@ class Simulator {
   std::unique_ptr<NetworkModel> network_;
   SimulationOptions options_;
   std::vector<RankState> ranks_;
-  std::map<const program::RankProgram*, RankPlan> plans_;
+  std::map<std::pair<const program::RankProgram*, bool>, RankPlan> plans_;
   std::map<std::pair<program::GroupFamilyId, std::int32_t>, trace::StringId> group_names_;
   std::map<CollectiveKey, PendingCollective> collectives_;
   std::map<RankPair, std::deque<OpIndex>> sends_;

@@ -30,6 +30,35 @@ std::vector<Interval> merge_intervals(std::vector<Interval> intervals) {
   return merged;
 }
 
+void add_to_union(std::vector<Interval>& merged, Interval interval) {
+  if (interval.end <= interval.begin) return;
+  // The common cases: after the last interval, or touching only it.
+  if (merged.empty() || merged.back().end < interval.begin) {
+    merged.push_back(interval);
+    return;
+  }
+  if (merged.back().begin <= interval.begin) {
+    merged.back().end = std::max(merged.back().end, interval.end);
+    return;
+  }
+  // The first interval that ends at or after the new one's begin (ends are sorted too, the
+  // intervals being disjoint): everything before it stays.
+  const auto first = std::partition_point(merged.begin(), merged.end(),
+                                          [&interval](const Interval& piece) { return piece.end < interval.begin; });
+  auto last = first;  // one past the last interval the new one touches
+  while (last != merged.end() && last->begin <= interval.end) {
+    interval.begin = std::min(interval.begin, last->begin);
+    interval.end = std::max(interval.end, last->end);
+    ++last;
+  }
+  if (first == last) {
+    merged.insert(first, interval);
+  } else {
+    *first = interval;
+    merged.erase(first + 1, last);
+  }
+}
+
 std::int64_t total_length(const std::vector<Interval>& merged) {
   std::int64_t total = 0;
   for (const Interval& interval : merged) total += interval.end - interval.begin;
@@ -52,16 +81,39 @@ std::int64_t length_not_covered(const std::vector<Interval>& a, const std::vecto
   return uncovered;
 }
 
-SummaryBuilder::SummaryBuilder(std::size_t ranks)
-    : summaries_(ranks), compute_(ranks), comm_(ranks), seen_(ranks, false) {}
+void SummaryBuilder::Union::add(Interval interval) {
+  if (interval.end <= interval.begin) return;
+  if (empty) {
+    latest = interval;
+    empty = false;
+  } else if (interval.begin >= latest.begin && interval.begin <= latest.end) {
+    latest.end = std::max(latest.end, interval.end);
+  } else if (interval.begin > latest.end) {
+    earlier.push_back(latest);
+    latest = interval;
+  } else {  // starts before the latest interval: merge into the whole list
+    earlier.push_back(latest);
+    add_to_union(earlier, interval);
+    latest = earlier.back();
+    earlier.pop_back();
+  }
+}
+
+std::vector<Interval> SummaryBuilder::Union::merged() && {
+  if (!empty) earlier.push_back(latest);
+  return std::move(earlier);
+}
+
+SummaryBuilder::SummaryBuilder(std::size_t ranks) : ranks_(ranks) {}
 
 void SummaryBuilder::add(const Span& span) {
-  if (span.rank < 0 || static_cast<std::size_t>(span.rank) >= summaries_.size()) return;
-  RankSummary& summary = summaries_[span.rank];
-  if (!seen_[span.rank]) {
+  if (span.rank < 0 || static_cast<std::size_t>(span.rank) >= ranks_.size()) return;
+  PerRank& rank = ranks_[span.rank];
+  RankSummary& summary = rank.summary;
+  if (!rank.seen) {
     summary.begin_ps = span.start_ps;
     summary.end_ps = span.end_ps;
-    seen_[span.rank] = true;
+    rank.seen = true;
   }
   summary.begin_ps = std::min(summary.begin_ps, span.start_ps);
   summary.end_ps = std::max(summary.end_ps, span.end_ps);
@@ -69,25 +121,28 @@ void SummaryBuilder::add(const Span& span) {
   summary.busy_ps_by_category[category] += span.duration_ps();
   summary.bytes_by_category[category] += span.bytes;
   if (is_compute(span.category)) {
-    compute_[span.rank].push_back({span.start_ps, span.end_ps});
+    rank.compute.add({span.start_ps, span.end_ps});
     summary.flops += span.flops;
   } else if (is_communication(span.category)) {
-    comm_[span.rank].push_back({span.start_ps, span.end_ps});
+    rank.comm.add({span.start_ps, span.end_ps});
     summary.comm_bytes += span.bytes;
   }
 }
 
 std::vector<RankSummary> SummaryBuilder::finish() {
-  for (std::size_t rank = 0; rank < summaries_.size(); ++rank) {
-    RankSummary& summary = summaries_[rank];
-    summary.rank = static_cast<std::int32_t>(rank);
-    const auto compute_union = merge_intervals(std::move(compute_[rank]));
-    const auto comm_union = merge_intervals(std::move(comm_[rank]));
+  std::vector<RankSummary> summaries;
+  summaries.reserve(ranks_.size());
+  for (std::size_t r = 0; r < ranks_.size(); ++r) {
+    RankSummary summary = ranks_[r].summary;
+    summary.rank = static_cast<std::int32_t>(r);
+    const std::vector<Interval> compute_union = std::move(ranks_[r].compute).merged();
+    const std::vector<Interval> comm_union = std::move(ranks_[r].comm).merged();
     summary.compute_ps = total_length(compute_union);
     summary.comm_ps = total_length(comm_union);
     summary.exposed_comm_ps = length_not_covered(comm_union, compute_union);
+    summaries.push_back(summary);
   }
-  return std::move(summaries_);
+  return summaries;
 }
 
 std::vector<RankSummary> summarize_ranks(const Timeline& timeline) {

@@ -24,8 +24,10 @@ struct Interval {
   std::int64_t end = 0;
 };
 
-// Accumulates spans into per-rank summaries as they come, keeping only two interval lists per
-// rank, so a producer can summarise every rank while storing full spans for a few.
+// Accumulates spans into per-rank summaries as they come, keeping only two merged interval
+// lists per rank (compute and communication unions, merged on arrival), so a producer can
+// summarise every rank while storing full spans for a few. Spans arriving in end-time order,
+// as a simulator commits them, merge in amortised O(1).
 class SummaryBuilder {
  public:
   explicit SummaryBuilder(std::size_t ranks);
@@ -33,16 +35,31 @@ class SummaryBuilder {
   std::vector<RankSummary> finish();
 
  private:
-  std::vector<RankSummary> summaries_;
-  std::vector<std::vector<Interval>> compute_;
-  std::vector<std::vector<Interval>> comm_;
-  std::vector<bool> seen_;
+  // A union of intervals: the merged list before its latest interval, and that interval kept
+  // apart, next to the rank's other counters, so that the usual span (extending or following
+  // the latest) touches no list.
+  struct Union {
+    std::vector<Interval> earlier;
+    Interval latest;
+    bool empty = true;
+    void add(Interval interval);
+    std::vector<Interval> merged() &&;
+  };
+  struct PerRank {
+    RankSummary summary;
+    Union compute;
+    Union comm;
+    bool seen = false;
+  };
+  std::vector<PerRank> ranks_;
 };
 
 // One entry per rank of the timeline, in rank order: the producer's summaries when the
 // timeline carries them (Timeline::summaries), else computed from its spans.
 std::vector<RankSummary> summarize_ranks(const Timeline& timeline);
 
+// Adds an interval to a merged (sorted, disjoint) list, keeping it merged.
+void add_to_union(std::vector<Interval>& merged, Interval interval);
 // Sorts and merges overlapping or touching intervals in place; returns the merged list.
 std::vector<Interval> merge_intervals(std::vector<Interval> intervals);
 std::int64_t total_length(const std::vector<Interval>& merged);

@@ -73,7 +73,7 @@ struct Timeline {
   std::vector<std::string> streams;
   std::vector<std::string> memory_series;
   std::vector<Span> spans;
-  std::vector<MemorySample> memory;
+  std::vector<MemorySample> memory;  // every sample of traced ranks; each untraced rank's peak
   StringTable strings;
   // Per-rank summaries computed by the producer from every span, including those of ranks it
   // did not keep spans for (empty: compute them from `spans`).

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <map>
+#include <set>
 #include <stdexcept>
 #include <tuple>
 
@@ -113,62 +114,79 @@ std::vector<std::string> validate(const Program& program) {
   if (static_cast<std::int32_t>(program.placement.size()) != program.world_size) {
     problems.push_back("placement must name one endpoint per rank");
   }
-  // Per group instance: the sequence of (kind, bytes) each member issues.
+  // What a rank program issues to each group family: the sequence of (kind, bytes). Ranks
+  // share programs, so each distinct program is checked and summarised once.
   using Signature = std::vector<std::tuple<CollectiveKind, std::int64_t>>;
-  std::map<std::pair<GroupFamilyId, std::int32_t>, std::map<std::int32_t, Signature>> issued;
+  struct Summary {
+    std::map<GroupFamilyId, Signature> collectives;
+    std::set<GroupFamilyId> groups;  // every family its ops name
+  };
+  std::map<const RankProgram*, Summary> summaries;
   for (std::int32_t rank = 0; rank < program.world_size; ++rank) {
-    if (!program.ranks[rank]) {
+    const RankProgram* rank_program = program.ranks[rank].get();
+    if (rank_program == nullptr) {
       problems.push_back(fmt::format("rank {} has no program", rank));
       continue;
     }
-    const auto& ops = program.ranks[rank]->ops;
-    for (std::size_t i = 0; i < ops.size(); ++i) {
-      const Op& op = ops[i];
-      if (op.stream >= program.streams.size()) {
-        problems.push_back(fmt::format("rank {} op {} ({}): unknown stream", rank, i, op.name));
-      }
-      for (OpIndex dep : op.deps) {
-        if (dep >= i) {
-          problems.push_back(fmt::format("rank {} op {} ({}): dependency {} is not an earlier op",
-                                         rank, i, op.name, dep));
+    auto [it, inserted] = summaries.try_emplace(rank_program);
+    if (inserted) {
+      const auto& ops = rank_program->ops;
+      for (std::size_t i = 0; i < ops.size(); ++i) {
+        const Op& op = ops[i];
+        if (op.stream >= program.streams.size()) {
+          problems.push_back(fmt::format("rank {} op {} ({}): unknown stream", rank, i, op.name));
+        }
+        for (OpIndex dep : op.deps) {
+          if (dep >= i) {
+            problems.push_back(fmt::format("rank {} op {} ({}): dependency {} is not an earlier op",
+                                           rank, i, op.name, dep));
+          }
+        }
+        auto uses = [&](GroupFamilyId family_id) {
+          if (family_id >= program.group_families.size()) {
+            problems.push_back(fmt::format("rank {} op {} ({}): unknown group", rank, i, op.name));
+            return false;
+          }
+          it->second.groups.insert(family_id);
+          return true;
+        };
+        if (const auto* collective = std::get_if<CollectiveOp>(&op.body)) {
+          if (uses(collective->group)) {
+            it->second.collectives[collective->group].emplace_back(collective->kind, collective->bytes);
+          }
+        } else if (const auto* p2p = std::get_if<SendRecvOp>(&op.body)) {
+          uses(p2p->group);
         }
       }
-      auto check_member = [&](GroupFamilyId family_id) -> std::int32_t {
-        if (family_id >= program.group_families.size()) {
-          problems.push_back(fmt::format("rank {} op {} ({}): unknown group", rank, i, op.name));
-          return -1;
-        }
-        const std::int32_t instance = program.family(family_id).instance_of_rank[rank];
-        if (instance < 0) {
-          problems.push_back(fmt::format("rank {} op {} ({}): rank is in no {} group", rank, i,
-                                         op.name, program.family(family_id).name));
-        }
-        return instance;
-      };
-      if (const auto* collective = std::get_if<CollectiveOp>(&op.body)) {
-        const std::int32_t instance = check_member(collective->group);
-        if (instance >= 0) {
-          issued[{collective->group, instance}][rank].emplace_back(collective->kind,
-                                                                   collective->bytes);
-        }
-      } else if (const auto* p2p = std::get_if<SendRecvOp>(&op.body)) {
-        check_member(p2p->group);
+    }
+    for (GroupFamilyId family_id : it->second.groups) {
+      if (program.family(family_id).instance_of_rank[rank] < 0) {
+        problems.push_back(fmt::format("rank {}: its program uses {} groups but the rank is in none", rank,
+                                       program.family(family_id).name));
       }
     }
   }
-  for (const auto& [key, by_rank] : issued) {
-    const auto& family = program.family(key.first);
-    const auto& members = family.instances[key.second];
-    auto signature_of = [&by_rank](std::int32_t member) {
-      auto it = by_rank.find(member);
-      return it == by_rank.end() ? Signature{} : it->second;
-    };
-    const Signature reference = signature_of(members.front());
-    for (std::int32_t member : members) {
-      if (signature_of(member) != reference) {
-        problems.push_back(fmt::format("{}[{}]: rank {} issues a different sequence of "
-                                       "collectives than rank {}",
-                                       family.name, key.second, member, members.front()));
+  // Every member of a group instance must issue the same collectives to it.
+  auto signature = [&](std::int32_t rank, GroupFamilyId family_id) -> const Signature* {
+    const auto it = summaries.find(program.ranks[rank].get());
+    if (it == summaries.end()) return nullptr;
+    const auto found = it->second.collectives.find(family_id);
+    return found == it->second.collectives.end() ? nullptr : &found->second;
+  };
+  for (GroupFamilyId family_id = 0; family_id < program.group_families.size(); ++family_id) {
+    const GroupFamily& family = program.family(family_id);
+    for (std::size_t instance = 0; instance < family.instances.size(); ++instance) {
+      const auto& members = family.instances[instance];
+      if (members.empty()) continue;
+      const Signature* reference = signature(members.front(), family_id);
+      for (std::int32_t member : members) {
+        const Signature* other = signature(member, family_id);
+        const bool same = other == reference || (other && reference && *other == *reference);
+        if (!same) {
+          problems.push_back(fmt::format("{}[{}]: rank {} issues a different sequence of "
+                                         "collectives than rank {}",
+                                         family.name, instance, member, members.front()));
+        }
       }
     }
   }
