@@ -1,0 +1,269 @@
+// The training strategies end to end (scenario → lowering → simulation → report): ZeRO's and
+// FSDP's memory and traffic, FSDP's scheduling knobs, pipeline schedules and their bubble,
+// activation checkpointing, CPU offload. Expected values come from the papers' formulas, not
+// from dtsim.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <string>
+
+#include "scenarios/run_scenario.h"
+#include "scenarios/scenario_loader.h"
+
+namespace {
+
+// Llama-2-7B (counted as exactly 7e9 parameters) on one 8 × H100 node, one micro-batch per GPU.
+const std::string kNode = R"(
+[cluster]
+node = "hgx-h100"
+nodes = 1
+
+[model]
+preset = "llama-2-7b"
+parameter_count = 7e9
+
+[training]
+global_batch = 8
+micro_batch = 1
+sequence_length = 2048
+
+[network]
+model = "analytic"
+)";
+
+scenarios::RunResult run(const std::string& text, const std::vector<std::string>& overrides) {
+  scenarios::ScenarioDocument document = scenarios::ScenarioDocument::from_string(text, "test.toml");
+  for (const std::string& assignment : overrides) document.set(assignment, "--set " + assignment);
+  return scenarios::run_scenario(document.read());
+}
+
+// Bytes of each model state rank 0 allocates before its first op runs.
+std::map<std::string, double> model_states(const program::Program& program) {
+  static const std::vector<std::string> kStates = {"parameters", "gradients", "master_weights", "optimizer_states"};
+  std::map<std::string, double> states;
+  for (const program::Op& op : program.ranks.front()->ops) {
+    const auto* memory = std::get_if<program::MemoryOp>(&op.body);
+    if (memory == nullptr) break;
+    if (memory->allocate && std::find(kStates.begin(), kStates.end(), op.name) != kStates.end()) {
+      states[op.name] += static_cast<double>(memory->bytes);
+    }
+  }
+  return states;
+}
+double total(const std::map<std::string, double>& states) {
+  double sum = 0;
+  for (const auto& [name, bytes] : states) sum += bytes;
+  return sum;
+}
+
+// Bytes rank 0 sends per step in collectives of one kind.
+double sent(const scenarios::RunResult& result, const char* category) {
+  const auto& bytes = result.report.achieved_bandwidth_by_category;
+  const auto& time = result.report.time_by_category_s;
+  if (!bytes.count(category)) return 0;
+  return bytes.at(category) * time.at(category);
+}
+
+constexpr double kParameters = 7e9;
+constexpr double kRing8 = 7.0 / 8;  // (N − 1)/N of a ring on 8 ranks
+
+TEST(ZeroTest, ModelStatesPerDeviceFollowTheZeroPaper) {
+  // Mixed-precision Adam, N = 8 (Rajbhandari et al., SC 2020, figure 1): stage 1 4Ψ + 12Ψ/N,
+  // stage 2 2Ψ + 14Ψ/N, stage 3 16Ψ/N bytes.
+  const double psi = kParameters, n = 8;
+  const std::map<int, double> expected = {{1, 4 * psi + 12 * psi / n}, {2, 2 * psi + 14 * psi / n}, {3, 16 * psi / n}};
+  for (const auto& [stage, bytes] : expected) {
+    const auto result = run(kNode, {"parallel.strategy=\"zero\"", "zero.stage=" + std::to_string(stage)});
+    EXPECT_NEAR(total(model_states(result.program)), bytes, 1e3) << "stage " << stage;
+  }
+  // DDP keeps all 16Ψ.
+  EXPECT_NEAR(total(model_states(run(kNode, {"ddp.gradient_as_bucket_view=true"}).program)), 16 * psi, 1e3);
+}
+
+TEST(ZeroTest, TrafficPerStepOfEachStage) {
+  // bf16 gradients and parameters, 2Ψ bytes each. Stages 1 and 2 reduce-scatter the gradients
+  // and all-gather the updated parameters: 2 · 2Ψ(N−1)/N, DDP's all-reduce volume. Stage 3
+  // all-gathers the parameters in forward and again in backward: 3 · 2Ψ(N−1)/N.
+  const double volume = 2 * kParameters * kRing8;
+  const auto ddp = run(kNode, {});
+  EXPECT_NEAR(static_cast<double>(ddp.report.comm_bytes_per_rank), 2 * volume, 1e-3 * volume);
+  for (int stage : {1, 2}) {
+    const auto zero = run(kNode, {"parallel.strategy=\"zero\"", "zero.stage=" + std::to_string(stage)});
+    EXPECT_NEAR(sent(zero, "reduce_scatter"), volume, 1e-3 * volume) << stage;
+    EXPECT_NEAR(sent(zero, "all_gather"), volume, 1e-3 * volume) << stage;
+  }
+  const auto stage3 = run(kNode, {"parallel.strategy=\"zero\"", "zero.stage=3"});
+  EXPECT_NEAR(sent(stage3, "reduce_scatter"), volume, 1e-3 * volume);
+  // The root unit (embedding and head, 3.7 % of Llama-2-7B) is gathered once.
+  EXPECT_GT(sent(stage3, "all_gather"), 1.9 * volume);
+  EXPECT_LT(sent(stage3, "all_gather"), 2 * volume);
+  // ZeroRedundancyOptimizer keeps DDP's all-reduce and then all-gathers the parameters: 3 · 2Ψ.
+  const auto pytorch = run(kNode, {"parallel.strategy=\"zero\"", "zero.implementation=\"pytorch\""});
+  EXPECT_NEAR(sent(pytorch, "all_reduce"), 2 * volume, 1e-3 * volume);
+  EXPECT_NEAR(sent(pytorch, "all_gather"), volume, 1e-3 * volume);
+}
+
+TEST(FsdpTest, ShardGradOpAndKeepingParametersGatherOnce) {
+  // SHARD_GRAD_OP (ZeRO-2-like) and reshard_after_forward = false keep each unit's gathered
+  // parameters from forward to backward: one all-gather per unit instead of two.
+  const auto full = run(kNode, {"parallel.strategy=\"fsdp\""});
+  for (const char* knob : {"fsdp.sharding_strategy=\"SHARD_GRAD_OP\"", "fsdp.reshard_after_forward=false"}) {
+    const auto kept = run(kNode, {"parallel.strategy=\"fsdp\"", knob});
+    EXPECT_NEAR(sent(kept, "all_gather") / sent(full, "all_gather"), 0.5, 0.02) << knob;
+    EXPECT_DOUBLE_EQ(sent(kept, "reduce_scatter"), sent(full, "reduce_scatter")) << knob;
+    // ... at the price of holding every layer's parameters at the end of forward.
+    EXPECT_GT(kept.report.peak_memory_breakdown.at("parameters"), full.report.peak_memory_breakdown.at("parameters"));
+  }
+}
+
+TEST(FsdpTest, LimitAllGathersBoundsTheGatheredParameters) {
+  // With forward prefetching and no limit, every unit's all-gather is issued at once and
+  // their parameters pile up; limit_all_gathers keeps at most two units gathered.
+  const std::vector<std::string> base = {"parallel.strategy=\"fsdp\"", "fsdp.forward_prefetch=true"};
+  auto unlimited = base;
+  unlimited.push_back("fsdp.limit_all_gathers=false");
+  const auto limited = run(kNode, base);
+  const auto piled = run(kNode, unlimited);
+  const double layer = kParameters / 32 * 2;  // one layer's bf16 parameters (roughly)
+  EXPECT_GT(piled.report.peak_memory_bytes, limited.report.peak_memory_bytes + 4 * layer);
+}
+
+TEST(FsdpTest, BackwardPrefetchHidesTheAllGathers) {
+  // BACKWARD_PRE issues the next unit's all-gather before the current unit's backward,
+  // BACKWARD_POST after it, none only once its gradients are reduced: exposed communication
+  // and step time grow in that order.
+  auto step = [](const char* prefetch) {
+    return run(kNode, {"parallel.strategy=\"fsdp\"", std::string("fsdp.backward_prefetch=\"") + prefetch + "\""}).report;
+  };
+  const auto pre = step("BACKWARD_PRE"), post = step("BACKWARD_POST"), none = step("NONE");
+  EXPECT_LE(pre.exposed_comm_s, post.exposed_comm_s);
+  EXPECT_LT(post.exposed_comm_s, none.exposed_comm_s);
+  EXPECT_LT(pre.step_time_s, none.step_time_s);
+}
+
+TEST(FsdpTest, MixedPrecisionDtypesSetTheBytesMoved) {
+  // param_dtype sets what all-gathers move (and the gathered parameters' size), reduce_dtype
+  // what reduce-scatters move.
+  const auto bf16 = run(kNode, {"parallel.strategy=\"fsdp\""});
+  const auto fp32_params = run(kNode, {"parallel.strategy=\"fsdp\"", "fsdp.param_dtype=\"fp32\""});
+  const auto fp32_reduce = run(kNode, {"parallel.strategy=\"fsdp\"", "fsdp.reduce_dtype=\"fp32\""});
+  EXPECT_NEAR(sent(fp32_params, "all_gather") / sent(bf16, "all_gather"), 2.0, 1e-6);
+  EXPECT_NEAR(sent(fp32_reduce, "reduce_scatter") / sent(bf16, "reduce_scatter"), 2.0, 1e-6);
+  EXPECT_DOUBLE_EQ(sent(fp32_reduce, "all_gather"), sent(bf16, "all_gather"));
+}
+
+TEST(FsdpTest, HybridShardShardsInsideANodeAndReplicatesAcross) {
+  // 2 nodes × 8: the model states are sharded 8 ways (not 16), gradients reduce-scattered
+  // inside the node and the shards all-reduced across nodes; all-gathers stay on NVLink.
+  const std::string two_nodes = kNode + "\n";
+  const std::vector<std::string> base = {"cluster.nodes=2", "training.global_batch=16", "parallel.strategy=\"fsdp\""};
+  auto hybrid_overrides = base;
+  hybrid_overrides.push_back("fsdp.sharding_strategy=\"HYBRID_SHARD\"");
+  const auto hybrid = run(two_nodes, hybrid_overrides);
+  const auto full = run(two_nodes, base);
+  // FSDP keeps fp32 sharded parameters and gradients with Adam's two moments: 16 bytes.
+  EXPECT_NEAR(total(model_states(hybrid.program)), 16 * kParameters / 8, 1e3);
+  EXPECT_NEAR(total(model_states(full.program)), 16 * kParameters / 16, 1e3);
+  EXPECT_GT(sent(hybrid, "all_reduce"), 0.0);
+  EXPECT_EQ(sent(full, "all_reduce"), 0.0);
+}
+
+TEST(FsdpTest, CpuOffloadMovesShardsOverPcieAndStepsOnTheHost) {
+  // No model state stays on the GPU; each all-gather waits for its shard's copy, each reduced
+  // gradient shard goes back, and the optimizer runs on the host CPU.
+  const auto offload = run(kNode, {"parallel.strategy=\"fsdp\"", "fsdp.cpu_offload=true"});
+  EXPECT_TRUE(model_states(offload.program).empty());
+  EXPECT_GT(offload.report.time_by_category_s.at("memcpy"), 0.0);
+  const auto resident = run(kNode, {"parallel.strategy=\"fsdp\""});
+  EXPECT_GT(offload.report.time_by_category_s.at("optimizer"), 10 * resident.report.time_by_category_s.at("optimizer"));
+  EXPECT_LT(offload.report.peak_memory_bytes, resident.report.peak_memory_bytes);
+}
+
+// A pipeline with equal stages: 8 layers, a vocabulary small enough that embedding and head
+// cost next to nothing, fast links.
+const std::string kPipeline = R"(
+[cluster]
+node = "hgx-h100"
+nodes = 1
+gpus_per_node = 4
+
+[cluster.nvlink]
+latency_us = 0
+
+[model]
+preset = "llama-2-7b"
+layers = 8
+vocab = 64
+
+[training]
+global_batch = 8
+micro_batch = 1
+sequence_length = 2048
+
+[parallel]
+pp = 4
+
+[network]
+model = "analytic"
+)";
+
+TEST(PipelineTest, ComputeIdleMatchesTheBubbleFormula) {
+  // (p−1)/(M+p−1) with p 4: M 8 → 27.3 %, M 16 → 15.8 %; measured on the first stage (its
+  // transfers are tiny against the compute).
+  for (int micro_batches : {8, 16}) {
+    for (const char* schedule : {"1f1b", "gpipe"}) {
+      const auto result = run(kPipeline, {"training.global_batch=" + std::to_string(micro_batches),
+                                          std::string("parallel.pipeline_schedule=\"") + schedule + "\""});
+      const double bubble = 3.0 / (micro_batches + 3);
+      EXPECT_DOUBLE_EQ(result.report.pipeline_bubble, bubble);
+      EXPECT_NEAR(result.report.compute_idle_fraction, bubble, 0.02) << schedule << " M " << micro_batches;
+    }
+  }
+}
+
+TEST(PipelineTest, OneFOneBKeepsFewerMicroBatchesInFlightThanGpipe) {
+  // Stage 0 holds the activations of all M micro-batches under GPipe, of p under 1F1B.
+  auto activations = [](const char* schedule) {
+    const auto result = run(kPipeline, {"training.global_batch=16", std::string("parallel.pipeline_schedule=\"") + schedule + "\""});
+    return static_cast<double>(result.report.rank_reports.front().peak_memory_breakdown.at("activations"));
+  };
+  EXPECT_NEAR(activations("gpipe") / activations("1f1b"), 16.0 / 4, 0.1);
+}
+
+TEST(PipelineTest, StagesSendActivationsForwardAndGradientsBack) {
+  // Each of M micro-batches crosses each of the p − 1 stage boundaries twice, b·s·h bf16 bytes.
+  const auto result = run(kPipeline, {});
+  int sends = 0, receives = 0;
+  for (const auto& rank : result.program.ranks) {
+    for (const program::Op& op : rank->ops) {
+      if (const auto* p2p = std::get_if<program::SendRecvOp>(&op.body)) {
+        (p2p->is_send ? sends : receives) += 1;
+        EXPECT_EQ(p2p->bytes, 2048 * 4096 * 2);
+      }
+    }
+  }
+  EXPECT_EQ(sends, 2 * 8 * 3);
+  EXPECT_EQ(receives, 2 * 8 * 3);
+}
+
+TEST(CheckpointingTest, RecomputationTradesForwardFlopsForActivations) {
+  // Full: every layer's forward runs again in backward; only each layer's input is kept.
+  // Selective: only the attention core runs again; its s² score tensors are dropped (so the
+  // model uses standard attention: FlashAttention keeps no scores to drop).
+  auto report = [](const char* mode) {
+    return run(kNode, {std::string("training.activation_checkpointing=\"") + mode + "\"", "model.attention=\"standard\""})
+        .report;
+  };
+  const auto none = report("none"), full = report("full"), selective = report("selective");
+  EXPECT_EQ(none.time_by_category_s.count("recompute"), 0u);
+  EXPECT_GT(full.time_by_category_s.at("recompute"), 0.9 * none.time_by_category_s.at("forward"));
+  EXPECT_LT(selective.time_by_category_s.at("recompute"), 0.5 * full.time_by_category_s.at("recompute"));
+  const double kept = 32 * 2048.0 * 4096 * 2;  // each layer's bf16 input
+  EXPECT_LT(full.peak_memory_breakdown.at("activations"), kept + 0.2 * none.peak_memory_breakdown.at("activations"));
+  EXPECT_LT(selective.peak_memory_breakdown.at("activations"), none.peak_memory_breakdown.at("activations"));
+  // Model FLOPs (and so MFU's numerator) leave recomputation out.
+  EXPECT_LT(full.mfu, none.mfu);
+}
+
+}  // namespace
