@@ -3,7 +3,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
 #include <fstream>
+#include <map>
+#include <numbers>
+#include <random>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <system_error>
@@ -17,13 +23,16 @@
 namespace scenarios {
 namespace {
 
-std::vector<bool> traced_ranks(const Scenario& scenario, std::int32_t world) {
+std::vector<bool> traced_ranks(const Scenario& scenario, const program::Program& program) {
+  const std::int32_t world = program.world_size;
   if (scenario.trace_all_ranks || (scenario.trace_ranks.empty() && world <= Scenario::kAutoTraceRanks)) return {};
   std::vector<bool> traced(static_cast<std::size_t>(world), false);
   if (scenario.trace_ranks.empty()) {
     for (std::int32_t r = 0; r < std::min(world, scenario.cluster.node.gpus); ++r) traced[r] = true;
     traced[world - 1] = true;
   }
+  // Staleness is measured on the first parameter server's spans.
+  if (program.info.parameter_server) traced[program.info.parameter_server->first_server] = true;
   for (std::int32_t rank : scenario.trace_ranks) {
     if (rank >= world) {
       throw ScenarioError(scenario.source, "output.trace_ranks",
@@ -52,6 +61,69 @@ double layer_time_scale(const Scenario& scenario, double seconds) {
   return seconds / modelled;
 }
 
+// Uniform doubles in [0, 1) from the top 53 bits of a 64-bit Mersenne Twister (whose output
+// the standard fixes), and normal deviates by Box–Muller: the same seed gives the same
+// factors with any standard library.
+class SeededRandom {
+ public:
+  explicit SeededRandom(std::uint64_t seed) : engine_(seed) {}
+  double uniform() { return static_cast<double>(engine_() >> 11) * 0x1.0p-53; }
+  double normal() {
+    const double radius = std::sqrt(-2 * std::log(1 - uniform()));
+    return radius * std::cos(2 * std::numbers::pi * uniform());
+  }
+
+ private:
+  std::mt19937_64 engine_;
+};
+
+std::vector<double> straggler_factors(const Scenario& scenario, const program::Program& program) {
+  const StragglerSpec& spec = scenario.stragglers;
+  if (spec.distribution == "none") return {};
+  SeededRandom random(spec.seed);
+  std::vector<double> factors(static_cast<std::size_t>(program.world_size), 1.0);
+  for (std::int32_t rank = 0; rank < program.world_size; ++rank) {
+    if (program.placement[rank] >= scenario.cluster.gpu_count()) continue;  // parameter servers
+    factors[rank] = spec.distribution == "lognormal" ? std::exp(spec.sigma * random.normal())
+                                                     : 1 + spec.spread * random.uniform();
+  }
+  return factors;
+}
+
+// Per worker and step: how many updates the first server applied between sending the
+// parameters the worker computed on and applying the worker's gradient (parameter_server.h).
+trace::ParameterServerFacts parameter_server_facts(const program::ProgramInfo::ParameterServer& ps,
+                                                   const trace::Timeline& timeline) {
+  std::map<program::OpIndex, std::pair<std::int64_t, std::int64_t>> times;  // op → (start, end)
+  for (const trace::Span& span : timeline.spans) {
+    if (span.rank == ps.first_server) times[static_cast<program::OpIndex>(span.op)] = {span.start_ps, span.end_ps};
+  }
+  std::set<program::OpIndex> update_ops;
+  for (const auto& ops : ps.update_op) update_ops.insert(ops.begin(), ops.end());
+  std::vector<std::int64_t> update_ends;
+  for (program::OpIndex op : update_ops) update_ends.push_back(times.at(op).second);
+  std::sort(update_ends.begin(), update_ends.end());
+  auto version_at = [&update_ends](std::int64_t time) {
+    return std::upper_bound(update_ends.begin(), update_ends.end(), time) - update_ends.begin();
+  };
+  trace::ParameterServerFacts facts;
+  facts.consistency = ps.consistency;
+  facts.workers = ps.workers;
+  double sum = 0;
+  std::int64_t count = 0;
+  for (std::int32_t w = 0; w < ps.workers; ++w) {
+    for (std::size_t step = 0; step < ps.update_op[w].size(); ++step) {
+      const std::int64_t computed_on = step == 0 ? 0 : version_at(times.at(ps.pull_op[w][step - 1]).first);
+      const std::int64_t staleness = version_at(times.at(ps.update_op[w][step]).first) - computed_on;
+      sum += static_cast<double>(staleness);
+      facts.staleness_max = std::max(facts.staleness_max, staleness);
+      ++count;
+    }
+  }
+  facts.staleness_mean = count > 0 ? sum / static_cast<double>(count) : 0;
+  return facts;
+}
+
 std::string cluster_summary(const topology::ClusterSpec& cluster) {
   return fmt::format("{} × {} ({} GPUs), {}", cluster.nodes, cluster.node.name, cluster.gpu_count(),
                      cluster.fabric.name);
@@ -72,7 +144,8 @@ RunResult run_scenario(const Scenario& scenario) {
     options.compute_time_scale = layer_time_scale(scenario, *scenario.layer_compute_time_s);
   }
   options.collectives = scenario.collectives;
-  options.traced_ranks = traced_ranks(scenario, result.program.world_size);
+  options.traced_ranks = traced_ranks(scenario, result.program);
+  options.compute_slowdown = straggler_factors(scenario, result.program);
   try {
     result.simulation = sim::simulate(result.program, cluster, options);
   } catch (const sim::InvalidOverride& error) {
@@ -101,6 +174,15 @@ RunResult run_scenario(const Scenario& scenario) {
     facts.memory_capacity_bytes.push_back(endpoint < scenario.cluster.gpu_count()
                                               ? scenario.cluster.node.gpu.memory_bytes
                                               : scenario.cluster.parameter_servers.host.memory_bytes);
+  }
+  if (result.program.info.parameter_server) {
+    facts.parameter_server = parameter_server_facts(*result.program.info.parameter_server, timeline);
+  }
+  if (scenario.stragglers.distribution != "none") {
+    const auto [slowest, fastest] = std::minmax_element(options.compute_slowdown.begin(), options.compute_slowdown.end(),
+                                                        [](double a, double b) { return a > b; });
+    facts.notes.push_back(fmt::format("stragglers: GPU compute slowed by factors from {:.3f} to {:.3f} ({}, seed {})",
+                                      *fastest, *slowest, scenario.stragglers.distribution, scenario.stragglers.seed));
   }
   facts.pipeline = result.program.info.pipeline;
   facts.pipeline_bubble = result.program.info.pipeline_bubble;

@@ -23,6 +23,16 @@ struct SweepAxis {
   std::vector<std::string> values;
 };
 
+// How much slower each GPU computes than the model says: a factor ≥ 0 per rank, drawn once
+// from a seeded distribution — lognormal (median 1, σ of its logarithm) or uniform on
+// [1, 1 + spread]. The same seed gives the same factors.
+struct StragglerSpec {
+  std::string distribution = "none";
+  double sigma = 0.1;
+  double spread = 0.2;
+  std::uint64_t seed = 1;
+};
+
 struct Scenario {
   std::string name;
   std::string description;
@@ -37,6 +47,7 @@ struct Scenario {
   // unsharded GPU. At most one is set.
   std::optional<double> step_compute_time_s;
   std::optional<double> layer_compute_time_s;
+  StragglerSpec stragglers;
   // Ranks whose spans go into the timeline: empty with trace_all_ranks false means "auto" —
   // every rank up to kAutoTraceRanks ranks, else the first node's ranks and the last rank.
   std::vector<std::int32_t> trace_ranks;

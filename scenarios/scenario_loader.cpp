@@ -536,6 +536,22 @@ void check_parallel_combination(TableReader& parallel_reader, TableReader& fsdp_
   }
 }
 
+void read_ps(TableReader reader, strategies::PsSpec& ps) {
+  ps.consistency = reader.named("consistency", ps.consistency);
+  // Only SSP reads it; kept for the others so that a sweep over consistency can carry it.
+  ps.staleness = static_cast<std::int32_t>(reader.count("staleness", ps.staleness, 0, kMaxSteps));
+  reader.finish();
+}
+
+// Persistent per-GPU speed differences, drawn once per rank from a seeded distribution.
+void read_stragglers(TableReader reader, StragglerSpec& stragglers) {
+  stragglers.distribution = reader.choice("distribution", {"none", "lognormal", "uniform"}).value_or("none");
+  stragglers.sigma = reader.non_negative("sigma", stragglers.sigma);
+  stragglers.spread = reader.non_negative("spread", stragglers.spread);
+  stragglers.seed = static_cast<std::uint64_t>(reader.count("seed", static_cast<std::int64_t>(stragglers.seed), 0));
+  reader.finish();
+}
+
 void read_zero(TableReader& reader, strategies::ZeroSpec& zero) {
   zero.stage = static_cast<std::int32_t>(reader.count("stage", zero.stage, 1, 3));
   zero.implementation = reader.named("implementation", zero.implementation);
@@ -868,6 +884,8 @@ Scenario ScenarioDocument::read() const {
   check_parallel_combination(parallel, fsdp, zero, scenario);
   for (TableReader* table : {&training, &parallel, &zero, &fsdp}) table->finish();
 
+  read_ps(root.child("ps"), scenario.lowering.ps);
+  read_stragglers(root.child("stragglers"), scenario.stragglers);
   read_network(root.child("network"), scenario.network);
   read_collectives(root.child("collectives"), scenario.collectives);
   read_ddp(root.child("ddp"), scenario.lowering.ddp);

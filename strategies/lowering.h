@@ -19,6 +19,7 @@ struct LoweringInput {
   DdpSpec ddp;
   ZeroSpec zero;
   FsdpSpec fsdp;
+  PsSpec ps;
   std::int32_t parameter_servers = 0;  // strategy "ps": server hosts in the cluster
 };
 

@@ -52,6 +52,12 @@ std::span<const NamedValue<ZeroImplementation>> named_values() {
                                                                {"pytorch", ZeroImplementation::kPyTorch}};
   return kValues;
 }
+template <>
+std::span<const NamedValue<PsConsistency>> named_values() {
+  static constexpr NamedValue<PsConsistency> kValues[] = {
+      {"bsp", PsConsistency::kBsp}, {"ssp", PsConsistency::kSsp}, {"asp", PsConsistency::kAsp}};
+  return kValues;
+}
 
 program::DType compute_dtype(Precision precision) {
   switch (precision) {

@@ -123,6 +123,17 @@ struct FsdpSpec {
   bool cpu_offload = false;            // parameters, gradients and optimizer on the host
 };
 
+// Parameter-server consistency (chapter §6.2.1; Ho et al., NIPS 2013 for SSP):
+//   bsp  every worker pushes, the servers aggregate and update once, every worker pulls;
+//   ssp  each push is applied as it arrives; a worker may run at most `staleness` steps ahead
+//        of the slowest (its pull waits for everyone's push from `staleness` steps back);
+//   asp  each push is applied as it arrives, no waiting.
+enum class PsConsistency { kBsp, kSsp, kAsp };
+struct PsSpec {
+  PsConsistency consistency = PsConsistency::kBsp;
+  std::int32_t staleness = 3;  // SSP's bound s
+};
+
 // PyTorch DistributedDataParallel's knobs (torch.nn.parallel.DistributedDataParallel).
 struct DdpSpec {
   double bucket_cap_mb = 25;     // MiB, PyTorch's default
@@ -146,5 +157,7 @@ template <>
 std::span<const NamedValue<BackwardPrefetch>> named_values();
 template <>
 std::span<const NamedValue<ZeroImplementation>> named_values();
+template <>
+std::span<const NamedValue<PsConsistency>> named_values();
 
 }  // namespace strategies

@@ -338,13 +338,13 @@ class Simulator {
       // Successors nobody else waits for, ready now, run on in the same event: the same
       // spans at the same times, fewer events.
       OpIndex last = index;
-      Time end = engine_.now() + plan.durations[index];
+      Time end = engine_.now() + duration_of(rank, index);
       while (plan.chains_into_next[last]) {
         const OpIndex next = plan.next_on_stream[last];
         const auto& deps = op_of(rank, next).deps;
         if (!std::all_of(deps.begin(), deps.end(), [&](OpIndex dep) { return dep == last || state.done[dep] != 0; })) break;
         last = next;
-        end = end + plan.durations[next];
+        end = end + duration_of(rank, next);
       }
       state.started[op.stream] = engine_.now();
       state.chain_last[op.stream] = last;
@@ -357,13 +357,19 @@ class Simulator {
     }
   }
 
+  Time duration_of(std::int32_t rank, OpIndex index) const {
+    const Time duration = ranks_[rank].plan->durations[index];
+    if (options_.compute_slowdown.empty() || options_.compute_slowdown[rank] == 1.0) return duration;
+    return Time::from_seconds(duration.seconds() * options_.compute_slowdown[rank]);
+  }
+
   // The compute ops a stream started in one event have finished, one after the other.
   void finish_compute(std::int32_t rank, program::StreamId stream) {
     RankState& state = ranks_[rank];
     Time begin = state.started[stream];
     for (;;) {
       const OpIndex index = state.plan->streams[stream][state.cursor[stream]];
-      const Time end = begin + state.plan->durations[index];
+      const Time end = begin + duration_of(rank, index);
       trace::Span span = make_span(rank, index, begin, end);
       const auto& body = std::get<program::ComputeOp>(op_of(rank, index).body);
       span.flops = body.flops;

@@ -50,6 +50,8 @@ struct SimulationOptions {
   // When set (and step_compute_time_s is not), every GPU compute op's time is multiplied by
   // this factor (the caller derives it from a stated time for some known piece of work).
   std::optional<double> compute_time_scale;
+  // Per rank, a factor on every compute op's time (stragglers); empty: all 1.
+  std::vector<double> compute_slowdown;
   // Ranks whose spans the timeline keeps (empty: all). Every rank is summarised regardless.
   std::vector<bool> traced_ranks;
 };

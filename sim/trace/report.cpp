@@ -186,6 +186,21 @@ Report build_report(const Timeline& timeline, const RunFacts& facts) {
   } else if (highest) {
     adopt_peak(*highest);
   }
+  if (facts.parameter_server) {
+    ParameterServerReport ps;
+    ps.facts = *facts.parameter_server;
+    const std::int32_t workers = std::min<std::int32_t>(ps.facts.workers, static_cast<std::int32_t>(report.rank_reports.size()));
+    const double tokens_per_worker_step = static_cast<double>(facts.tokens_per_step) / std::max(1, ps.facts.workers);
+    for (std::int32_t w = 0; w < workers; ++w) {
+      const RankReport& rank = report.rank_reports[w];
+      const double idle = rank.step_time_s - rank.compute_time_s;
+      ps.idle_mean_s += idle / workers;
+      ps.idle_min_s = w == 0 ? idle : std::min(ps.idle_min_s, idle);
+      ps.idle_max_s = w == 0 ? idle : std::max(ps.idle_max_s, idle);
+      if (rank.step_time_s > 0) ps.tokens_per_s += tokens_per_worker_step / rank.step_time_s;
+    }
+    report.parameter_server = ps;
+  }
   add_warnings(report, facts);
   return report;
 }
@@ -214,6 +229,14 @@ std::string format_report(const Report& r) {
   if (!r.pipeline.empty()) {
     line("pipeline", fmt::format("{}; bubble (p−1)/(M+p−1) = {:.1f} %, compute idle on rank {} = {:.1f} %",
                                  r.pipeline, 100 * r.pipeline_bubble, r.critical_rank, 100 * r.compute_idle_fraction));
+  }
+  if (r.parameter_server) {
+    const ParameterServerReport& ps = *r.parameter_server;
+    line("parameter server", fmt::format("{}, {} workers: staleness mean {:.2f}, max {} updates", ps.facts.consistency,
+                                         ps.facts.workers, ps.facts.staleness_mean, ps.facts.staleness_max));
+    line("worker idle", fmt::format("mean {}, min {}, max {} per step", human_seconds(ps.idle_mean_s),
+                                    human_seconds(ps.idle_min_s), human_seconds(ps.idle_max_s)));
+    line("worker throughput", fmt::format("{:.0f} tokens/s summed over workers", ps.tokens_per_s));
   }
   out += fmt::format("\n  time by category on rank {} (busy time, per step)\n", r.critical_rank);
   for (const auto& [category, time] : r.time_by_category_s) {
@@ -283,6 +306,19 @@ nlohmann::json report_to_json(const Report& r) {
       {"per_rank", std::move(ranks)},
       {"warnings", r.warnings},
   };
+  if (r.parameter_server) {
+    const ParameterServerReport& ps = *r.parameter_server;
+    json["parameter_server"] = {{"consistency", ps.facts.consistency},
+                                {"workers", ps.facts.workers},
+                                {"staleness_mean", ps.facts.staleness_mean},
+                                {"staleness_max", ps.facts.staleness_max},
+                                {"worker_idle_mean_s", ps.idle_mean_s},
+                                {"worker_idle_min_s", ps.idle_min_s},
+                                {"worker_idle_max_s", ps.idle_max_s},
+                                {"worker_tokens_per_s", ps.tokens_per_s}};
+  } else {
+    json["parameter_server"] = nullptr;
+  }
   json["comm_latency_s"] = r.comm_latency_s ? nlohmann::json(*r.comm_latency_s) : nlohmann::json();
   json["comm_bandwidth_s"] =
       r.comm_bandwidth_s ? nlohmann::json(*r.comm_bandwidth_s) : nlohmann::json();

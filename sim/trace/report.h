@@ -29,6 +29,22 @@
 
 namespace trace {
 
+// Parameter-server runs: consistency and the staleness measured on the timeline.
+struct ParameterServerFacts {
+  std::string consistency;
+  std::int32_t workers = 0;  // ranks 0..workers−1
+  double staleness_mean = 0;
+  std::int64_t staleness_max = 0;
+};
+
+// The report's parameter-server section: the facts plus, from the per-rank figures, each
+// worker's idle time (step time − compute) and its own throughput.
+struct ParameterServerReport {
+  ParameterServerFacts facts;
+  double idle_mean_s = 0, idle_min_s = 0, idle_max_s = 0;
+  double tokens_per_s = 0;  // Σ over workers of tokens it trained / the time it took
+};
+
 struct RunFacts {
   std::string title;
   std::int32_t steps = 1;
@@ -43,6 +59,7 @@ struct RunFacts {
   std::vector<std::string> notes;  // extra warnings from the configuration
   std::string pipeline;            // the pipeline schedule, if any
   double pipeline_bubble = 0;      // its textbook bubble fraction
+  std::optional<ParameterServerFacts> parameter_server;
 };
 
 struct RankReport {
@@ -88,6 +105,7 @@ struct Report {
   bool oom = false;                  // some rank needs more than its device holds
   std::int32_t oom_rank = -1;        // the rank over its capacity by the most
   std::vector<RankReport> rank_reports;
+  std::optional<ParameterServerReport> parameter_server;
   std::vector<std::string> warnings;
 };
 

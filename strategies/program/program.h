@@ -167,6 +167,17 @@ struct ProgramInfo {
   DType compute_dtype = DType::kBF16;
   std::string pipeline;          // the pipeline schedule, when there is one ("8 stages, 32 micro-batches, 1F1B")
   double pipeline_bubble = 0;    // its textbook bubble fraction (p−1)/(M+p−1)
+  // Parameter-server training: which ops of the first server's program apply a worker's
+  // gradients and send parameters back, so that staleness can be measured on a timeline.
+  struct ParameterServer {
+    std::string consistency;       // "BSP", "SSP (s = 2)", "ASP"
+    std::int32_t workers = 0;
+    std::int32_t first_server = 0;  // its rank
+    // [worker][step]: the op applying that push, and the op sending that step's parameters.
+    std::vector<std::vector<OpIndex>> update_op;
+    std::vector<std::vector<OpIndex>> pull_op;
+  };
+  std::optional<ParameterServer> parameter_server;
 };
 
 struct Program {

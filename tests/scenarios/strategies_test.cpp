@@ -267,3 +267,83 @@ TEST(CheckpointingTest, RecomputationTradesForwardFlopsForActivations) {
 }
 
 }  // namespace
+
+namespace {
+
+const std::string kPsScenario = std::string(DTSIM_SOURCE_DIR) + "/scenarios/ps_consistency_stragglers.toml";
+
+scenarios::RunResult run_ps(const std::vector<std::string>& overrides) {
+  return scenarios::run_scenario(scenarios::load_scenario(kPsScenario, overrides));
+}
+
+// End times of rank `rank`'s spans named `name`, in order: one per step.
+std::vector<std::int64_t> ends_of(const trace::Timeline& timeline, std::int32_t rank, const std::string& name) {
+  std::vector<std::int64_t> ends;
+  for (const trace::Span& span : timeline.spans) {
+    if (span.rank == rank && timeline.strings.at(span.name) == name) ends.push_back(span.end_ps);
+  }
+  std::sort(ends.begin(), ends.end());
+  return ends;
+}
+
+TEST(ParameterServerTest, ConsistencyTradesStalenessForThroughputUnderStragglers) {
+  // 8 workers of unequal speed: BSP waits for the slowest every step (no staleness), SSP lets
+  // the others run one step ahead, ASP never waits — more tokens per second from the fast
+  // workers, less idle time, staler gradients.
+  const auto bsp = run_ps({"ps.consistency=\"bsp\""}).report.parameter_server;
+  const auto ssp = run_ps({"ps.consistency=\"ssp\""}).report.parameter_server;
+  const auto asp = run_ps({"ps.consistency=\"asp\""}).report.parameter_server;
+  ASSERT_TRUE(bsp && ssp && asp);
+  EXPECT_EQ(bsp->facts.staleness_max, 0);
+  EXPECT_GT(ssp->facts.staleness_mean, 0.0);
+  EXPECT_GT(asp->facts.staleness_mean, ssp->facts.staleness_mean);
+  EXPECT_GT(asp->facts.staleness_max, ssp->facts.staleness_max);
+  EXPECT_LT(bsp->tokens_per_s, ssp->tokens_per_s);
+  EXPECT_LT(ssp->tokens_per_s, asp->tokens_per_s);
+  EXPECT_GT(bsp->idle_mean_s, ssp->idle_mean_s);
+  EXPECT_GT(ssp->idle_mean_s, asp->idle_mean_s);
+  // Under BSP the fastest worker idles while the slowest computes.
+  EXPECT_GT(bsp->idle_max_s - bsp->idle_min_s, 0.5);
+}
+
+TEST(ParameterServerTest, StaleSynchronousBoundHoldsOnTheTimeline) {
+  // With bound s, worker w gets the parameters for step t + 1 only after every worker pushed
+  // step t − s.
+  for (int bound : {0, 1, 2}) {
+    const auto result = run_ps({"ps.staleness=" + std::to_string(bound)});
+    const trace::Timeline& timeline = result.simulation.timeline;
+    std::vector<std::vector<std::int64_t>> pushed, pulled;
+    for (std::int32_t w = 0; w < 8; ++w) {
+      pushed.push_back(ends_of(timeline, w, "ps.push_gradients.server0"));
+      pulled.push_back(ends_of(timeline, w, "ps.pull_parameters.server0"));
+      ASSERT_EQ(pushed.back().size(), 8u);
+    }
+    bool some_worker_ran_ahead = false;
+    for (std::int32_t w = 0; w < 8; ++w) {
+      for (std::size_t t = bound; t < 8; ++t) {
+        for (std::int32_t other = 0; other < 8; ++other) {
+          EXPECT_GE(pulled[w][t], pushed[other][t - bound]) << "s " << bound << " worker " << w << " step " << t;
+          some_worker_ran_ahead |= pulled[w][t] < pushed[other][t];
+        }
+      }
+    }
+    EXPECT_EQ(some_worker_ran_ahead, bound > 0) << "s " << bound;
+    // In lock-step (s = 0) a gradient misses at most the other workers' updates of its own
+    // step and of the one before.
+    if (bound == 0) EXPECT_LE(result.report.parameter_server->facts.staleness_max, 2 * (8 - 1));
+  }
+}
+
+TEST(ParameterServerTest, StragglersAreSeeded) {
+  // The same seed gives the same run byte for byte; another seed, other factors.
+  const auto first = run_ps({});
+  const auto again = run_ps({});
+  const auto other = run_ps({"stragglers.seed=8"});
+  EXPECT_EQ(first.report.step_time_s, again.report.step_time_s);
+  EXPECT_EQ(first.report.warnings, again.report.warnings);
+  EXPECT_NE(first.report.step_time_s, other.report.step_time_s);
+  const auto even = run_ps({"stragglers.distribution=\"none\""});
+  EXPECT_LT(even.report.parameter_server->idle_max_s - even.report.parameter_server->idle_min_s, 0.01);
+}
+
+}  // namespace
