@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backend/capabilities.h"
+#include "scenarios/advise.h"
 #include "scenarios/collective_bench.h"
 #include "scenarios/run_scenario.h"
 #include "scenarios/scenario_loader.h"
@@ -96,6 +97,11 @@ int command_sweep(const RunOptions& options, std::ostream& out, std::ostream& er
   return 0;
 }
 
+int command_advise(const RunOptions& options, std::ostream& out) {
+  out << format_advice(advise(open_document(options.scenario, options.overrides), options.threads));
+  return 0;
+}
+
 int command_presets(std::ostream& out) {
   out << "GPUs ([cluster.gpu] preset):\n";
   for (const auto& name : topology::device_preset_names()) {
@@ -141,6 +147,12 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   sweep->add_option("--set", options.overrides, "override a scenario key: key=value (repeatable)");
   sweep->add_option("-j,--threads", options.threads, "worker threads (default: all cores)");
 
+  CLI::App* advise_command =
+      app.add_subcommand("advise", "apply the chapter's parallelism rules, simulate the layouts they propose, rank them");
+  advise_command->add_option("scenario", options.scenario, "scenario TOML file (its cluster, model and batch)")->required();
+  advise_command->add_option("--set", options.overrides, "override a scenario key: key=value (repeatable)");
+  advise_command->add_option("-j,--threads", options.threads, "worker threads (default: all cores)");
+
   CollectiveBenchOptions bench;
   CLI::App* collective = app.add_subcommand(
       "collective", "nccl-tests for the simulator: one collective over a range of sizes");
@@ -171,6 +183,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   try {
     if (*run) return command_run(options, out);
     if (*sweep) return command_sweep(options, out, err);
+    if (*advise_command) return command_advise(options, out);
     if (*collective) {
       out << format_collective_bench(run_collective_bench(bench));
       return 0;

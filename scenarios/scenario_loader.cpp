@@ -823,6 +823,13 @@ void ScenarioDocument::set(const std::string& assignment, const std::string& ori
   state_->origins[key] = origin;
 }
 
+ScenarioDocument ScenarioDocument::variant(const std::vector<std::string>& assignments, const std::string& origin) const {
+  ScenarioDocument copy(std::make_unique<State>(*state_));
+  copy.state_->root.erase("sweep");
+  for (const std::string& assignment : assignments) copy.set(assignment, origin);
+  return copy;
+}
+
 std::vector<SweepAxis> ScenarioDocument::sweep_axes() const {
   const toml::node* sweep = state_->root.get("sweep");
   TableReader reader(sweep ? sweep->as_table() : nullptr, "sweep", state_->file, state_->origins,

@@ -23,8 +23,39 @@ std::string csv_field(const std::string& text) {
 
 }  // namespace
 
-SweepResult run_sweep(const ScenarioDocument& document, unsigned threads,
-                      const std::function<void(std::size_t, std::size_t)>& progress) {
+std::vector<trace::Report> run_all(const std::vector<Scenario>& scenarios, unsigned threads, const Progress& progress) {
+  const std::size_t total = scenarios.size();
+  std::vector<trace::Report> reports(total);
+  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  threads = static_cast<unsigned>(std::min<std::size_t>(threads, std::max<std::size_t>(total, 1)));
+  std::atomic<std::size_t> next{0};
+  std::atomic<std::size_t> done{0};
+  std::exception_ptr failure;
+  std::mutex failure_mutex;
+  auto worker = [&] {
+    for (std::size_t i = next++; i < total; i = next++) {
+      try {
+        reports[i] = run_scenario(scenarios[i]).report;
+      } catch (...) {
+        std::lock_guard lock(failure_mutex);
+        if (!failure) failure = std::current_exception();
+      }
+      ++done;
+    }
+  };
+  std::vector<std::thread> pool;
+  for (unsigned t = 0; t < threads; ++t) pool.emplace_back(worker);
+  while (done.load() < total) {
+    progress(done.load(), total);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  for (std::thread& thread : pool) thread.join();
+  progress(total, total);
+  if (failure) std::rethrow_exception(failure);
+  return reports;
+}
+
+SweepResult run_sweep(const ScenarioDocument& document, unsigned threads, const Progress& progress) {
   SweepResult result;
   result.axes = document.sweep_axes();
   std::vector<Scenario> scenarios;
@@ -42,61 +73,16 @@ SweepResult run_sweep(const ScenarioDocument& document, unsigned threads,
       rest /= n;
     }
   }
-
-  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
-  threads = static_cast<unsigned>(std::min<std::size_t>(threads, std::max<std::size_t>(total, 1)));
-  std::atomic<std::size_t> next{0};
-  std::atomic<std::size_t> done{0};
-  std::exception_ptr failure;
-  std::mutex failure_mutex;
-  auto worker = [&] {
-    for (std::size_t i = next++; i < total; i = next++) {
-      try {
-        result.rows[i].report = run_scenario(scenarios[i]).report;
-      } catch (...) {
-        std::lock_guard lock(failure_mutex);
-        if (!failure) failure = std::current_exception();
-      }
-      ++done;
-    }
-  };
-  std::vector<std::thread> pool;
-  for (unsigned t = 0; t < threads; ++t) pool.emplace_back(worker);
-  while (done.load() < total) {
-    progress(done.load(), total);
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  for (std::thread& thread : pool) thread.join();
-  progress(total, total);
-  if (failure) std::rethrow_exception(failure);
+  std::vector<trace::Report> reports = run_all(scenarios, threads, progress);
+  for (std::size_t row = 0; row < total; ++row) result.rows[row].report = std::move(reports[row]);
   return result;
 }
 
-std::string format_sweep_table(const SweepResult& result) {
-  std::vector<std::string> header;
-  for (const SweepAxis& axis : result.axes) header.push_back(axis.key);
-  for (const char* column : {"step time", "tokens/s", "MFU", "R", "overlap", "exposed comm",
-                             "peak memory", "fits"}) {
-    header.emplace_back(column);
-  }
-  std::vector<std::vector<std::string>> cells;
-  for (const SweepRow& row : result.rows) {
-    const trace::Report& r = row.report;
-    std::vector<std::string> line = row.values;
-    line.push_back(fmt::format("{:.2f} ms", r.step_time_s * 1e3));
-    line.push_back(fmt::format("{:.0f}", r.tokens_per_s));
-    line.push_back(fmt::format("{:.1f} %", r.mfu * 100));
-    line.push_back(fmt::format("{:.3f}", r.comm_compute_ratio));
-    line.push_back(fmt::format("{:.1f} %", r.overlap_ratio * 100));
-    line.push_back(fmt::format("{:.2f} ms", r.exposed_comm_s * 1e3));
-    line.push_back(fmt::format("{:.2f} GB", static_cast<double>(r.peak_memory_bytes) / 1e9));
-    line.push_back(r.oom ? "OOM" : "yes");
-    cells.push_back(std::move(line));
-  }
+std::string format_table(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows) {
   std::vector<std::size_t> width(header.size());
   for (std::size_t c = 0; c < header.size(); ++c) {
     width[c] = header[c].size();
-    for (const auto& line : cells) width[c] = std::max(width[c], line[c].size());
+    for (const auto& line : rows) width[c] = std::max(width[c], line[c].size());
   }
   std::string out;
   auto emit = [&](const std::vector<std::string>& line) {
@@ -105,8 +91,36 @@ std::string format_sweep_table(const SweepResult& result) {
     }
   };
   emit(header);
-  for (const auto& line : cells) emit(line);
+  for (const auto& line : rows) emit(line);
   return out;
+}
+
+std::vector<std::string> report_columns() {
+  return {"step time", "tokens/s", "MFU", "R", "overlap", "exposed comm", "peak memory", "fits"};
+}
+
+std::vector<std::string> report_cells(const trace::Report& r) {
+  return {fmt::format("{:.2f} ms", r.step_time_s * 1e3),
+          fmt::format("{:.0f}", r.tokens_per_s),
+          fmt::format("{:.1f} %", r.mfu * 100),
+          fmt::format("{:.3f}", r.comm_compute_ratio),
+          fmt::format("{:.1f} %", r.overlap_ratio * 100),
+          fmt::format("{:.2f} ms", r.exposed_comm_s * 1e3),
+          fmt::format("{:.2f} GB", static_cast<double>(r.peak_memory_bytes) / 1e9),
+          r.oom ? "OOM" : "yes"};
+}
+
+std::string format_sweep_table(const SweepResult& result) {
+  std::vector<std::string> header;
+  for (const SweepAxis& axis : result.axes) header.push_back(axis.key);
+  for (std::string& column : report_columns()) header.push_back(std::move(column));
+  std::vector<std::vector<std::string>> cells;
+  for (const SweepRow& row : result.rows) {
+    std::vector<std::string> line = row.values;
+    for (std::string& cell : report_cells(row.report)) line.push_back(std::move(cell));
+    cells.push_back(std::move(line));
+  }
+  return format_table(header, cells);
 }
 
 std::string sweep_csv(const SweepResult& result) {

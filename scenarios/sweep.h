@@ -22,10 +22,21 @@ struct SweepResult {
   std::vector<SweepRow> rows;
 };
 
-// Reads every point first (throws ScenarioError naming the point), then runs them on
-// `threads` threads (0: all cores). `progress(done, total)` is called from the calling thread.
-SweepResult run_sweep(const ScenarioDocument& document, unsigned threads,
-                      const std::function<void(std::size_t, std::size_t)>& progress);
+using Progress = std::function<void(std::size_t done, std::size_t total)>;
+
+// Runs scenarios on `threads` threads (0: all cores) and returns their reports in order;
+// `progress` is called from the calling thread. The first failure is rethrown.
+std::vector<trace::Report> run_all(const std::vector<Scenario>& scenarios, unsigned threads, const Progress& progress);
+
+// Reads every point first (throws ScenarioError naming the point), then runs them (run_all).
+SweepResult run_sweep(const ScenarioDocument& document, unsigned threads, const Progress& progress);
+
+// Right-aligned columns under a header.
+std::string format_table(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows);
+// The figures every table of runs shows: step time, tokens/s, MFU, R, overlap, exposed
+// communication, peak memory, whether it fits.
+std::vector<std::string> report_columns();
+std::vector<std::string> report_cells(const trace::Report& report);
 
 std::string format_sweep_table(const SweepResult& result);
 std::string sweep_csv(const SweepResult& result);

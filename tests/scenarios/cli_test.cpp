@@ -114,6 +114,17 @@ TEST_F(CliTest, SweepWithoutASweepTableIsBadInput) {
   EXPECT_NE(run.err.find("no [sweep] table"), std::string::npos);
 }
 
+TEST_F(CliTest, AdvisePrintsRulesRankedCandidatesAndTheOverridesToUse) {
+  const CliRun run = dtsim({"advise", kSource + "/scenarios/m1_7b_ddp_memory.toml", "-j", "1"});
+  ASSERT_EQ(run.code, 0) << run.err;
+  EXPECT_NE(run.out.find("memory: 16 B/parameter"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("ZeRO-1, dp 8"), std::string::npos);
+  EXPECT_NE(run.out.find("advice: "), std::string::npos);
+  EXPECT_NE(run.out.find("--set parallel.strategy="), std::string::npos);
+  const CliRun missing = dtsim({"advise", kSource + "/scenarios/no_such.toml"});
+  EXPECT_EQ(missing.code, 2);
+}
+
 TEST_F(CliTest, PresetsAndInfoList) {
   const CliRun presets = dtsim({"presets"});
   EXPECT_EQ(presets.code, 0);
