@@ -4,6 +4,7 @@
 find_package(fmt REQUIRED)
 find_package(CLI11 REQUIRED)
 find_package(nlohmann_json 3.10 REQUIRED)
+find_package(simdjson 3 REQUIRED)  # the Chrome trace reader
 find_package(Boost 1.74 REQUIRED COMPONENTS graph)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(TOMLPP REQUIRED IMPORTED_TARGET tomlplusplus)

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <fstream>
 #include <set>
 #include <sstream>
 
@@ -158,6 +159,8 @@ TEST(ChromeTraceTest, BrokenTracesRaiseAClearError) {
       {"[{\"ph\": \"X\", \"pid\": 0, \"name\": \"a\", \"ts\": 0, \"dur\": -1}]", "negative"},
       {"[{\"ph\": \"E\", \"pid\": 0, \"ts\": 0}]", "never begun"},
       {"[3]", "not an object"},
+      {"[{\"ph\": \"X\", \"pid\": 0, \"ts\": 0, \"dur\": 1, \"name\": \"a\"}, {\"ph\": \"X", "not valid JSON"},
+      {"\x89PNG\r\n\x1a\n", "not valid JSON"},
   };
   for (const auto& [text, expected] : cases) {
     std::istringstream in(text);
@@ -168,6 +171,22 @@ TEST(ChromeTraceTest, BrokenTracesRaiseAClearError) {
       EXPECT_NE(std::string(error.what()).find(expected), std::string::npos) << error.what();
     }
   }
+}
+
+TEST(ChromeTraceTest, FilesAreReadThroughTheSameChecks) {
+  const std::string directory = ::testing::TempDir();
+  const std::string trace_path = directory + "/dtsim_chrome_trace_test.json";
+  {
+    std::ofstream out(trace_path);
+    trace::write_chrome_trace(sample_timeline(), out);
+  }
+  EXPECT_EQ(trace::read_chrome_trace_file(trace_path).spans.size(), 3u);
+
+  const std::string empty_path = directory + "/dtsim_chrome_trace_empty.json";
+  std::ofstream(empty_path).close();
+  EXPECT_THROW(trace::read_chrome_trace_file(empty_path), trace::TraceFormatError);
+  EXPECT_THROW(trace::read_chrome_trace_file(directory + "/no_such_trace.json"), trace::TraceFormatError);
+  EXPECT_THROW(trace::read_chrome_trace_file(directory), trace::TraceFormatError);
 }
 
 }  // namespace
