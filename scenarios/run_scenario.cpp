@@ -159,6 +159,7 @@ RunResult run_scenario(const Scenario& scenario) {
   timeline.metadata["description"] = result.program.info.description;
   timeline.metadata["cluster"] = cluster_summary(scenario.cluster);
   timeline.metadata["network_model"] = scenario.network.model;
+  timeline.metadata["steps"] = std::to_string(result.program.info.steps);
 
   trace::RunFacts facts;
   facts.title = fmt::format("{} — {}\n{}, {} network model", scenario.name,

@@ -117,6 +117,7 @@ class Simulator {
       if (state.peak_sample) result_.timeline.memory.push_back(std::move(*state.peak_sample));
     }
     result_.timeline.summaries = summaries_.finish();
+    std::sort(result_.timeline.dependencies.begin(), result_.timeline.dependencies.end());
     std::stable_sort(result_.timeline.spans.begin(), result_.timeline.spans.end(),
                      [](const trace::Span& a, const trace::Span& b) {
                        return std::tie(a.rank, a.stream, a.start_ps) <
@@ -529,7 +530,29 @@ class Simulator {
   // Every span counts in its rank's summary; only traced ranks keep it.
   void commit(const trace::Span& span) {
     summaries_.add(span);
-    if (result_.timeline.ranks[span.rank].traced) result_.timeline.spans.push_back(span);
+    if (!result_.timeline.ranks[span.rank].traced) return;
+    result_.timeline.spans.push_back(span);
+    record_dependencies(span.rank, static_cast<OpIndex>(span.op));
+  }
+
+  // The ops with spans that `index` waited for: its dependencies, looking through memory ops
+  // (which finish on the spot and have no span) to what they waited for.
+  void record_dependencies(std::int32_t rank, OpIndex index) {
+    std::vector<OpIndex> pending(op_of(rank, index).deps.begin(), op_of(rank, index).deps.end());
+    std::vector<OpIndex> found;
+    while (!pending.empty()) {
+      const OpIndex dependency = pending.back();
+      pending.pop_back();
+      const program::Op& op = op_of(rank, dependency);
+      if (std::holds_alternative<program::MemoryOp>(op.body)) {
+        pending.insert(pending.end(), op.deps.begin(), op.deps.end());
+      } else {
+        found.push_back(dependency);
+      }
+    }
+    std::sort(found.begin(), found.end());
+    found.erase(std::unique(found.begin(), found.end()), found.end());
+    for (const OpIndex after : found) result_.timeline.dependencies.push_back({rank, index, after});
   }
 
   void apply_memory(std::int32_t rank, const program::Op& op) {

@@ -22,6 +22,7 @@
 #include <optional>
 #include <simdjson.h>
 #include <string_view>
+#include <tuple>
 #include <ostream>
 #include <sstream>
 
@@ -84,6 +85,7 @@ void write_chrome_trace(const Timeline& timeline, std::ostream& out) {
     if (escaped[id].empty()) escaped[id] = json_string(timeline.strings.at(id));
     return escaped[id];
   };
+  auto by_op = [](const OpDependency& a, const OpDependency& b) { return std::tie(a.rank, a.op) < std::tie(b.rank, b.op); };
   for (const Span& span : timeline.spans) {
     begin_event();
     fmt::format_to(it, R"({{"ph":"X","pid":{},"tid":{},"name":{},"cat":"{}","ts":{},"dur":{},"args":{{)",
@@ -102,6 +104,18 @@ void write_chrome_trace(const Timeline& timeline, std::ostream& out) {
     if (span.kind != 0) field("kind", string_of(span.kind));
     if (span.dtype != 0) field("dtype", string_of(span.dtype));
     if (span.shape != 0) field("shape", string_of(span.shape));
+    if (span.op >= 0) {
+      const OpDependency key{span.rank, span.op, 0};
+      const auto deps_begin = std::lower_bound(timeline.dependencies.begin(), timeline.dependencies.end(), key, by_op);
+      const auto deps_end = std::upper_bound(deps_begin, timeline.dependencies.end(), key, by_op);
+      if (deps_begin != deps_end) {
+        fmt::format_to(it, R"({}"deps":[)", separator);
+        for (auto dependency = deps_begin; dependency != deps_end; ++dependency) {
+          fmt::format_to(it, "{}{}", dependency == deps_begin ? "" : ",", dependency->after_op);
+        }
+        fmt::format_to(it, "]");
+      }
+    }
     fmt::format_to(it, "}}}}");
     if (buffer.size() > (1 << 20)) flush();
   }
@@ -229,6 +243,10 @@ class TraceBuilder {
       span.rank = rank_of_pid[static_cast<std::size_t>(span.rank)];
     }
     for (MemorySample& sample : timeline_.memory) sample.rank = rank_of_pid[static_cast<std::size_t>(sample.rank)];
+    for (OpDependency& dependency : timeline_.dependencies) {
+      dependency.rank = rank_of_pid[static_cast<std::size_t>(dependency.rank)];
+    }
+    std::sort(timeline_.dependencies.begin(), timeline_.dependencies.end());
     std::stable_sort(timeline_.spans.begin(), timeline_.spans.end(), [](const Span& a, const Span& b) {
       return std::tie(a.rank, a.stream, a.start_ps) < std::tie(b.rank, b.stream, b.start_ps);
     });
@@ -251,6 +269,7 @@ class TraceBuilder {
     pending_name_.clear();
     pending_labels_.clear();
     numeric_args_.clear();
+    pending_deps_.clear();
     for (auto field : object) {
       const std::string_view key = field.unescaped_key();
       ondemand::value value = field.value();
@@ -311,6 +330,9 @@ class TraceBuilder {
     span.start_ps = ts;
     span.name = timeline_.strings.intern(event.name);
     span.category = category_of(event.category, event.name);
+    if (span.op >= 0) {
+      for (const std::int64_t after : pending_deps_) timeline_.dependencies.push_back({pid, span.op, after});  // provisional rank
+    }
     if (phase == "B") {
       open_[lane].push_back(span);
       return;
@@ -333,6 +355,10 @@ class TraceBuilder {
         if (key == "bytes") span.bytes = std::llround(number);
         if (key == "flops") span.flops = number;
         numeric_args_.emplace_back(key, number);
+      } else if (type == ondemand::json_type::array && key == "deps") {
+        for (auto element : value.get_array()) {
+          if (element.type() == ondemand::json_type::number) pending_deps_.push_back(std::llround(element.get_double()));
+        }
       } else if (type == ondemand::json_type::string) {
         const std::string_view text = value.get_string();
         if (key == "name") pending_name_ = text;
@@ -408,6 +434,7 @@ class TraceBuilder {
   std::vector<std::vector<Span>> open_;  // per lane: "B" events not yet ended
   std::string pending_name_, pending_labels_;
   std::vector<std::pair<std::string_view, double>> numeric_args_;  // views into the parser's buffer
+  std::vector<std::int64_t> pending_deps_;
 };
 
 // A file mapped read-only into memory with the zeroed padding simdjson reads past the end:

@@ -8,6 +8,7 @@
 // counter track per rank, one value per named series (parameters, gradients, ...).
 #pragma once
 
+#include <compare>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -66,6 +67,15 @@ struct MemorySample {
   StringId cause = 0;               // the allocation or free that produced this sample
 };
 
+// Span `op` of `rank` could start only after op `after_op` of the same rank had finished (both
+// program op indices). Producers list only dependencies between ops that have spans.
+struct OpDependency {
+  std::int32_t rank = 0;
+  std::int64_t op = 0;
+  std::int64_t after_op = 0;
+  friend auto operator<=>(const OpDependency&, const OpDependency&) = default;  // by rank, op, after_op
+};
+
 struct Timeline {
   std::string title;
   std::map<std::string, std::string> metadata;
@@ -75,6 +85,7 @@ struct Timeline {
   std::vector<Span> spans;
   std::vector<MemorySample> memory;  // every sample of traced ranks; each untraced rank's peak
   StringTable strings;
+  std::vector<OpDependency> dependencies;  // sorted by (rank, op, after_op)
   // Per-rank summaries computed by the producer from every span, including those of ranks it
   // did not keep spans for (empty: compute them from `spans`).
   std::vector<RankSummary> summaries;

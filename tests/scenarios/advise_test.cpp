@@ -52,8 +52,11 @@ TEST(AdviseTest, SevenBillionWithAdamNeedsZeroOneOnAnH100) {
     const auto& a = candidates[i - 1];
     const auto& b = candidates[i];
     if (!a.report || !b.report) continue;
-    if (a.report->oom == b.report->oom) EXPECT_GE(a.report->tokens_per_s, b.report->tokens_per_s);
-    if (a.report->oom != b.report->oom) EXPECT_FALSE(a.report->oom);
+    if (a.report->oom == b.report->oom) {
+      EXPECT_GE(a.report->tokens_per_s, b.report->tokens_per_s);
+    } else {
+      EXPECT_FALSE(a.report->oom);
+    }
   }
   for (const auto& candidate : candidates) EXPECT_TRUE(candidate.report || !candidate.rejected.empty()) << candidate.layout;
   // Plain DDP does not fit (the simulation agrees with the rule).

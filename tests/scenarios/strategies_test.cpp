@@ -330,7 +330,9 @@ TEST(ParameterServerTest, StaleSynchronousBoundHoldsOnTheTimeline) {
     EXPECT_EQ(some_worker_ran_ahead, bound > 0) << "s " << bound;
     // In lock-step (s = 0) a gradient misses at most the other workers' updates of its own
     // step and of the one before.
-    if (bound == 0) EXPECT_LE(result.report.parameter_server->facts.staleness_max, 2 * (8 - 1));
+    if (bound == 0) {
+      EXPECT_LE(result.report.parameter_server->facts.staleness_max, 2 * (8 - 1));
+    }
   }
 }
 

@@ -133,6 +133,18 @@ TEST(ProgramSimulatorTest, AnUnmatchedReceiveIsADeadlock) {
   }
 }
 
+TEST(ProgramSimulatorTest, DependenciesBetweenSpansAreRecordedThroughMemoryOps) {
+  // comm (2) waits for an allocation (1) that waits for the matmul (0); the collective's
+  // recorded dependency is the matmul. The last matmul (3) waits for both directly.
+  program::MemoryOp alloc{true, program::MemoryCategory::kGradients, 1000};
+  const auto result = sim::simulate(
+      program_of({{Op{"grad", 0, {}, matmul(1e12)}, Op{"bucket", 1, {0}, alloc}, Op{"sync", 1, {1}, all_reduce(1 << 20)},
+                   Op{"next", 0, {0, 2}, matmul(1e12)}}}),
+      one_node(), options());
+  const std::vector<trace::OpDependency> expected = {{0, 2, 0}, {0, 3, 0}, {0, 3, 2}};
+  EXPECT_EQ(result.timeline.dependencies, expected);
+}
+
 TEST(ProgramSimulatorTest, MemoryOpsAreSampledWithTheirCause) {
   const topology::Cluster cluster = one_node();
   program::MemoryOp alloc{true, program::MemoryCategory::kActivations, 1000};

@@ -37,7 +37,8 @@ trace::Timeline sample_timeline() {
   all_reduce.algorithm = timeline.strings.intern("ring");
   all_reduce.group = timeline.strings.intern("dp[0]");
   all_reduce.op = 17;
-  add(1, 0, trace::Category::kBackward, "layer0.bwd.qkv.dgrad", 5, 6);
+  add(1, 0, trace::Category::kBackward, "layer0.bwd.qkv.dgrad", 5, 6).op = 3;
+  timeline.dependencies = {{1, 3, 0}, {1, 3, 2}};
   timeline.memory.push_back({0, 0, {100, 0}, timeline.strings.intern("parameters")});
   timeline.memory.push_back({0, 7, {100, 55}, timeline.strings.intern("layer0.activations")});
   return timeline;
@@ -122,6 +123,7 @@ TEST(ChromeTraceTest, ReadBackRestoresTheTimelineExactly) {
     EXPECT_EQ(copy.strings.at(b.algorithm), original.strings.at(a.algorithm));
     EXPECT_EQ(copy.strings.at(b.group), original.strings.at(a.group));
   }
+  EXPECT_EQ(copy.dependencies, original.dependencies);
   EXPECT_EQ(copy.memory_series, original.memory_series);
   ASSERT_EQ(copy.memory.size(), 2u);
   EXPECT_EQ(copy.memory[1].bytes, (std::vector<std::int64_t>{100, 55}));
