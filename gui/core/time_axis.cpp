@@ -1,0 +1,60 @@
+// Tick steps and time formatting (see time_axis.h).
+#include "gui/core/time_axis.h"
+
+#include <array>
+#include <cmath>
+#include <fmt/format.h>
+
+namespace gui {
+namespace {
+
+struct Unit {
+  double ps;
+  const char* name;
+};
+constexpr std::array<Unit, 5> kUnits = {{{1e12, "s"}, {1e9, "ms"}, {1e6, "µs"}, {1e3, "ns"}, {1, "ps"}}};
+
+// The largest unit not larger than `ps` (picoseconds for anything below 1 ns).
+const Unit& unit_for(double ps) {
+  for (const Unit& unit : kUnits) {
+    if (std::abs(ps) >= unit.ps) return unit;
+  }
+  return kUnits.back();
+}
+
+}  // namespace
+
+double tick_step_ps(double window_ps, double width_px, double min_spacing_px) {
+  const double raw = std::max(window_ps * min_spacing_px / std::max(width_px, 1.0), 1.0);
+  const double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
+  for (const double factor : {1.0, 2.0, 5.0}) {
+    if (factor * magnitude >= raw * (1 - 1e-12)) return factor * magnitude;
+  }
+  return 10 * magnitude;
+}
+
+std::vector<Tick> axis_ticks(Window window, double width_px, double origin_ps, double min_spacing_px) {
+  std::vector<Tick> ticks;
+  if (window.length() <= 0 || width_px <= 0) return ticks;
+  const double step = tick_step_ps(window.length(), width_px, min_spacing_px);
+  const Unit& unit = unit_for(step);
+  const int decimals = std::max(0, static_cast<int>(-std::floor(std::log10(step / unit.ps) + 1e-9)));
+  const double first = std::ceil((window.begin_ps - origin_ps) / step);
+  for (double k = first;; k += 1) {
+    const double relative = k * step;
+    const double time = origin_ps + relative;
+    if (time > window.end_ps) break;
+    ticks.push_back({time, fmt::format("{:.{}f} {}", relative / unit.ps + 0.0, decimals, unit.name)});
+  }
+  return ticks;
+}
+
+std::string format_duration(double ps) {
+  if (ps == 0) return "0 s";
+  const Unit& unit = unit_for(ps);
+  const double value = ps / unit.ps;
+  const int decimals = std::abs(value) >= 100 ? 0 : std::abs(value) >= 10 ? 1 : 2;
+  return fmt::format("{:.{}f} {}", value, decimals, unit.name);
+}
+
+}  // namespace gui

@@ -1,0 +1,138 @@
+// Row building, step detection and lookups of TimelineIndex (see timeline_index.h).
+#include "gui/core/timeline_index.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <limits>
+#include <numeric>
+#include <tuple>
+
+namespace gui {
+
+TimelineIndex::TimelineIndex(std::shared_ptr<const trace::Timeline> timeline)
+    : timeline_(std::move(timeline)) {
+  build_rows();
+  find_steps();
+}
+
+void TimelineIndex::build_rows() {
+  const std::vector<trace::Span>& spans = timeline_->spans;
+  if (spans.size() >= std::numeric_limits<std::uint32_t>::max()) {
+    throw std::length_error("more than 4 billion spans");
+  }
+  // Lane order: rank, stream, start, longer first (so that a parent precedes its children).
+  // Producers write spans in this order; sorting is only needed for other traces.
+  auto lane_order = [&](std::uint32_t a, std::uint32_t b) {
+    const trace::Span& x = spans[a];
+    const trace::Span& y = spans[b];
+    return std::tie(x.rank, x.stream, x.start_ps, y.end_ps) < std::tie(y.rank, y.stream, y.start_ps, x.end_ps);
+  };
+  std::vector<std::uint32_t> order(spans.size());
+  std::iota(order.begin(), order.end(), 0u);
+  if (!std::is_sorted(order.begin(), order.end(), lane_order)) std::stable_sort(order.begin(), order.end(), lane_order);
+
+  row_of_span_.assign(spans.size(), 0);
+  extent_ = {std::numeric_limits<double>::max(), std::numeric_limits<double>::lowest()};
+  std::vector<std::int64_t> open_ends;  // ends of the spans enclosing the current one
+  std::size_t lane_first_row = 0;
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    const trace::Span& span = spans[order[i]];
+    const bool new_lane = i == 0 || span.rank != spans[order[i - 1]].rank || span.stream != spans[order[i - 1]].stream;
+    if (new_lane) {
+      open_ends.clear();
+      lane_first_row = rows_.size();
+    }
+    while (!open_ends.empty() && open_ends.back() <= span.start_ps) open_ends.pop_back();
+    const std::size_t depth = std::min<std::size_t>(open_ends.size(), std::numeric_limits<std::uint8_t>::max());
+    open_ends.push_back(span.end_ps);
+    const std::size_t row_index = lane_first_row + depth;
+    while (rows_.size() <= row_index) {
+      rows_.push_back(Row{span.rank, span.stream, static_cast<std::uint8_t>(rows_.size() - lane_first_row), {}, {}});
+    }
+    Row& row = rows_[row_index];
+    row.running_end.push_back(row.spans.empty() ? span.end_ps : std::max(row.running_end.back(), span.end_ps));
+    row.spans.push_back(order[i]);
+    row_of_span_[order[i]] = static_cast<std::uint32_t>(row_index);
+    extent_.begin_ps = std::min(extent_.begin_ps, static_cast<double>(span.start_ps));
+    extent_.end_ps = std::max(extent_.end_ps, static_cast<double>(span.end_ps));
+  }
+  if (spans.empty()) extent_ = {0, 1};
+  if (extent_.end_ps <= extent_.begin_ps) extent_.end_ps = extent_.begin_ps + 1;
+
+  // Rows are in rank order; group them by node.
+  for (std::size_t r = 0; r < rows_.size(); ++r) {
+    const auto rank = static_cast<std::size_t>(rows_[r].rank);
+    const std::int32_t node = rank < timeline_->ranks.size() ? timeline_->ranks[rank].node : rows_[r].rank;
+    auto group = std::find_if(nodes_.begin(), nodes_.end(), [&](const NodeGroup& g) { return g.node == node; });
+    if (group == nodes_.end()) group = nodes_.insert(nodes_.end(), NodeGroup{node, {}});
+    group->rows.push_back(r);
+  }
+  std::stable_sort(nodes_.begin(), nodes_.end(), [](const NodeGroup& a, const NodeGroup& b) { return a.node < b.node; });
+}
+
+void TimelineIndex::find_steps() {
+  // An optimizer phase is a run of optimizer spans (any rank) with no gap longer than the
+  // phase itself between them; each phase ends a step.
+  std::vector<Window> phases;
+  for (const trace::Span& span : timeline_->spans) {
+    if (span.category == trace::Category::kOptimizer) {
+      phases.push_back({static_cast<double>(span.start_ps), static_cast<double>(span.end_ps)});
+    }
+  }
+  std::sort(phases.begin(), phases.end(), [](const Window& a, const Window& b) { return a.begin_ps < b.begin_ps; });
+  std::vector<Window> merged;
+  for (const Window& phase : phases) {
+    if (!merged.empty() && phase.begin_ps - merged.back().end_ps <= merged.back().length()) {
+      merged.back().end_ps = std::max(merged.back().end_ps, phase.end_ps);
+    } else {
+      merged.push_back(phase);
+    }
+  }
+  double begin = extent_.begin_ps;
+  for (const Window& phase : merged) {
+    steps_.push_back({begin, phase.end_ps});
+    begin = phase.end_ps;
+  }
+  if (steps_.empty()) {
+    steps_.push_back(extent_);
+  } else {
+    steps_.back().end_ps = std::max(steps_.back().end_ps, extent_.end_ps);  // work after the last update
+  }
+}
+
+std::size_t TimelineIndex::first_reaching(const Row& row, double time_ps) const {
+  return static_cast<std::size_t>(
+      std::upper_bound(row.running_end.begin(), row.running_end.end(), time_ps,
+                       [](double t, std::int64_t end) { return t < static_cast<double>(end); }) -
+      row.running_end.begin());
+}
+
+std::optional<std::uint32_t> TimelineIndex::span_at(const Row& row, double time_ps, double tolerance_ps) const {
+  const std::vector<trace::Span>& spans = timeline_->spans;
+  std::optional<std::uint32_t> best;
+  double best_distance = tolerance_ps;
+  for (std::size_t p = first_reaching(row, time_ps - tolerance_ps); p < row.spans.size(); ++p) {
+    const trace::Span& span = spans[row.spans[p]];
+    if (static_cast<double>(span.start_ps) > time_ps + tolerance_ps) break;
+    const double distance = time_ps < static_cast<double>(span.start_ps) ? static_cast<double>(span.start_ps) - time_ps
+                            : time_ps > static_cast<double>(span.end_ps) ? time_ps - static_cast<double>(span.end_ps)
+                                                                         : 0.0;
+    if (distance <= best_distance && (!best || distance < best_distance)) {
+      best = row.spans[p];
+      best_distance = distance;
+      if (distance == 0) break;
+    }
+  }
+  return best;
+}
+
+std::string TimelineIndex::row_label(const Row& row) const {
+  const trace::Timeline& timeline = *timeline_;
+  const auto rank = static_cast<std::size_t>(row.rank);
+  std::string label = rank < timeline.ranks.size() ? timeline.ranks[rank].name : fmt::format("rank {}", row.rank);
+  if (row.stream < timeline.streams.size()) label += " · " + timeline.streams[row.stream];
+  if (row.depth > 0) label += fmt::format(" ·{}", row.depth);
+  return label;
+}
+
+}  // namespace gui
