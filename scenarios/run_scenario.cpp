@@ -131,7 +131,7 @@ std::string cluster_summary(const topology::ClusterSpec& cluster) {
 
 }  // namespace
 
-RunResult run_scenario(const Scenario& scenario) {
+RunResult run_scenario(const Scenario& scenario, const std::function<bool(double)>& progress) {
   const topology::Cluster cluster(scenario.cluster);
   RunResult result;
   result.program = strategies::lower(scenario.lowering);
@@ -146,6 +146,7 @@ RunResult run_scenario(const Scenario& scenario) {
   options.collectives = scenario.collectives;
   options.traced_ranks = traced_ranks(scenario, result.program);
   options.compute_slowdown = straggler_factors(scenario, result.program);
+  options.progress = progress;
   try {
     result.simulation = sim::simulate(result.program, cluster, options);
   } catch (const sim::InvalidOverride& error) {

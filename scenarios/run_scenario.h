@@ -20,8 +20,10 @@ struct RunResult {
   trace::Report report;
 };
 
-// Throws sim::SimulationError if the program cannot be simulated.
-RunResult run_scenario(const Scenario& scenario);
+// Throws sim::SimulationError if the program cannot be simulated. `progress`, when set, is
+// called now and then with the fraction of the simulation done; returning false cancels the
+// run (sim::SimulationCancelled).
+RunResult run_scenario(const Scenario& scenario, const std::function<bool(double)>& progress = {});
 
 // Writes timeline.json (Chrome trace) and report.json into `directory`, creating it. Each file
 // is written to a temporary name and renamed, so a failure leaves no half-written file.

@@ -108,7 +108,7 @@ class Simulator {
     setup();
     check_overrides();
     for (std::int32_t rank = 0; rank < program_.world_size; ++rank) try_start(rank);
-    engine_.run();
+    run_events();
     if (engine_.now() == Time::max()) {
       throw SimulationError("the simulated run exceeds the simulator's 106 days of simulated time");
     }
@@ -275,6 +275,24 @@ class Simulator {
         const auto reason = collectives::unsupported_reason(
             collective_spec(cluster_, options_.network, request, fixed->algorithm));
         if (reason) throw InvalidOverride(*fixed, fmt::format("on group {}[{}]: {}", family.name, instance, *reason));
+      }
+    }
+  }
+
+  void run_events() {
+    if (!options_.progress) {
+      engine_.run();
+      return;
+    }
+    constexpr std::uint64_t kEventsBetweenReports = 4096;
+    std::size_t total_ops = 0;
+    for (const RankState& state : ranks_) total_ops += state.program->ops.size();
+    for (std::uint64_t events = 1; engine_.step(); ++events) {
+      if (events % kEventsBetweenReports != 0) continue;
+      std::size_t finished = 0;
+      for (const RankState& state : ranks_) finished += state.completed;
+      if (!options_.progress(static_cast<double>(finished) / static_cast<double>(std::max<std::size_t>(total_ops, 1)))) {
+        throw SimulationCancelled();
       }
     }
   }

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <map>
+#include <functional>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -54,6 +55,9 @@ struct SimulationOptions {
   std::vector<double> compute_slowdown;
   // Ranks whose spans the timeline keeps (empty: all). Every rank is summarised regardless.
   std::vector<bool> traced_ranks;
+  // Called every few thousand events with the fraction of ops finished so far; returning false
+  // stops the run with SimulationCancelled. Lets a front end show progress and cancel.
+  std::function<bool(double fraction_done)> progress;
 };
 
 struct SimulationResult {
@@ -68,6 +72,12 @@ struct SimulationResult {
 class SimulationError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
+};
+
+// The run was stopped by SimulationOptions::progress.
+class SimulationCancelled : public SimulationError {
+ public:
+  SimulationCancelled() : SimulationError("the simulation was cancelled") {}
 };
 
 // A user-set collective algorithm that cannot run on a group of the program.

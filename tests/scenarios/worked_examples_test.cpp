@@ -325,3 +325,25 @@ TEST(WorkedExampleTest, BarrierCostGrowsLinearlyWithTheNumberOfRanks) {
 }
 
 }  // namespace
+
+namespace {
+
+// A front end (the viewer) follows a long run and may stop it.
+TEST(RunScenarioTest, ProgressRisesToCompletionAndCanCancel) {
+  const scenarios::Scenario scenario = scenarios::load_scenario(kScenarios + "default.toml");
+  std::vector<double> fractions;
+  scenarios::run_scenario(scenario, [&](double fraction) {
+    fractions.push_back(fraction);
+    return true;
+  });
+  ASSERT_GE(fractions.size(), 2u);
+  EXPECT_TRUE(std::is_sorted(fractions.begin(), fractions.end()));
+  EXPECT_GT(fractions.front(), 0.0);
+  EXPECT_LE(fractions.back(), 1.0);
+
+  int calls = 0;
+  EXPECT_THROW(scenarios::run_scenario(scenario, [&](double) { return ++calls < 2; }), sim::SimulationCancelled);
+  EXPECT_EQ(calls, 2);
+}
+
+}  // namespace
