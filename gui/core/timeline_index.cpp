@@ -61,8 +61,7 @@ void TimelineIndex::build_rows() {
 
   // Rows are in rank order; group them by node.
   for (std::size_t r = 0; r < rows_.size(); ++r) {
-    const auto rank = static_cast<std::size_t>(rows_[r].rank);
-    const std::int32_t node = rank < timeline_->ranks.size() ? timeline_->ranks[rank].node : rows_[r].rank;
+    const std::int32_t node = node_of(rows_[r]);
     auto group = std::find_if(nodes_.begin(), nodes_.end(), [&](const NodeGroup& g) { return g.node == node; });
     if (group == nodes_.end()) group = nodes_.insert(nodes_.end(), NodeGroup{node, {}});
     group->rows.push_back(r);
@@ -126,10 +125,17 @@ std::optional<std::uint32_t> TimelineIndex::span_at(const Row& row, double time_
   return best;
 }
 
+std::int32_t TimelineIndex::node_of(const Row& row) const {
+  const auto rank = static_cast<std::size_t>(row.rank);
+  return rank < timeline_->ranks.size() ? timeline_->ranks[rank].node : row.rank;
+}
+
 std::string TimelineIndex::row_label(const Row& row) const {
+  // Lanes sit under their node's header: "rank 3 (node 0, gpu 3)" is shown as "rank 3".
   const trace::Timeline& timeline = *timeline_;
   const auto rank = static_cast<std::size_t>(row.rank);
   std::string label = rank < timeline.ranks.size() ? timeline.ranks[rank].name : fmt::format("rank {}", row.rank);
+  if (const std::size_t detail = label.find(" ("); detail != std::string::npos && detail > 0) label.resize(detail);
   if (row.stream < timeline.streams.size()) label += " · " + timeline.streams[row.stream];
   if (row.depth > 0) label += fmt::format(" ·{}", row.depth);
   return label;

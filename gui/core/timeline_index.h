@@ -58,6 +58,7 @@ class TimelineIndex {
   // The row that holds a span.
   std::size_t row_of(std::uint32_t span) const { return row_of_span_[span]; }
   std::string row_label(const Row& row) const;
+  std::int32_t node_of(const Row& row) const;
 
  private:
   void build_rows();

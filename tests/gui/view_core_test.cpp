@@ -5,6 +5,7 @@
 #include <random>
 
 #include "gui/core/lane_layout.h"
+#include "gui/core/span_details.h"
 #include "gui/core/level_of_detail.h"
 #include "gui/core/span_query.h"
 #include "gui/core/time_axis.h"
@@ -363,6 +364,34 @@ TEST(LaneLayoutTest, CollapsedNodesHideTheirLanesAndCompareModeAddsTitles) {
   layout.rebuild({&index, &index}, {{1, 1}}, metrics);
   EXPECT_EQ(layout.entries().front().kind, gui::LayoutEntry::Kind::kTitle);
   EXPECT_EQ(layout.entries().size(), 1u + 5 + 1 + 4);
+}
+
+}  // namespace
+
+namespace {
+
+TEST(SpanDetailsTest, RatesFollowFromBytesFlopsAndDuration) {
+  TimelineMaker maker({0}, {"compute", "comm"});
+  trace::Span& all_reduce = maker.add(0, 1, trace::Category::kAllReduce, "bucket0", 2'000'000, 1'002'000'000);  // 1 ms
+  all_reduce.bytes = 100'000'000;
+  all_reduce.algorithm = maker.timeline->strings.intern("ring");
+  trace::Span& matmul = maker.add(0, 0, trace::Category::kForward, "qkv", 0, 2'000'000'000);  // 2 ms
+  matmul.flops = 1e12;
+  const auto comm = gui::span_details(*maker.timeline, 0, 0);
+  auto value = [](const auto& details, const std::string& field) {
+    for (const auto& [name, text] : details) {
+      if (name == field) return text;
+    }
+    return std::string("(absent)");
+  };
+  EXPECT_EQ(value(comm, "achieved bandwidth"), "100.0 GB/s");
+  EXPECT_EQ(value(comm, "algorithm"), "ring");
+  EXPECT_EQ(value(comm, "start"), "2.00 µs");
+  EXPECT_EQ(value(comm, "duration"), "1.00 ms");
+  EXPECT_EQ(value(comm, "FLOPs"), "(absent)");
+  const auto compute = gui::span_details(*maker.timeline, 1, 0);
+  EXPECT_EQ(value(compute, "achieved FLOP rate"), "500.0 TFLOP/s");
+  EXPECT_EQ(value(compute, "achieved bandwidth"), "(absent)");
 }
 
 }  // namespace

@@ -1,0 +1,307 @@
+// The viewer's main window (see main_window.h).
+#include "gui/main_window.h"
+
+#include <QApplication>
+#include <QDockWidget>
+#include <QFileDialog>
+#include <QHeaderView>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QPixmap>
+#include <QSortFilterProxyModel>
+#include <QStatusBar>
+#include <QThread>
+#include <QVBoxLayout>
+
+#include <fmt/format.h>
+
+#include "gui/category_palette.h"
+#include "gui/core/span_details.h"
+#include "scenarios/run_scenario.h"
+#include "sim/trace/chrome_trace.h"
+
+namespace gui {
+namespace {
+
+constexpr std::size_t kSearchLimit = 5000;
+
+QTableView* table_view(QAbstractItemModel* model, QWidget* parent) {
+  auto* view = new QTableView(parent);
+  auto* sorted = new QSortFilterProxyModel(view);
+  sorted->setSourceModel(model);
+  sorted->setSortRole(Qt::UserRole);
+  view->setModel(sorted);
+  view->setSortingEnabled(true);
+  view->sortByColumn(-1, Qt::AscendingOrder);
+  view->verticalHeader()->hide();
+  view->horizontalHeader()->setStretchLastSection(true);
+  view->setSelectionBehavior(QAbstractItemView::SelectRows);
+  view->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  return view;
+}
+
+}  // namespace
+
+MainWindow::MainWindow(QWidget* parent)
+    : QMainWindow(parent),
+      view_(new TimelineView),
+      banner_(new QLabel),
+      legend_(new QListWidget),
+      details_(new QTextBrowser),
+      search_field_(new QLineEdit),
+      search_status_(new QLabel),
+      search_model_(new TableModel(this)),
+      summary_model_(new TableModel(this)),
+      memory_model_(new TableModel(this)),
+      compare_model_(new TableModel(this)),
+      memory_chart_(new MemoryChart),
+      memory_rank_(new QSpinBox),
+      scenario_panel_(new ScenarioPanel) {
+  setWindowTitle("dtsim-view");
+  banner_->setStyleSheet("QLabel { background: #fde2e1; color: #8a1c12; padding: 6px; border-bottom: 1px solid #e0a19c; }");
+  banner_->setWordWrap(true);
+  banner_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  banner_->hide();
+  auto* central = new QWidget;
+  auto* layout = new QVBoxLayout(central);
+  layout->setContentsMargins(0, 0, 0, 0);
+  layout->setSpacing(0);
+  layout->addWidget(banner_);
+  layout->addWidget(view_, 1);
+  setCentralWidget(central);
+
+  for (std::size_t c = 0; c < trace::kCategoryCount; ++c) {
+    const auto category = static_cast<trace::Category>(c);
+    QPixmap swatch(14, 14);
+    swatch.fill(category_color(category));
+    auto* item = new QListWidgetItem(QIcon(swatch), QString::fromStdString(std::string(trace::category_name(category))));
+    item->setFlags(Qt::ItemIsEnabled | Qt::ItemIsUserCheckable);
+    item->setCheckState(Qt::Checked);
+    legend_->addItem(item);
+  }
+  connect(legend_, &QListWidget::itemChanged, this, [this](QListWidgetItem* item) {
+    view_->set_category_hidden(static_cast<trace::Category>(legend_->row(item)), item->checkState() != Qt::Checked);
+  });
+
+  auto* search_panel = new QWidget;
+  auto* search_layout = new QVBoxLayout(search_panel);
+  search_field_->setPlaceholderText("name words, cat:all_reduce, rank:0-7");
+  search_results_ = table_view(search_model_, search_panel);
+  search_layout->addWidget(search_field_);
+  search_layout->addWidget(search_status_);
+  search_layout->addWidget(search_results_);
+  connect(search_field_, &QLineEdit::returnPressed, this, &MainWindow::search);
+  connect(search_results_, &QTableView::activated, this, [this](const QModelIndex& index) {
+    const auto* sorted = static_cast<const QSortFilterProxyModel*>(search_results_->model());
+    const int row = sorted->mapToSource(index).row();
+    view_->select(search_model_->table().spans.at(static_cast<std::size_t>(row)), true);
+  });
+
+  auto* summary_panel = new QWidget;
+  auto* summary_layout = new QVBoxLayout(summary_panel);
+  summary_layout->addWidget(table_view(summary_model_, summary_panel), 2);
+  summary_layout->addWidget(new QLabel("peak memory per rank"));
+  summary_layout->addWidget(table_view(memory_model_, summary_panel), 1);
+
+  auto* memory_panel = new QWidget;
+  auto* memory_layout = new QVBoxLayout(memory_panel);
+  auto* rank_row = new QHBoxLayout;
+  rank_row->addWidget(new QLabel("rank"));
+  rank_row->addWidget(memory_rank_);
+  rank_row->addStretch();
+  memory_layout->addLayout(rank_row);
+  memory_layout->addWidget(memory_chart_, 1);
+  connect(memory_rank_, &QSpinBox::valueChanged, memory_chart_, &MemoryChart::set_rank);
+
+  add_dock("Legend", legend_, Qt::LeftDockWidgetArea);
+  add_dock("Search", search_panel, Qt::LeftDockWidgetArea);
+  add_dock("Scenario", scenario_panel_, Qt::LeftDockWidgetArea);
+  add_dock("Details", details_, Qt::RightDockWidgetArea);
+  add_dock("Summary", summary_panel, Qt::RightDockWidgetArea);
+  add_dock("Memory", memory_panel, Qt::BottomDockWidgetArea);
+  add_dock("Compare", table_view(compare_model_, this), Qt::BottomDockWidgetArea);
+
+  connect(view_, &TimelineView::selection_changed, this, &MainWindow::selection_updated);
+  connect(scenario_panel_, &ScenarioPanel::simulated, this, &MainWindow::add_document);
+  connect(scenario_panel_, &ScenarioPanel::failed, this, &MainWindow::show_error);
+  build_menus();
+  statusBar()->showMessage("Open a timeline (File ▸ Open) or simulate a scenario (Scenario panel)");
+  resize(1500, 900);
+}
+
+QDockWidget* MainWindow::add_dock(const QString& title, QWidget* content, Qt::DockWidgetArea area) {
+  auto* dock = new QDockWidget(title, this);
+  dock->setObjectName(title);
+  dock->setWidget(content);
+  addDockWidget(area, dock);
+  return dock;
+}
+
+void MainWindow::build_menus() {
+  QMenu* file = menuBar()->addMenu("&File");
+  file->addAction("&Open timeline…", QKeySequence::Open, this, [this] {
+    const QStringList paths = QFileDialog::getOpenFileNames(this, "Open timelines", {}, "Chrome traces (*.json);;All files (*)");
+    if (!paths.isEmpty()) open_files(paths);
+  });
+  file->addAction("Open &scenario…", this, [this] {
+    const QString path = QFileDialog::getOpenFileName(this, "Open scenario", {}, "Scenarios (*.toml)");
+    if (path.isEmpty()) return;
+    scenario_panel_->set_scenario_path(path);
+    scenario_panel_->run();
+  });
+  file->addAction("Export view as &PNG…", this, [this] {
+    const QString path = QFileDialog::getSaveFileName(this, "Export PNG", "timeline.png", "PNG (*.png)");
+    if (!path.isEmpty()) export_png(path);
+  });
+  file->addAction("Export timeline as Chrome &JSON…", this, [this] {
+    const QString path = QFileDialog::getSaveFileName(this, "Export Chrome trace", "timeline.json", "JSON (*.json)");
+    if (!path.isEmpty()) export_chrome_json(path);
+  });
+  file->addAction("&Close all", this, &MainWindow::close_all);
+  file->addSeparator();
+  file->addAction("&Quit", QKeySequence::Quit, qApp, &QApplication::quit);
+
+  QMenu* navigate = menuBar()->addMenu("&View");
+  navigate->addAction("Fit &everything (0)", view_, &TimelineView::fit_all);
+  navigate->addAction("Fit one &step (F)", view_, &TimelineView::fit_step);
+  navigate->addAction("Zoom &back (Alt+←)", view_, &TimelineView::go_back);
+  navigate->addAction("Zoom &forward (Alt+→)", view_, &TimelineView::go_forward);
+
+  QMenu* help = menuBar()->addMenu("&Help");
+  help->addAction("&Keys", this, [this] {
+    QMessageBox::information(this, "dtsim-view keys",
+                             "wheel: zoom at cursor · Shift+wheel: scroll lanes\n"
+                             "drag: pan · Shift+drag or right-drag: box zoom\n"
+                             "W/S: zoom in/out · A/D: pan · F: fit one step · 0: fit everything\n"
+                             "Alt+←/Alt+→ or Backspace: zoom history · click: select · Esc: clear\n"
+                             "click a node header: collapse or expand its lanes");
+  });
+}
+
+void MainWindow::open_files(const QStringList& paths) {
+  for (const QString& path : paths) {
+    ++loads_in_flight_;
+    statusBar()->showMessage("loading " + path + " …");
+    QThread* worker = QThread::create([this, path] {
+      std::shared_ptr<const Document> document;
+      QString error;
+      try {
+        document = load_document(path.toStdString());
+      } catch (const std::exception& failure) {
+        error = QString::fromStdString(failure.what());
+      }
+      QMetaObject::invokeMethod(this, [this, document, error] {
+        --loads_in_flight_;
+        if (document) add_document(document);
+        if (!error.isEmpty()) show_error(error);
+        if (loads_in_flight_ == 0) emit loads_finished();
+      }, Qt::QueuedConnection);
+    });
+    connect(worker, &QThread::finished, worker, &QObject::deleteLater);
+    worker->start();
+  }
+}
+
+void MainWindow::add_document(std::shared_ptr<const Document> document) {
+  documents_.push_back(std::move(document));
+  if (documents_.size() > kMaxDocuments) documents_.erase(documents_.begin());
+  banner_->hide();
+  documents_updated();
+}
+
+void MainWindow::close_all() {
+  documents_.clear();
+  documents_updated();
+}
+
+void MainWindow::documents_updated() {
+  view_->set_documents(documents_);
+  summary_model_->set_table(summary_table(documents_));
+  memory_model_->set_table(peak_memory_table(documents_));
+  compare_model_->set_table(documents_.size() >= 2 ? compare_table(**(documents_.end() - 2), *documents_.back()) : Table{});
+  memory_chart_->set_documents(documents_);
+  std::size_t ranks = 1;
+  for (const auto& document : documents_) ranks = std::max(ranks, document->index->timeline().ranks.size());
+  memory_rank_->setRange(0, static_cast<int>(ranks) - 1);
+  std::size_t spans = 0;
+  for (const auto& document : documents_) spans += document->index->timeline().spans.size();
+  statusBar()->showMessage(QString::fromStdString(fmt::format("{} timeline(s), {} spans", documents_.size(), spans)));
+  if (!search_field_->text().isEmpty()) search();
+  emit documents_changed();
+}
+
+void MainWindow::selection_updated() {
+  const auto& selected = view_->state().selected;
+  if (!selected) {
+    details_->clear();
+    return;
+  }
+  const Document& document = *documents_.at(selected->document);
+  QString html = QStringLiteral("<b>%1</b><table>").arg(QString::fromStdString(document.title).toHtmlEscaped());
+  for (const auto& [field, value] : span_details(document.index->timeline(), selected->span, view_->state().origin_ps())) {
+    html += QStringLiteral("<tr><td><b>%1</b>&nbsp;</td><td>%2</td></tr>")
+                .arg(QString::fromStdString(field).toHtmlEscaped(), QString::fromStdString(value).toHtmlEscaped());
+  }
+  const RelatedSpans& related = view_->state().related;
+  html += QStringLiteral("</table><p>waited for %1 op(s) (orange), %2 op(s) waited for it (green), %3 peer(s) on other "
+                         "ranks (blue)</p>")
+              .arg(related.predecessors.size())
+              .arg(related.successors.size())
+              .arg(related.peers.size());
+  details_->setHtml(html);
+}
+
+void MainWindow::search() {
+  try {
+    const SpanQuery query = SpanQuery::parse(search_field_->text().toStdString());
+    view_->set_query(query);
+    Table results;
+    for (std::size_t d = 0; d < documents_.size() && !query.empty(); ++d) {
+      Table found = search_table(*documents_[d], d, query, kSearchLimit - results.rows.size());
+      if (results.headers.isEmpty()) results.headers = found.headers;
+      std::move(found.rows.begin(), found.rows.end(), std::back_inserter(results.rows));
+      results.spans.insert(results.spans.end(), found.spans.begin(), found.spans.end());
+    }
+    search_status_->setText(query.empty() ? QString()
+                                          : QStringLiteral("%1 span(s)%2").arg(results.rows.size())
+                                                .arg(results.rows.size() >= kSearchLimit ? " (first ones)" : ""));
+    search_model_->set_table(std::move(results));
+  } catch (const InvalidQuery& error) {
+    search_status_->setText(QString::fromStdString(error.what()));
+  }
+}
+
+void MainWindow::show_error(const QString& message) {
+  banner_->setText(message);
+  banner_->show();
+  statusBar()->showMessage(message);
+}
+
+bool MainWindow::export_png(const QString& path) {
+  const QImage image = view_->render(view_->size());
+  if (!image.save(path, "PNG")) {
+    show_error("cannot write " + path);
+    return false;
+  }
+  return true;
+}
+
+bool MainWindow::export_chrome_json(const QString& path) {
+  if (documents_.empty()) {
+    show_error("nothing to export: no timeline is open");
+    return false;
+  }
+  const auto& selected = view_->state().selected;
+  const Document& document = *documents_[selected ? selected->document : documents_.size() - 1];
+  try {
+    scenarios::write_file_atomically(path.toStdString(), [&](std::ostream& out) {
+      trace::write_chrome_trace(document.index->timeline(), out);
+    });
+  } catch (const std::exception& error) {
+    show_error(QStringLiteral("cannot write %1: %2").arg(path, QString::fromStdString(error.what())));
+    return false;
+  }
+  return true;
+}
+
+}  // namespace gui

@@ -1,0 +1,198 @@
+// Timeline painting (see timeline_painter.h).
+//
+// Cost per frame: the folds of the rows on screen (level_of_detail.h bounds them by the
+// width), one fillRect per item, and a label only where the item is wide enough to hold one.
+#include "gui/timeline_painter.h"
+
+#include <QFontMetrics>
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+#include <limits>
+
+#include "gui/category_palette.h"
+#include "gui/core/time_axis.h"
+
+namespace gui {
+namespace {
+
+const QColor kBackground(0xFF, 0xFF, 0xFF);
+const QColor kGutter(0xF4, 0xF4, 0xF6);
+const QColor kNodeHeader(0xE4, 0xE7, 0xEC);
+const QColor kTitleBar(0x3A, 0x44, 0x55);
+const QColor kGrid(0xE6, 0xE6, 0xE6);
+const QColor kText(0x22, 0x22, 0x22);
+const QColor kSelected(0x00, 0x00, 0x00);
+const QColor kPredecessor(0xE6, 0x55, 0x00);  // what the selected op waited for
+const QColor kSuccessor(0x00, 0x99, 0x44);    // what waited for it
+const QColor kPeer(0x11, 0x55, 0xCC);         // the same collective on other ranks
+constexpr int kMinLabelWidth = 24;
+
+QColor faded(QColor color) {
+  color.setAlpha(45);
+  return color;
+}
+
+}  // namespace
+
+std::vector<const TimelineIndex*> ViewState::indices() const {
+  std::vector<const TimelineIndex*> result;
+  for (const auto& document : documents) result.push_back(document->index.get());
+  return result;
+}
+
+void ViewState::relayout(const LaneMetrics& metrics) { layout.rebuild(indices(), collapsed, metrics); }
+
+double ViewState::origin_ps() const {
+  double origin = std::numeric_limits<double>::max();
+  for (const auto& document : documents) origin = std::min(origin, document->index->extent().begin_ps);
+  return documents.empty() ? 0 : origin;
+}
+
+void TimelinePainter::paint(QPainter& painter, QSize size, const ViewState& state) {
+  painter.fillRect(QRect(QPoint(0, 0), size), kBackground);
+  const int lanes_top = ViewGeometry::kAxisHeight;
+  const int width = size.width() - ViewGeometry::kGutterWidth;
+  if (width <= 0) return;
+  painter.fillRect(QRect(0, lanes_top, ViewGeometry::kGutterWidth, size.height() - lanes_top), kGutter);
+
+  // Tick grid under the lanes.
+  const double origin = state.origin_ps();
+  const std::vector<Tick> ticks = axis_ticks(state.viewport.window(), width, origin);
+  painter.setPen(kGrid);
+  for (const Tick& tick : ticks) {
+    const int x = ViewGeometry::kGutterWidth + static_cast<int>(std::lround(state.viewport.x_of(tick.time_ps, width)));
+    painter.drawLine(x, lanes_top, x, size.height());
+  }
+
+  const QFontMetrics metrics(painter.font());
+  const auto [first, last] = state.layout.visible(state.scroll_y, state.scroll_y + size.height() - lanes_top);
+  for (std::size_t e = first; e < last; ++e) {
+    const LayoutEntry& entry = state.layout.entries()[e];
+    const int y = lanes_top + entry.y - state.scroll_y;
+    const Document& document = *state.documents[entry.document];
+    switch (entry.kind) {
+      case LayoutEntry::Kind::kTitle:
+        painter.fillRect(0, y, size.width(), entry.height, kTitleBar);
+        painter.setPen(Qt::white);
+        painter.drawText(QRect(6, y, size.width() - 12, entry.height), Qt::AlignVCenter | Qt::AlignLeft,
+                         QString::fromStdString(document.title + " — " + document.source));
+        break;
+      case LayoutEntry::Kind::kNode: {
+        const NodeGroup& node = document.index->nodes()[entry.node];
+        const bool collapsed = state.collapsed.count({entry.document, node.node}) != 0;
+        painter.fillRect(0, y, size.width(), entry.height, kNodeHeader);
+        painter.setPen(kText);
+        painter.drawText(QRect(6, y, size.width(), entry.height), Qt::AlignVCenter | Qt::AlignLeft,
+                         QString::fromStdString(fmt::format("{} node {} · {} lanes", collapsed ? "▸" : "▾", node.node,
+                                                            node.rows.size())));
+        break;
+      }
+      case LayoutEntry::Kind::kRow: {
+        const Row& row = document.index->rows()[entry.row];
+        painter.setPen(kText);
+        painter.drawText(QRect(14, y, ViewGeometry::kGutterWidth - 18, entry.height), Qt::AlignVCenter | Qt::AlignLeft,
+                         metrics.elidedText(QString::fromStdString(document.index->row_label(row)), Qt::ElideMiddle,
+                                            ViewGeometry::kGutterWidth - 18));
+        painter.setClipRect(ViewGeometry::kGutterWidth, y, width, entry.height);
+        paint_row(painter, QRect(ViewGeometry::kGutterWidth, y + 1, width, entry.height - 2), document, row, state);
+        painter.setClipping(false);
+        break;
+      }
+    }
+  }
+  paint_related(painter, size, state);
+  if (state.box_zoom) {
+    const int left = std::min(state.box_zoom->first, state.box_zoom->second);
+    const int right = std::max(state.box_zoom->first, state.box_zoom->second);
+    painter.fillRect(QRect(left, lanes_top, right - left, size.height() - lanes_top), QColor(0x33, 0x66, 0xCC, 50));
+  }
+  paint_axis(painter, size, state);
+}
+
+void TimelinePainter::paint_axis(QPainter& painter, QSize size, const ViewState& state) {
+  const int width = size.width() - ViewGeometry::kGutterWidth;
+  painter.fillRect(0, 0, size.width(), ViewGeometry::kAxisHeight, kBackground);
+  painter.setPen(kText);
+  painter.drawText(QRect(6, 0, ViewGeometry::kGutterWidth - 12, ViewGeometry::kAxisHeight),
+                   Qt::AlignVCenter | Qt::AlignLeft,
+                   QString::fromStdString("view " + format_duration(state.viewport.window().length())));
+  for (const Tick& tick : axis_ticks(state.viewport.window(), width, state.origin_ps())) {
+    const int x = ViewGeometry::kGutterWidth + static_cast<int>(std::lround(state.viewport.x_of(tick.time_ps, width)));
+    painter.drawLine(x, ViewGeometry::kAxisHeight - 6, x, ViewGeometry::kAxisHeight);
+    painter.drawText(x + 3, ViewGeometry::kAxisHeight - 8, QString::fromStdString(tick.label));
+  }
+  painter.drawLine(0, ViewGeometry::kAxisHeight - 1, size.width(), ViewGeometry::kAxisHeight - 1);
+}
+
+void TimelinePainter::paint_row(QPainter& painter, QRect lane, const Document& document, const Row& row,
+                                const ViewState& state) {
+  const TimelineIndex& index = *document.index;
+  const trace::Timeline& timeline = index.timeline();
+  items_.clear();
+  fold_row(index, row, state.viewport.window(), lane.width(), ViewGeometry::kFoldBelowPx, items_);
+  const double scale = lane.width() / state.viewport.window().length();
+  const double begin = state.viewport.window().begin_ps;
+  const QFontMetrics metrics(painter.font());
+  const int average_char = std::max(1, metrics.averageCharWidth());
+  const bool filtering = !state.query.empty();
+  for (const DrawItem& item : items_) {
+    if (state.hidden_categories[static_cast<std::size_t>(item.category)]) continue;
+    const double left = std::max((static_cast<double>(item.start_ps) - begin) * scale, -1.0);
+    const double right = std::min((static_cast<double>(item.end_ps) - begin) * scale, lane.width() + 1.0);
+    const int x = lane.left() + static_cast<int>(std::floor(left));
+    const int w = std::max(1, static_cast<int>(std::ceil(right)) - static_cast<int>(std::floor(left)));
+    const QRect box(x, lane.top(), w, lane.height());
+    QColor color = category_color(item.category);
+    const trace::Span& first = timeline.spans[row.spans[item.first]];
+    const bool matches = !filtering || (item.count == 1 ? state.query.matches(timeline, first)
+                                                        : state.query.matches_whole_category(item.category));
+    if (!matches) color = faded(color);
+    if (item.count > 1) color = color.darker(115);
+    painter.fillRect(box, color);
+    if (w < kMinLabelWidth || !matches) continue;
+    // A label: the op's name, or how many ops the fold holds; cut to the characters that fit.
+    QString label = item.count == 1 ? QString::fromStdString(timeline.strings.at(first.name))
+                                    : QStringLiteral("%1 ops").arg(item.count);
+    const int fits = (w - 4) / average_char;
+    if (label.size() > fits) label = fits > 2 ? label.left(fits - 1) + QChar(0x2026) : QString();
+    if (label.isEmpty()) continue;
+    painter.setPen(Qt::white);
+    painter.drawText(box.adjusted(2, 0, -2, 0), Qt::AlignVCenter | Qt::AlignLeft, label);
+  }
+}
+
+void TimelinePainter::paint_related(QPainter& painter, QSize size, const ViewState& state) {
+  if (!state.selected || state.selected->document >= state.documents.size()) return;
+  const Document& document = *state.documents[state.selected->document];
+  const TimelineIndex& index = *document.index;
+  const int width = size.width() - ViewGeometry::kGutterWidth;
+  auto outline = [&](std::uint32_t span_index, const QColor& color, int thickness) {
+    const LayoutEntry* entry = state.layout.entry_of_row(state.selected->document, index.row_of(span_index));
+    if (entry == nullptr) return;
+    const trace::Span& span = index.timeline().spans[span_index];
+    const double left = std::max(state.viewport.x_of(static_cast<double>(span.start_ps), width), -4.0);
+    const double right = std::min(state.viewport.x_of(static_cast<double>(span.end_ps), width), width + 4.0);
+    if (right < -2 || left > width + 2) return;
+    const int y = ViewGeometry::kAxisHeight + entry->y - state.scroll_y;
+    painter.setPen(QPen(color, thickness));
+    painter.setBrush(Qt::NoBrush);
+    painter.drawRect(QRectF(ViewGeometry::kGutterWidth + left, y, std::max(right - left, 2.0), entry->height - 1));
+  };
+  painter.setClipRect(ViewGeometry::kGutterWidth, ViewGeometry::kAxisHeight, width, size.height());
+  for (const std::uint32_t span : state.related.predecessors) outline(span, kPredecessor, 2);
+  for (const std::uint32_t span : state.related.successors) outline(span, kSuccessor, 2);
+  for (const std::uint32_t span : state.related.peers) outline(span, kPeer, 2);
+  outline(state.selected->span, kSelected, 2);
+  painter.setClipping(false);
+}
+
+QImage render_view(const ViewState& state, QSize size) {
+  QImage image(size, QImage::Format_ARGB32_Premultiplied);
+  QPainter painter(&image);
+  TimelinePainter().paint(painter, size, state);
+  return image;
+}
+
+}  // namespace gui

@@ -1,0 +1,174 @@
+// dtsim-view: the desktop timeline viewer. With no export option it opens a window on the
+// given timelines (and scenario); with --export-png / --export-json / --screenshot it renders
+// without showing anything and exits: 0 when written, 1 on unreadable input or an unwritable
+// output (one message on stderr, no file left behind), 2 on a usage error.
+#include <QApplication>
+#include <QCommandLineParser>
+#include <QEventLoop>
+#include <QTimer>
+
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+
+#include "gui/main_window.h"
+#include "scenarios/run_scenario.h"
+#include "scenarios/scenario_loader.h"
+#include "sim/trace/chrome_trace.h"
+
+namespace {
+
+constexpr int kExitBadInput = 1;
+constexpr int kExitUsage = 2;
+
+struct Options {
+  QStringList files;
+  QString scenario;
+  QStringList sets;
+  QString export_png, export_json, screenshot, select;
+  QSize size{1600, 900};
+  int step = 0;  // 0: fit everything; k: fit step k
+};
+
+bool exporting(const Options& options) {
+  return !options.export_png.isEmpty() || !options.export_json.isEmpty() || !options.screenshot.isEmpty();
+}
+
+std::optional<Options> parse(const QApplication& app, QCommandLineParser& parser) {
+  parser.setApplicationDescription("dtsim-view: timelines of simulated and real training runs, side by side.");
+  parser.addHelpOption();
+  parser.addPositionalArgument("files", "dtsim timelines or Chrome/Perfetto JSON traces (PyTorch profiler traces too)",
+                               "[FILE…]");
+  parser.addOptions({
+      {"scenario", "Simulate this scenario TOML in the app (through the dtsim library).", "TOML"},
+      {"set", "Override a scenario key, as dtsim run --set does (repeatable).", "KEY=VALUE"},
+      {"export-png", "Render the timeline view to this PNG and exit.", "PNG"},
+      {"export-json", "Write the (last) timeline as a Chrome trace and exit.", "JSON"},
+      {"screenshot", "Render the whole window (docks and all) to this PNG and exit.", "PNG"},
+      {"select", "Select the first span this query finds (see the Search panel) before rendering.", "QUERY"},
+      {"size", "Size of the rendered image, WIDTHxHEIGHT (default 1600x900).", "WxH"},
+      {"step", "Fit the view to this training step (1-based) before rendering.", "N"},
+  });
+  parser.process(app);
+  Options options;
+  options.files = parser.positionalArguments();
+  options.scenario = parser.value("scenario");
+  options.sets = parser.values("set");
+  options.export_png = parser.value("export-png");
+  options.export_json = parser.value("export-json");
+  options.screenshot = parser.value("screenshot");
+  options.select = parser.value("select");
+  if (parser.isSet("size")) {
+    const QStringList parts = parser.value("size").split('x');
+    bool width_ok = false, height_ok = false;
+    if (parts.size() == 2) options.size = QSize(parts[0].toInt(&width_ok), parts[1].toInt(&height_ok));
+    if (!width_ok || !height_ok || options.size.width() < 400 || options.size.height() < 200 ||
+        options.size.width() > 16384 || options.size.height() > 16384) {
+      std::cerr << "dtsim-view: --size: expected WIDTHxHEIGHT between 400x200 and 16384x16384, e.g. 1600x900\n";
+      return std::nullopt;
+    }
+  }
+  if (parser.isSet("step")) {
+    bool ok = false;
+    options.step = parser.value("step").toInt(&ok);
+    if (!ok || options.step < 1) {
+      std::cerr << "dtsim-view: --step: expected a step number ≥ 1\n";
+      return std::nullopt;
+    }
+  }
+  if (exporting(options) && options.files.isEmpty() && options.scenario.isEmpty()) {
+    std::cerr << "dtsim-view: nothing to export: give timeline files or --scenario\n";
+    return std::nullopt;
+  }
+  return options;
+}
+
+// Waits (running the event loop) until the window has loaded and simulated what it was given.
+bool wait_until_ready(gui::MainWindow& window, bool simulating) {
+  QEventLoop loop;
+  bool simulated = !simulating;
+  auto check = [&] {
+    if (!window.loading() && simulated) loop.quit();
+  };
+  QObject::connect(&window, &gui::MainWindow::loads_finished, &loop, check);
+  QObject::connect(window.scenario_panel(), &gui::ScenarioPanel::simulated, &loop, [&] { simulated = true; check(); });
+  QObject::connect(window.scenario_panel(), &gui::ScenarioPanel::failed, &loop, [&] { simulated = true; check(); });
+  QTimer::singleShot(0, &loop, check);
+  loop.exec();
+  return window.error_text().isEmpty();
+}
+
+void prepare_view(gui::MainWindow& window, const Options& options) {
+  gui::TimelineView& view = *window.view();
+  if (options.step > 0 && !view.state().documents.empty()) {
+    const auto& steps = view.state().documents.front()->index->steps();
+    view.set_window(steps[std::min<std::size_t>(static_cast<std::size_t>(options.step), steps.size()) - 1]);
+  }
+  if (!options.select.isEmpty()) {
+    window.search_field()->setText(options.select);
+    emit window.search_field()->returnPressed();
+    if (!window.search_model()->table().spans.empty()) view.select(window.search_model()->table().spans.front(), true);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Exporting needs no display: render offscreen unless a platform was chosen.
+  const bool headless = std::getenv("DISPLAY") == nullptr && std::getenv("WAYLAND_DISPLAY") == nullptr;
+  bool wants_export = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string argument = argv[i];
+    wants_export = wants_export || argument.starts_with("--export") || argument.starts_with("--screenshot");
+  }
+  if (headless && wants_export && std::getenv("QT_QPA_PLATFORM") == nullptr) setenv("QT_QPA_PLATFORM", "offscreen", 1);
+
+  QApplication app(argc, argv);
+  QApplication::setApplicationName("dtsim-view");
+  QCommandLineParser parser;
+  const auto options = parse(app, parser);
+  if (!options) return kExitUsage;
+
+  gui::MainWindow window;
+  window.resize(options->size);
+  if (!options->scenario.isEmpty()) {
+    window.scenario_panel()->set_scenario_path(options->scenario);
+    if (!options->sets.isEmpty()) {
+      // --set keys the panel has no field for still apply: they are given to the loader as is.
+      window.scenario_panel()->set_extra_overrides(options->sets);
+    }
+  }
+  if (!exporting(*options)) {
+    window.show();
+    if (!options->files.isEmpty()) window.open_files(options->files);
+    if (!options->scenario.isEmpty()) window.scenario_panel()->run();
+    return QApplication::exec();
+  }
+
+  window.setAttribute(Qt::WA_DontShowOnScreen);
+  window.show();
+  if (!options->files.isEmpty()) window.open_files(options->files);
+  if (!options->scenario.isEmpty()) window.scenario_panel()->run();
+  if (!wait_until_ready(window, !options->scenario.isEmpty())) {
+    std::cerr << "dtsim-view: " << window.error_text().toStdString() << "\n";
+    return kExitBadInput;
+  }
+  prepare_view(window, *options);
+  QApplication::processEvents();
+  if (!options->export_png.isEmpty()) {
+    window.view()->resize(options->size);
+    if (!window.export_png(options->export_png)) {
+      std::cerr << "dtsim-view: " << window.error_text().toStdString() << "\n";
+      return kExitBadInput;
+    }
+  }
+  if (!options->export_json.isEmpty() && !window.export_chrome_json(options->export_json)) {
+    std::cerr << "dtsim-view: " << window.error_text().toStdString() << "\n";
+    return kExitBadInput;
+  }
+  if (!options->screenshot.isEmpty() && !window.grab().save(options->screenshot, "PNG")) {
+    std::cerr << "dtsim-view: cannot write " << options->screenshot.toStdString() << "\n";
+    return kExitBadInput;
+  }
+  return 0;
+}

@@ -1,0 +1,341 @@
+// dtsim-view with Qt, headless: table models under QAbstractItemModelTester, the painter's
+// pixels for a known timeline, navigation by keys and wheel, bad files, the scenario panel
+// (what-if, cancel, bad override), exports, and the command line's exit codes.
+#include <QAbstractItemModelTester>
+#include <QImage>
+#include <QProcess>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <gtest/gtest.h>
+
+#include "gui/category_palette.h"
+#include "gui/main_window.h"
+#include "sim/trace/chrome_trace.h"
+
+namespace {
+
+using trace::Category;
+
+const std::string kScenarios = std::string(DTSIM_SOURCE_DIR) + "/scenarios/";
+
+// Rank 0: forward 0–500 ns then backward 500–1000 ns on compute, an all-reduce 500–1000 ns on
+// comm that waits for the forward; rank 1 (another node): 1,000 forward ops of 0.2 ns each.
+std::shared_ptr<const gui::Document> known_document() {
+  trace::Timeline timeline;
+  timeline.title = "known";
+  timeline.ranks = {{"rank 0", 0, true}, {"rank 1", 1, true}};
+  timeline.streams = {"compute", "comm"};
+  auto add = [&](std::int32_t rank, std::uint16_t stream, Category category, const char* name, std::int64_t start,
+                 std::int64_t end, std::int64_t op) {
+    trace::Span span;
+    span.rank = rank;
+    span.stream = stream;
+    span.category = category;
+    span.name = timeline.strings.intern(name);
+    span.start_ps = start;
+    span.end_ps = end;
+    span.op = op;
+    timeline.spans.push_back(span);
+  };
+  add(0, 0, Category::kForward, "fwd", 0, 500'000, 0);
+  add(0, 0, Category::kBackward, "bwd", 500'000, 1'000'000, 1);
+  add(0, 1, Category::kAllReduce, "ar", 500'000, 1'000'000, 2);
+  for (int i = 0; i < 1000; ++i) add(1, 0, Category::kForward, "tiny", i * 1000, i * 1000 + 200, i);
+  timeline.dependencies = {{0, 2, 0}};
+  return gui::make_document("known", "test", std::move(timeline));
+}
+
+gui::ViewState known_state() {
+  gui::ViewState state;
+  state.documents = {known_document()};
+  state.viewport.set({0, 1'000'000});
+  state.relayout();
+  return state;
+}
+
+// Lanes: axis 24 px; node 0 header 18 px; rank 0 compute row at 42, comm row at 60; node 1
+// header at 78; rank 1 compute row at 96 (each row 18 px, span boxes from +1, 16 px high).
+constexpr int kLanesLeft = gui::ViewGeometry::kGutterWidth;
+constexpr int kWidth = kLanesLeft + 1000;  // 1 px per ns
+int row_middle(int row_top) { return gui::ViewGeometry::kAxisHeight + row_top + 9; }
+
+TEST(TimelinePainterTest, KnownSpansLandOnTheirPixelsInTheirColours) {
+  const QImage image = gui::render_view(known_state(), QSize(kWidth, 300));
+  const int compute = row_middle(18);
+  const int comm = row_middle(36);
+  EXPECT_EQ(image.pixel(kLanesLeft + 250, compute), gui::category_color(Category::kForward).rgb());
+  EXPECT_EQ(image.pixel(kLanesLeft + 750, compute), gui::category_color(Category::kBackward).rgb());
+  EXPECT_EQ(image.pixel(kLanesLeft + 250, comm), QColor(Qt::white).rgb());  // nothing before the all-reduce
+  EXPECT_EQ(image.pixel(kLanesLeft + 750, comm), gui::category_color(Category::kAllReduce).rgb());
+  // Rank 1's 0.2 px ops fold into one box, drawn a shade darker than their category.
+  EXPECT_EQ(image.pixel(kLanesLeft + 500, row_middle(72)), gui::category_color(Category::kForward).darker(115).rgb());
+}
+
+TEST(TimelinePainterTest, FilteredOutSpansFadeAndHiddenCategoriesVanish) {
+  gui::ViewState state = known_state();
+  state.query = gui::SpanQuery::parse("cat:all_reduce");
+  state.hidden_categories[static_cast<std::size_t>(Category::kBackward)] = true;
+  const QImage image = gui::render_view(state, QSize(kWidth, 300));
+  const QColor forward = image.pixelColor(kLanesLeft + 250, row_middle(18));
+  EXPECT_GT(forward.red() + forward.green() + forward.blue(), 3 * 200);  // faded towards white
+  EXPECT_EQ(image.pixel(kLanesLeft + 750, row_middle(18)), QColor(Qt::white).rgb());
+  EXPECT_EQ(image.pixel(kLanesLeft + 750, row_middle(36)), gui::category_color(Category::kAllReduce).rgb());
+}
+
+TEST(TimelinePainterTest, TheSelectionAndWhatItWaitedForAreOutlined) {
+  gui::ViewState state = known_state();
+  state.selected = gui::SpanRef{0, 2};  // the all-reduce
+  state.related = gui::related_spans(state.documents[0]->index->timeline(), 2);
+  const QImage image = gui::render_view(state, QSize(kWidth, 300));
+  // The forward op's box is outlined in orange along its top edge.
+  const QColor edge = image.pixelColor(kLanesLeft + 250, gui::ViewGeometry::kAxisHeight + 18);
+  EXPECT_GT(edge.red(), 200);
+  EXPECT_LT(edge.blue(), 80);
+  EXPECT_EQ(image.pixel(kLanesLeft + 750, gui::ViewGeometry::kAxisHeight + 36), QColor(Qt::black).rgb());
+}
+
+TEST(TimelineViewTest, KeysWheelAndHistoryMoveTheWindow) {
+  gui::TimelineView view;
+  view.resize(kWidth + 20, 300);
+  view.set_documents({known_document()});
+  const gui::Window all = view.state().viewport.window();
+  EXPECT_EQ(all.begin_ps, 0);
+  EXPECT_EQ(all.end_ps, 1'000'000);
+  QTest::keyClick(&view, Qt::Key_W);
+  EXPECT_NEAR(view.state().viewport.window().length(), 1e6 / 1.5, 1);
+  QTest::keyClick(&view, Qt::Key_D);
+  const gui::Window panned = view.state().viewport.window();
+  EXPECT_GT(panned.begin_ps, all.begin_ps);
+  QTest::keyClick(&view, Qt::Key_Left, Qt::AltModifier);
+  EXPECT_NEAR(view.state().viewport.window().begin_ps, (1e6 - 1e6 / 1.5) / 2, 1);  // back to the zoom
+  QTest::keyClick(&view, Qt::Key_Right, Qt::AltModifier);
+  EXPECT_EQ(view.state().viewport.window().begin_ps, panned.begin_ps);
+  QTest::keyClick(&view, Qt::Key_0);
+  EXPECT_EQ(view.state().viewport.window().end_ps, all.end_ps);
+
+  // A wheel notch over x = 250 ns zooms in and keeps 250 ns under the cursor.
+  const QPointF cursor(kLanesLeft + 250, 100);
+  const double time_under_cursor = view.time_at(cursor.x());
+  QWheelEvent wheel(cursor, view.mapToGlobal(cursor), {}, QPoint(0, 120), Qt::NoButton, Qt::NoModifier,
+                    Qt::NoScrollPhase, false);
+  QApplication::sendEvent(&view, &wheel);
+  const gui::Window zoomed = view.state().viewport.window();
+  EXPECT_NEAR(zoomed.length(), 1e6 / 1.25, 1);
+  EXPECT_NEAR(view.time_at(cursor.x()), time_under_cursor, 1e-6);
+}
+
+TEST(TimelineViewTest, ClickingSelectsASpanAndANodeHeaderCollapsesItsLanes) {
+  gui::TimelineView view;
+  view.resize(kWidth + 20, 300);
+  view.set_documents({known_document()});
+  QSignalSpy selections(&view, &gui::TimelineView::selection_changed);
+  const int comm = row_middle(36);
+  QTest::mouseClick(&view, Qt::LeftButton, {}, QPoint(static_cast<int>(view.x_of(750'000)), comm));
+  ASSERT_TRUE(view.state().selected.has_value());
+  EXPECT_EQ(view.state().selected->span, 2u);
+  EXPECT_EQ(view.state().related.predecessors, (std::vector<std::uint32_t>{0}));
+  EXPECT_EQ(selections.count(), 1);
+  const int rows_before = view.state().layout.height();
+  QTest::mouseClick(&view, Qt::LeftButton, {}, QPoint(50, gui::ViewGeometry::kAxisHeight + 5));  // node 0's header
+  EXPECT_EQ(view.state().layout.height(), rows_before - 2 * 18);
+}
+
+TEST(TableModelTest, EveryTablePassesTheModelTester) {
+  const auto a = known_document();
+  const auto b = gui::load_document(kScenarios + "../tests/data/pytorch_profiler_trace.json");
+  gui::TableModel model;
+  QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::Fatal);
+  model.set_table(gui::summary_table({a, b}));
+  EXPECT_EQ(model.columnCount(), 3);
+  EXPECT_EQ(model.data(model.index(0, 0)).toString(), "step time");
+  EXPECT_EQ(model.data(model.index(0, 1)).toString(), "1.00 µs");
+  EXPECT_DOUBLE_EQ(model.data(model.index(0, 1), Qt::UserRole).toDouble(), 1e-6);
+  model.set_table(gui::peak_memory_table({a, b}));
+  model.set_table(gui::compare_table(*a, *b));
+  EXPECT_EQ(model.headerData(4, Qt::Horizontal).toString(), "(B − A) / A");
+  model.set_table(gui::search_table(*a, 0, gui::SpanQuery::parse("tiny rank:1"), 10));
+  EXPECT_EQ(model.rowCount(), 10);
+  EXPECT_EQ(model.table().spans[3].span, 6u);
+  model.set_table({});
+  EXPECT_EQ(model.rowCount(), 0);
+}
+
+TEST(DocumentTest, PyTorchProfilerTracesOpenWithNestingAndNcclCategories) {
+  const auto document = gui::load_document(kScenarios + "../tests/data/pytorch_profiler_trace.json");
+  const trace::Timeline& timeline = document->index->timeline();
+  ASSERT_EQ(timeline.spans.size(), 9u);
+  std::map<std::string, Category> categories;
+  for (const trace::Span& span : timeline.spans) categories[timeline.strings.at(span.name).substr(0, 21)] = span.category;
+  EXPECT_EQ(categories.at("ncclDevKernel_AllRedu"), Category::kAllReduce);
+  EXPECT_EQ(categories.at("ncclDevKernel_AllGath"), Category::kAllGather);
+  EXPECT_EQ(categories.at("Memcpy HtoD (Pinned -"), Category::kMemcpy);
+  // ProfilerStep ⊃ aten::linear ⊃ aten::addmm ⊃ cudaLaunchKernel: four depths on the CPU thread.
+  std::uint8_t deepest = 0;
+  for (const gui::Row& row : document->index->rows()) deepest = std::max(deepest, row.depth);
+  EXPECT_EQ(deepest, 3);
+}
+
+// ---- The window ---------------------------------------------------------------------------
+
+class MainWindowTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(directory_.isValid()); }
+  QString write(const QString& name, const std::string& text) {
+    const QString path = directory_.filePath(name);
+    std::ofstream(path.toStdString()) << text;
+    return path;
+  }
+  // Opens the files and waits for them to load.
+  void open(const QStringList& paths) {
+    QSignalSpy finished(&window_, &gui::MainWindow::loads_finished);
+    window_.open_files(paths);
+    ASSERT_TRUE(finished.wait(30'000));
+  }
+  QTemporaryDir directory_;
+  gui::MainWindow window_;
+};
+
+TEST_F(MainWindowTest, BadFilesLeaveAMessageAndNoDocument) {
+  std::string valid;
+  {
+    std::ostringstream out;
+    trace::write_chrome_trace(known_document()->index->timeline(), out);
+    valid = out.str();
+  }
+  const QString huge = directory_.filePath("huge.json");
+  {
+    std::ofstream out(huge.toStdString());
+  }
+  std::filesystem::resize_file(huge.toStdString(), gui::kMaxTraceBytes + 1);  // sparse: no disk used
+  const std::vector<std::pair<QString, QString>> cases = {
+      {write("malformed.json", "{\"traceEvents\": [{\"ph\": \"X\", }]}"), "not valid JSON"},
+      {write("truncated.json", valid.substr(0, valid.size() / 2)), "not valid JSON"},
+      {write("empty.json", ""), "empty"},
+      {write("no_spans.json", "{\"traceEvents\": []}"), "no spans"},
+      {directory_.filePath("missing.json"), "cannot read"},
+      {huge, "GiB"},
+  };
+  for (const auto& [path, expected] : cases) {
+    open({path});
+    EXPECT_TRUE(window_.error_text().contains(path)) << window_.error_text().toStdString();
+    EXPECT_TRUE(window_.error_text().contains(expected)) << window_.error_text().toStdString();
+    EXPECT_TRUE(window_.view()->state().documents.empty());
+  }
+  open({write("valid.json", valid)});
+  EXPECT_TRUE(window_.error_text().isEmpty());
+  EXPECT_EQ(window_.view()->state().documents.size(), 1u);
+}
+
+TEST_F(MainWindowTest, TwoTimelinesAreComparedAndExportedBack) {
+  const QString path = directory_.filePath("known.json");
+  {
+    std::ofstream out(path.toStdString());
+    trace::write_chrome_trace(known_document()->index->timeline(), out);
+  }
+  open({path, path});
+  ASSERT_EQ(window_.view()->state().documents.size(), 2u);
+  EXPECT_EQ(window_.view()->state().layout.entries().front().kind, gui::LayoutEntry::Kind::kTitle);
+  EXPECT_EQ(window_.compare_model()->rowCount(), 2 + 3);  // step, exposed; forward, backward, all_reduce
+  EXPECT_EQ(window_.compare_model()->data(window_.compare_model()->index(0, 4)).toString(), "+0.0 %");
+
+  const QString png = directory_.filePath("view.png");
+  ASSERT_TRUE(window_.export_png(png));
+  EXPECT_FALSE(QImage(png).isNull());
+  const QString json = directory_.filePath("copy.json");
+  ASSERT_TRUE(window_.export_chrome_json(json));
+  EXPECT_EQ(trace::read_chrome_trace_file(json.toStdString()).spans.size(), 1003u);
+  EXPECT_FALSE(window_.export_png(directory_.filePath("no/such/dir/view.png")));
+  EXPECT_TRUE(window_.error_text().contains("cannot write"));
+}
+
+TEST_F(MainWindowTest, SearchSelectsAndDetailsShowRates) {
+  window_.add_document(known_document());
+  window_.search_field()->setText("cat:all_reduce");
+  emit window_.search_field()->returnPressed();
+  ASSERT_EQ(window_.search_model()->rowCount(), 1);
+  window_.view()->select(window_.search_model()->table().spans.front(), true);
+  EXPECT_TRUE(window_.details_text().contains("ar"));
+  EXPECT_TRUE(window_.details_text().contains("waited for 1 op(s)"));
+  window_.search_field()->setText("rank:x");
+  emit window_.search_field()->returnPressed();
+  EXPECT_EQ(window_.search_model()->rowCount(), 1);  // the last good results stay
+}
+
+TEST_F(MainWindowTest, AScenarioRunsInTheAppAndAWhatIfLandsNextToIt) {
+  gui::ScenarioPanel& panel = *window_.scenario_panel();
+  panel.set_scenario_path(QString::fromStdString(kScenarios + "default.toml"));
+  QSignalSpy stopped(&panel, &gui::ScenarioPanel::stopped);
+  panel.run();
+  EXPECT_TRUE(panel.running());
+  ASSERT_TRUE(stopped.wait(60'000));
+  ASSERT_EQ(window_.view()->state().documents.size(), 1u);
+
+  panel.bucket_field()->setValue(100);
+  panel.choice_field("collectives.all_reduce")->setCurrentText("ring");
+  EXPECT_EQ(panel.overrides(), (QStringList{"ddp.bucket_cap_mb=100", "collectives.all_reduce=ring"}));
+  panel.run();
+  ASSERT_TRUE(stopped.wait(60'000));
+  ASSERT_EQ(window_.view()->state().documents.size(), 2u);
+  EXPECT_NE(window_.view()->state().documents[1]->title.find("bucket_cap_mb=100"), std::string::npos);
+  EXPECT_GT(window_.compare_model()->rowCount(), 2);
+
+  panel.degree_field("parallel.tp")->setValue(3);  // 32 heads do not split over 3 (rule R1)
+  panel.run();
+  ASSERT_TRUE(stopped.wait(60'000));
+  EXPECT_TRUE(window_.error_text().contains("tp")) << window_.error_text().toStdString();
+  EXPECT_EQ(window_.view()->state().documents.size(), 2u);
+}
+
+TEST_F(MainWindowTest, ALongSimulationCanBeCancelledWithoutBlockingTheWindow) {
+  gui::ScenarioPanel& panel = *window_.scenario_panel();
+  panel.set_scenario_path(QString::fromStdString(kScenarios + "llama2_70b_3d_1024gpu.toml"));
+  QSignalSpy stopped(&panel, &gui::ScenarioPanel::stopped);
+  panel.run();
+  QTest::qWait(50);  // the event loop keeps running meanwhile
+  panel.cancel();
+  ASSERT_TRUE(stopped.wait(120'000));
+  EXPECT_EQ(panel.status(), "cancelled");
+  EXPECT_TRUE(window_.view()->state().documents.empty());
+}
+
+// ---- The command line ----------------------------------------------------------------------
+
+int run_viewer(const QStringList& arguments, QString* errors = nullptr) {
+  QProcess process;
+  QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
+  environment.insert("QT_QPA_PLATFORM", "offscreen");
+  process.setProcessEnvironment(environment);
+  process.start(DTSIM_VIEW_PATH, arguments);
+  if (!process.waitForFinished(120'000)) return -1;
+  if (errors != nullptr) *errors = QString::fromUtf8(process.readAllStandardError());
+  return process.exitStatus() == QProcess::NormalExit ? process.exitCode() : -1;
+}
+
+TEST(ViewerCommandLineTest, ExportsExitZeroAndBadInputExitsNonZeroWritingNothing) {
+  QTemporaryDir directory;
+  const QString png = directory.filePath("default.png");
+  const QString json = directory.filePath("default.json");
+  EXPECT_EQ(run_viewer({"--scenario", QString::fromStdString(kScenarios + "default.toml"), "--export-png", png,
+                        "--export-json", json, "--size", "800x400"}),
+            0);
+  EXPECT_EQ(QImage(png).size(), QSize(800, 400));
+  EXPECT_GT(trace::read_chrome_trace_file(json.toStdString()).spans.size(), 1000u);
+
+  const QString bad = directory.filePath("bad.json");
+  std::ofstream(bad.toStdString()) << "[{\"ph\": \"X\"";
+  QString errors;
+  const QString out = directory.filePath("bad.png");
+  EXPECT_EQ(run_viewer({bad, "--export-png", out}, &errors), 1);
+  EXPECT_TRUE(errors.contains("not valid JSON")) << errors.toStdString();
+  EXPECT_FALSE(QFile::exists(out));
+  EXPECT_EQ(run_viewer({bad, "--export-png", out, "--size", "12"}, &errors), 2);
+  EXPECT_TRUE(errors.contains("--size"));
+}
+
+}  // namespace
