@@ -27,6 +27,7 @@ const QColor kSelected(0x00, 0x00, 0x00);
 const QColor kPredecessor(0xE6, 0x55, 0x00);  // what the selected op waited for
 const QColor kSuccessor(0x00, 0x99, 0x44);    // what waited for it
 const QColor kPeer(0x11, 0x55, 0xCC);         // the same collective on other ranks
+const QColor kMixedHatch(0xFF, 0xFF, 0xFF, 110);  // over folds of several categories
 constexpr int kMinLabelWidth = 24;
 
 QColor faded(QColor color) {
@@ -147,13 +148,15 @@ void TimelinePainter::paint_row(QPainter& painter, QRect lane, const Document& d
     QColor color = category_color(item.category);
     const trace::Span& first = timeline.spans[row.spans[item.first]];
     const bool matches = !filtering || (item.count == 1 ? state.query.matches(timeline, first)
-                                                        : state.query.matches_whole_category(item.category));
+                                                        : !item.mixed && state.query.matches_whole_category(item.category));
     if (!matches) color = faded(color);
     if (item.count > 1) color = color.darker(115);
     painter.fillRect(box, color);
+    if (item.mixed) painter.fillRect(box, QBrush(kMixedHatch, Qt::BDiagPattern));
     if (w < kMinLabelWidth || !matches) continue;
     // A label: the op's name, or how many ops the fold holds; cut to the characters that fit.
     QString label = item.count == 1 ? QString::fromStdString(timeline.strings.at(first.name))
+                    : item.mixed    ? QStringLiteral("%1 ops, mixed").arg(item.count)
                                     : QStringLiteral("%1 ops").arg(item.count);
     const int fits = (w - 4) / average_char;
     if (label.size() > fits) label = fits > 2 ? label.left(fits - 1) + QChar(0x2026) : QString();

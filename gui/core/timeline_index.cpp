@@ -47,10 +47,16 @@ void TimelineIndex::build_rows() {
     open_ends.push_back(span.end_ps);
     const std::size_t row_index = lane_first_row + depth;
     while (rows_.size() <= row_index) {
-      rows_.push_back(Row{span.rank, span.stream, static_cast<std::uint8_t>(rows_.size() - lane_first_row), {}, {}});
+      rows_.push_back(Row{span.rank, span.stream, static_cast<std::uint8_t>(rows_.size() - lane_first_row), {}, {}, {}});
     }
     Row& row = rows_[row_index];
-    row.running_end.push_back(row.spans.empty() ? span.end_ps : std::max(row.running_end.back(), span.end_ps));
+    if (row.spans.empty()) {
+      row.running_end.push_back(span.end_ps);
+      row.category_changes.push_back(0);
+    } else {
+      row.running_end.push_back(std::max(row.running_end.back(), span.end_ps));
+      row.category_changes.push_back(row.category_changes.back() + (spans[row.spans.back()].category != span.category));
+    }
     row.spans.push_back(order[i]);
     row_of_span_[order[i]] = static_cast<std::uint32_t>(row_index);
     extent_.begin_ps = std::min(extent_.begin_ps, static_cast<double>(span.start_ps));

@@ -23,6 +23,9 @@ struct Row {
   std::uint8_t depth = 0;
   std::vector<std::uint32_t> spans;       // indices into Timeline::spans, by start time
   std::vector<std::int64_t> running_end;  // running_end[i] = latest end of spans[0..i]
+  // category_changes[i] = how many times the category changes along spans[0..i]: a run of one
+  // category ends where this count steps up.
+  std::vector<std::uint32_t> category_changes;
 };
 
 struct NodeGroup {
