@@ -118,8 +118,9 @@ MainWindow::MainWindow(QWidget* parent)
   add_dock("Scenario", scenario_panel_, Qt::LeftDockWidgetArea);
   add_dock("Details", details_, Qt::RightDockWidgetArea);
   add_dock("Summary", summary_panel, Qt::RightDockWidgetArea);
-  add_dock("Memory", memory_panel, Qt::BottomDockWidgetArea);
-  add_dock("Compare", table_view(compare_model_, this), Qt::BottomDockWidgetArea);
+  memory_dock_ = add_dock("Memory", memory_panel, Qt::BottomDockWidgetArea);
+  compare_dock_ = add_dock("Compare", table_view(compare_model_, this), Qt::BottomDockWidgetArea);
+  compare_dock_->hide();  // until two timelines are open
 
   connect(view_, &TimelineView::selection_changed, this, &MainWindow::selection_updated);
   connect(scenario_panel_, &ScenarioPanel::simulated, this, &MainWindow::add_document);
@@ -219,6 +220,11 @@ void MainWindow::documents_updated() {
   summary_model_->set_table(summary_table(documents_));
   memory_model_->set_table(peak_memory_table(documents_));
   compare_model_->set_table(documents_.size() >= 2 ? compare_table(**(documents_.end() - 2), *documents_.back()) : Table{});
+  if (documents_.size() >= 2 && compare_dock_->isHidden()) {
+    compare_dock_->show();
+    resizeDocks({memory_dock_, compare_dock_}, {width() / 2, width() / 2}, Qt::Horizontal);
+  }
+  compare_dock_->setVisible(documents_.size() >= 2);
   memory_chart_->set_documents(documents_);
   std::size_t ranks = 1;
   for (const auto& document : documents_) ranks = std::max(ranks, document->index->timeline().ranks.size());

@@ -5,6 +5,7 @@
 // be read puts its message in the banner and leaves the window as it was.
 #pragma once
 
+#include <QDockWidget>
 #include <QLabel>
 #include <QLineEdit>
 #include <QListWidget>
@@ -75,6 +76,8 @@ class MainWindow : public QMainWindow {
   MemoryChart* memory_chart_;
   QSpinBox* memory_rank_;
   ScenarioPanel* scenario_panel_;
+  QDockWidget* memory_dock_ = nullptr;
+  QDockWidget* compare_dock_ = nullptr;
   Documents documents_;
   int loads_in_flight_ = 0;
 };

@@ -5,7 +5,6 @@
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QEventLoop>
-#include <QTimer>
 
 #include <cstdio>
 #include <cstdlib>
@@ -25,6 +24,7 @@ struct Options {
   QStringList files;
   QString scenario;
   QStringList sets;
+  QStringList what_if;  // overrides of a second run of the scenario, shown next to the first
   QString export_png, export_json, screenshot, select;
   QSize size{1600, 900};
   int step = 0;  // 0: fit everything; k: fit step k
@@ -42,10 +42,11 @@ std::optional<Options> parse(const QApplication& app, QCommandLineParser& parser
   parser.addOptions({
       {"scenario", "Simulate this scenario TOML in the app (through the dtsim library).", "TOML"},
       {"set", "Override a scenario key, as dtsim run --set does (repeatable).", "KEY=VALUE"},
+      {"what-if", "Simulate the scenario a second time with this override too (repeatable) and compare.", "KEY=VALUE"},
       {"export-png", "Render the timeline view to this PNG and exit.", "PNG"},
       {"export-json", "Write the (last) timeline as a Chrome trace and exit.", "JSON"},
       {"screenshot", "Render the whole window (docks and all) to this PNG and exit.", "PNG"},
-      {"select", "Select the first span this query finds (see the Search panel) before rendering.", "QUERY"},
+      {"select", "Select the first span this query finds (Search panel syntax) before rendering.", "QUERY"},
       {"size", "Size of the rendered image, WIDTHxHEIGHT (default 1600x900).", "WxH"},
       {"step", "Fit the view to this training step (1-based) before rendering.", "N"},
   });
@@ -54,6 +55,11 @@ std::optional<Options> parse(const QApplication& app, QCommandLineParser& parser
   options.files = parser.positionalArguments();
   options.scenario = parser.value("scenario");
   options.sets = parser.values("set");
+  options.what_if = parser.values("what-if");
+  if (!options.what_if.isEmpty() && options.scenario.isEmpty()) {
+    std::cerr << "dtsim-view: --what-if changes a --scenario: give one\n";
+    return std::nullopt;
+  }
   options.export_png = parser.value("export-png");
   options.export_json = parser.value("export-json");
   options.screenshot = parser.value("screenshot");
@@ -83,31 +89,48 @@ std::optional<Options> parse(const QApplication& app, QCommandLineParser& parser
   return options;
 }
 
-// Waits (running the event loop) until the window has loaded and simulated what it was given.
-bool wait_until_ready(gui::MainWindow& window, bool simulating) {
+// Runs the event loop until `signal` of `sender` fires.
+template <typename Sender, typename Signal>
+void wait_for(Sender* sender, Signal signal) {
   QEventLoop loop;
-  bool simulated = !simulating;
-  auto check = [&] {
-    if (!window.loading() && simulated) loop.quit();
-  };
-  QObject::connect(&window, &gui::MainWindow::loads_finished, &loop, check);
-  QObject::connect(window.scenario_panel(), &gui::ScenarioPanel::simulated, &loop, [&] { simulated = true; check(); });
-  QObject::connect(window.scenario_panel(), &gui::ScenarioPanel::failed, &loop, [&] { simulated = true; check(); });
-  QTimer::singleShot(0, &loop, check);
+  QObject::connect(sender, signal, &loop, &QEventLoop::quit);
   loop.exec();
+}
+
+// Loads the files, then simulates the scenario and its what-if, one after the other (so the
+// what-if lands next to the run it changes). False, with the message in the window's banner,
+// as soon as one of them fails.
+bool load_inputs(gui::MainWindow& window, const Options& options) {
+  if (!options.files.isEmpty()) {
+    window.open_files(options.files);
+    if (window.loading()) wait_for(&window, &gui::MainWindow::loads_finished);
+    if (!window.error_text().isEmpty()) return false;
+  }
+  if (options.scenario.isEmpty()) return true;
+  gui::ScenarioPanel& panel = *window.scenario_panel();
+  panel.set_scenario_path(options.scenario);
+  // --set keys the panel has no field for still apply: they are given to the loader as is.
+  panel.set_extra_overrides(options.sets);
+  panel.run();
+  wait_for(&panel, &gui::ScenarioPanel::stopped);
+  if (!window.error_text().isEmpty() || options.what_if.isEmpty()) return window.error_text().isEmpty();
+  panel.set_extra_overrides(options.sets + options.what_if);
+  panel.run();
+  wait_for(&panel, &gui::ScenarioPanel::stopped);
   return window.error_text().isEmpty();
 }
 
 void prepare_view(gui::MainWindow& window, const Options& options) {
   gui::TimelineView& view = *window.view();
-  if (options.step > 0 && !view.state().documents.empty()) {
-    const auto& steps = view.state().documents.front()->index->steps();
-    view.set_window(steps[std::min<std::size_t>(static_cast<std::size_t>(options.step), steps.size()) - 1]);
-  }
   if (!options.select.isEmpty()) {
     window.search_field()->setText(options.select);
     emit window.search_field()->returnPressed();
     if (!window.search_model()->table().spans.empty()) view.select(window.search_model()->table().spans.front(), true);
+    view.set_query({});  // the selection shows among unfaded spans
+  }
+  if (options.step > 0 && !view.state().documents.empty()) {
+    const auto& steps = view.state().documents.front()->index->steps();
+    view.set_window(steps[std::min<std::size_t>(static_cast<std::size_t>(options.step), steps.size()) - 1]);
   }
 }
 
@@ -131,25 +154,16 @@ int main(int argc, char** argv) {
 
   gui::MainWindow window;
   window.resize(options->size);
-  if (!options->scenario.isEmpty()) {
-    window.scenario_panel()->set_scenario_path(options->scenario);
-    if (!options->sets.isEmpty()) {
-      // --set keys the panel has no field for still apply: they are given to the loader as is.
-      window.scenario_panel()->set_extra_overrides(options->sets);
-    }
-  }
   if (!exporting(*options)) {
     window.show();
-    if (!options->files.isEmpty()) window.open_files(options->files);
-    if (!options->scenario.isEmpty()) window.scenario_panel()->run();
+    load_inputs(window, *options);  // a failure stays in the window's banner
+    prepare_view(window, *options);
     return QApplication::exec();
   }
 
   window.setAttribute(Qt::WA_DontShowOnScreen);
   window.show();
-  if (!options->files.isEmpty()) window.open_files(options->files);
-  if (!options->scenario.isEmpty()) window.scenario_panel()->run();
-  if (!wait_until_ready(window, !options->scenario.isEmpty())) {
+  if (!load_inputs(window, *options)) {
     std::cerr << "dtsim-view: " << window.error_text().toStdString() << "\n";
     return kExitBadInput;
   }

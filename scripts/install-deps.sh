@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build ccache pkg-config git
-  libtomlplusplus-dev libboost-graph-dev qt6-base-dev
+  libtomlplusplus-dev libboost-graph-dev qt6-base-dev fonts-dejavu-core
   libgtest-dev libgmock-dev libbenchmark-dev
   libfmt-dev libcli11-dev nlohmann-json3-dev libsimdjson-dev
   libopenmpi-dev openmpi-bin libopenblas-dev
