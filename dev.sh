@@ -2,6 +2,7 @@
 # dtsim's one entry point for people and CI:
 #   ./dev.sh run    install what is missing, build, simulate scenarios/default.toml
 #   ./dev.sh test   install what is missing, build, run every test
+#   ./dev.sh view   install what is missing, build, open dtsim-view on scenarios/default.toml
 #   ./dev.sh build  install what is missing and build only
 # Builds go to build/ (Ninja, RelWithDebInfo, ccache when present).
 set -euo pipefail
@@ -26,10 +27,14 @@ case "$command" in
   test)
     ctest --test-dir build --output-on-failure -j "$jobs"
     ;;
+  view)
+    shift
+    ./build/gui/dtsim-view --scenario scenarios/default.toml "$@"
+    ;;
   build)
     ;;
   *)
-    echo "usage: ./dev.sh [run|test|build]" >&2
+    echo "usage: ./dev.sh [run|test|view|build]" >&2
     exit 2
     ;;
 esac
