@@ -6,7 +6,7 @@
 namespace trace {
 
 StringId StringTable::intern(std::string_view text) {
-  auto it = ids_.find(std::string(text));
+  auto it = ids_.find(text);
   if (it != ids_.end()) return it->second;
   const auto id = static_cast<StringId>(strings_.size());
   strings_.emplace_back(text);

@@ -32,8 +32,14 @@ class StringTable {
   std::size_t size() const { return strings_.size(); }
 
  private:
+  // Looked up by string_view without building a std::string (a trace reader interns a few
+  // strings per span).
+  struct Hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view text) const { return std::hash<std::string_view>{}(text); }
+  };
   std::vector<std::string> strings_;
-  std::unordered_map<std::string, StringId> ids_;
+  std::unordered_map<std::string, StringId, Hash, std::equal_to<>> ids_;
 };
 
 struct Span {
