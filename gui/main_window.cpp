@@ -244,7 +244,7 @@ void MainWindow::selection_updated() {
   }
   const Document& document = *documents_.at(selected->document);
   QString html = QStringLiteral("<b>%1</b><table>").arg(QString::fromStdString(document.title).toHtmlEscaped());
-  for (const auto& [field, value] : span_details(document.index->timeline(), selected->span, view_->state().origin_ps())) {
+  for (const auto& [field, value] : span_details(document.index->timeline(), selected->span, view_->state().offset_ps(selected->document))) {
     html += QStringLiteral("<tr><td><b>%1</b>&nbsp;</td><td>%2</td></tr>")
                 .arg(QString::fromStdString(field).toHtmlEscaped(), QString::fromStdString(value).toHtmlEscaped());
   }

@@ -35,12 +35,16 @@ void MemoryChart::paintEvent(QPaintEvent*) {
   painter.fillRect(rect(), Qt::white);
   painter.setRenderHint(QPainter::Antialiasing);
   std::vector<std::vector<MemoryPoint>> curves;
-  double begin = std::numeric_limits<double>::max(), end = std::numeric_limits<double>::lowest(), peak = 0;
+  // Each timeline from its own start, as in the timeline view.
+  const double begin = 0;
+  double end = 0, peak = 0;
   for (const auto& document : documents_) {
     curves.push_back(memory_curve(document->index->timeline(), rank_));
-    begin = std::min(begin, document->index->extent().begin_ps);
-    end = std::max(end, document->index->extent().end_ps);
-    for (const MemoryPoint& point : curves.back()) peak = std::max(peak, static_cast<double>(point.bytes));
+    for (MemoryPoint& point : curves.back()) {
+      point.time_ps -= static_cast<std::int64_t>(document->index->extent().begin_ps);
+      peak = std::max(peak, static_cast<double>(point.bytes));
+    }
+    end = std::max(end, document->index->extent().length());
   }
   painter.setPen(Qt::black);
   const QRect plot(kLeft, kTop, width() - kLeft - kRight, height() - kTop - kBottom);

@@ -27,6 +27,9 @@ const QColor kSelected(0x00, 0x00, 0x00);
 const QColor kPredecessor(0xE6, 0x55, 0x00);  // what the selected op waited for
 const QColor kSuccessor(0x00, 0x99, 0x44);    // what waited for it
 const QColor kPeer(0x11, 0x55, 0xCC);         // the same collective on other ranks
+// dtsim's GPU compute stream: its gaps (pipeline bubbles, waits on communication) are drawn
+// as idle time.
+constexpr const char* kComputeStream = "compute";
 const QColor kMixedHatch(0xFF, 0xFF, 0xFF, 110);  // over folds of several categories
 constexpr int kMinLabelWidth = 24;
 
@@ -45,10 +48,15 @@ std::vector<const TimelineIndex*> ViewState::indices() const {
 
 void ViewState::relayout(const LaneMetrics& metrics) { layout.rebuild(indices(), collapsed, metrics); }
 
-double ViewState::origin_ps() const {
-  double origin = std::numeric_limits<double>::max();
-  for (const auto& document : documents) origin = std::min(origin, document->index->extent().begin_ps);
-  return documents.empty() ? 0 : origin;
+Window ViewState::document_window(std::size_t document) const {
+  const Window window = viewport.window();
+  return {window.begin_ps + offset_ps(document), window.end_ps + offset_ps(document)};
+}
+
+Window ViewState::aligned_extent() const {
+  Window extent{0, 1};
+  for (const auto& document : documents) extent.end_ps = std::max(extent.end_ps, document->index->extent().length());
+  return extent;
 }
 
 void TimelinePainter::paint(QPainter& painter, QSize size, const ViewState& state) {
@@ -59,8 +67,7 @@ void TimelinePainter::paint(QPainter& painter, QSize size, const ViewState& stat
   painter.fillRect(QRect(0, lanes_top, ViewGeometry::kGutterWidth, size.height() - lanes_top), kGutter);
 
   // Tick grid under the lanes.
-  const double origin = state.origin_ps();
-  const std::vector<Tick> ticks = axis_ticks(state.viewport.window(), width, origin);
+  const std::vector<Tick> ticks = axis_ticks(state.viewport.window(), width, 0);
   painter.setPen(kGrid);
   for (const Tick& tick : ticks) {
     const int x = ViewGeometry::kGutterWidth + static_cast<int>(std::lround(state.viewport.x_of(tick.time_ps, width)));
@@ -97,7 +104,7 @@ void TimelinePainter::paint(QPainter& painter, QSize size, const ViewState& stat
                          metrics.elidedText(QString::fromStdString(document.index->row_label(row)), Qt::ElideMiddle,
                                             ViewGeometry::kGutterWidth - 18));
         painter.setClipRect(ViewGeometry::kGutterWidth, y, width, entry.height);
-        paint_row(painter, QRect(ViewGeometry::kGutterWidth, y + 1, width, entry.height - 2), document, row, state);
+        paint_row(painter, QRect(ViewGeometry::kGutterWidth, y + 1, width, entry.height - 2), entry.document, row, state);
         painter.setClipping(false);
         break;
       }
@@ -119,7 +126,7 @@ void TimelinePainter::paint_axis(QPainter& painter, QSize size, const ViewState&
   painter.drawText(QRect(6, 0, ViewGeometry::kGutterWidth - 12, ViewGeometry::kAxisHeight),
                    Qt::AlignVCenter | Qt::AlignLeft,
                    QString::fromStdString("view " + format_duration(state.viewport.window().length())));
-  for (const Tick& tick : axis_ticks(state.viewport.window(), width, state.origin_ps())) {
+  for (const Tick& tick : axis_ticks(state.viewport.window(), width, 0)) {
     const int x = ViewGeometry::kGutterWidth + static_cast<int>(std::lround(state.viewport.x_of(tick.time_ps, width)));
     painter.drawLine(x, ViewGeometry::kAxisHeight - 6, x, ViewGeometry::kAxisHeight);
     painter.drawText(x + 3, ViewGeometry::kAxisHeight - 8, QString::fromStdString(tick.label));
@@ -127,17 +134,22 @@ void TimelinePainter::paint_axis(QPainter& painter, QSize size, const ViewState&
   painter.drawLine(0, ViewGeometry::kAxisHeight - 1, size.width(), ViewGeometry::kAxisHeight - 1);
 }
 
-void TimelinePainter::paint_row(QPainter& painter, QRect lane, const Document& document, const Row& row,
+void TimelinePainter::paint_row(QPainter& painter, QRect lane, std::size_t document, const Row& row,
                                 const ViewState& state) {
-  const TimelineIndex& index = *document.index;
+  const TimelineIndex& index = *state.documents[document]->index;
   const trace::Timeline& timeline = index.timeline();
+  const Window window = state.document_window(document);
   items_.clear();
-  fold_row(index, row, state.viewport.window(), lane.width(), ViewGeometry::kFoldBelowPx, items_);
-  const double scale = lane.width() / state.viewport.window().length();
-  const double begin = state.viewport.window().begin_ps;
+  fold_row(index, row, window, lane.width(), ViewGeometry::kFoldBelowPx, items_);
+  const double scale = lane.width() / window.length();
+  const double begin = window.begin_ps;
   const QFontMetrics metrics(painter.font());
   const int average_char = std::max(1, metrics.averageCharWidth());
   const bool filtering = !state.query.empty();
+  if (row.stream < timeline.streams.size() && timeline.streams[row.stream] == kComputeStream &&
+      !state.hidden_categories[static_cast<std::size_t>(trace::Category::kIdle)]) {
+    paint_idle(painter, lane, scale, begin, average_char);
+  }
   for (const DrawItem& item : items_) {
     if (state.hidden_categories[static_cast<std::size_t>(item.category)]) continue;
     const double left = std::max((static_cast<double>(item.start_ps) - begin) * scale, -1.0);
@@ -166,6 +178,25 @@ void TimelinePainter::paint_row(QPainter& painter, QRect lane, const Document& d
   }
 }
 
+void TimelinePainter::paint_idle(QPainter& painter, QRect lane, double scale, double begin, int average_char) {
+  const QColor idle = category_color(trace::Category::kIdle);
+  for (std::size_t i = 1; i < items_.size(); ++i) {
+    const double from = static_cast<double>(items_[i - 1].end_ps);
+    const double to = static_cast<double>(items_[i].start_ps);
+    const double left = std::max((from - begin) * scale, -1.0);
+    const double right = std::min((to - begin) * scale, lane.width() + 1.0);
+    if (right - left < ViewGeometry::kFoldBelowPx) continue;
+    const QRect box(lane.left() + static_cast<int>(std::floor(left)), lane.top() + lane.height() / 4,
+                    static_cast<int>(std::ceil(right) - std::floor(left)), lane.height() / 2);
+    painter.fillRect(box, idle);
+    const QString label = QString::fromStdString("idle " + format_duration(to - from));
+    if (box.width() > (label.size() + 1) * average_char) {
+      painter.setPen(kText);
+      painter.drawText(box.adjusted(2, -lane.height(), -2, lane.height()), Qt::AlignVCenter | Qt::AlignLeft, label);
+    }
+  }
+}
+
 void TimelinePainter::paint_related(QPainter& painter, QSize size, const ViewState& state) {
   if (!state.selected || state.selected->document >= state.documents.size()) return;
   const Document& document = *state.documents[state.selected->document];
@@ -175,8 +206,9 @@ void TimelinePainter::paint_related(QPainter& painter, QSize size, const ViewSta
     const LayoutEntry* entry = state.layout.entry_of_row(state.selected->document, index.row_of(span_index));
     if (entry == nullptr) return;
     const trace::Span& span = index.timeline().spans[span_index];
-    const double left = std::max(state.viewport.x_of(static_cast<double>(span.start_ps), width), -4.0);
-    const double right = std::min(state.viewport.x_of(static_cast<double>(span.end_ps), width), width + 4.0);
+    const double offset = state.offset_ps(state.selected->document);
+    const double left = std::max(state.viewport.x_of(static_cast<double>(span.start_ps) - offset, width), -4.0);
+    const double right = std::min(state.viewport.x_of(static_cast<double>(span.end_ps) - offset, width), width + 4.0);
     if (right < -2 || left > width + 2) return;
     const int y = ViewGeometry::kAxisHeight + entry->y - state.scroll_y;
     painter.setPen(QPen(color, thickness));

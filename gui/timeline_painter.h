@@ -47,8 +47,14 @@ struct ViewState {
 
   std::vector<const TimelineIndex*> indices() const;
   void relayout(const LaneMetrics& metrics = {});
-  // The time origin of the axis: the earliest start over the documents.
-  double origin_ps() const;
+
+  // Every timeline is drawn from its own first span: 0 on the axis is the start of each, so a
+  // simulated run (from 0) and a measured one (from a wall-clock epoch) line up. The viewport
+  // is in this aligned time; a document's own time is aligned time + its offset.
+  double offset_ps(std::size_t document) const { return documents[document]->index->extent().begin_ps; }
+  Window document_window(std::size_t document) const;
+  // From 0 to the end of the longest timeline.
+  Window aligned_extent() const;
 };
 
 class TimelinePainter {
@@ -57,7 +63,8 @@ class TimelinePainter {
 
  private:
   void paint_axis(QPainter& painter, QSize size, const ViewState& state);
-  void paint_row(QPainter& painter, QRect lane, const Document& document, const Row& row, const ViewState& state);
+  void paint_row(QPainter& painter, QRect lane, std::size_t document, const Row& row, const ViewState& state);
+  void paint_idle(QPainter& painter, QRect lane, double scale, double begin, int average_char);
   void paint_related(QPainter& painter, QSize size, const ViewState& state);
 
   std::vector<DrawItem> items_;  // reused between rows and frames

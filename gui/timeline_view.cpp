@@ -69,7 +69,8 @@ void TimelineView::select(std::optional<SpanRef> span, bool reveal) {
     const trace::Span& selected = index.timeline().spans[span->span];
     // Show the span at a third of the view, with room around it.
     const double length = std::max(static_cast<double>(selected.duration_ps()) * 3, Viewport::kMinimumLengthPs);
-    set_window({static_cast<double>(selected.start_ps) - length / 3, static_cast<double>(selected.start_ps) + length * 2 / 3});
+    const double start = static_cast<double>(selected.start_ps) - state_.offset_ps(span->document);
+    set_window({start - length / 3, start + length * 2 / 3});
     const std::size_t row = index.row_of(span->span);
     if (state_.collapsed.erase({span->document, index.node_of(index.rows()[row])}) != 0) {
       state_.relayout();
@@ -112,18 +113,13 @@ void TimelineView::pan(double fraction) {
 }
 
 void TimelineView::fit_all() {
-  if (state_.documents.empty()) return;
-  Window all{std::numeric_limits<double>::max(), std::numeric_limits<double>::lowest()};
-  for (const auto& document : state_.documents) {
-    all.begin_ps = std::min(all.begin_ps, document->index->extent().begin_ps);
-    all.end_ps = std::max(all.end_ps, document->index->extent().end_ps);
-  }
-  set_window(all);
+  if (!state_.documents.empty()) set_window(state_.aligned_extent());
 }
 
 void TimelineView::fit_step() {
   if (state_.documents.empty()) return;
-  const std::vector<Window>& steps = state_.documents.front()->index->steps();
+  std::vector<Window> steps = state_.documents.front()->index->steps();
+  for (Window& step : steps) step = {step.begin_ps - state_.offset_ps(0), step.end_ps - state_.offset_ps(0)};
   const Window now = state_.viewport.window();
   const double middle = (now.begin_ps + now.end_ps) / 2;
   std::size_t step = 0;
@@ -161,7 +157,7 @@ std::optional<SpanRef> TimelineView::span_at(QPoint position) const {
   const LayoutEntry* entry = state_.layout.entry_at(position.y() - ViewGeometry::kAxisHeight + state_.scroll_y);
   if (entry == nullptr || entry->kind != LayoutEntry::Kind::kRow) return std::nullopt;
   const TimelineIndex& index = *state_.documents[entry->document]->index;
-  const double time = time_at(position.x());
+  const double time = time_at(position.x()) + state_.offset_ps(entry->document);
   const double tolerance = state_.viewport.window().length() / lanes_width() * 2;  // 2 px
   const auto span = index.span_at(index.rows()[entry->row], time, tolerance);
   if (!span) return std::nullopt;
@@ -296,7 +292,7 @@ bool TimelineView::event(QEvent* event) {
   }
   QString text = "<table>";
   for (const auto& [field, value] : span_details(state_.documents[span->document]->index->timeline(), span->span,
-                                                 state_.origin_ps())) {
+                                                 state_.offset_ps(span->document))) {
     text += QStringLiteral("<tr><td><b>%1</b></td><td>%2</td></tr>")
                 .arg(QString::fromStdString(field).toHtmlEscaped(), QString::fromStdString(value).toHtmlEscaped());
   }

@@ -130,7 +130,9 @@ void prepare_view(gui::MainWindow& window, const Options& options) {
   }
   if (options.step > 0 && !view.state().documents.empty()) {
     const auto& steps = view.state().documents.front()->index->steps();
-    view.set_window(steps[std::min<std::size_t>(static_cast<std::size_t>(options.step), steps.size()) - 1]);
+    const gui::Window step = steps[std::min<std::size_t>(static_cast<std::size_t>(options.step), steps.size()) - 1];
+    const double offset = view.state().offset_ps(0);
+    view.set_window({step.begin_ps - offset, step.end_ps - offset});
   }
 }
 

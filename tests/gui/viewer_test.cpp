@@ -100,6 +100,52 @@ TEST(TimelinePainterTest, TheSelectionAndWhatItWaitedForAreOutlined) {
   EXPECT_EQ(image.pixel(kLanesLeft + 750, gui::ViewGeometry::kAxisHeight + 36), QColor(Qt::black).rgb());
 }
 
+// A document whose rank 0 computes 0–200 ns and 600–1000 ns: a 400 ns gap on its compute lane.
+std::shared_ptr<const gui::Document> document_with_gap(std::int64_t shift_ps) {
+  trace::Timeline timeline;
+  timeline.ranks = {{"rank 0", 0, true}};
+  timeline.streams = {"compute"};
+  for (const auto& [start, end] : {std::pair<std::int64_t, std::int64_t>{0, 200'000}, {600'000, 1'000'000}}) {
+    trace::Span span;
+    span.category = Category::kForward;
+    span.name = timeline.strings.intern("f");
+    span.start_ps = start + shift_ps;
+    span.end_ps = end + shift_ps;
+    timeline.spans.push_back(span);
+  }
+  return gui::make_document("gap", "test", std::move(timeline));
+}
+
+TEST(TimelinePainterTest, GapsOnTheComputeLaneAreDrawnAsIdle) {
+  gui::ViewState state;
+  state.documents = {document_with_gap(0)};
+  state.viewport.set({0, 1'000'000});
+  state.relayout();
+  const QImage image = gui::render_view(state, QSize(kWidth, 200));
+  EXPECT_EQ(image.pixel(kLanesLeft + 100, row_middle(18)), gui::category_color(Category::kForward).rgb());
+  EXPECT_EQ(image.pixel(kLanesLeft + 300, row_middle(18)), gui::category_color(Category::kIdle).rgb());
+  state.hidden_categories[static_cast<std::size_t>(Category::kIdle)] = true;
+  EXPECT_EQ(gui::render_view(state, QSize(kWidth, 200)).pixel(kLanesLeft + 350, row_middle(18)), QColor(Qt::white).rgb());
+}
+
+// A measured trace starts at a wall-clock epoch; compared with a simulation from 0, both are
+// drawn from their own first span.
+TEST(TimelinePainterTest, ComparedTimelinesAreAlignedOnTheirStarts) {
+  gui::ViewState state;
+  state.documents = {document_with_gap(0), document_with_gap(1'700'000'000'000'000)};
+  state.relayout();
+  state.viewport.set(state.aligned_extent());
+  EXPECT_EQ(state.aligned_extent().end_ps, 1'000'000);
+  const QImage image = gui::render_view(state, QSize(kWidth, 300));
+  // Title 22 px, node header 18 px, row 18 px per document.
+  const int first_row = gui::ViewGeometry::kAxisHeight + 22 + 18 + 9;
+  const int second_row = first_row + 18 + 22 + 18;
+  for (const int x : {100, 300, 800}) {
+    EXPECT_EQ(image.pixel(kLanesLeft + x, first_row), image.pixel(kLanesLeft + x, second_row)) << x;
+  }
+  EXPECT_EQ(image.pixel(kLanesLeft + 800, second_row), gui::category_color(Category::kForward).rgb());
+}
+
 TEST(TimelineViewTest, KeysWheelAndHistoryMoveTheWindow) {
   gui::TimelineView view;
   view.resize(kWidth + 20, 300);
