@@ -14,7 +14,7 @@ std::shared_ptr<const Document> make_document(std::string title, std::string sou
   document->title = std::move(title);
   document->source = std::move(source);
   auto shared = std::make_shared<const trace::Timeline>(std::move(timeline));
-  document->stats = timeline_stats(*shared);
+  document->stats = trace::timeline_stats(*shared);
   document->index = std::make_shared<const TimelineIndex>(std::move(shared));
   return document;
 }

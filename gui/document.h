@@ -8,7 +8,7 @@
 #include <string>
 
 #include "gui/core/timeline_index.h"
-#include "gui/core/timeline_stats.h"
+#include "sim/trace/timeline_stats.h"
 
 namespace gui {
 
@@ -26,7 +26,7 @@ struct Document {
   std::string title;   // shown above its lanes in compare mode and in panel headers
   std::string source;  // the file it came from, or the scenario it was simulated from
   std::shared_ptr<const TimelineIndex> index;
-  TimelineStats stats;
+  trace::TimelineStats stats;
 };
 
 std::shared_ptr<const Document> make_document(std::string title, std::string source, trace::Timeline timeline);

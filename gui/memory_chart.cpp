@@ -34,13 +34,13 @@ void MemoryChart::paintEvent(QPaintEvent*) {
   QPainter painter(this);
   painter.fillRect(rect(), Qt::white);
   painter.setRenderHint(QPainter::Antialiasing);
-  std::vector<std::vector<MemoryPoint>> curves;
+  std::vector<std::vector<trace::MemoryPoint>> curves;
   // Each timeline from its own start, as in the timeline view.
   const double begin = 0;
   double end = 0, peak = 0;
   for (const auto& document : documents_) {
-    curves.push_back(memory_curve(document->index->timeline(), rank_));
-    for (MemoryPoint& point : curves.back()) {
+    curves.push_back(trace::memory_curve(document->index->timeline(), rank_));
+    for (trace::MemoryPoint& point : curves.back()) {
       point.time_ps -= static_cast<std::int64_t>(document->index->extent().begin_ps);
       peak = std::max(peak, static_cast<double>(point.bytes));
     }
@@ -66,7 +66,7 @@ void MemoryChart::paintEvent(QPaintEvent*) {
     QPainterPath path;
     path.moveTo(x_of(static_cast<double>(curves[d].front().time_ps)), y_of(0));
     double previous = 0;
-    for (const MemoryPoint& point : curves[d]) {
+    for (const trace::MemoryPoint& point : curves[d]) {
       path.lineTo(x_of(static_cast<double>(point.time_ps)), y_of(previous));
       path.lineTo(x_of(static_cast<double>(point.time_ps)), y_of(static_cast<double>(point.bytes)));
       previous = static_cast<double>(point.bytes);

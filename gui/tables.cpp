@@ -52,16 +52,16 @@ Table summary_table(const Documents& documents) {
     for (const auto& document : documents) row.push_back(cell_of(document->stats));
     table.rows.push_back(std::move(row));
   };
-  add_row("step time", [](const TimelineStats& s) { return seconds_cell(s.step_s); });
-  add_row("R = comm / compute", [](const TimelineStats& s) { return number_cell(s.comm_compute_ratio, "{:.3f}"); });
-  add_row("overlap ratio", [](const TimelineStats& s) { return number_cell(s.overlap_ratio, "{:.3f}"); });
-  add_row("exposed communication / step", [](const TimelineStats& s) { return seconds_cell(s.exposed_comm_s); });
+  add_row("step time", [](const trace::TimelineStats& s) { return seconds_cell(s.step_s); });
+  add_row("R = comm / compute", [](const trace::TimelineStats& s) { return number_cell(s.comm_compute_ratio, "{:.3f}"); });
+  add_row("overlap ratio", [](const trace::TimelineStats& s) { return number_cell(s.overlap_ratio, "{:.3f}"); });
+  add_row("exposed communication / step", [](const trace::TimelineStats& s) { return seconds_cell(s.exposed_comm_s); });
   for (std::size_t c = 0; c < trace::kCategoryCount; ++c) {
     bool any = false;
     for (const auto& document : documents) any = any || document->stats.seconds_by_category[c] > 0;
     if (!any) continue;
     add_row(std::string(trace::category_name(static_cast<trace::Category>(c))) + " / step / rank",
-            [c](const TimelineStats& s) { return seconds_cell(s.seconds_by_category[c]); });
+            [c](const trace::TimelineStats& s) { return seconds_cell(s.seconds_by_category[c]); });
   }
   return table;
 }
@@ -91,7 +91,7 @@ Table compare_table(const Document& a, const Document& b) {
   Table table;
   table.headers << "figure" << QString::fromStdString("A: " + a.title) << QString::fromStdString("B: " + b.title)
                 << "B − A" << "(B − A) / A";
-  for (const Difference& difference : compare_timelines(a.stats, b.stats)) {
+  for (const trace::Difference& difference : trace::compare_timelines(a.stats, b.stats)) {
     const auto relative = difference.relative();
     table.rows.push_back({text_cell(difference.what), seconds_cell(difference.a_s), seconds_cell(difference.b_s),
                           seconds_cell(difference.delta_s()),

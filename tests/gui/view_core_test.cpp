@@ -1,6 +1,8 @@
 // The viewer's logic without Qt: rows and nesting, level-of-detail folding, the time axis,
-// navigation, queries, related spans, summary and compare figures, and the lane layout.
+// navigation, queries, related spans, span details and the lane layout.
 #include <gtest/gtest.h>
+
+#include "tests/support/timeline_maker.h"
 
 #include <random>
 #include <set>
@@ -11,34 +13,13 @@
 #include "gui/core/span_query.h"
 #include "gui/core/time_axis.h"
 #include "gui/core/timeline_index.h"
-#include "gui/core/timeline_stats.h"
 #include "gui/core/viewport.h"
 
 namespace {
 
 using trace::Category;
 
-struct TimelineMaker {
-  std::shared_ptr<trace::Timeline> timeline = std::make_shared<trace::Timeline>();
-  TimelineMaker(std::vector<std::int32_t> nodes_of_ranks, std::vector<std::string> streams) {
-    for (std::size_t r = 0; r < nodes_of_ranks.size(); ++r) {
-      timeline->ranks.push_back({"rank " + std::to_string(r), nodes_of_ranks[r], true});
-    }
-    timeline->streams = std::move(streams);
-  }
-  trace::Span& add(std::int32_t rank, std::uint16_t stream, Category category, const std::string& name,
-                   std::int64_t start, std::int64_t end) {
-    trace::Span span;
-    span.rank = rank;
-    span.stream = stream;
-    span.category = category;
-    span.name = timeline->strings.intern(name);
-    span.start_ps = start;
-    span.end_ps = end;
-    timeline->spans.push_back(span);
-    return timeline->spans.back();
-  }
-};
+using test_support::TimelineMaker;
 
 // ---- TimelineIndex -----------------------------------------------------------------------
 
@@ -311,49 +292,6 @@ TEST(SpanQueryTest, RelatedSpansAreDependenciesDependentsAndCollectivePeers) {
   EXPECT_EQ(related.successors, (std::vector<std::uint32_t>{2}));
   EXPECT_EQ(related.peers, (std::vector<std::uint32_t>{3}));
   EXPECT_TRUE(gui::related_spans(*maker.timeline, 0).peers.empty());  // compute has no peers
-}
-
-// ---- Summary and compare -------------------------------------------------------------------
-
-TEST(TimelineStatsTest, FiguresFollowTheReportsDefinitions) {
-  TimelineMaker maker({0, 0}, {"compute", "comm"});
-  // Rank 0: compute 0–60, all-reduce 40–80 (20 exposed). Rank 1: compute 0–80, all-reduce 0–20.
-  maker.add(0, 0, Category::kBackward, "b", 0, 60);
-  maker.add(0, 1, Category::kAllReduce, "ar", 40, 80);
-  maker.add(1, 0, Category::kBackward, "b", 0, 80);
-  maker.add(1, 1, Category::kAllReduce, "ar", 0, 20);
-  maker.timeline->metadata["steps"] = "2";
-  maker.timeline->memory_series = {"parameters", "activations"};
-  maker.timeline->memory = {{0, 0, {100, 0}, 0}, {0, 10, {100, 50}, 0}, {1, 5, {100, 70}, 0}, {0, 20, {100, 10}, 0}};
-  const gui::TimelineStats stats = gui::timeline_stats(*maker.timeline);
-  EXPECT_EQ(stats.steps, 2);
-  EXPECT_DOUBLE_EQ(stats.step_s, 80e-12 / 2);
-  EXPECT_DOUBLE_EQ(stats.comm_compute_ratio, (40.0 / 60 + 20.0 / 80) / 2);
-  EXPECT_DOUBLE_EQ(stats.overlap_ratio, (0.5 + 1.0) / 2);
-  EXPECT_DOUBLE_EQ(stats.exposed_comm_s, 20e-12 / 2 / 2);
-  EXPECT_DOUBLE_EQ(stats.seconds_by_category[static_cast<std::size_t>(Category::kBackward)], 140e-12 / 2 / 2);
-  EXPECT_EQ(stats.peak_memory_bytes, (std::vector<std::int64_t>{150, 170}));
-  const auto curve = gui::memory_curve(*maker.timeline, 0);
-  ASSERT_EQ(curve.size(), 3u);
-  EXPECT_EQ(curve[1].bytes, 150);
-  EXPECT_EQ(curve[2].time_ps, 20);
-}
-
-TEST(TimelineStatsTest, CompareListsStepExposedAndEachCategoryWithRelativeDifference) {
-  gui::TimelineStats a, b;
-  a.step_s = 1.0;
-  b.step_s = 1.2;
-  a.exposed_comm_s = 0;
-  b.exposed_comm_s = 0.1;
-  a.seconds_by_category[static_cast<std::size_t>(Category::kForward)] = 0.5;
-  b.seconds_by_category[static_cast<std::size_t>(Category::kForward)] = 0.4;
-  const auto rows = gui::compare_timelines(a, b);
-  ASSERT_EQ(rows.size(), 3u);
-  EXPECT_EQ(rows[0].what, "step time");
-  EXPECT_NEAR(*rows[0].relative(), 0.2, 1e-12);
-  EXPECT_FALSE(rows[1].relative().has_value());
-  EXPECT_EQ(rows[2].what, "forward");
-  EXPECT_NEAR(rows[2].delta_s(), -0.1, 1e-12);
 }
 
 // ---- Lane layout ---------------------------------------------------------------------------

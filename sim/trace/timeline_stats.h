@@ -1,6 +1,6 @@
-// The figures of the viewer's summary and compare panels, computed from a timeline alone with
-// the report's definitions (sim/trace/summary.h), so a simulated and a measured timeline are
-// measured alike:
+// Figures of a whole timeline, computed from the timeline alone with the report's definitions
+// (summary.h), so a simulated and a measured timeline are measured alike — used by `dtsim
+// compare` and the viewer's summary and compare panels:
 //   step time      = (last end − first start) / steps, steps from the producer's metadata
 //                    (1 when absent);
 //   R, overlap     = mean over ranks of each rank's comm/compute and 1 − exposed/comm;
@@ -17,7 +17,7 @@
 
 #include "sim/trace/timeline.h"
 
-namespace gui {
+namespace trace {
 
 struct TimelineStats {
   std::int32_t steps = 1;
@@ -25,11 +25,11 @@ struct TimelineStats {
   double comm_compute_ratio = 0;
   double overlap_ratio = 1;
   double exposed_comm_s = 0;
-  std::array<double, trace::kCategoryCount> seconds_by_category{};
+  std::array<double, kCategoryCount> seconds_by_category{};
   std::vector<std::int64_t> peak_memory_bytes;  // per rank; 0 when the trace has no samples
 };
 
-TimelineStats timeline_stats(const trace::Timeline& timeline);
+TimelineStats timeline_stats(const Timeline& timeline);
 
 // One line of the compare table: a figure of timeline A, of B, and how B differs.
 struct Difference {
@@ -47,6 +47,6 @@ struct MemoryPoint {
   std::int64_t time_ps = 0;
   std::int64_t bytes = 0;
 };
-std::vector<MemoryPoint> memory_curve(const trace::Timeline& timeline, std::int32_t rank);
+std::vector<MemoryPoint> memory_curve(const Timeline& timeline, std::int32_t rank);
 
-}  // namespace gui
+}  // namespace trace

@@ -1,5 +1,5 @@
 // Summary and compare figures (see timeline_stats.h).
-#include "gui/core/timeline_stats.h"
+#include "sim/trace/timeline_stats.h"
 
 #include <algorithm>
 #include <charconv>
@@ -8,12 +8,12 @@
 
 #include "sim/trace/summary.h"
 
-namespace gui {
+namespace trace {
 namespace {
 
 constexpr double kSecondsPerPs = 1e-12;
 
-std::int32_t steps_of(const trace::Timeline& timeline) {
+std::int32_t steps_of(const Timeline& timeline) {
   const auto found = timeline.metadata.find("steps");
   std::int32_t steps = 1;
   if (found != timeline.metadata.end()) {
@@ -27,15 +27,15 @@ std::int64_t total(const std::vector<std::int64_t>& bytes) { return std::accumul
 
 }  // namespace
 
-TimelineStats timeline_stats(const trace::Timeline& timeline) {
+TimelineStats timeline_stats(const Timeline& timeline) {
   TimelineStats stats;
   stats.steps = steps_of(timeline);
-  const std::vector<trace::RankSummary> ranks = trace::summarize_ranks(timeline);
+  const std::vector<RankSummary> ranks = summarize_ranks(timeline);
   std::int64_t begin = std::numeric_limits<std::int64_t>::max();
   std::int64_t end = std::numeric_limits<std::int64_t>::min();
   std::size_t active = 0;
   double overlap_sum = 0;
-  for (const trace::RankSummary& rank : ranks) {
+  for (const RankSummary& rank : ranks) {
     if (rank.end_ps == 0 && rank.begin_ps == 0 && rank.compute_ps == 0 && rank.comm_ps == 0) continue;
     ++active;
     begin = std::min(begin, rank.begin_ps);
@@ -43,7 +43,7 @@ TimelineStats timeline_stats(const trace::Timeline& timeline) {
     stats.comm_compute_ratio += rank.comm_compute_ratio();
     overlap_sum += rank.overlap_ratio();
     stats.exposed_comm_s += static_cast<double>(rank.exposed_comm_ps) * kSecondsPerPs;
-    for (std::size_t c = 0; c < trace::kCategoryCount; ++c) {
+    for (std::size_t c = 0; c < kCategoryCount; ++c) {
       stats.seconds_by_category[c] += static_cast<double>(rank.busy_ps_by_category[c]) * kSecondsPerPs;
     }
   }
@@ -56,7 +56,7 @@ TimelineStats timeline_stats(const trace::Timeline& timeline) {
     for (double& seconds : stats.seconds_by_category) seconds *= per_rank_step;
   }
   stats.peak_memory_bytes.assign(timeline.ranks.size(), 0);
-  for (const trace::MemorySample& sample : timeline.memory) {
+  for (const MemorySample& sample : timeline.memory) {
     const auto rank = static_cast<std::size_t>(sample.rank);
     if (rank < stats.peak_memory_bytes.size()) stats.peak_memory_bytes[rank] = std::max(stats.peak_memory_bytes[rank], total(sample.bytes));
   }
@@ -71,21 +71,21 @@ std::optional<double> Difference::relative() const {
 std::vector<Difference> compare_timelines(const TimelineStats& a, const TimelineStats& b) {
   std::vector<Difference> rows = {{"step time", a.step_s, b.step_s},
                                   {"exposed communication", a.exposed_comm_s, b.exposed_comm_s}};
-  for (std::size_t c = 0; c < trace::kCategoryCount; ++c) {
+  for (std::size_t c = 0; c < kCategoryCount; ++c) {
     if (a.seconds_by_category[c] == 0 && b.seconds_by_category[c] == 0) continue;
-    rows.push_back({std::string(trace::category_name(static_cast<trace::Category>(c))), a.seconds_by_category[c],
+    rows.push_back({std::string(category_name(static_cast<Category>(c))), a.seconds_by_category[c],
                     b.seconds_by_category[c]});
   }
   return rows;
 }
 
-std::vector<MemoryPoint> memory_curve(const trace::Timeline& timeline, std::int32_t rank) {
+std::vector<MemoryPoint> memory_curve(const Timeline& timeline, std::int32_t rank) {
   std::vector<MemoryPoint> points;
-  for (const trace::MemorySample& sample : timeline.memory) {
+  for (const MemorySample& sample : timeline.memory) {
     if (sample.rank == rank) points.push_back({sample.time_ps, total(sample.bytes)});
   }
   std::stable_sort(points.begin(), points.end(), [](const MemoryPoint& x, const MemoryPoint& y) { return x.time_ps < y.time_ps; });
   return points;
 }
 
-}  // namespace gui
+}  // namespace trace

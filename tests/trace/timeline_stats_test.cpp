@@ -1,0 +1,56 @@
+// Whole-timeline figures (step time, R, overlap, exposed communication, time per category,
+// peak memory) and the comparison of two timelines.
+#include "sim/trace/timeline_stats.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/support/timeline_maker.h"
+
+namespace {
+
+using trace::Category;
+
+using test_support::TimelineMaker;
+
+TEST(TimelineStatsTest, FiguresFollowTheReportsDefinitions) {
+  TimelineMaker maker({0, 0}, {"compute", "comm"});
+  // Rank 0: compute 0–60, all-reduce 40–80 (20 exposed). Rank 1: compute 0–80, all-reduce 0–20.
+  maker.add(0, 0, Category::kBackward, "b", 0, 60);
+  maker.add(0, 1, Category::kAllReduce, "ar", 40, 80);
+  maker.add(1, 0, Category::kBackward, "b", 0, 80);
+  maker.add(1, 1, Category::kAllReduce, "ar", 0, 20);
+  maker.timeline->metadata["steps"] = "2";
+  maker.timeline->memory_series = {"parameters", "activations"};
+  maker.timeline->memory = {{0, 0, {100, 0}, 0}, {0, 10, {100, 50}, 0}, {1, 5, {100, 70}, 0}, {0, 20, {100, 10}, 0}};
+  const trace::TimelineStats stats = trace::timeline_stats(*maker.timeline);
+  EXPECT_EQ(stats.steps, 2);
+  EXPECT_DOUBLE_EQ(stats.step_s, 80e-12 / 2);
+  EXPECT_DOUBLE_EQ(stats.comm_compute_ratio, (40.0 / 60 + 20.0 / 80) / 2);
+  EXPECT_DOUBLE_EQ(stats.overlap_ratio, (0.5 + 1.0) / 2);
+  EXPECT_DOUBLE_EQ(stats.exposed_comm_s, 20e-12 / 2 / 2);
+  EXPECT_DOUBLE_EQ(stats.seconds_by_category[static_cast<std::size_t>(Category::kBackward)], 140e-12 / 2 / 2);
+  EXPECT_EQ(stats.peak_memory_bytes, (std::vector<std::int64_t>{150, 170}));
+  const auto curve = trace::memory_curve(*maker.timeline, 0);
+  ASSERT_EQ(curve.size(), 3u);
+  EXPECT_EQ(curve[1].bytes, 150);
+  EXPECT_EQ(curve[2].time_ps, 20);
+}
+
+TEST(TimelineStatsTest, CompareListsStepExposedAndEachCategoryWithRelativeDifference) {
+  trace::TimelineStats a, b;
+  a.step_s = 1.0;
+  b.step_s = 1.2;
+  a.exposed_comm_s = 0;
+  b.exposed_comm_s = 0.1;
+  a.seconds_by_category[static_cast<std::size_t>(Category::kForward)] = 0.5;
+  b.seconds_by_category[static_cast<std::size_t>(Category::kForward)] = 0.4;
+  const auto rows = trace::compare_timelines(a, b);
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0].what, "step time");
+  EXPECT_NEAR(*rows[0].relative(), 0.2, 1e-12);
+  EXPECT_FALSE(rows[1].relative().has_value());
+  EXPECT_EQ(rows[2].what, "forward");
+  EXPECT_NEAR(rows[2].delta_s(), -0.1, 1e-12);
+}
+
+}  // namespace
