@@ -179,11 +179,19 @@ void MainWindow::build_menus() {
   });
 }
 
+MainWindow::~MainWindow() {
+  closing_ = true;  // loaders stop after the file they are reading
+  for (QThread* loader : loaders_) loader->wait();
+}
+
 void MainWindow::open_files(const QStringList& paths) {
-  for (const QString& path : paths) {
-    ++loads_in_flight_;
-    statusBar()->showMessage("loading " + path + " …");
-    QThread* worker = QThread::create([this, path] {
+  // One loader per call, reading the files in the order given, so that the documents (and
+  // which is A and which is B in the compare table) come in that order.
+  ++loads_in_flight_;
+  statusBar()->showMessage("loading " + paths.join(", ") + " …");
+  QThread* loader = QThread::create([this, paths] {
+    for (const QString& path : paths) {
+      if (closing_) return;
       std::shared_ptr<const Document> document;
       QString error;
       try {
@@ -192,15 +200,18 @@ void MainWindow::open_files(const QStringList& paths) {
         error = QString::fromStdString(failure.what());
       }
       QMetaObject::invokeMethod(this, [this, document, error] {
-        --loads_in_flight_;
         if (document) add_document(document);
         if (!error.isEmpty()) show_error(error);
-        if (loads_in_flight_ == 0) emit loads_finished();
       }, Qt::QueuedConnection);
-    });
-    connect(worker, &QThread::finished, worker, &QObject::deleteLater);
-    worker->start();
-  }
+    }
+  });
+  loaders_.push_back(loader);
+  connect(loader, &QThread::finished, this, [this, loader] {
+    loaders_.erase(std::find(loaders_.begin(), loaders_.end(), loader));
+    loader->deleteLater();
+    if (--loads_in_flight_ == 0) emit loads_finished();
+  });
+  loader->start();
 }
 
 void MainWindow::add_document(std::shared_ptr<const Document> document) {
@@ -232,7 +243,7 @@ void MainWindow::documents_updated() {
   std::size_t spans = 0;
   for (const auto& document : documents_) spans += document->index->timeline().spans.size();
   statusBar()->showMessage(QString::fromStdString(fmt::format("{} timeline(s), {} spans", documents_.size(), spans)));
-  if (!search_field_->text().isEmpty()) search();
+  search();  // results refer to documents by position: never keep old ones
   emit documents_changed();
 }
 
@@ -274,6 +285,8 @@ void MainWindow::search() {
     search_model_->set_table(std::move(results));
   } catch (const InvalidQuery& error) {
     search_status_->setText(QString::fromStdString(error.what()));
+    view_->set_query({});
+    search_model_->set_table({});
   }
 }
 

@@ -13,6 +13,9 @@
 #include <QSpinBox>
 #include <QTableView>
 #include <QTextBrowser>
+#include <QThread>
+
+#include <atomic>
 
 #include "gui/memory_chart.h"
 #include "gui/scenario_panel.h"
@@ -29,6 +32,7 @@ class MainWindow : public QMainWindow {
   static constexpr std::size_t kMaxDocuments = 4;
 
   explicit MainWindow(QWidget* parent = nullptr);
+  ~MainWindow() override;
 
   // Loads the files on a worker thread, then shows them with what is open already.
   void open_files(const QStringList& paths);
@@ -80,6 +84,8 @@ class MainWindow : public QMainWindow {
   QDockWidget* compare_dock_ = nullptr;
   Documents documents_;
   int loads_in_flight_ = 0;
+  std::vector<QThread*> loaders_;
+  std::atomic<bool> closing_{false};
 };
 
 }  // namespace gui

@@ -62,6 +62,10 @@ void TimelineView::set_category_hidden(trace::Category category, bool hidden) {
 }
 
 void TimelineView::select(std::optional<SpanRef> span, bool reveal) {
+  if (span && (span->document >= state_.documents.size() ||
+               span->span >= state_.documents[span->document]->index->timeline().spans.size())) {
+    span.reset();  // a reference into timelines no longer shown
+  }
   state_.selected = span;
   state_.related = span ? related_spans(state_.documents[span->document]->index->timeline(), span->span) : RelatedSpans{};
   if (span && reveal) {
@@ -132,6 +136,7 @@ void TimelineView::fit_step() {
 }
 
 void TimelineView::go_back() {
+  if (history_timer_.isActive()) history_.record(state_.viewport.window());  // a wheel zoom not yet recorded
   if (!history_.can_go_back()) return;
   state_.viewport.set(history_.back());
   window_moved(false);
@@ -139,6 +144,7 @@ void TimelineView::go_back() {
 }
 
 void TimelineView::go_forward() {
+  if (history_timer_.isActive()) history_.record(state_.viewport.window());
   if (!history_.can_go_forward()) return;
   state_.viewport.set(history_.forward());
   window_moved(false);
@@ -160,7 +166,9 @@ std::optional<SpanRef> TimelineView::span_at(QPoint position) const {
   const double time = time_at(position.x()) + state_.offset_ps(entry->document);
   const double tolerance = state_.viewport.window().length() / lanes_width() * 2;  // 2 px
   const auto span = index.span_at(index.rows()[entry->row], time, tolerance);
-  if (!span) return std::nullopt;
+  if (!span || state_.hidden_categories[static_cast<std::size_t>(index.timeline().spans[*span].category)]) {
+    return std::nullopt;
+  }
   return SpanRef{entry->document, *span};
 }
 

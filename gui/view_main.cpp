@@ -5,6 +5,7 @@
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QEventLoop>
+#include <QTimer>
 
 #include <cstdio>
 #include <cstdlib>
@@ -158,8 +159,11 @@ int main(int argc, char** argv) {
   window.resize(options->size);
   if (!exporting(*options)) {
     window.show();
-    load_inputs(window, *options);  // a failure stays in the window's banner
-    prepare_view(window, *options);
+    // From inside the event loop, so that closing the window meanwhile ends the program.
+    QTimer::singleShot(0, &window, [&window, &options] {
+      load_inputs(window, *options);  // a failure stays in the window's banner
+      prepare_view(window, *options);
+    });
     return QApplication::exec();
   }
 

@@ -16,6 +16,8 @@
 #include "scenarios/scenario_loader.h"
 #include "scenarios/sweep.h"
 #include "sim/run/program_simulator.h"
+#include "sim/trace/chrome_trace.h"
+#include "sim/trace/comparison.h"
 #include "strategies/model.h"
 #include "topology/presets.h"
 
@@ -127,6 +129,31 @@ int command_presets(std::ostream& out) {
   return 0;
 }
 
+struct CompareOptions {
+  std::string predicted;
+  std::string measured;
+  std::string json_output;
+  bool json = false;
+};
+
+int command_compare(const CompareOptions& options, std::ostream& out, std::ostream& err) {
+  trace::Timeline predicted, measured;
+  try {
+    predicted = trace::read_chrome_trace_file(options.predicted);
+    measured = trace::read_chrome_trace_file(options.measured);
+  } catch (const trace::TraceFormatError& error) {
+    err << "dtsim: error: " << error.what() << "\n";
+    return kExitBadInput;
+  }
+  const trace::Comparison comparison = trace::compare_runs(predicted, measured);
+  const nlohmann::json json = trace::comparison_to_json(comparison);
+  if (!options.json_output.empty()) {
+    write_file_atomically(options.json_output, [&](std::ostream& file) { file << json.dump(2) << "\n"; });
+  }
+  out << (options.json ? json.dump(2) + "\n" : trace::format_comparison(comparison, options.predicted, options.measured));
+  return 0;
+}
+
 }  // namespace
 
 int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
@@ -171,6 +198,15 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   collective->add_option("--channels", bench.channels, "rings per ring collective: auto or a number")
       ->capture_default_str();
 
+  CompareOptions compare_options;
+  CLI::App* compare = app.add_subcommand(
+      "compare", "errors of a predicted (simulated) timeline against a measured one: step, categories, per op");
+  compare->add_option("predicted", compare_options.predicted, "predicted timeline (Chrome trace)")->required();
+  compare->add_option("measured", compare_options.measured,
+                      "measured timeline: a dtsim timeline or a PyTorch profiler trace")->required();
+  compare->add_flag("--json", compare_options.json, "print the comparison as JSON instead of a table");
+  compare->add_option("-o,--output", compare_options.json_output, "also write the JSON comparison to this file");
+
   CLI::App* presets = app.add_subcommand("presets", "list hardware and model presets");
   CLI::App* info = app.add_subcommand("info", "what this build can execute: MPI, BLAS, CUDA, NCCL, GPUs");
 
@@ -184,6 +220,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     if (*run) return command_run(options, out);
     if (*sweep) return command_sweep(options, out, err);
     if (*advise_command) return command_advise(options, out);
+    if (*compare) return command_compare(compare_options, out, err);
     if (*collective) {
       out << format_collective_bench(run_collective_bench(bench));
       return 0;

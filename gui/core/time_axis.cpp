@@ -1,8 +1,10 @@
 // Tick steps and time formatting (see time_axis.h).
 #include "gui/core/time_axis.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdint>
 #include <fmt/format.h>
 
 namespace gui {
@@ -40,11 +42,13 @@ std::vector<Tick> axis_ticks(Window window, double width_px, double origin_ps, d
   const Unit& unit = unit_for(step);
   const int decimals = std::max(0, static_cast<int>(-std::floor(std::log10(step / unit.ps) + 1e-9)));
   const double first = std::ceil((window.begin_ps - origin_ps) / step);
-  for (double k = first;; k += 1) {
-    const double relative = k * step;
-    const double time = origin_ps + relative;
-    if (time > window.end_ps) break;
-    ticks.push_back({time, fmt::format("{:.{}f} {}", relative / unit.ps + 0.0, decimals, unit.name)});
+  const double last = std::floor((window.end_ps - origin_ps) / step);
+  // Counted, not stepped: far from the origin k + 1 == k in doubles. The step keeps the count
+  // near width / spacing; the cap guards against rounding.
+  const auto count = static_cast<std::int64_t>(std::clamp(last - first + 1, 0.0, 10000.0));
+  for (std::int64_t i = 0; i < count; ++i) {
+    const double relative = (first + static_cast<double>(i)) * step;
+    ticks.push_back({origin_ps + relative, fmt::format("{:.{}f} {}", relative / unit.ps + 0.0, decimals, unit.name)});
   }
   return ticks;
 }

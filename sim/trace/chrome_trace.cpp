@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 #include <cmath>
 #include <fstream>
@@ -32,7 +33,6 @@ namespace {
 using nlohmann::json;
 
 double to_us(std::int64_t ps) { return static_cast<double>(ps) / 1e6; }
-std::int64_t to_ps(double us) { return std::llround(us * 1e6); }
 
 // A JSON string literal, escaped by nlohmann::json.
 std::string json_string(std::string_view text) { return json(text).dump(); }
@@ -184,6 +184,11 @@ Category category_of(std::string_view category, std::string_view name) {
   return Category::kOther;
 }
 
+// dtsim's memory counter track; other counters of foreign traces are skipped.
+constexpr std::string_view kMemoryCounter = "memory";
+// Times beyond this (100 days in picoseconds) do not fit a span's int64 picoseconds safely.
+constexpr double kMaxTracePs = 100.0 * 86400 * 1e12;
+
 // One pass over the events (simdjson On-Demand: no document tree is built). Spans and
 // samples first get provisional lanes in order of appearance; ranks (pids in ascending order)
 // and stream names (from thread_name metadata, which may come anywhere) are settled at the end.
@@ -200,7 +205,7 @@ class TraceBuilder {
       if (key == "title" && value.type() == ondemand::json_type::string) {
         timeline_.title = std::string(value.get_string().value());
       } else if (key == "memory_series" && value.type() == ondemand::json_type::array) {
-        for (auto series : value.get_array()) timeline_.memory_series.emplace_back(series.get_string().value());
+        for (auto series : value.get_array()) series_index(series.get_string().value());  // counters may have come first
       } else if (key != "generator" && value.type() == ondemand::json_type::string) {
         timeline_.metadata[std::string(key)] = std::string(value.get_string().value());
       }
@@ -268,6 +273,32 @@ class TraceBuilder {
     std::optional<ondemand::object> args;
   };
 
+  // A number, or a string holding one (Perfetto accepts both for "ts" and "dur").
+  static std::optional<double> number_of(ondemand::value value) {
+    if (value.type() == ondemand::json_type::number) return value.get_double();
+    if (value.type() != ondemand::json_type::string) return std::nullopt;
+    const std::string_view text = value.get_string();
+    double number = 0;
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), number);
+    if (error != std::errc() || end != text.data() + text.size()) return std::nullopt;
+    return number;
+  }
+
+  // Microseconds → integer picoseconds. A trace whose first timestamp is too large for that
+  // (epoch microseconds, ~1.7e15) is taken from that timestamp, floored to a microsecond, and
+  // the origin is kept in the metadata; other traces (dtsim's) keep their times exactly.
+  std::int64_t time_ps(double us, bool is_timestamp = true) {
+    if (is_timestamp && !origin_us_) {
+      origin_us_ = std::abs(us) * 1e6 < kMaxTracePs ? 0.0 : std::floor(us);
+      if (*origin_us_ != 0) timeline_.metadata["time_origin_us"] = fmt::format("{:.0f}", *origin_us_);
+    }
+    const double ps = (is_timestamp ? us - *origin_us_ : us) * 1e6;
+    if (!(std::abs(ps) < kMaxTracePs)) {
+      throw TraceFormatError(fmt::format("trace event {}: time {} µs is more than 100 days from the trace's start", index_, us));
+    }
+    return std::llround(ps);
+  }
+
   void read_event(ondemand::object object) {
     Event event;
     Span span;
@@ -290,9 +321,9 @@ class TraceBuilder {
       } else if (key == "cat") {
         if (value.type() == ondemand::json_type::string) event.category = value.get_string();
       } else if (key == "ts") {
-        if (value.type() == ondemand::json_type::number) event.ts = value.get_double();
+        event.ts = number_of(value);
       } else if (key == "dur") {
-        if (value.type() == ondemand::json_type::number) event.dur = value.get_double();
+        event.dur = number_of(value);
       } else if (key == "dtsim_cause") {
         if (value.type() == ondemand::json_type::string) event.cause = value.get_string();
       } else if (key == "args" && value.type() == ondemand::json_type::object) {
@@ -307,8 +338,9 @@ class TraceBuilder {
     if (!event.pid) throw TraceFormatError(fmt::format("trace event {} has no \"pid\"", index_));
     if (!event.ts) throw TraceFormatError(fmt::format("trace event {} has no numeric \"ts\"", index_));
     const std::int32_t pid = pid_index(*event.pid);
-    const std::int64_t ts = to_ps(*event.ts);
+    const std::int64_t ts = time_ps(*event.ts);
     if (phase == "C") {
+      if (event.name != kMemoryCounter) return;  // other counters (clocks, utilisation) are not memory
       MemorySample sample;
       for (const auto& [series, bytes] : numeric_args_) {
         const std::size_t index = series_index(series);
@@ -324,7 +356,7 @@ class TraceBuilder {
     const std::uint16_t lane = lane_index(pid, event.tid);
     if (phase == "E") {
       auto& stack = open_[lane];
-      if (stack.empty()) throw TraceFormatError(fmt::format("trace event {} ends a span that was never begun", index_));
+      if (stack.empty()) return;  // its "B" fell before the capture began (a ring-buffer trace)
       Span begun = stack.back();
       stack.pop_back();
       begun.end_ps = std::max(ts, begun.start_ps);
@@ -345,7 +377,7 @@ class TraceBuilder {
     }
     if (!event.dur) throw TraceFormatError(fmt::format("trace event {} has no numeric \"dur\"", index_));
     if (*event.dur < 0) throw TraceFormatError(fmt::format("trace event {} has a negative duration", index_));
-    span.end_ps = ts + to_ps(*event.dur);
+    span.end_ps = ts + time_ps(*event.dur, false);
     timeline_.spans.push_back(span);
   }
 
@@ -441,6 +473,7 @@ class TraceBuilder {
   std::string pending_name_, pending_labels_;
   std::vector<std::pair<std::string_view, double>> numeric_args_;  // views into the parser's buffer
   std::vector<std::int64_t> pending_deps_;
+  std::optional<double> origin_us_;
 };
 
 // A file mapped read-only into memory with the zeroed padding simdjson reads past the end:
@@ -462,13 +495,15 @@ class MappedFile {
     const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
     capacity_ = (size_ + simdjson::SIMDJSON_PADDING + page - 1) / page * page;
     void* region = ::mmap(nullptr, capacity_, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    int failure = region == MAP_FAILED ? errno : 0;
     if (region != MAP_FAILED && size_ > 0 &&
         ::mmap(region, size_, PROT_READ, MAP_PRIVATE | MAP_FIXED, fd, 0) == MAP_FAILED) {
+      failure = errno;
       ::munmap(region, capacity_);
       region = MAP_FAILED;
     }
     ::close(fd);
-    if (region == MAP_FAILED) throw TraceFormatError("cannot map " + path + " into memory: " + std::strerror(errno));
+    if (region == MAP_FAILED) throw TraceFormatError("cannot map " + path + " into memory: " + std::strerror(failure));
     data_ = static_cast<const char*>(region);
     ::madvise(region, capacity_, MADV_SEQUENTIAL);
   }
@@ -508,6 +543,9 @@ Timeline parse(simdjson::padded_string_view text) {
       }
     } else {
       throw TraceFormatError("not a Chrome trace: expected an array of events or an object with a \"traceEvents\" array");
+    }
+    if (document.current_location().error() != simdjson::OUT_OF_BOUNDS) {  // OUT_OF_BOUNDS: nothing left
+      throw TraceFormatError("not valid JSON: more text after the end of the trace");
     }
     return builder.finish();
   } catch (const simdjson::simdjson_error& error) {

@@ -43,6 +43,8 @@ TimelineStats timeline_stats(const Timeline& timeline) {
     stats.comm_compute_ratio += rank.comm_compute_ratio();
     overlap_sum += rank.overlap_ratio();
     stats.exposed_comm_s += static_cast<double>(rank.exposed_comm_ps) * kSecondsPerPs;
+    stats.compute_s += static_cast<double>(rank.compute_ps) * kSecondsPerPs;
+    stats.comm_s += static_cast<double>(rank.comm_ps) * kSecondsPerPs;
     for (std::size_t c = 0; c < kCategoryCount; ++c) {
       stats.seconds_by_category[c] += static_cast<double>(rank.busy_ps_by_category[c]) * kSecondsPerPs;
     }
@@ -53,6 +55,8 @@ TimelineStats timeline_stats(const Timeline& timeline) {
     stats.comm_compute_ratio /= static_cast<double>(active);
     stats.overlap_ratio = overlap_sum / static_cast<double>(active);
     stats.exposed_comm_s *= per_rank_step;
+    stats.compute_s *= per_rank_step;
+    stats.comm_s *= per_rank_step;
     for (double& seconds : stats.seconds_by_category) seconds *= per_rank_step;
   }
   stats.peak_memory_bytes.assign(timeline.ranks.size(), 0);
@@ -70,6 +74,8 @@ std::optional<double> Difference::relative() const {
 
 std::vector<Difference> compare_timelines(const TimelineStats& a, const TimelineStats& b) {
   std::vector<Difference> rows = {{"step time", a.step_s, b.step_s},
+                                  {"compute", a.compute_s, b.compute_s},
+                                  {"communication", a.comm_s, b.comm_s},
                                   {"exposed communication", a.exposed_comm_s, b.exposed_comm_s}};
   for (std::size_t c = 0; c < kCategoryCount; ++c) {
     if (a.seconds_by_category[c] == 0 && b.seconds_by_category[c] == 0) continue;

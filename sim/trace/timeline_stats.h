@@ -4,6 +4,7 @@
 //   step time      = (last end − first start) / steps, steps from the producer's metadata
 //                    (1 when absent);
 //   R, overlap     = mean over ranks of each rank's comm/compute and 1 − exposed/comm;
+//   compute, comm  = mean over ranks of the union of compute (communication) spans, per step;
 //   exposed comm   = mean over ranks of communication not hidden under compute, per step;
 //   per category   = mean over ranks of the summed span durations, per step;
 //   peak memory    = per rank, the largest total over its memory samples.
@@ -25,13 +26,15 @@ struct TimelineStats {
   double comm_compute_ratio = 0;
   double overlap_ratio = 1;
   double exposed_comm_s = 0;
+  double compute_s = 0;  // mean over ranks of the compute union, per step
+  double comm_s = 0;     // mean over ranks of the communication union, per step
   std::array<double, kCategoryCount> seconds_by_category{};
   std::vector<std::int64_t> peak_memory_bytes;  // per rank; 0 when the trace has no samples
 };
 
 TimelineStats timeline_stats(const Timeline& timeline);
 
-// One line of the compare table: a figure of timeline A, of B, and how B differs.
+// One line of a comparison: a figure of timeline A (the reference), of B, and how B differs.
 struct Difference {
   std::string what;  // "step time", "exposed communication", a category name
   double a_s = 0;
@@ -39,7 +42,8 @@ struct Difference {
   double delta_s() const { return b_s - a_s; }
   std::optional<double> relative() const;  // (b − a) / a; none when a is 0
 };
-// Step time, exposed communication, then every category either timeline has time in.
+// Step time, compute, communication, exposed communication, then every category either
+// timeline has time in.
 std::vector<Difference> compare_timelines(const TimelineStats& a, const TimelineStats& b);
 
 // One rank's total memory over time: (time, bytes summed over series) at every sample.

@@ -287,7 +287,7 @@ TEST_F(MainWindowTest, TwoTimelinesAreComparedAndExportedBack) {
   open({path, path});
   ASSERT_EQ(window_.view()->state().documents.size(), 2u);
   EXPECT_EQ(window_.view()->state().layout.entries().front().kind, gui::LayoutEntry::Kind::kTitle);
-  EXPECT_EQ(window_.compare_model()->rowCount(), 2 + 3);  // step, exposed; forward, backward, all_reduce
+  EXPECT_EQ(window_.compare_model()->rowCount(), 4 + 3);  // step, compute, comm, exposed; 3 categories
   EXPECT_EQ(window_.compare_model()->data(window_.compare_model()->index(0, 4)).toString(), "+0.0 %");
 
   const QString png = directory_.filePath("view.png");
@@ -310,7 +310,9 @@ TEST_F(MainWindowTest, SearchSelectsAndDetailsShowRates) {
   EXPECT_TRUE(window_.details_text().contains("waited for 1 op(s)"));
   window_.search_field()->setText("rank:x");
   emit window_.search_field()->returnPressed();
-  EXPECT_EQ(window_.search_model()->rowCount(), 1);  // the last good results stay
+  EXPECT_EQ(window_.search_model()->rowCount(), 0);  // no stale results
+  window_.close_all();
+  EXPECT_FALSE(window_.view()->state().selected.has_value());
 }
 
 TEST_F(MainWindowTest, AScenarioRunsInTheAppAndAWhatIfLandsNextToIt) {

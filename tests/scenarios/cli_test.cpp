@@ -200,3 +200,36 @@ TEST_F(CliTest, CollectiveRejectsWhatCannotRun) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST_F(CliTest, CompareReportsFigureAndPerOpErrorsOnScreenAndInJson) {
+  const fs::path flow = directory_ / "flow", analytic = directory_ / "analytic";
+  ASSERT_EQ(dtsim({"run", kSource + "/scenarios/c1_7b_ddp_8xh100.toml", "-o", flow.string()}).code, 0);
+  ASSERT_EQ(dtsim({"run", kSource + "/scenarios/c1_7b_ddp_8xh100.toml", "--set", "network.model=analytic", "-o",
+                   analytic.string()}).code, 0);
+  const fs::path json_path = directory_ / "comparison.json";
+  const CliRun same = dtsim({"compare", (flow / "timeline.json").string(), (flow / "timeline.json").string()});
+  EXPECT_EQ(same.code, 0);
+  EXPECT_NE(same.out.find("per-op MAPE: 0.0 %"), std::string::npos) << same.out;
+
+  const CliRun models = dtsim({"compare", (analytic / "timeline.json").string(), (flow / "timeline.json").string(),
+                               "--json", "-o", json_path.string()});
+  ASSERT_EQ(models.code, 0) << models.err;
+  const auto json = nlohmann::json::parse(models.out);
+  EXPECT_EQ(json, nlohmann::json::parse(slurp(json_path)));
+  EXPECT_EQ(json["figures"][0]["figure"], "step time");
+  EXPECT_GT(json["ops"]["matched"].get<int>(), 1000);  // the same program: every op matches
+  EXPECT_EQ(json["ops"]["matched"], json["ops"]["measured"]);
+
+  const CliRun pytorch = dtsim({"compare", (flow / "timeline.json").string(),
+                                kSource + "/tests/data/pytorch_profiler_trace.json"});
+  EXPECT_EQ(pytorch.code, 0);
+  EXPECT_NE(pytorch.out.find("figures only"), std::string::npos) << pytorch.out;
+
+  const CliRun broken = dtsim({"compare", (flow / "timeline.json").string(), (directory_ / "missing.json").string()});
+  EXPECT_EQ(broken.code, 2);
+  EXPECT_NE(broken.err.find("missing.json"), std::string::npos) << broken.err;
+}
+
+}  // namespace

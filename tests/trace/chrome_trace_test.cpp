@@ -159,7 +159,8 @@ TEST(ChromeTraceTest, BrokenTracesRaiseAClearError) {
       {"{\"events\": []}", "not a Chrome trace"},
       {"[{\"ph\": \"X\", \"pid\": 0, \"name\": \"a\", \"dur\": 1}]", "\"ts\""},
       {"[{\"ph\": \"X\", \"pid\": 0, \"name\": \"a\", \"ts\": 0, \"dur\": -1}]", "negative"},
-      {"[{\"ph\": \"E\", \"pid\": 0, \"ts\": 0}]", "never begun"},
+      {"[{\"ph\": \"X\", \"pid\": 0, \"name\": \"a\", \"ts\": 0, \"dur\": 1}] x]", "after the end"},
+      {"[{\"ph\": \"X\", \"pid\": 0, \"name\": \"a\", \"ts\": 1e20, \"dur\": 1}, {\"ph\": \"X\", \"pid\": 0, \"ts\": 0, \"dur\": 1}]", "100 days"},
       {"[3]", "not an object"},
       {"[{\"ph\": \"X\", \"pid\": 0, \"ts\": 0, \"dur\": 1, \"name\": \"a\"}, {\"ph\": \"X", "not valid JSON"},
       {"\x89PNG\r\n\x1a\n", "not valid JSON"},
@@ -173,6 +174,22 @@ TEST(ChromeTraceTest, BrokenTracesRaiseAClearError) {
       EXPECT_NE(std::string(error.what()).find(expected), std::string::npos) << error.what();
     }
   }
+}
+
+// What Perfetto accepts: numbers as strings, an "E" whose "B" fell before the capture, epoch
+// timestamps; counters other than dtsim's memory track are not memory.
+TEST(ChromeTraceTest, LenientWhereChromeTracesVary) {
+  std::istringstream in(R"([
+    {"ph": "E", "pid": 1, "tid": 1, "ts": 1700000000000000.5},
+    {"ph": "X", "pid": 1, "tid": 1, "name": "a", "ts": "1700000000000001.5", "dur": "2.5"},
+    {"ph": "C", "pid": 1, "name": "gpu_clock_mhz", "ts": 1700000000000002, "args": {"value": 1980}}
+  ])");
+  const trace::Timeline timeline = trace::read_chrome_trace(in);
+  ASSERT_EQ(timeline.spans.size(), 1u);
+  EXPECT_EQ(timeline.spans[0].start_ps, 1'500'000);  // from the first timestamp, floored to a µs
+  EXPECT_EQ(timeline.spans[0].duration_ps(), 2'500'000);
+  EXPECT_EQ(timeline.metadata.at("time_origin_us"), "1700000000000000");
+  EXPECT_TRUE(timeline.memory.empty());
 }
 
 TEST(ChromeTraceTest, FilesAreReadThroughTheSameChecks) {

@@ -28,6 +28,8 @@ TEST(TimelineStatsTest, FiguresFollowTheReportsDefinitions) {
   EXPECT_DOUBLE_EQ(stats.comm_compute_ratio, (40.0 / 60 + 20.0 / 80) / 2);
   EXPECT_DOUBLE_EQ(stats.overlap_ratio, (0.5 + 1.0) / 2);
   EXPECT_DOUBLE_EQ(stats.exposed_comm_s, 20e-12 / 2 / 2);
+  EXPECT_DOUBLE_EQ(stats.compute_s, (60e-12 + 80e-12) / 2 / 2);
+  EXPECT_DOUBLE_EQ(stats.comm_s, (40e-12 + 20e-12) / 2 / 2);
   EXPECT_DOUBLE_EQ(stats.seconds_by_category[static_cast<std::size_t>(Category::kBackward)], 140e-12 / 2 / 2);
   EXPECT_EQ(stats.peak_memory_bytes, (std::vector<std::int64_t>{150, 170}));
   const auto curve = trace::memory_curve(*maker.timeline, 0);
@@ -45,12 +47,46 @@ TEST(TimelineStatsTest, CompareListsStepExposedAndEachCategoryWithRelativeDiffer
   a.seconds_by_category[static_cast<std::size_t>(Category::kForward)] = 0.5;
   b.seconds_by_category[static_cast<std::size_t>(Category::kForward)] = 0.4;
   const auto rows = trace::compare_timelines(a, b);
-  ASSERT_EQ(rows.size(), 3u);
+  ASSERT_EQ(rows.size(), 5u);
   EXPECT_EQ(rows[0].what, "step time");
   EXPECT_NEAR(*rows[0].relative(), 0.2, 1e-12);
-  EXPECT_FALSE(rows[1].relative().has_value());
-  EXPECT_EQ(rows[2].what, "forward");
-  EXPECT_NEAR(rows[2].delta_s(), -0.1, 1e-12);
+  EXPECT_EQ(rows[3].what, "exposed communication");
+  EXPECT_FALSE(rows[3].relative().has_value());
+  EXPECT_EQ(rows[4].what, "forward");
+  EXPECT_NEAR(rows[4].delta_s(), -0.1, 1e-12);
+}
+
+}  // namespace
+
+#include "sim/trace/comparison.h"
+
+namespace {
+
+TEST(ComparisonTest, OpsMatchByRankNameAndOccurrenceAndGiveTheMape) {
+  test_support::TimelineMaker predicted({0, 0}, {"compute", "comm"});
+  predicted.add(0, 0, Category::kForward, "f", 0, 110);     // +10 %
+  predicted.add(0, 0, Category::kForward, "f", 200, 280);   // second "f": −20 %
+  predicted.add(1, 1, Category::kAllReduce, "ar", 0, 50);   // +25 %
+  predicted.add(1, 1, Category::kAllReduce, "only_predicted", 60, 70);
+  test_support::TimelineMaker measured({0, 0}, {"compute", "comm"});
+  measured.add(0, 0, Category::kForward, "f", 0, 100);
+  measured.add(0, 0, Category::kForward, "f", 150, 250);
+  measured.add(1, 1, Category::kAllReduce, "ar", 0, 40);
+  measured.add(1, 0, Category::kAllReduce, "ar", 100, 140);  // a second "ar" the prediction lacks
+  const trace::Comparison comparison = trace::compare_runs(*predicted.timeline, *measured.timeline);
+  EXPECT_EQ(comparison.matched_ops, 3u);
+  ASSERT_TRUE(comparison.op_mape.has_value());
+  EXPECT_NEAR(*comparison.op_mape, (0.10 + 0.20 + 0.25) / 3, 1e-12);
+  ASSERT_EQ(comparison.worst_ops.size(), 3u);
+  EXPECT_EQ(comparison.worst_ops[0].name, "ar");
+  EXPECT_EQ(comparison.worst_ops[1].occurrence, 1u);
+  EXPECT_NEAR(comparison.worst_ops[1].error(), -0.2, 1e-12);
+  // Figures: measured is the reference, the error is the prediction's.
+  EXPECT_EQ(comparison.figures[0].what, "step time");
+  EXPECT_NEAR(*comparison.figures[0].relative(), (280.0 - 250.0) / 250.0, 1e-12);
+  const auto json = trace::comparison_to_json(comparison);
+  EXPECT_EQ(json["ops"]["matched"], 3);
+  EXPECT_NEAR(json["figures"][0]["error"].get<double>(), 0.12, 1e-12);
 }
 
 }  // namespace

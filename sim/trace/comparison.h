@@ -1,0 +1,49 @@
+// A predicted timeline (simulated) against a measured one (a real run: dtsim's backend, or a
+// PyTorch profiler trace whose NCCL kernels the reader maps to collective categories):
+//   figure errors  = (predicted − measured) / measured of the step time, compute,
+//                    communication, exposed communication and each category
+//                    (the whole-timeline figures of timeline_stats.h);
+//   per-op errors  = for every op both timelines have — matched by rank, name and
+//                    occurrence (the k-th span of that name on that rank in start order) —
+//                    (predicted − measured) / measured of its duration; their mean absolute
+//                    value is the MAPE.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/trace/timeline.h"
+#include "sim/trace/timeline_stats.h"
+
+namespace trace {
+
+struct OpError {
+  std::int32_t rank = 0;
+  std::string name;
+  std::size_t occurrence = 0;  // 0 for the first span of this name on this rank
+  double predicted_s = 0;
+  double measured_s = 0;
+  double error() const { return (predicted_s - measured_s) / measured_s; }
+};
+
+struct Comparison {
+  // Reference = measured, other = predicted: relative() is the prediction's error.
+  std::vector<Difference> figures;
+  std::size_t predicted_ops = 0;
+  std::size_t measured_ops = 0;
+  std::size_t matched_ops = 0;         // pairs with a measured duration > 0
+  std::optional<double> op_mape;       // none when no op matched
+  std::vector<OpError> worst_ops;      // the largest |error| first, at most kWorstOps
+  static constexpr std::size_t kWorstOps = 10;
+};
+
+Comparison compare_runs(const Timeline& predicted, const Timeline& measured);
+
+// A table for the terminal; `predicted` and `measured` name the two inputs.
+std::string format_comparison(const Comparison& comparison, const std::string& predicted, const std::string& measured);
+nlohmann::json comparison_to_json(const Comparison& comparison);
+
+}  // namespace trace
