@@ -17,6 +17,7 @@
 #include "sim/net/comm_planner.h"
 #include "sim/net/network_model.h"
 #include "sim/trace/summary.h"
+#include "strategies/program/span_labels.h"
 
 namespace sim {
 namespace {
@@ -26,46 +27,11 @@ using program::OpIndex;
 
 constexpr OpIndex kNotWaiting = std::numeric_limits<OpIndex>::max();
 
-trace::Category category_of(const program::Op& op) {
-  if (const auto* compute = std::get_if<program::ComputeOp>(&op.body)) {
-    if (compute->kind == program::ComputeKind::kMemcpy) return trace::Category::kMemcpy;
-    switch (compute->phase) {
-      case program::Phase::kForward: return trace::Category::kForward;
-      case program::Phase::kBackward: return trace::Category::kBackward;
-      case program::Phase::kRecompute: return trace::Category::kRecompute;
-      case program::Phase::kOptimizer: return trace::Category::kOptimizer;
-    }
-  }
-  if (const auto* collective = std::get_if<program::CollectiveOp>(&op.body)) {
-    switch (collective->kind) {
-      case CollectiveKind::kAllReduce: return trace::Category::kAllReduce;
-      case CollectiveKind::kAllGather: return trace::Category::kAllGather;
-      case CollectiveKind::kReduceScatter: return trace::Category::kReduceScatter;
-      case CollectiveKind::kBroadcast: return trace::Category::kBroadcast;
-      case CollectiveKind::kReduce: return trace::Category::kReduce;
-      case CollectiveKind::kAllToAll: return trace::Category::kAllToAll;
-      case CollectiveKind::kBarrier: return trace::Category::kBarrier;
-      case CollectiveKind::kPsPush: return trace::Category::kPsPush;
-      case CollectiveKind::kPsPull: return trace::Category::kPsPull;
-    }
-  }
-  if (std::holds_alternative<program::SendRecvOp>(op.body)) return trace::Category::kSendRecv;
-  return trace::Category::kOther;
-}
-
 // The simulator draws the packet model's steps on the timeline.
 NetworkOptions with_step_recording(NetworkOptions options) {
   options.record_steps = options.model == "packet";
   return options;
 }
-
-// An op's strings as interned in the timeline.
-struct OpLabels {
-  trace::StringId name = 0;
-  trace::StringId kind = 0;
-  trace::StringId dtype = 0;
-  trace::StringId shape = 0;
-};
 
 // What the simulator keeps per distinct RankProgram and compute model (GPU or host): its ops
 // split by stream (in program order), each compute op's duration, and each op's labels,
@@ -77,14 +43,8 @@ struct RankPlan {
   // when the successor is ready as the op starts, both run in one engine event.
   std::vector<std::uint8_t> chains_into_next;
   std::vector<OpIndex> next_on_stream;
-  std::vector<std::optional<OpLabels>> labels;
+  std::vector<std::optional<program::SpanLabels>> labels;
 };
-
-std::string shape_text(const program::Shape& shape) {
-  std::string text;
-  for (std::uint8_t i = 0; i < shape.rank; ++i) text += (i ? "x" : "") + std::to_string(shape[i]);
-  return text;
-}
 
 class Simulator {
  public:
@@ -493,7 +453,7 @@ class Simulator {
       span.end_ps = step.end.ps();
       span.rank = rank;
       span.stream = timeline.stream_index(program_.streams[op.stream] + " steps");
-      span.category = category_of(op);
+      span.category = labels_of(rank, ops[step.member]).category;
       span.name = timeline.strings.intern(fmt::format("{} step {}", step.phase, step.step));
       timeline.spans.push_back(span);
     }
@@ -508,23 +468,9 @@ class Simulator {
     return it->second;
   }
 
-  const OpLabels& labels_of(std::int32_t rank, OpIndex index) {
-    std::optional<OpLabels>& labels = ranks_[rank].plan->labels[index];
-    if (labels) return *labels;
-    trace::StringTable& strings = result_.timeline.strings;
-    const program::Op& op = op_of(rank, index);
-    labels = OpLabels{strings.intern(op.name), 0, 0, 0};
-    if (const auto* compute = std::get_if<program::ComputeOp>(&op.body)) {
-      labels->kind = strings.intern(program::compute_kind_name(compute->kind));
-      labels->dtype = strings.intern(program::dtype_name(compute->dtype));
-      labels->shape = strings.intern(shape_text(compute->shape));
-    } else if (const auto* collective = std::get_if<program::CollectiveOp>(&op.body)) {
-      labels->kind = strings.intern(program::collective_name(collective->kind));
-      labels->dtype = strings.intern(program::dtype_name(collective->dtype));
-    } else if (const auto* p2p = std::get_if<program::SendRecvOp>(&op.body)) {
-      labels->kind = strings.intern(p2p->is_send ? "send" : "recv");
-      labels->dtype = strings.intern(program::dtype_name(p2p->dtype));
-    }
+  const program::SpanLabels& labels_of(std::int32_t rank, OpIndex index) {
+    std::optional<program::SpanLabels>& labels = ranks_[rank].plan->labels[index];
+    if (!labels) labels = program::span_labels(op_of(rank, index), result_.timeline.strings);
     return *labels;
   }
 
@@ -535,12 +481,7 @@ class Simulator {
     span.end_ps = end.ps();
     span.rank = rank;
     span.stream = op.stream;
-    span.category = category_of(op);
-    const OpLabels& labels = labels_of(rank, index);
-    span.name = labels.name;
-    span.kind = labels.kind;
-    span.dtype = labels.dtype;
-    span.shape = labels.shape;
+    labels_of(rank, index).apply_to(span);
     span.op = index;
     return span;
   }
