@@ -1,6 +1,7 @@
 # Third-party dependencies, all from Debian 12 packages (scripts/install-deps.sh installs them).
 # CUDA and NCCL are optional: without them the GPU parts of backend/ are left out, and the
 # configure step says so once.
+find_package(Threads REQUIRED)
 find_package(fmt REQUIRED)
 find_package(CLI11 REQUIRED)
 find_package(nlohmann_json 3.10 REQUIRED)

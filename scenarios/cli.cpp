@@ -43,20 +43,51 @@ struct RunOptions {
   std::vector<std::string> overrides;
   bool json = false;
   unsigned threads = 0;
+  std::string backend;  // empty: simulate; "mpi": execute for real under mpirun
 };
 
-int command_run(const RunOptions& options, std::ostream& out) {
-  const Scenario scenario = open_document(options.scenario, options.overrides).read();
-  const RunResult result = run_scenario(scenario);
-  const auto directory = output_directory(options.output, scenario.name);
-  write_outputs(result, directory);
-  if (options.json) {
+void print_result(const RunResult& result, const std::filesystem::path& directory, bool json, std::ostream& out) {
+  if (json) {
     out << trace::report_to_json(result.report).dump(2) << "\n";
   } else {
     out << trace::format_report(result.report);
     out << fmt::format("\ntimeline: {}  report: {}\n", (directory / "timeline.json").string(),
                        (directory / "report.json").string());
   }
+}
+
+// `dtsim run --backend mpi` under mpirun: every rank loads the scenario and runs its part;
+// rank 0 alone writes the outputs and prints, and reports errors (which every rank meets alike).
+int command_execute(const RunOptions& options, std::ostream& out, std::ostream& err) {
+  if (options.backend != "mpi") {
+    err << "dtsim: error: --backend " << options.backend
+        << ": this build executes with \"mpi\" (CPU ranks) only; the NCCL path is not written yet\n";
+    return kExitBadInput;
+  }
+  const backend::MpiSession mpi(nullptr, nullptr);
+  try {
+    const Scenario scenario = open_document(options.scenario, options.overrides).read();
+    const RunResult result = execute_scenario(scenario, {});
+    if (mpi.rank() != 0) return 0;
+    const auto directory = output_directory(options.output, scenario.name + "-measured");
+    write_outputs(result, directory);
+    print_result(result, directory, options.json, out);
+    return 0;
+  } catch (const ScenarioError& error) {
+    if (mpi.rank() == 0) err << "dtsim: error: " << error.what() << "\n";
+    return kExitBadInput;
+  } catch (const backend::ExecutionError& error) {
+    if (mpi.rank() == 0) err << "dtsim: cannot execute: " << error.what() << "\n";
+    return kExitBadInput;
+  }
+}
+
+int command_run(const RunOptions& options, std::ostream& out) {
+  const Scenario scenario = open_document(options.scenario, options.overrides).read();
+  const RunResult result = run_scenario(scenario);
+  const auto directory = output_directory(options.output, scenario.name);
+  write_outputs(result, directory);
+  print_result(result, directory, options.json, out);
   return 0;
 }
 
@@ -167,6 +198,8 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   run->add_option("-o,--output", options.output, "output directory (default: out/<scenario name>)");
   run->add_option("--set", options.overrides, "override a scenario key: key=value (repeatable)");
   run->add_flag("--json", options.json, "print the report as JSON instead of text");
+  run->add_option("--backend", options.backend,
+                  "execute for real instead of simulating, under mpirun -np <ranks>: mpi (CPU ranks)");
 
   CLI::App* sweep = app.add_subcommand("sweep", "simulate every point of the scenario's [sweep] table");
   sweep->add_option("scenario", options.scenario, "scenario TOML file")->required();
@@ -217,7 +250,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     return code == 0 ? 0 : kExitBadInput;
   }
   try {
-    if (*run) return command_run(options, out);
+    if (*run) return options.backend.empty() ? command_run(options, out) : command_execute(options, out, err);
     if (*sweep) return command_sweep(options, out, err);
     if (*advise_command) return command_advise(options, out);
     if (*compare) return command_compare(compare_options, out, err);

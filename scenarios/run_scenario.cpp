@@ -129,6 +129,39 @@ std::string cluster_summary(const topology::ClusterSpec& cluster) {
                      cluster.fabric.name);
 }
 
+// The timeline's title and metadata, and the report's facts that do not depend on how the
+// timeline was made (simulated or measured).
+trace::RunFacts describe_run(const Scenario& scenario, const program::Program& program, trace::Timeline& timeline,
+                             const std::string& made_by) {
+  timeline.title = scenario.name;
+  timeline.metadata["scenario"] = scenario.source;
+  timeline.metadata["description"] = program.info.description;
+  timeline.metadata["cluster"] = cluster_summary(scenario.cluster);
+  timeline.metadata["made_by"] = made_by;
+  timeline.metadata["steps"] = std::to_string(program.info.steps);
+
+  trace::RunFacts facts;
+  facts.title = fmt::format("{} — {}\n{}, {}", scenario.name, program.info.description,
+                            cluster_summary(scenario.cluster), made_by);
+  facts.steps = program.info.steps;
+  facts.tokens_per_step = program.info.tokens_per_step;
+  facts.model_flops_per_step = program.info.model_flops_per_step;
+  facts.peak_flops_per_rank =
+      sim::ComputeModel(scenario.cluster.node.gpu, scenario.efficiency).peak_flops(program.info.compute_dtype);
+  for (std::int32_t endpoint : program.placement) {
+    facts.compute_ranks += endpoint < scenario.cluster.gpu_count() ? 1 : 0;
+    facts.memory_capacity_bytes.push_back(endpoint < scenario.cluster.gpu_count()
+                                              ? scenario.cluster.node.gpu.memory_bytes
+                                              : scenario.cluster.parameter_servers.host.memory_bytes);
+  }
+  if (program.info.parameter_server) {
+    facts.parameter_server = parameter_server_facts(*program.info.parameter_server, timeline);
+  }
+  facts.pipeline = program.info.pipeline;
+  facts.pipeline_bubble = program.info.pipeline_bubble;
+  return facts;
+}
+
 }  // namespace
 
 RunResult run_scenario(const Scenario& scenario, const std::function<bool(double)>& progress) {
@@ -155,39 +188,15 @@ RunResult run_scenario(const Scenario& scenario, const std::function<bool(double
   }
 
   trace::Timeline& timeline = result.simulation.timeline;
-  timeline.title = scenario.name;
-  timeline.metadata["scenario"] = scenario.source;
-  timeline.metadata["description"] = result.program.info.description;
-  timeline.metadata["cluster"] = cluster_summary(scenario.cluster);
   timeline.metadata["network_model"] = scenario.network.model;
-  timeline.metadata["steps"] = std::to_string(result.program.info.steps);
-
-  trace::RunFacts facts;
-  facts.title = fmt::format("{} — {}\n{}, {} network model", scenario.name,
-                            result.program.info.description, cluster_summary(scenario.cluster),
-                            scenario.network.model);
-  facts.steps = result.program.info.steps;
-  facts.tokens_per_step = result.program.info.tokens_per_step;
-  facts.model_flops_per_step = result.program.info.model_flops_per_step;
-  facts.peak_flops_per_rank = sim::ComputeModel(scenario.cluster.node.gpu, scenario.efficiency)
-                                  .peak_flops(result.program.info.compute_dtype);
-  for (std::int32_t endpoint : result.program.placement) {
-    facts.compute_ranks += endpoint < scenario.cluster.gpu_count() ? 1 : 0;
-    facts.memory_capacity_bytes.push_back(endpoint < scenario.cluster.gpu_count()
-                                              ? scenario.cluster.node.gpu.memory_bytes
-                                              : scenario.cluster.parameter_servers.host.memory_bytes);
-  }
-  if (result.program.info.parameter_server) {
-    facts.parameter_server = parameter_server_facts(*result.program.info.parameter_server, timeline);
-  }
+  trace::RunFacts facts =
+      describe_run(scenario, result.program, timeline, fmt::format("{} network model", scenario.network.model));
   if (scenario.stragglers.distribution != "none") {
     const auto [slowest, fastest] = std::minmax_element(options.compute_slowdown.begin(), options.compute_slowdown.end(),
                                                         [](double a, double b) { return a > b; });
     facts.notes.push_back(fmt::format("stragglers: GPU compute slowed by factors from {:.3f} to {:.3f} ({}, seed {})",
                                       *fastest, *slowest, scenario.stragglers.distribution, scenario.stragglers.seed));
   }
-  facts.pipeline = result.program.info.pipeline;
-  facts.pipeline_bubble = result.program.info.pipeline_bubble;
   facts.comm_latency_s = result.simulation.comm_latency_s;
   facts.comm_bandwidth_s = result.simulation.comm_bandwidth_s;
   if (scenario.step_compute_time_s) {
@@ -201,6 +210,20 @@ RunResult run_scenario(const Scenario& scenario, const std::function<bool(double
         "compute time imposed by compute.layer_compute_time_s = {} s per unsharded layer (roofline times × {:.3f})",
         *scenario.layer_compute_time_s, *options.compute_time_scale));
   }
+  result.report = trace::build_report(timeline, facts);
+  return result;
+}
+
+RunResult execute_scenario(const Scenario& scenario, const backend::ExecutionOptions& options) {
+  RunResult result;
+  result.program = strategies::lower(scenario.lowering);
+  trace::Timeline& timeline = result.simulation.timeline;
+  timeline = backend::execute(result.program, options);
+  if (timeline.ranks.empty()) return result;  // not rank 0
+  trace::RunFacts facts = describe_run(scenario, result.program, timeline, "measured: MPI + OpenBLAS on CPU ranks");
+  facts.notes.push_back(
+      "measured on CPU processes: MFU and memory use the scenario's GPU peak and capacity, not this machine's; "
+      "memory is not measured (no memory samples)");
   result.report = trace::build_report(timeline, facts);
   return result;
 }

@@ -7,6 +7,7 @@
 #include <ostream>
 #include <string>
 
+#include "backend/executor.h"
 #include "scenarios/scenario.h"
 #include "sim/run/program_simulator.h"
 #include "sim/trace/report.h"
@@ -24,6 +25,10 @@ struct RunResult {
 // called now and then with the fraction of the simulation done; returning false cancels the
 // run (sim::SimulationCancelled).
 RunResult run_scenario(const Scenario& scenario, const std::function<bool(double)>& progress = {});
+
+// Runs the scenario's Program for real (backend::execute) on the MPI ranks of this job; on
+// rank 0 returns its measured timeline and report, elsewhere an empty result.
+RunResult execute_scenario(const Scenario& scenario, const backend::ExecutionOptions& options);
 
 // Writes timeline.json (Chrome trace) and report.json into `directory`, creating it. Each file
 // is written to a temporary name and renamed, so a failure leaves no half-written file.

@@ -494,24 +494,10 @@ class Simulator {
     record_dependencies(span.rank, static_cast<OpIndex>(span.op));
   }
 
-  // The ops with spans that `index` waited for: its dependencies, looking through memory ops
-  // (which finish on the spot and have no span) to what they waited for.
   void record_dependencies(std::int32_t rank, OpIndex index) {
-    std::vector<OpIndex> pending(op_of(rank, index).deps.begin(), op_of(rank, index).deps.end());
-    std::vector<OpIndex> found;
-    while (!pending.empty()) {
-      const OpIndex dependency = pending.back();
-      pending.pop_back();
-      const program::Op& op = op_of(rank, dependency);
-      if (std::holds_alternative<program::MemoryOp>(op.body)) {
-        pending.insert(pending.end(), op.deps.begin(), op.deps.end());
-      } else {
-        found.push_back(dependency);
-      }
+    for (const OpIndex after : program::span_dependencies(*ranks_[rank].program, index)) {
+      result_.timeline.dependencies.push_back({rank, index, after});
     }
-    std::sort(found.begin(), found.end());
-    found.erase(std::unique(found.begin(), found.end()), found.end());
-    for (const OpIndex after : found) result_.timeline.dependencies.push_back({rank, index, after});
   }
 
   void apply_memory(std::int32_t rank, const program::Op& op) {

@@ -1,6 +1,7 @@
 // Span labels of Program ops (see span_labels.h).
 #include "strategies/program/span_labels.h"
 
+#include <algorithm>
 #include <string>
 
 namespace program {
@@ -65,6 +66,24 @@ SpanLabels span_labels(const Op& op, trace::StringTable& strings) {
     labels.dtype = strings.intern(dtype_name(p2p->dtype));
   }
   return labels;
+}
+
+std::vector<OpIndex> span_dependencies(const RankProgram& program, OpIndex index) {
+  std::vector<OpIndex> pending(program.ops[index].deps.begin(), program.ops[index].deps.end());
+  std::vector<OpIndex> found;
+  while (!pending.empty()) {
+    const OpIndex dependency = pending.back();
+    pending.pop_back();
+    const Op& op = program.ops[dependency];
+    if (std::holds_alternative<MemoryOp>(op.body)) {
+      pending.insert(pending.end(), op.deps.begin(), op.deps.end());
+    } else {
+      found.push_back(dependency);
+    }
+  }
+  std::sort(found.begin(), found.end());
+  found.erase(std::unique(found.begin(), found.end()), found.end());
+  return found;
 }
 
 }  // namespace program

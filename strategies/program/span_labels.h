@@ -3,6 +3,8 @@
 // one Program match op by op (`dtsim compare`).
 #pragma once
 
+#include <vector>
+
 #include "sim/trace/timeline.h"
 #include "strategies/program/program.h"
 
@@ -19,5 +21,9 @@ struct SpanLabels {
 
 // The op's labels, their strings interned in `strings`.
 SpanLabels span_labels(const Op& op, trace::StringTable& strings);
+
+// The ops with spans that op `index` waited for: its dependencies, looking through memory ops
+// (which take no time and have no span) to what they waited for; sorted, without repeats.
+std::vector<OpIndex> span_dependencies(const RankProgram& program, OpIndex index);
 
 }  // namespace program

@@ -1,0 +1,390 @@
+// The CPU executor: a Program run with MPI and OpenBLAS (see backend/executor.h).
+#include <mpi.h>
+#include <cblas.h>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <fmt/format.h>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "backend/executor.h"
+#include "strategies/program/span_labels.h"
+
+namespace backend {
+namespace {
+
+using program::OpIndex;
+using Clock = std::chrono::steady_clock;
+
+// One recorded op: its index and when it ran, in picoseconds after the common start.
+struct OpTiming {
+  std::int64_t op = 0;
+  std::int64_t start_ps = 0;
+  std::int64_t end_ps = 0;
+};
+
+// Scratch memory of one stream's thread, grown to the largest op it has run.
+struct Scratch {
+  std::vector<float> a, b, c;
+  std::vector<char> send, receive;
+  static float* sized(std::vector<float>& buffer, std::int64_t elements) {
+    if (static_cast<std::int64_t>(buffer.size()) < elements) buffer.assign(static_cast<std::size_t>(elements), 1.0f);
+    return buffer.data();
+  }
+  static char* sized(std::vector<char>& buffer, std::int64_t bytes) {
+    if (static_cast<std::int64_t>(buffer.size()) < bytes) buffer.assign(static_cast<std::size_t>(bytes), 1);
+    return buffer.data();
+  }
+};
+
+// Bytes of scratch memory an op needs on the CPU (to refuse full-size models up front).
+std::int64_t scratch_bytes(const program::Op& op) {
+  if (const auto* compute = std::get_if<program::ComputeOp>(&op.body)) {
+    const program::Shape& s = compute->shape;
+    switch (compute->kind) {
+      case program::ComputeKind::kMatmul: return 4 * (s[1] * s[3] + s[3] * s[2] + s[1] * s[2]);
+      case program::ComputeKind::kAttention: return 4 * (3 * s[3] * s[4] + s[3] * s[3]);
+      default: return 2 * static_cast<std::int64_t>(compute->bytes);
+    }
+  }
+  if (const auto* collective = std::get_if<program::CollectiveOp>(&op.body)) return 2 * collective->bytes;
+  if (const auto* p2p = std::get_if<program::SendRecvOp>(&op.body)) return p2p->bytes;
+  return 0;
+}
+
+class RankExecutor {
+ public:
+  RankExecutor(const program::Program& program, const ExecutionOptions& options)
+      : program_(program), options_(options) {
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+    ops_ = &program.ranks[static_cast<std::size_t>(rank_)]->ops;
+    check_program();
+    split_communicators();
+    for (OpIndex i = 0; i < ops_->size(); ++i) {
+      const program::StreamId stream = (*ops_)[i].stream;
+      if (streams_.size() <= stream) streams_.resize(stream + 1u);
+      streams_[stream].push_back(i);
+    }
+    scratch_.resize(streams_.size());
+    openblas_set_num_threads(1);  // one core per rank: ranks are processes
+  }
+
+  ~RankExecutor() {
+    for (auto& [key, comm] : comms_) MPI_Comm_free(&comm);
+  }
+
+  // Runs the rank's ops once; returns when each ran.
+  std::vector<OpTiming> run() {
+    done_.assign(ops_->size(), 0);
+    timings_.clear();
+    MPI_Barrier(MPI_COMM_WORLD);
+    start_ = Clock::now();
+    std::vector<std::thread> threads;
+    for (std::size_t stream = 0; stream < streams_.size(); ++stream) {
+      if (streams_[stream].empty()) continue;
+      threads.emplace_back([this, stream] { run_stream(streams_[stream], scratch_[stream]); });
+    }
+    for (std::thread& thread : threads) thread.join();
+    std::sort(timings_.begin(), timings_.end(), [](const OpTiming& a, const OpTiming& b) { return a.op < b.op; });
+    return timings_;
+  }
+
+ private:
+  // Everything that would fail mid-run is refused before any rank starts, identically on
+  // every rank (they hold the same Program).
+  void check_program() const {
+    for (std::int32_t rank = 0; rank < program_.world_size; ++rank) {
+      for (const program::Op& op : program_.ranks[static_cast<std::size_t>(rank)]->ops) {
+        if (const auto* collective = std::get_if<program::CollectiveOp>(&op.body)) {
+          if (collective->kind == program::CollectiveKind::kPsPush || collective->kind == program::CollectiveKind::kPsPull) {
+            throw ExecutionError(fmt::format("rank {}, op '{}': the MPI executor does not run parameter-server push/pull yet",
+                                             rank, op.name));
+          }
+        }
+        if (scratch_bytes(op) > options_.max_op_bytes) {
+          throw ExecutionError(fmt::format(
+              "rank {}, op '{}' needs {:.1f} GiB of buffers, more than the {:.1f} GiB allowed on a CPU: run a "
+              "scaled-down model (scenarios/real/)",
+              rank, op.name, static_cast<double>(scratch_bytes(op)) / (1 << 30),
+              static_cast<double>(options_.max_op_bytes) / (1 << 30)));
+        }
+      }
+    }
+  }
+
+  // One communicator per (group family, stream) for collectives — ops of one stream are issued
+  // in order, so the n-th collective of a group on a stream matches the n-th of every member —
+  // and one per family for point-to-point, where a send and its receive sit on different
+  // streams. Every rank splits every one in the same order (MPI_Comm_split is collective).
+  void split_communicators() {
+    std::vector<std::pair<program::GroupFamilyId, int>> needed;  // (family, stream or −1 for p2p)
+    for (std::int32_t rank = 0; rank < program_.world_size; ++rank) {
+      for (const program::Op& op : program_.ranks[static_cast<std::size_t>(rank)]->ops) {
+        if (const auto* collective = std::get_if<program::CollectiveOp>(&op.body)) {
+          needed.emplace_back(collective->group, op.stream);
+        } else if (const auto* p2p = std::get_if<program::SendRecvOp>(&op.body)) {
+          needed.emplace_back(p2p->group, -1);
+        }
+      }
+    }
+    std::sort(needed.begin(), needed.end());
+    needed.erase(std::unique(needed.begin(), needed.end()), needed.end());
+    for (const auto& key : needed) {
+      const program::GroupFamily& family = program_.family(key.first);
+      const std::int32_t instance = family.instance_of_rank[static_cast<std::size_t>(rank_)];
+      MPI_Comm comm = MPI_COMM_NULL;
+      MPI_Comm_split(MPI_COMM_WORLD, instance < 0 ? MPI_UNDEFINED : instance,
+                     instance < 0 ? 0 : family.index_in_instance[static_cast<std::size_t>(rank_)], &comm);
+      if (comm != MPI_COMM_NULL) comms_[key] = comm;
+    }
+  }
+
+  MPI_Comm comm_of(program::GroupFamilyId family, int stream, const program::Op& op) const {
+    const auto found = comms_.find({family, stream});
+    if (found == comms_.end()) {
+      throw ExecutionError(fmt::format("rank {}, op '{}': this rank is in no instance of group '{}'", rank_, op.name,
+                                       program_.family(family).name));
+    }
+    return found->second;
+  }
+
+  void run_stream(const std::vector<OpIndex>& queue, Scratch& scratch) {
+    for (const OpIndex index : queue) {
+      const program::Op& op = (*ops_)[index];
+      {
+        std::unique_lock lock(mutex_);
+        ready_.wait(lock, [&] {
+          return std::all_of(op.deps.begin(), op.deps.end(), [&](OpIndex dependency) { return done_[dependency] != 0; });
+        });
+      }
+      const Clock::time_point begin = Clock::now();
+      run_op(op, scratch);
+      const Clock::time_point end = Clock::now();
+      {
+        std::lock_guard lock(mutex_);
+        done_[index] = 1;
+        if (!std::holds_alternative<program::MemoryOp>(op.body)) {
+          timings_.push_back({index, picoseconds(begin), picoseconds(end)});
+        }
+      }
+      ready_.notify_all();
+    }
+  }
+
+  std::int64_t picoseconds(Clock::time_point time) const {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(time - start_).count() * 1000;
+  }
+
+  void run_op(const program::Op& op, Scratch& scratch) {
+    if (const auto* compute = std::get_if<program::ComputeOp>(&op.body)) return run_compute(*compute, scratch);
+    if (const auto* collective = std::get_if<program::CollectiveOp>(&op.body)) {
+      return run_collective(*collective, comm_of(collective->group, op.stream, op), scratch);
+    }
+    if (const auto* p2p = std::get_if<program::SendRecvOp>(&op.body)) return run_send_recv(*p2p, op, scratch);
+  }
+
+  // GEMMs of the op's shapes in single precision; memory-bound kinds as one pass over their
+  // bytes (read and write, 8 bytes per element).
+  static void run_compute(const program::ComputeOp& compute, Scratch& scratch) {
+    const program::Shape& s = compute.shape;
+    if (compute.kind == program::ComputeKind::kMatmul) {
+      const auto m = static_cast<int>(s[1]), n = static_cast<int>(s[2]), k = static_cast<int>(s[3]);
+      float* a = Scratch::sized(scratch.a, std::int64_t{m} * k);
+      float* b = Scratch::sized(scratch.b, std::int64_t{k} * n);
+      float* c = Scratch::sized(scratch.c, std::int64_t{m} * n);
+      for (std::int64_t i = 0; i < s[0]; ++i) {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, a, k, b, n, 0.0f, c, n);
+      }
+      return;
+    }
+    if (compute.kind == program::ComputeKind::kAttention) {
+      // Per (sequence, head): scores = Q·Kᵀ, then out = scores·V; as many such pairs as the op's
+      // FLOPs hold (backward and recompute count more than one).
+      const auto seq = static_cast<int>(s[3]), dim = static_cast<int>(s[4]);
+      const double pair_flops = 4.0 * seq * seq * dim;
+      const auto pairs = std::max<std::int64_t>(1, std::llround(compute.flops / pair_flops));
+      float* q = Scratch::sized(scratch.a, std::int64_t{3} * seq * dim);
+      float* scores = Scratch::sized(scratch.b, std::int64_t{seq} * seq);
+      float* out = Scratch::sized(scratch.c, std::int64_t{seq} * dim);
+      for (std::int64_t p = 0; p < pairs; ++p) {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, seq, seq, dim, 1.0f, q, dim, q + seq * dim, dim, 0.0f,
+                    scores, seq);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, seq, dim, seq, 1.0f, scores, seq, q + 2 * seq * dim, dim,
+                    0.0f, out, dim);
+      }
+      return;
+    }
+    const auto elements = static_cast<std::int64_t>(compute.bytes / 8);
+    if (elements <= 0) return;
+    float* x = Scratch::sized(scratch.a, elements);
+    float* y = Scratch::sized(scratch.b, elements);
+    cblas_saxpy(static_cast<int>(elements), 0.5f, x, 1, y, 1);
+  }
+
+  // MPI collectives with the op's byte counts: reductions in float (the bytes moved match;
+  // MPI has no bfloat16 sum), the others as raw bytes.
+  void run_collective(const program::CollectiveOp& collective, MPI_Comm comm, Scratch& scratch) {
+    int size = 1;
+    MPI_Comm_size(comm, &size);
+    const std::int64_t bytes = collective.bytes;
+    char* in = Scratch::sized(scratch.send, std::max<std::int64_t>(bytes, 4));
+    char* out = Scratch::sized(scratch.receive, std::max<std::int64_t>(bytes, 4));
+    const int floats = static_cast<int>(bytes / 4);
+    const int share = static_cast<int>(bytes / size);
+    switch (collective.kind) {
+      case program::CollectiveKind::kAllReduce:
+        MPI_Allreduce(in, out, floats, MPI_FLOAT, MPI_SUM, comm);
+        break;
+      case program::CollectiveKind::kAllGather:
+        MPI_Allgather(in, share, MPI_BYTE, out, share, MPI_BYTE, comm);
+        break;
+      case program::CollectiveKind::kReduceScatter:
+        MPI_Reduce_scatter_block(in, out, floats / size, MPI_FLOAT, MPI_SUM, comm);
+        break;
+      case program::CollectiveKind::kBroadcast:
+        MPI_Bcast(in, static_cast<int>(bytes), MPI_BYTE, collective.root, comm);
+        break;
+      case program::CollectiveKind::kReduce:
+        MPI_Reduce(in, out, floats, MPI_FLOAT, MPI_SUM, collective.root, comm);
+        break;
+      case program::CollectiveKind::kAllToAll:
+        MPI_Alltoall(in, share, MPI_BYTE, out, share, MPI_BYTE, comm);
+        break;
+      case program::CollectiveKind::kBarrier:
+        MPI_Barrier(comm);
+        break;
+      case program::CollectiveKind::kPsPush:
+      case program::CollectiveKind::kPsPull:
+        break;  // refused by check_program()
+    }
+  }
+
+  void run_send_recv(const program::SendRecvOp& p2p, const program::Op& op, Scratch& scratch) {
+    const MPI_Comm comm = comm_of(p2p.group, -1, op);
+    int me = 0, size = 1;
+    MPI_Comm_rank(comm, &me);
+    MPI_Comm_size(comm, &size);
+    const int peer = me + p2p.peer_offset;
+    if (peer < 0 || peer >= size) {
+      throw ExecutionError(fmt::format("rank {}, op '{}': peer offset {} leaves the group", rank_, op.name, p2p.peer_offset));
+    }
+    char* buffer = Scratch::sized(scratch.send, std::max<std::int64_t>(p2p.bytes, 1));
+    if (p2p.is_send) {
+      MPI_Send(buffer, static_cast<int>(p2p.bytes), MPI_BYTE, peer, 0, comm);
+    } else {
+      MPI_Recv(buffer, static_cast<int>(p2p.bytes), MPI_BYTE, peer, 0, comm, MPI_STATUS_IGNORE);
+    }
+  }
+
+  const program::Program& program_;
+  const ExecutionOptions& options_;
+  int rank_ = 0;
+  const std::vector<program::Op>* ops_ = nullptr;
+  std::vector<std::vector<OpIndex>> streams_;
+  std::vector<Scratch> scratch_;  // per stream, kept across runs: the warm-up run allocates
+  std::map<std::pair<program::GroupFamilyId, int>, MPI_Comm> comms_;
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::vector<std::uint8_t> done_;
+  std::vector<OpTiming> timings_;
+  Clock::time_point start_;
+};
+
+// Which node each rank runs on: ranks on one host (same processor name) share a node, numbered
+// in order of first appearance.
+std::vector<std::int32_t> nodes_of_ranks(int size) {
+  char name[MPI_MAX_PROCESSOR_NAME] = {};
+  int length = 0;
+  MPI_Get_processor_name(name, &length);
+  std::vector<char> names(static_cast<std::size_t>(size) * MPI_MAX_PROCESSOR_NAME);
+  MPI_Allgather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, names.data(), MPI_MAX_PROCESSOR_NAME, MPI_CHAR, MPI_COMM_WORLD);
+  std::vector<std::string> hosts;
+  std::vector<std::int32_t> nodes;
+  for (int r = 0; r < size; ++r) {
+    const std::string host(names.data() + static_cast<std::size_t>(r) * MPI_MAX_PROCESSOR_NAME);
+    auto found = std::find(hosts.begin(), hosts.end(), host);
+    if (found == hosts.end()) found = hosts.insert(hosts.end(), host);
+    nodes.push_back(static_cast<std::int32_t>(found - hosts.begin()));
+  }
+  return nodes;
+}
+
+// Rank 0 gathers every rank's timings and labels them from the Program.
+trace::Timeline gather_timeline(const program::Program& program, const std::vector<OpTiming>& mine, int rank, int size) {
+  const std::vector<std::int32_t> nodes = nodes_of_ranks(size);
+  const int count = static_cast<int>(mine.size() * 3);
+  std::vector<int> counts(static_cast<std::size_t>(size));
+  MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
+  std::vector<int> offsets(static_cast<std::size_t>(size));
+  for (int r = 1; r < size; ++r) offsets[r] = offsets[r - 1] + counts[r - 1];
+  std::vector<std::int64_t> all(rank == 0 ? static_cast<std::size_t>(offsets.back() + counts.back()) : 0);
+  MPI_Gatherv(mine.data(), count, MPI_INT64_T, all.data(), counts.data(), offsets.data(), MPI_INT64_T, 0, MPI_COMM_WORLD);
+  trace::Timeline timeline;
+  if (rank != 0) return timeline;
+  timeline.streams = program.streams;
+  for (int r = 0; r < size; ++r) {
+    timeline.ranks.push_back({fmt::format("rank {} (node {}, process {})", r, nodes[r], r), nodes[r], true});
+  }
+  std::map<std::pair<const program::RankProgram*, OpIndex>, program::SpanLabels> labels;
+  for (int r = 0; r < size; ++r) {
+    const program::RankProgram& ops = *program.ranks[static_cast<std::size_t>(r)];
+    for (int i = offsets[r]; i < offsets[r] + counts[r]; i += 3) {
+      const auto index = static_cast<OpIndex>(all[i]);
+      auto found = labels.find({&ops, index});
+      if (found == labels.end()) found = labels.emplace(std::pair{&ops, index}, program::span_labels(ops.ops[index], timeline.strings)).first;
+      trace::Span span;
+      span.rank = r;
+      span.stream = ops.ops[index].stream;
+      span.start_ps = all[i + 1];
+      span.end_ps = all[i + 2];
+      span.op = index;
+      found->second.apply_to(span);
+      if (const auto* compute = std::get_if<program::ComputeOp>(&ops.ops[index].body)) {
+        span.flops = compute->flops;
+        span.bytes = static_cast<std::int64_t>(compute->bytes);
+      }
+      timeline.spans.push_back(span);
+      for (const OpIndex after : program::span_dependencies(ops, index)) timeline.dependencies.push_back({r, index, after});
+    }
+  }
+  std::stable_sort(timeline.spans.begin(), timeline.spans.end(), [](const trace::Span& a, const trace::Span& b) {
+    return std::tie(a.rank, a.stream, a.start_ps) < std::tie(b.rank, b.stream, b.start_ps);
+  });
+  std::sort(timeline.dependencies.begin(), timeline.dependencies.end());
+  return timeline;
+}
+
+}  // namespace
+
+MpiSession::MpiSession(int* argc, char*** argv) {
+  int provided = 0;
+  MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+  MPI_Comm_size(MPI_COMM_WORLD, &size_);
+  if (provided < MPI_THREAD_MULTIPLE) {
+    if (rank_ == 0) std::fprintf(stderr, "dtsim: this MPI library does not provide MPI_THREAD_MULTIPLE\n");
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+}
+
+MpiSession::~MpiSession() { MPI_Finalize(); }
+
+trace::Timeline execute(const program::Program& program, const ExecutionOptions& options) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (size != program.world_size) {
+    throw ExecutionError(fmt::format("the scenario has {} ranks but mpirun started {}: run mpirun -np {}",
+                                     program.world_size, size, program.world_size));
+  }
+  RankExecutor executor(program, options);
+  for (int run = 0; run < options.warmup_runs; ++run) executor.run();
+  const std::vector<OpTiming> timings = executor.run();
+  return gather_timeline(program, timings, rank, size);
+}
+
+}  // namespace backend

@@ -1,0 +1,105 @@
+// The MPI executor end to end: `mpirun -np 2 dtsim run … --backend mpi` on the scaled-down
+// scenarios, checked against the simulated timeline of the same Program: every op ran once,
+// in dependency order, on the rank and stream the Program put it on.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <memory>
+
+#include "sim/trace/chrome_trace.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+const std::string kSource = DTSIM_SOURCE_DIR;
+
+struct CommandResult {
+  int code = -1;
+  std::string output;  // stdout and stderr
+};
+
+CommandResult run(const std::string& command) {
+  CommandResult result;
+  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen((command + " 2>&1").c_str(), "r"), pclose);
+  if (!pipe) return result;
+  std::array<char, 4096> buffer{};
+  while (std::fgets(buffer.data(), buffer.size(), pipe.get()) != nullptr) result.output += buffer.data();
+  const int status = pclose(pipe.release());
+  result.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+std::string mpirun(int ranks) {
+  // Root in containers and CI; more ranks than cores on small machines.
+  return std::string("OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 ") + MPIEXEC_PATH +
+         " --oversubscribe -np " + std::to_string(ranks) + " " + DTSIM_PATH;
+}
+
+class MpiExecutorTest : public ::testing::TestWithParam<const char*> {
+ protected:
+  fs::path directory_ = fs::temp_directory_path() / ("dtsim_mpi_" + std::string(GetParam()));
+};
+
+TEST_P(MpiExecutorTest, EveryOpRunsOnceInDependencyOrderOnItsRankAndStream) {
+  fs::remove_all(directory_);
+  const std::string scenario = kSource + "/scenarios/real/" + GetParam() + ".toml";
+  const CommandResult real = run(mpirun(2) + " run " + scenario + " --backend mpi -o " + (directory_ / "real").string());
+  ASSERT_EQ(real.code, 0) << real.output;
+  EXPECT_NE(real.output.find("measured: MPI + OpenBLAS"), std::string::npos) << real.output;
+  const CommandResult simulated = run(std::string(DTSIM_PATH) + " run " + scenario + " -o " + (directory_ / "sim").string());
+  ASSERT_EQ(simulated.code, 0) << simulated.output;
+
+  const trace::Timeline measured = trace::read_chrome_trace_file((directory_ / "real" / "timeline.json").string());
+  const trace::Timeline predicted = trace::read_chrome_trace_file((directory_ / "sim" / "timeline.json").string());
+  ASSERT_EQ(measured.ranks.size(), 2u);
+  ASSERT_EQ(measured.spans.size(), predicted.spans.size());
+  std::map<std::pair<std::int32_t, std::int64_t>, const trace::Span*> by_op;
+  for (const trace::Span& span : measured.spans) {
+    EXPECT_GE(span.end_ps, span.start_ps);
+    EXPECT_TRUE(by_op.emplace(std::pair{span.rank, span.op}, &span).second) << "op " << span.op << " ran twice";
+  }
+  for (const trace::Span& expected : predicted.spans) {
+    const auto found = by_op.find({expected.rank, expected.op});
+    ASSERT_NE(found, by_op.end()) << predicted.strings.at(expected.name) << " never ran";
+    EXPECT_EQ(measured.strings.at(found->second->name), predicted.strings.at(expected.name));
+    EXPECT_EQ(measured.streams[found->second->stream], predicted.streams[expected.stream]);
+    EXPECT_EQ(found->second->category, expected.category);
+  }
+  ASSERT_EQ(measured.dependencies, predicted.dependencies);
+  for (const trace::OpDependency& dependency : measured.dependencies) {
+    EXPECT_GE(by_op.at({dependency.rank, dependency.op})->start_ps, by_op.at({dependency.rank, dependency.after_op})->end_ps)
+        << "rank " << dependency.rank << " op " << dependency.op << " started before op " << dependency.after_op << " ended";
+  }
+  fs::remove_all(directory_);
+}
+
+INSTANTIATE_TEST_SUITE_P(ScaledDownScenarios, MpiExecutorTest, ::testing::Values("tiny_ddp_2ranks", "tiny_tp_2ranks"));
+
+TEST(MpiExecutorErrorsTest, AWrongRankCountOrAFullSizeModelIsRefusedWithOneMessage) {
+  const std::string scenario = kSource + "/scenarios/real/tiny_ddp_2ranks.toml";
+  const CommandResult one_rank = run(mpirun(1) + " run " + scenario + " --backend mpi -o " +
+                           (fs::temp_directory_path() / "dtsim_mpi_wrong").string());
+  EXPECT_EQ(one_rank.code, 2) << one_rank.output;
+  EXPECT_NE(one_rank.output.find("mpirun -np 2"), std::string::npos) << one_rank.output;
+  EXPECT_FALSE(fs::exists(fs::temp_directory_path() / "dtsim_mpi_wrong"));
+
+  const CommandResult huge = run(mpirun(2) + " run " + scenario + " --set model.hidden=65536 --set model.ffn_hidden=262144" +
+                       " --set model.heads=64 --backend mpi");
+  EXPECT_NE(huge.code, 0);
+  EXPECT_NE(huge.output.find("scaled-down"), std::string::npos) << huge.output;
+  // Rank 0 alone reports (mpirun adds its own lines about the exit code).
+  std::size_t messages = 0;
+  for (std::size_t at = huge.output.find("dtsim: "); at != std::string::npos; at = huge.output.find("dtsim: ", at + 1)) {
+    ++messages;
+  }
+  EXPECT_EQ(messages, 1u) << huge.output;
+
+  const CommandResult nccl = run(std::string(DTSIM_PATH) + " run " + scenario + " --backend nccl");
+  EXPECT_EQ(nccl.code, 2);
+  EXPECT_NE(nccl.output.find("NCCL path is not written yet"), std::string::npos) << nccl.output;
+}
+
+}  // namespace
