@@ -9,6 +9,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "backend/calibration.h"
 #include "backend/capabilities.h"
 #include "scenarios/advise.h"
 #include "scenarios/collective_bench.h"
@@ -80,6 +81,46 @@ int command_execute(const RunOptions& options, std::ostream& out, std::ostream& 
     if (mpi.rank() == 0) err << "dtsim: cannot execute: " << error.what() << "\n";
     return kExitBadInput;
   }
+}
+
+// The calibration as a hardware profile: scenario keys a scenario takes in with
+// [scenario] hardware_profile = "FILE" (its own keys win).
+std::string hardware_profile_toml(const backend::Calibration& calibration) {
+  std::string text = fmt::format(
+      "# Hardware profile measured by `dtsim calibrate --backend mpi` on {} with {} rank(s).\n"
+      "# A scenario takes it in with: [scenario] hardware_profile = \"<path relative to the scenario>\".\n"
+      "# Each rank is priced as one 'GPU' of this profile: fp32 peak = the best measured GEMM rate.\n\n"
+      "[cluster.gpu]\nfp32_tflops = {:.6g}\nmemory_bandwidth_gbyte_s = {:.6g}\n\n",
+      calibration.host, calibration.ranks, calibration.peak_flops / 1e12, calibration.memory_bytes_per_s / 1e9);
+  if (calibration.latency_s && calibration.bytes_per_s) {
+    // Inside a node a transfer crosses two links (GPU → switch → GPU), each with this latency.
+    text += fmt::format("[cluster.{}]  # ranks 0 and 1 {}\nbandwidth_gbyte_s = {:.6g}\nlatency_us = {:.6g}\nefficiency = 1.0\n\n",
+                        calibration.peers_share_host ? "nvlink" : "fabric.nic",
+                        calibration.peers_share_host ? "on one host: MPI through shared memory" : "on two hosts",
+                        *calibration.bytes_per_s / 1e9, *calibration.latency_s / 2 * 1e6);
+  }
+  text += "[compute]\nmatmul_efficiency_by_size = [";
+  for (std::size_t i = 0; i < calibration.gemm_rates.size(); ++i) {
+    const auto& [flops, rate] = calibration.gemm_rates[i];
+    text += fmt::format("{}[{:.6g}, {:.4f}]", i ? ", " : "", flops, std::min(1.0, rate / calibration.peak_flops));
+  }
+  text += fmt::format("]\nattention_efficiency = {:.4f}\nmemory_efficiency = 1.0\nkernel_overhead_us = {:.4g}\n",
+                      std::min(1.0, calibration.attention_flops / calibration.peak_flops), calibration.op_overhead_s * 1e6);
+  return text;
+}
+
+int command_calibrate(const std::string& backend_name, const std::string& output, std::ostream& out, std::ostream& err) {
+  if (backend_name != "mpi") {
+    err << "dtsim: error: --backend " << backend_name << ": this build calibrates \"mpi\" (CPU ranks) only\n";
+    return kExitBadInput;
+  }
+  const backend::MpiSession mpi(nullptr, nullptr);
+  const backend::Calibration calibration = backend::calibrate();
+  if (mpi.rank() != 0) return 0;
+  const std::string profile = hardware_profile_toml(calibration);
+  if (!output.empty()) write_file_atomically(output, [&](std::ostream& file) { file << profile; });
+  out << profile;
+  return 0;
 }
 
 int command_run(const RunOptions& options, std::ostream& out) {
@@ -240,6 +281,12 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   compare->add_flag("--json", compare_options.json, "print the comparison as JSON instead of a table");
   compare->add_option("-o,--output", compare_options.json_output, "also write the JSON comparison to this file");
 
+  std::string calibrate_backend = "mpi", profile_output;
+  CLI::App* calibrate = app.add_subcommand(
+      "calibrate", "measure this machine (GEMM rate by size, memory bandwidth, α and β between ranks) as a hardware profile");
+  calibrate->add_option("--backend", calibrate_backend, "mpi (CPU ranks, under mpirun)")->capture_default_str();
+  calibrate->add_option("-o,--output", profile_output, "write the profile TOML here too");
+
   CLI::App* presets = app.add_subcommand("presets", "list hardware and model presets");
   CLI::App* info = app.add_subcommand("info", "what this build can execute: MPI, BLAS, CUDA, NCCL, GPUs");
 
@@ -254,6 +301,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     if (*sweep) return command_sweep(options, out, err);
     if (*advise_command) return command_advise(options, out);
     if (*compare) return command_compare(compare_options, out, err);
+    if (*calibrate) return command_calibrate(calibrate_backend, profile_output, out, err);
     if (*collective) {
       out << format_collective_bench(run_collective_bench(bench));
       return 0;

@@ -707,6 +707,21 @@ void read_compute(TableReader reader, Scenario& scenario) {
   efficiency.kernel_overhead_s =
       reader.non_negative("kernel_overhead_us", efficiency.kernel_overhead_s / kMicro) * kMicro;
   efficiency.fp32_matmul_on_tf32 = reader.boolean("allow_tf32").value_or(efficiency.fp32_matmul_on_tf32);
+  if (const toml::node* table = reader.node("matmul_efficiency_by_size")) {
+    const auto* points = table->as_array();
+    const char* expected = "expected [[GEMM FLOPs, efficiency], …] in ascending FLOPs, efficiencies in (0, 1]";
+    if (points == nullptr || points->empty()) reader.fail("matmul_efficiency_by_size", expected);
+    for (const toml::node& entry : *points) {
+      const auto* pair = entry.as_array();
+      const auto flops = pair && pair->size() == 2 ? pair->get(0)->value<double>() : std::nullopt;
+      const auto value = pair && pair->size() == 2 ? pair->get(1)->value<double>() : std::nullopt;
+      if (!flops || !value || *flops <= 0 || *value <= 0 || *value > 1 ||
+          (!efficiency.matmul_by_size.empty() && *flops <= efficiency.matmul_by_size.back().first)) {
+        reader.fail("matmul_efficiency_by_size", fmt::format("{}, got {}", expected, node_text(entry)));
+      }
+      efficiency.matmul_by_size.emplace_back(*flops, *value);
+    }
+  }
   scenario.step_compute_time_s = reader.optional_positive("step_compute_time_s");
   scenario.layer_compute_time_s = reader.optional_positive("layer_compute_time_s");
   for (const auto& [key, value] : {std::pair{"step_compute_time_s", scenario.step_compute_time_s},
@@ -791,6 +806,53 @@ ScenarioDocument ScenarioDocument::from_string(const std::string& text, const st
   return ScenarioDocument(std::move(state));
 }
 
+namespace {
+
+// Copies every value of `profile` whose dotted key the scenario does not set into `root`:
+// the scenario's own values win over the profile's.
+void merge_profile(toml::table& root, const toml::table& profile, const std::string& prefix, const std::string& file,
+                   Origins& origins) {
+  for (const auto& [name, node] : profile) {
+    const std::string key = prefix.empty() ? std::string(name.str()) : prefix + "." + std::string(name.str());
+    if (const toml::table* table = node.as_table()) {
+      merge_profile(root, *table, key, file, origins);
+    } else if (!root.at_path(key)) {
+      const std::string origin = fmt::format("{}:{}:{}", file, node.source().begin.line, node.source().begin.column);
+      node.visit([&](const auto& value) { assign(root, key, value, origin); });
+      origins[key] = origin;
+    }
+  }
+}
+
+// [scenario] hardware_profile = "FILE" (relative to the scenario): a TOML file of measured
+// hardware keys, as `dtsim calibrate` writes, under the scenario's own.
+void apply_hardware_profile(toml::table& root, const std::string& scenario_file, Origins& origins) {
+  const toml::node* path_node = root.at_path("scenario.hardware_profile").node();
+  if (path_node == nullptr) return;
+  const auto* path = path_node->as_string();
+  const std::string location =
+      fmt::format("{}:{}:{}", scenario_file, path_node->source().begin.line, path_node->source().begin.column);
+  if (path == nullptr) throw ScenarioError(location, "scenario.hardware_profile", "expected the path of a profile TOML");
+  const std::filesystem::path file = std::filesystem::path(scenario_file).parent_path() / path->get();
+  std::ifstream in(file);
+  if (!in) {
+    throw ScenarioError(location, "scenario.hardware_profile", fmt::format("cannot read {}", file.string()),
+                        "dtsim calibrate writes one; the path is relative to the scenario");
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  toml::table profile;
+  try {
+    profile = toml::parse(text.str(), file.string());
+  } catch (const toml::parse_error& error) {
+    throw ScenarioError(fmt::format("{}:{}:{}", file.string(), error.source().begin.line, error.source().begin.column), "",
+                        fmt::format("TOML syntax error: {}", error.description()));
+  }
+  merge_profile(root, profile, "", file.string(), origins);
+}
+
+}  // namespace
+
 ScenarioDocument ScenarioDocument::from_file(const std::string& path) {
   std::error_code error;
   if (!std::filesystem::is_regular_file(path, error)) {
@@ -801,7 +863,9 @@ ScenarioDocument ScenarioDocument::from_file(const std::string& path) {
   std::stringstream text;
   text << in.rdbuf();
   if (!in.good() && !in.eof()) throw ScenarioError(path, "", "cannot read the scenario file");
-  return from_string(text.str(), path);
+  ScenarioDocument document = from_string(text.str(), path);
+  apply_hardware_profile(document.state_->root, path, document.state_->origins);
+  return document;
 }
 
 void ScenarioDocument::set(const std::string& assignment, const std::string& origin) {
@@ -873,6 +937,7 @@ Scenario ScenarioDocument::read() const {
   TableReader meta = root.child("scenario");
   scenario.name = meta.text("name").value_or(std::filesystem::path(s.file).stem().string());
   scenario.description = meta.text("description").value_or("");
+  meta.text("hardware_profile");  // applied when the file was read (apply_hardware_profile)
   meta.finish();
 
   scenario.cluster = read_cluster(root.child("cluster"));

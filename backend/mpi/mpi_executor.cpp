@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "backend/executor.h"
+#include "backend/mpi/cpu_kernels.h"
 #include "strategies/program/span_labels.h"
 
 namespace backend {
@@ -25,20 +26,6 @@ struct OpTiming {
   std::int64_t op = 0;
   std::int64_t start_ps = 0;
   std::int64_t end_ps = 0;
-};
-
-// Scratch memory of one stream's thread, grown to the largest op it has run.
-struct Scratch {
-  std::vector<float> a, b, c;
-  std::vector<char> send, receive;
-  static float* sized(std::vector<float>& buffer, std::int64_t elements) {
-    if (static_cast<std::int64_t>(buffer.size()) < elements) buffer.assign(static_cast<std::size_t>(elements), 1.0f);
-    return buffer.data();
-  }
-  static char* sized(std::vector<char>& buffer, std::int64_t bytes) {
-    if (static_cast<std::int64_t>(buffer.size()) < bytes) buffer.assign(static_cast<std::size_t>(bytes), 1);
-    return buffer.data();
-  }
 };
 
 // Bytes of scratch memory an op needs on the CPU (to refuse full-size models up front).
@@ -152,7 +139,7 @@ class RankExecutor {
     return found->second;
   }
 
-  void run_stream(const std::vector<OpIndex>& queue, Scratch& scratch) {
+  void run_stream(const std::vector<OpIndex>& queue, cpu::Scratch& scratch) {
     for (const OpIndex index : queue) {
       const program::Op& op = (*ops_)[index];
       {
@@ -161,8 +148,7 @@ class RankExecutor {
           return std::all_of(op.deps.begin(), op.deps.end(), [&](OpIndex dependency) { return done_[dependency] != 0; });
         });
       }
-      const Clock::time_point begin = Clock::now();
-      run_op(op, scratch);
+      const Clock::time_point begin = run_op(op, scratch);
       const Clock::time_point end = Clock::now();
       {
         std::lock_guard lock(mutex_);
@@ -179,91 +165,73 @@ class RankExecutor {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(time - start_).count() * 1000;
   }
 
-  void run_op(const program::Op& op, Scratch& scratch) {
-    if (const auto* compute = std::get_if<program::ComputeOp>(&op.body)) return run_compute(*compute, scratch);
+  // Runs one op; returns when it started (a collective: once every member had reached it).
+  Clock::time_point run_op(const program::Op& op, cpu::Scratch& scratch) {
     if (const auto* collective = std::get_if<program::CollectiveOp>(&op.body)) {
       return run_collective(*collective, comm_of(collective->group, op.stream, op), scratch);
     }
-    if (const auto* p2p = std::get_if<program::SendRecvOp>(&op.body)) return run_send_recv(*p2p, op, scratch);
+    const Clock::time_point start = Clock::now();
+    if (const auto* compute = std::get_if<program::ComputeOp>(&op.body)) cpu::run_compute(*compute, scratch);
+    if (const auto* p2p = std::get_if<program::SendRecvOp>(&op.body)) run_send_recv(*p2p, op, scratch);
+    return start;
   }
 
-  // GEMMs of the op's shapes in single precision; memory-bound kinds as one pass over their
-  // bytes (read and write, 8 bytes per element).
-  static void run_compute(const program::ComputeOp& compute, Scratch& scratch) {
-    const program::Shape& s = compute.shape;
-    if (compute.kind == program::ComputeKind::kMatmul) {
-      const auto m = static_cast<int>(s[1]), n = static_cast<int>(s[2]), k = static_cast<int>(s[3]);
-      float* a = Scratch::sized(scratch.a, std::int64_t{m} * k);
-      float* b = Scratch::sized(scratch.b, std::int64_t{k} * n);
-      float* c = Scratch::sized(scratch.c, std::int64_t{m} * n);
-      for (std::int64_t i = 0; i < s[0]; ++i) {
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, a, k, b, n, 0.0f, c, n);
-      }
-      return;
+  // Waits for a nonblocking MPI call, yielding the core between tests: ranks share the cores
+  // with their own compute threads, which a spinning wait would starve.
+  static void wait_yielding(MPI_Request& request) {
+    int done = 0;
+    for (MPI_Test(&request, &done, MPI_STATUS_IGNORE); done == 0; MPI_Test(&request, &done, MPI_STATUS_IGNORE)) {
+      std::this_thread::yield();
     }
-    if (compute.kind == program::ComputeKind::kAttention) {
-      // Per (sequence, head): scores = Q·Kᵀ, then out = scores·V; as many such pairs as the op's
-      // FLOPs hold (backward and recompute count more than one).
-      const auto seq = static_cast<int>(s[3]), dim = static_cast<int>(s[4]);
-      const double pair_flops = 4.0 * seq * seq * dim;
-      const auto pairs = std::max<std::int64_t>(1, std::llround(compute.flops / pair_flops));
-      float* q = Scratch::sized(scratch.a, std::int64_t{3} * seq * dim);
-      float* scores = Scratch::sized(scratch.b, std::int64_t{seq} * seq);
-      float* out = Scratch::sized(scratch.c, std::int64_t{seq} * dim);
-      for (std::int64_t p = 0; p < pairs; ++p) {
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, seq, seq, dim, 1.0f, q, dim, q + seq * dim, dim, 0.0f,
-                    scores, seq);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, seq, dim, seq, 1.0f, scores, seq, q + 2 * seq * dim, dim,
-                    0.0f, out, dim);
-      }
-      return;
-    }
-    const auto elements = static_cast<std::int64_t>(compute.bytes / 8);
-    if (elements <= 0) return;
-    float* x = Scratch::sized(scratch.a, elements);
-    float* y = Scratch::sized(scratch.b, elements);
-    cblas_saxpy(static_cast<int>(elements), 0.5f, x, 1, y, 1);
   }
 
   // MPI collectives with the op's byte counts: reductions in float (the bytes moved match;
   // MPI has no bfloat16 sum), the others as raw bytes.
-  void run_collective(const program::CollectiveOp& collective, MPI_Comm comm, Scratch& scratch) {
+  // The simulator starts a collective when its last member arrives: so does the span here,
+  // after a rendezvous (a nonblocking barrier); the time spent waiting for peers is not the
+  // collective's.
+  Clock::time_point run_collective(const program::CollectiveOp& collective, MPI_Comm comm, cpu::Scratch& scratch) {
+    MPI_Request request = MPI_REQUEST_NULL;
+    MPI_Ibarrier(comm, &request);
+    wait_yielding(request);
+    const Clock::time_point start = Clock::now();
     int size = 1;
     MPI_Comm_size(comm, &size);
     const std::int64_t bytes = collective.bytes;
-    char* in = Scratch::sized(scratch.send, std::max<std::int64_t>(bytes, 4));
-    char* out = Scratch::sized(scratch.receive, std::max<std::int64_t>(bytes, 4));
+    char* in = cpu::Scratch::sized(scratch.send, std::max<std::int64_t>(bytes, 4));
+    char* out = cpu::Scratch::sized(scratch.receive, std::max<std::int64_t>(bytes, 4));
     const int floats = static_cast<int>(bytes / 4);
     const int share = static_cast<int>(bytes / size);
     switch (collective.kind) {
       case program::CollectiveKind::kAllReduce:
-        MPI_Allreduce(in, out, floats, MPI_FLOAT, MPI_SUM, comm);
+        MPI_Iallreduce(in, out, floats, MPI_FLOAT, MPI_SUM, comm, &request);
         break;
       case program::CollectiveKind::kAllGather:
-        MPI_Allgather(in, share, MPI_BYTE, out, share, MPI_BYTE, comm);
+        MPI_Iallgather(in, share, MPI_BYTE, out, share, MPI_BYTE, comm, &request);
         break;
       case program::CollectiveKind::kReduceScatter:
-        MPI_Reduce_scatter_block(in, out, floats / size, MPI_FLOAT, MPI_SUM, comm);
+        MPI_Ireduce_scatter_block(in, out, floats / size, MPI_FLOAT, MPI_SUM, comm, &request);
         break;
       case program::CollectiveKind::kBroadcast:
-        MPI_Bcast(in, static_cast<int>(bytes), MPI_BYTE, collective.root, comm);
+        MPI_Ibcast(in, static_cast<int>(bytes), MPI_BYTE, collective.root, comm, &request);
         break;
       case program::CollectiveKind::kReduce:
-        MPI_Reduce(in, out, floats, MPI_FLOAT, MPI_SUM, collective.root, comm);
+        MPI_Ireduce(in, out, floats, MPI_FLOAT, MPI_SUM, collective.root, comm, &request);
         break;
       case program::CollectiveKind::kAllToAll:
-        MPI_Alltoall(in, share, MPI_BYTE, out, share, MPI_BYTE, comm);
+        MPI_Ialltoall(in, share, MPI_BYTE, out, share, MPI_BYTE, comm, &request);
         break;
       case program::CollectiveKind::kBarrier:
-        MPI_Barrier(comm);
-        break;
+        break;  // the rendezvous was the barrier
       case program::CollectiveKind::kPsPush:
       case program::CollectiveKind::kPsPull:
         break;  // refused by check_program()
     }
+    if (request != MPI_REQUEST_NULL) wait_yielding(request);
+    return start;
   }
 
-  void run_send_recv(const program::SendRecvOp& p2p, const program::Op& op, Scratch& scratch) {
+  void run_send_recv(const program::SendRecvOp& p2p, const program::Op& op, cpu::Scratch& scratch) {
     const MPI_Comm comm = comm_of(p2p.group, -1, op);
     int me = 0, size = 1;
     MPI_Comm_rank(comm, &me);
@@ -272,7 +240,7 @@ class RankExecutor {
     if (peer < 0 || peer >= size) {
       throw ExecutionError(fmt::format("rank {}, op '{}': peer offset {} leaves the group", rank_, op.name, p2p.peer_offset));
     }
-    char* buffer = Scratch::sized(scratch.send, std::max<std::int64_t>(p2p.bytes, 1));
+    char* buffer = cpu::Scratch::sized(scratch.send, std::max<std::int64_t>(p2p.bytes, 1));
     if (p2p.is_send) {
       MPI_Send(buffer, static_cast<int>(p2p.bytes), MPI_BYTE, peer, 0, comm);
     } else {
@@ -285,7 +253,7 @@ class RankExecutor {
   int rank_ = 0;
   const std::vector<program::Op>* ops_ = nullptr;
   std::vector<std::vector<OpIndex>> streams_;
-  std::vector<Scratch> scratch_;  // per stream, kept across runs: the warm-up run allocates
+  std::vector<cpu::Scratch> scratch_;  // per stream, kept across runs: the warm-up run allocates
   std::map<std::pair<program::GroupFamilyId, int>, MPI_Comm> comms_;
   std::mutex mutex_;
   std::condition_variable ready_;

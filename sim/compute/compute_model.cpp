@@ -1,6 +1,7 @@
 // Roofline compute model (see compute_model.h).
 #include "sim/compute/compute_model.h"
 
+#include <cmath>
 #include <algorithm>
 #include <utility>
 
@@ -30,13 +31,25 @@ double ComputeModel::peak_flops(program::DType dtype) const {
   return device_.bf16_flops;
 }
 
+double ComputeEfficiency::matmul_for(double gemm_flops) const {
+  if (matmul_by_size.empty()) return matmul;
+  if (gemm_flops <= matmul_by_size.front().first) return matmul_by_size.front().second;
+  if (gemm_flops >= matmul_by_size.back().first) return matmul_by_size.back().second;
+  const auto upper = std::lower_bound(matmul_by_size.begin(), matmul_by_size.end(), gemm_flops,
+                                      [](const std::pair<double, double>& point, double f) { return point.first < f; });
+  const auto lower = upper - 1;
+  const double t = std::log(gemm_flops / lower->first) / std::log(upper->first / lower->first);
+  return lower->second + t * (upper->second - lower->second);
+}
+
 double ComputeModel::seconds(const program::ComputeOp& op) const {
   if (op.kind == program::ComputeKind::kMemcpy) {
     // Not scaled by set_time_scale: a stated compute time says nothing about PCIe.
     const double rate = host_link_.effective_bandwidth();
     return (op.bytes > 0 && rate > 0 ? op.bytes / rate : 0) + host_link_.latency;
   }
-  double flop_efficiency = efficiency_.matmul;
+  const double gemms = op.kind == program::ComputeKind::kMatmul && op.shape.rank > 0 ? std::max<double>(1, op.shape[0]) : 1;
+  double flop_efficiency = efficiency_.matmul_for(op.flops / gemms);
   if (op.kind == program::ComputeKind::kAttention) flop_efficiency = efficiency_.attention;
   const double flop_seconds = op.flops > 0 ? op.flops / (peak_flops(op.dtype) * flop_efficiency) : 0;
   const double memory_seconds =

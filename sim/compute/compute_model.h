@@ -13,6 +13,9 @@
 // them on real hardware.
 #pragma once
 
+#include <utility>
+#include <vector>
+
 #include "strategies/program/program.h"
 #include "topology/hardware_spec.h"
 
@@ -26,6 +29,11 @@ struct ComputeEfficiency {
   // fp32 matmuls on TF32 tensor cores (torch.backends.cuda.matmul.allow_tf32; off by default
   // in PyTorch, so fp32 matmuls run at the plain FP32 rate).
   bool fp32_matmul_on_tf32 = false;
+  // Measured GEMM efficiency by size (`dtsim calibrate`): (FLOPs of one GEMM, fraction of
+  // peak), ascending in FLOPs. When given it replaces `matmul`: a GEMM's efficiency is
+  // interpolated linearly in log(FLOPs) between the two nearest sizes, clamped at the ends.
+  std::vector<std::pair<double, double>> matmul_by_size;
+  double matmul_for(double gemm_flops) const;
 
   // Defaults:
   //  matmul 0.80    — an 8192³ bf16 GEMM through PyTorch ran at 769–798 TFLOP/s of 989 on the
