@@ -9,10 +9,17 @@
 // the Program allows; an op starts once its dependencies have finished. Spans come from the
 // monotonic clock after a common barrier.
 //
+// Failures end the whole job with one message naming the rank and the op: an MPI error, an
+// op not finished within ExecutionOptions::timeout_s (a watchdog, as NCCL's), a failed
+// allocation; a rank that dies is reported by mpirun, which stops the others. Faults can be
+// injected to test this.
+//
 // Not yet (see the note): the NCCL/CUDA path, parameter-server push/pull, memory
-// samples, result verification, timeouts and fault reports.
+// samples, result verification.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -50,7 +57,24 @@ struct ExecutionOptions {
   // Largest buffer one op may ask for; a full-size model does not run on a CPU: use the
   // scaled-down presets of scenarios/real/.
   std::int64_t max_op_bytes = std::int64_t{1} << 30;
+  // An op still waiting on MPI after this long aborts the job (NCCL's watchdog waits 10 min).
+  double timeout_s = 300;
+  // A fault to inject (tests): when rank `rank` reaches op `op`, it hangs (stops issuing
+  // ops), crashes (the process exits) or fails an allocation.
+  struct Fault {
+    enum class Kind { kHang, kCrash, kOutOfMemory };
+    Kind kind = Kind::kHang;
+    int rank = 0;
+    std::string op;
+  };
+  std::optional<Fault> fault;
 };
+
+// Parses "hang|crash|oom:RANK:OP_NAME" (dtsim run --inject-fault). Throws ExecutionError.
+ExecutionOptions::Fault parse_fault(const std::string& text);
+
+// The exit status of a job ended by a failure (an MPI error, a timeout, an allocation).
+inline constexpr int kExitRunFailed = 3;
 
 // Every rank of MPI_COMM_WORLD calls this with the same Program (world size = ranks). Returns
 // the whole timeline on rank 0 and an empty one elsewhere.

@@ -45,6 +45,8 @@ struct RunOptions {
   bool json = false;
   unsigned threads = 0;
   std::string backend;  // empty: simulate; "mpi": execute for real under mpirun
+  double timeout_s = backend::ExecutionOptions{}.timeout_s;
+  std::string inject_fault;
 };
 
 void print_result(const RunResult& result, const std::filesystem::path& directory, bool json, std::ostream& out) {
@@ -67,8 +69,11 @@ int command_execute(const RunOptions& options, std::ostream& out, std::ostream& 
   }
   const backend::MpiSession mpi(nullptr, nullptr);
   try {
+    backend::ExecutionOptions execution;
+    execution.timeout_s = options.timeout_s;
+    if (!options.inject_fault.empty()) execution.fault = backend::parse_fault(options.inject_fault);
     const Scenario scenario = open_document(options.scenario, options.overrides).read();
-    const RunResult result = execute_scenario(scenario, {});
+    const RunResult result = execute_scenario(scenario, execution);
     if (mpi.rank() != 0) return 0;
     const auto directory = output_directory(options.output, scenario.name + "-measured");
     write_outputs(result, directory);
@@ -241,6 +246,11 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   run->add_flag("--json", options.json, "print the report as JSON instead of text");
   run->add_option("--backend", options.backend,
                   "execute for real instead of simulating, under mpirun -np <ranks>: mpi (CPU ranks)");
+  run->add_option("--timeout", options.timeout_s, "with --backend: abort the job when an op waits longer (seconds)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  run->add_option("--inject-fault", options.inject_fault,
+                  "with --backend, for tests: KIND:RANK:OP, KIND hang, crash or oom (e.g. hang:1:ddp.bucket0.all_reduce)");
 
   CLI::App* sweep = app.add_subcommand("sweep", "simulate every point of the scenario's [sweep] table");
   sweep->add_option("scenario", options.scenario, "scenario TOML file")->required();

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fmt/format.h>
 #include <map>
@@ -139,6 +141,36 @@ class RankExecutor {
     return found->second;
   }
 
+  // Ends the job: this rank's message, then MPI_Abort stops every rank.
+  [[noreturn]] void fail(const std::string& message) const {
+    std::fprintf(stderr, "dtsim: rank %d: %s\n", rank_, message.c_str());
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, kExitRunFailed);
+    std::abort();  // MPI_Abort does not return
+  }
+
+  void check(int code, const program::Op& op) const {
+    if (code == MPI_SUCCESS) return;
+    char text[MPI_MAX_ERROR_STRING] = {};
+    int length = 0;
+    MPI_Error_string(code, text, &length);
+    fail(fmt::format("op '{}': MPI error: {}", op.name, text));
+  }
+
+  void inject_fault(const program::Op& op) const {
+    if (!options_.fault || options_.fault->rank != rank_ || options_.fault->op != op.name) return;
+    switch (options_.fault->kind) {
+      case ExecutionOptions::Fault::Kind::kHang:
+        for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));  // until a peer's watchdog aborts the job
+      case ExecutionOptions::Fault::Kind::kCrash:
+        std::fprintf(stderr, "dtsim: rank %d: injected crash at op '%s'\n", rank_, op.name.c_str());
+        std::fflush(stderr);
+        std::_Exit(1);
+      case ExecutionOptions::Fault::Kind::kOutOfMemory:
+        throw std::bad_alloc();
+    }
+  }
+
   void run_stream(const std::vector<OpIndex>& queue, cpu::Scratch& scratch) {
     for (const OpIndex index : queue) {
       const program::Op& op = (*ops_)[index];
@@ -148,7 +180,15 @@ class RankExecutor {
           return std::all_of(op.deps.begin(), op.deps.end(), [&](OpIndex dependency) { return done_[dependency] != 0; });
         });
       }
-      const Clock::time_point begin = run_op(op, scratch);
+      Clock::time_point begin;
+      try {
+        inject_fault(op);
+        begin = run_op(op, scratch);
+      } catch (const std::bad_alloc&) {
+        fail(fmt::format("op '{}': out of memory allocating {} bytes of buffers", op.name, scratch_bytes(op)));
+      } catch (const std::exception& error) {
+        fail(fmt::format("op '{}': {}", op.name, error.what()));
+      }
       const Clock::time_point end = Clock::now();
       {
         std::lock_guard lock(mutex_);
@@ -168,7 +208,7 @@ class RankExecutor {
   // Runs one op; returns when it started (a collective: once every member had reached it).
   Clock::time_point run_op(const program::Op& op, cpu::Scratch& scratch) {
     if (const auto* collective = std::get_if<program::CollectiveOp>(&op.body)) {
-      return run_collective(*collective, comm_of(collective->group, op.stream, op), scratch);
+      return run_collective(*collective, op, comm_of(collective->group, op.stream, op), scratch);
     }
     const Clock::time_point start = Clock::now();
     if (const auto* compute = std::get_if<program::ComputeOp>(&op.body)) cpu::run_compute(*compute, scratch);
@@ -176,12 +216,18 @@ class RankExecutor {
     return start;
   }
 
-  // Waits for a nonblocking MPI call, yielding the core between tests: ranks share the cores
-  // with their own compute threads, which a spinning wait would starve.
-  static void wait_yielding(MPI_Request& request) {
-    int done = 0;
-    for (MPI_Test(&request, &done, MPI_STATUS_IGNORE); done == 0; MPI_Test(&request, &done, MPI_STATUS_IGNORE)) {
-      std::this_thread::yield();
+  // Waits for a nonblocking MPI call, yielding the core between tests (ranks share the cores
+  // with their own compute threads, which a spinning wait would starve), and ends the job if
+  // it has not finished after the timeout.
+  void wait_yielding(MPI_Request& request, const program::Op& op, const char* what) const {
+    const Clock::time_point deadline =
+        Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options_.timeout_s));
+    for (int done = 0; done == 0; std::this_thread::yield()) {
+      check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), op);
+      if (done == 0 && Clock::now() > deadline) {
+        fail(fmt::format("op '{}': {} did not finish within {} s (timeout): a peer never reached it, or stopped", op.name,
+                         what, options_.timeout_s));
+      }
     }
   }
 
@@ -190,10 +236,11 @@ class RankExecutor {
   // The simulator starts a collective when its last member arrives: so does the span here,
   // after a rendezvous (a nonblocking barrier); the time spent waiting for peers is not the
   // collective's.
-  Clock::time_point run_collective(const program::CollectiveOp& collective, MPI_Comm comm, cpu::Scratch& scratch) {
+  Clock::time_point run_collective(const program::CollectiveOp& collective, const program::Op& op, MPI_Comm comm,
+                                   cpu::Scratch& scratch) {
     MPI_Request request = MPI_REQUEST_NULL;
-    MPI_Ibarrier(comm, &request);
-    wait_yielding(request);
+    check(MPI_Ibarrier(comm, &request), op);
+    wait_yielding(request, op, "the rendezvous of its group");
     const Clock::time_point start = Clock::now();
     int size = 1;
     MPI_Comm_size(comm, &size);
@@ -204,22 +251,22 @@ class RankExecutor {
     const int share = static_cast<int>(bytes / size);
     switch (collective.kind) {
       case program::CollectiveKind::kAllReduce:
-        MPI_Iallreduce(in, out, floats, MPI_FLOAT, MPI_SUM, comm, &request);
+        check(MPI_Iallreduce(in, out, floats, MPI_FLOAT, MPI_SUM, comm, &request), op);
         break;
       case program::CollectiveKind::kAllGather:
-        MPI_Iallgather(in, share, MPI_BYTE, out, share, MPI_BYTE, comm, &request);
+        check(MPI_Iallgather(in, share, MPI_BYTE, out, share, MPI_BYTE, comm, &request), op);
         break;
       case program::CollectiveKind::kReduceScatter:
-        MPI_Ireduce_scatter_block(in, out, floats / size, MPI_FLOAT, MPI_SUM, comm, &request);
+        check(MPI_Ireduce_scatter_block(in, out, floats / size, MPI_FLOAT, MPI_SUM, comm, &request), op);
         break;
       case program::CollectiveKind::kBroadcast:
-        MPI_Ibcast(in, static_cast<int>(bytes), MPI_BYTE, collective.root, comm, &request);
+        check(MPI_Ibcast(in, static_cast<int>(bytes), MPI_BYTE, collective.root, comm, &request), op);
         break;
       case program::CollectiveKind::kReduce:
-        MPI_Ireduce(in, out, floats, MPI_FLOAT, MPI_SUM, collective.root, comm, &request);
+        check(MPI_Ireduce(in, out, floats, MPI_FLOAT, MPI_SUM, collective.root, comm, &request), op);
         break;
       case program::CollectiveKind::kAllToAll:
-        MPI_Ialltoall(in, share, MPI_BYTE, out, share, MPI_BYTE, comm, &request);
+        check(MPI_Ialltoall(in, share, MPI_BYTE, out, share, MPI_BYTE, comm, &request), op);
         break;
       case program::CollectiveKind::kBarrier:
         break;  // the rendezvous was the barrier
@@ -227,7 +274,7 @@ class RankExecutor {
       case program::CollectiveKind::kPsPull:
         break;  // refused by check_program()
     }
-    if (request != MPI_REQUEST_NULL) wait_yielding(request);
+    if (request != MPI_REQUEST_NULL) wait_yielding(request, op, "the collective");
     return start;
   }
 
@@ -241,11 +288,13 @@ class RankExecutor {
       throw ExecutionError(fmt::format("rank {}, op '{}': peer offset {} leaves the group", rank_, op.name, p2p.peer_offset));
     }
     char* buffer = cpu::Scratch::sized(scratch.send, std::max<std::int64_t>(p2p.bytes, 1));
+    MPI_Request request = MPI_REQUEST_NULL;
     if (p2p.is_send) {
-      MPI_Send(buffer, static_cast<int>(p2p.bytes), MPI_BYTE, peer, 0, comm);
+      check(MPI_Isend(buffer, static_cast<int>(p2p.bytes), MPI_BYTE, peer, 0, comm, &request), op);
     } else {
-      MPI_Recv(buffer, static_cast<int>(p2p.bytes), MPI_BYTE, peer, 0, comm, MPI_STATUS_IGNORE);
+      check(MPI_Irecv(buffer, static_cast<int>(p2p.bytes), MPI_BYTE, peer, 0, comm, &request), op);
     }
+    wait_yielding(request, op, p2p.is_send ? "the send" : "the receive");
   }
 
   const program::Program& program_;
@@ -341,6 +390,31 @@ MpiSession::MpiSession(int* argc, char*** argv) {
 
 MpiSession::~MpiSession() { MPI_Finalize(); }
 
+ExecutionOptions::Fault parse_fault(const std::string& text) {
+  const std::size_t first = text.find(':');
+  const std::size_t second = first == std::string::npos ? first : text.find(':', first + 1);
+  const char* expected = "expected KIND:RANK:OP with KIND hang, crash or oom, e.g. hang:1:ddp.bucket0.all_reduce";
+  if (second == std::string::npos) throw ExecutionError(fmt::format("--inject-fault {}: {}", text, expected));
+  ExecutionOptions::Fault fault;
+  const std::string kind = text.substr(0, first);
+  if (kind == "hang") {
+    fault.kind = ExecutionOptions::Fault::Kind::kHang;
+  } else if (kind == "crash") {
+    fault.kind = ExecutionOptions::Fault::Kind::kCrash;
+  } else if (kind == "oom") {
+    fault.kind = ExecutionOptions::Fault::Kind::kOutOfMemory;
+  } else {
+    throw ExecutionError(fmt::format("--inject-fault {}: {}", text, expected));
+  }
+  try {
+    fault.rank = std::stoi(text.substr(first + 1, second - first - 1));
+  } catch (const std::exception&) {
+    throw ExecutionError(fmt::format("--inject-fault {}: {}", text, expected));
+  }
+  fault.op = text.substr(second + 1);
+  return fault;
+}
+
 trace::Timeline execute(const program::Program& program, const ExecutionOptions& options) {
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -349,6 +423,7 @@ trace::Timeline execute(const program::Program& program, const ExecutionOptions&
     throw ExecutionError(fmt::format("the scenario has {} ranks but mpirun started {}: run mpirun -np {}",
                                      program.world_size, size, program.world_size));
   }
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);  // errors name the op (check())
   RankExecutor executor(program, options);
   for (int run = 0; run < options.warmup_runs; ++run) executor.run();
   const std::vector<OpTiming> timings = executor.run();

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -160,6 +161,42 @@ TEST(EndToEndTest, CalibrateSimulateRunAndCompareOnTwoCpuRanks) {
     EXPECT_LT(std::abs(json["figures"][0]["error"].get<double>()), kStepTimeBound) << name << ": step time";
   }
   fs::remove_all(directory);
+}
+
+}  // namespace
+
+namespace {
+
+// Injected faults end every rank within the timeout, with a message naming the rank and the op,
+// and leave no output behind.
+TEST(MpiExecutorFaultsTest, HangsCrashesAndFailedAllocationsStopTheJobNamingRankAndOp) {
+  const std::string scenario = kSource + "/scenarios/real/tiny_ddp_2ranks.toml";
+  const fs::path output = fs::temp_directory_path() / "dtsim_mpi_fault";
+  struct Case {
+    std::string fault;
+    int exit_code;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {"hang:1:ddp.bucket0.all_reduce", 3,
+       "rank 0: op 'ddp.bucket0.all_reduce': the rendezvous of its group did not finish within 2 s"},
+      {"crash:1:layer0.fwd.qkv", 1, "rank 1: injected crash at op 'layer0.fwd.qkv'"},
+      {"oom:0:layer1.bwd.qkv.dgrad", 3, "rank 0: op 'layer1.bwd.qkv.dgrad': out of memory allocating"},
+  };
+  for (const Case& c : cases) {
+    fs::remove_all(output);
+    const auto start = std::chrono::steady_clock::now();
+    const CommandResult result = run(mpirun(2) + " run " + scenario + " --backend mpi --timeout 2 --inject-fault " +
+                                     c.fault + " -o " + output.string());
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_EQ(result.code, c.exit_code) << c.fault << "\n" << result.output;
+    EXPECT_NE(result.output.find(c.message), std::string::npos) << c.fault << "\n" << result.output;
+    EXPECT_LT(seconds, 60) << c.fault;  // the 2 s watchdog, mpirun's start and teardown
+    EXPECT_FALSE(fs::exists(output)) << c.fault;
+  }
+  const CommandResult bad = run(mpirun(2) + " run " + scenario + " --backend mpi --inject-fault explode:1:x");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.output.find("expected KIND:RANK:OP"), std::string::npos) << bad.output;
 }
 
 }  // namespace
