@@ -62,22 +62,31 @@ struct ExecutionOptions {
   // A fault to inject (tests): when rank `rank` reaches op `op`, it hangs (stops issuing
   // ops), crashes (the process exits) or fails an allocation.
   struct Fault {
-    enum class Kind { kHang, kCrash, kOutOfMemory };
+    enum class Kind { kHang, kCrash, kOutOfMemory, kCorrupt };  // corrupt: a wrong result (with verify)
     Kind kind = Kind::kHang;
     int rank = 0;
     std::string op;
   };
   std::optional<Fault> fault;
+  // Check every collective's and transfer's result on every rank (crafted inputs, in the
+  // warm-up run), and the tensor-parallel MLP forward of `layer` against the unsharded one
+  // when the Program has a "tp" group; a mismatch ends the job naming rank, op and element.
+  bool verify = false;
+  struct Layer {
+    std::int64_t tokens = 0, hidden = 0, ffn = 0;
+  };
+  std::optional<Layer> layer;
 };
 
-// Parses "hang|crash|oom:RANK:OP_NAME" (dtsim run --inject-fault). Throws ExecutionError.
+// Parses "hang|crash|oom|corrupt:RANK:OP_NAME" (dtsim run --inject-fault). Throws ExecutionError.
 ExecutionOptions::Fault parse_fault(const std::string& text);
 
 // The exit status of a job ended by a failure (an MPI error, a timeout, an allocation).
 inline constexpr int kExitRunFailed = 3;
 
 // Every rank of MPI_COMM_WORLD calls this with the same Program (world size = ranks). Returns
-// the whole timeline on rank 0 and an empty one elsewhere.
+// the whole timeline on rank 0 and an empty one elsewhere; with `verify`, its metadata
+// "verification" says what was checked.
 trace::Timeline execute(const program::Program& program, const ExecutionOptions& options = {});
 
 }  // namespace backend

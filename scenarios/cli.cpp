@@ -47,6 +47,7 @@ struct RunOptions {
   std::string backend;  // empty: simulate; "mpi": execute for real under mpirun
   double timeout_s = backend::ExecutionOptions{}.timeout_s;
   std::string inject_fault;
+  bool verify = false;
 };
 
 void print_result(const RunResult& result, const std::filesystem::path& directory, bool json, std::ostream& out) {
@@ -71,6 +72,7 @@ int command_execute(const RunOptions& options, std::ostream& out, std::ostream& 
   try {
     backend::ExecutionOptions execution;
     execution.timeout_s = options.timeout_s;
+    execution.verify = options.verify;
     if (!options.inject_fault.empty()) execution.fault = backend::parse_fault(options.inject_fault);
     const Scenario scenario = open_document(options.scenario, options.overrides).read();
     const RunResult result = execute_scenario(scenario, execution);
@@ -78,6 +80,10 @@ int command_execute(const RunOptions& options, std::ostream& out, std::ostream& 
     const auto directory = output_directory(options.output, scenario.name + "-measured");
     write_outputs(result, directory);
     print_result(result, directory, options.json, out);
+    if (const auto verified = result.simulation.timeline.metadata.find("verification");
+        verified != result.simulation.timeline.metadata.end() && !options.json) {
+      out << "verified: " << verified->second << "\n";
+    }
     return 0;
   } catch (const ScenarioError& error) {
     if (mpi.rank() == 0) err << "dtsim: error: " << error.what() << "\n";
@@ -250,7 +256,9 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   run->add_option("--inject-fault", options.inject_fault,
-                  "with --backend, for tests: KIND:RANK:OP, KIND hang, crash or oom (e.g. hang:1:ddp.bucket0.all_reduce)");
+                  "with --backend, for tests: KIND:RANK:OP, KIND hang, crash, oom or corrupt (e.g. hang:1:ddp.bucket0.all_reduce)");
+  run->add_flag("--verify", options.verify,
+                "with --backend: check every collective's result and the tensor-parallel forward against the unsharded one");
 
   CLI::App* sweep = app.add_subcommand("sweep", "simulate every point of the scenario's [sweep] table");
   sweep->add_option("scenario", options.scenario, "scenario TOML file")->required();

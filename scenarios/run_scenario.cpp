@@ -214,9 +214,11 @@ RunResult run_scenario(const Scenario& scenario, const std::function<bool(double
   return result;
 }
 
-RunResult execute_scenario(const Scenario& scenario, const backend::ExecutionOptions& options) {
+RunResult execute_scenario(const Scenario& scenario, backend::ExecutionOptions options) {
   RunResult result;
   result.program = strategies::lower(scenario.lowering);
+  const strategies::ModelSpec& model = scenario.lowering.model;
+  options.layer = backend::ExecutionOptions::Layer{model.sequence, model.hidden, model.ffn_hidden};
   trace::Timeline& timeline = result.simulation.timeline;
   timeline = backend::execute(result.program, options);
   if (timeline.ranks.empty()) return result;  // not rank 0

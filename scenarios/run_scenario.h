@@ -28,7 +28,8 @@ RunResult run_scenario(const Scenario& scenario, const std::function<bool(double
 
 // Runs the scenario's Program for real (backend::execute) on the MPI ranks of this job; on
 // rank 0 returns its measured timeline and report, elsewhere an empty result.
-RunResult execute_scenario(const Scenario& scenario, const backend::ExecutionOptions& options);
+// With options.verify, the tensor-parallel check runs on one layer of the scenario's model.
+RunResult execute_scenario(const Scenario& scenario, backend::ExecutionOptions options);
 
 // Writes timeline.json (Chrome trace) and report.json into `directory`, creating it. Each file
 // is written to a temporary name and renamed, so a failure leaves no half-written file.

@@ -3,6 +3,7 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -15,6 +16,7 @@
 
 #include "backend/executor.h"
 #include "backend/mpi/cpu_kernels.h"
+#include "backend/mpi/verification.h"
 #include "strategies/program/span_labels.h"
 
 namespace backend {
@@ -66,8 +68,9 @@ class RankExecutor {
     for (auto& [key, comm] : comms_) MPI_Comm_free(&comm);
   }
 
-  // Runs the rank's ops once; returns when each ran.
-  std::vector<OpTiming> run() {
+  // Runs the rank's ops once; returns when each ran. `verifying`: check every result.
+  std::vector<OpTiming> run(bool verifying = false) {
+    verifying_ = verifying;
     done_.assign(ops_->size(), 0);
     timings_.clear();
     MPI_Barrier(MPI_COMM_WORLD);
@@ -168,7 +171,19 @@ class RankExecutor {
         std::_Exit(1);
       case ExecutionOptions::Fault::Kind::kOutOfMemory:
         throw std::bad_alloc();
+      case ExecutionOptions::Fault::Kind::kCorrupt:
+        break;  // at the result (corrupts())
     }
+  }
+
+  bool corrupts(const program::Op& op) const {
+    return options_.fault && options_.fault->kind == ExecutionOptions::Fault::Kind::kCorrupt &&
+           options_.fault->rank == rank_ && options_.fault->op == op.name;
+  }
+
+  void verify_result(const program::Op& op, int member, std::optional<std::string> wrong) {
+    if (wrong) fail(fmt::format("op '{}': wrong result (group member {}): {}", op.name, member, *wrong));
+    ++checked_;
   }
 
   void run_stream(const std::vector<OpIndex>& queue, cpu::Scratch& scratch) {
@@ -244,9 +259,12 @@ class RankExecutor {
     const Clock::time_point start = Clock::now();
     int size = 1;
     MPI_Comm_size(comm, &size);
+    int member = 0;
+    MPI_Comm_rank(comm, &member);
     const std::int64_t bytes = collective.bytes;
     char* in = cpu::Scratch::sized(scratch.send, std::max<std::int64_t>(bytes, 4));
     char* out = cpu::Scratch::sized(scratch.receive, std::max<std::int64_t>(bytes, 4));
+    if (verifying_) verification::fill_collective(collective, member, size, in);
     const int floats = static_cast<int>(bytes / 4);
     const int share = static_cast<int>(bytes / size);
     switch (collective.kind) {
@@ -275,6 +293,10 @@ class RankExecutor {
         break;  // refused by check_program()
     }
     if (request != MPI_REQUEST_NULL) wait_yielding(request, op, "the collective");
+    if (verifying_) {
+      if (corrupts(op)) (collective.kind == program::CollectiveKind::kBroadcast ? in : out)[0] ^= 0x40;
+      verify_result(op, member, verification::check_collective(collective, member, size, in, out));
+    }
     return start;
   }
 
@@ -289,13 +311,23 @@ class RankExecutor {
     }
     char* buffer = cpu::Scratch::sized(scratch.send, std::max<std::int64_t>(p2p.bytes, 1));
     MPI_Request request = MPI_REQUEST_NULL;
+    if (verifying_ && p2p.is_send) verification::fill_transfer(me, p2p.bytes, buffer);
     if (p2p.is_send) {
       check(MPI_Isend(buffer, static_cast<int>(p2p.bytes), MPI_BYTE, peer, 0, comm, &request), op);
     } else {
       check(MPI_Irecv(buffer, static_cast<int>(p2p.bytes), MPI_BYTE, peer, 0, comm, &request), op);
     }
     wait_yielding(request, op, p2p.is_send ? "the send" : "the receive");
+    if (verifying_ && !p2p.is_send) {
+      if (corrupts(op)) buffer[0] ^= 0x40;
+      verify_result(op, me, verification::check_transfer(peer, p2p.bytes, buffer));
+    }
   }
+
+ public:
+  std::int64_t results_checked() const { return checked_; }
+
+ private:
 
   const program::Program& program_;
   const ExecutionOptions& options_;
@@ -309,6 +341,8 @@ class RankExecutor {
   std::vector<std::uint8_t> done_;
   std::vector<OpTiming> timings_;
   Clock::time_point start_;
+  bool verifying_ = false;
+  std::atomic<std::int64_t> checked_{0};
 };
 
 // Which node each rank runs on: ranks on one host (same processor name) share a node, numbered
@@ -375,6 +409,43 @@ trace::Timeline gather_timeline(const program::Program& program, const std::vect
   return timeline;
 }
 
+// After a verified run: the tensor-parallel MLP forward of one layer against the unsharded one
+// (when the Program has a "tp" group), and the summary of what was checked.
+std::string verify_tensor_parallel(const program::Program& program, const ExecutionOptions& options,
+                                   std::int64_t checked_here) {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  std::int64_t checked = 0;
+  MPI_Allreduce(&checked_here, &checked, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+  std::string summary = fmt::format("{} collective and transfer results checked element by element on every rank", checked);
+  const auto tp = program.find_family("tp");
+  if (!tp || !options.layer || program.family(*tp).instances.front().size() < 2) return summary;
+  const auto& layer = *options.layer;
+  if (4 * (2 * layer.hidden * layer.ffn + layer.tokens * (layer.hidden + layer.ffn)) > options.max_op_bytes) {
+    return summary + "; the tensor-parallel MLP check was skipped: the layer is too large for a CPU";
+  }
+  const program::GroupFamily& family = program.family(*tp);
+  const std::int32_t instance = family.instance_of_rank[static_cast<std::size_t>(rank)];
+  MPI_Comm group = MPI_COMM_NULL;
+  MPI_Comm_split(MPI_COMM_WORLD, instance < 0 ? MPI_UNDEFINED : instance,
+                 instance < 0 ? 0 : family.index_in_instance[static_cast<std::size_t>(rank)], &group);
+  double error = 0;
+  if (group != MPI_COMM_NULL) {
+    error = verification::tensor_parallel_mlp_error(group, options.layer->tokens, options.layer->hidden, options.layer->ffn);
+    MPI_Comm_free(&group);
+  }
+  double largest = 0;
+  MPI_Allreduce(&error, &largest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  constexpr double kTolerance = 1e-4;  // float sums in another order: ~1e-6 seen on 2 ranks
+  if (largest > kTolerance) {
+    if (rank == 0) std::fprintf(stderr, "dtsim: tensor-parallel MLP forward differs from the unsharded one: relative error %.3g\n", largest);
+    MPI_Abort(MPI_COMM_WORLD, kExitRunFailed);
+  }
+  return summary + fmt::format("; the tensor-parallel MLP forward of one layer ({} tokens, hidden {}, ffn {}) matches the "
+                               "unsharded one (relative error {:.2g})",
+                               options.layer->tokens, options.layer->hidden, options.layer->ffn, largest);
+}
+
 }  // namespace
 
 MpiSession::MpiSession(int* argc, char*** argv) {
@@ -393,7 +464,8 @@ MpiSession::~MpiSession() { MPI_Finalize(); }
 ExecutionOptions::Fault parse_fault(const std::string& text) {
   const std::size_t first = text.find(':');
   const std::size_t second = first == std::string::npos ? first : text.find(':', first + 1);
-  const char* expected = "expected KIND:RANK:OP with KIND hang, crash or oom, e.g. hang:1:ddp.bucket0.all_reduce";
+  const char* expected =
+      "expected KIND:RANK:OP with KIND hang, crash, oom or corrupt, e.g. hang:1:ddp.bucket0.all_reduce";
   if (second == std::string::npos) throw ExecutionError(fmt::format("--inject-fault {}: {}", text, expected));
   ExecutionOptions::Fault fault;
   const std::string kind = text.substr(0, first);
@@ -403,6 +475,8 @@ ExecutionOptions::Fault parse_fault(const std::string& text) {
     fault.kind = ExecutionOptions::Fault::Kind::kCrash;
   } else if (kind == "oom") {
     fault.kind = ExecutionOptions::Fault::Kind::kOutOfMemory;
+  } else if (kind == "corrupt") {
+    fault.kind = ExecutionOptions::Fault::Kind::kCorrupt;
   } else {
     throw ExecutionError(fmt::format("--inject-fault {}: {}", text, expected));
   }
@@ -425,9 +499,12 @@ trace::Timeline execute(const program::Program& program, const ExecutionOptions&
   }
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);  // errors name the op (check())
   RankExecutor executor(program, options);
-  for (int run = 0; run < options.warmup_runs; ++run) executor.run();
-  const std::vector<OpTiming> timings = executor.run();
-  return gather_timeline(program, timings, rank, size);
+  for (int run = 0; run < options.warmup_runs; ++run) executor.run(options.verify && run == 0);
+  const std::vector<OpTiming> timings = executor.run(options.verify && options.warmup_runs == 0);
+  const std::string verified = options.verify ? verify_tensor_parallel(program, options, executor.results_checked()) : "";
+  trace::Timeline timeline = gather_timeline(program, timings, rank, size);
+  if (!verified.empty() && rank == 0) timeline.metadata["verification"] = verified;
+  return timeline;
 }
 
 }  // namespace backend
