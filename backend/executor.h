@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -72,6 +73,13 @@ struct ExecutionOptions {
   // warm-up run), and the tensor-parallel MLP forward of `layer` against the unsharded one
   // when the Program has a "tp" group; a mismatch ends the job naming rank, op and element.
   bool verify = false;
+  // Run collectives as dtsim's own algorithm schedules (sim/collectives), step by step with
+  // MPI point-to-point, instead of MPI's collectives; `algorithm` picks each one's algorithm
+  // (kAuto: ring where it can run, else the first that can). The bytes, steps and reduction
+  // arithmetic are the algorithm's; the schedules do not track which chunk is which, so the
+  // results are not the collective's and --verify does not check them.
+  bool own_schedules = false;
+  std::function<program::Algorithm(const program::CollectiveOp&, const std::string& family)> algorithm;
   struct Layer {
     std::int64_t tokens = 0, hidden = 0, ffn = 0;
   };

@@ -219,6 +219,11 @@ RunResult execute_scenario(const Scenario& scenario, backend::ExecutionOptions o
   result.program = strategies::lower(scenario.lowering);
   const strategies::ModelSpec& model = scenario.lowering.model;
   options.layer = backend::ExecutionOptions::Layer{model.sequence, model.hidden, model.ffn_hidden};
+  options.own_schedules = scenario.backend_collectives == "dtsim";
+  options.algorithm = [&scenario](const program::CollectiveOp& op, const std::string& family) {
+    const sim::CollectiveOverride* fixed = scenario.collectives.find(op.kind, family);
+    return fixed != nullptr ? fixed->algorithm : op.algorithm;
+  };
   trace::Timeline& timeline = result.simulation.timeline;
   timeline = backend::execute(result.program, options);
   if (timeline.ranks.empty()) return result;  // not rank 0

@@ -52,6 +52,9 @@ struct Scenario {
   // every rank up to kAutoTraceRanks ranks, else the first node's ranks and the last rank.
   std::vector<std::int32_t> trace_ranks;
   bool trace_all_ranks = false;
+  // Real runs ([backend] collectives): "mpi" — MPI's own collectives — or "dtsim" — dtsim's
+  // algorithm schedules run step by step with MPI point-to-point.
+  std::string backend_collectives = "mpi";
   static constexpr std::int32_t kAutoTraceRanks = 64;
   std::vector<SweepAxis> sweep;
 };

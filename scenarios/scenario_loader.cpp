@@ -964,6 +964,11 @@ Scenario ScenarioDocument::read() const {
 
   read_compute(root.child("compute"), scenario);
   read_output(root.child("output"), scenario);
+  {
+    TableReader backend = root.child("backend");
+    scenario.backend_collectives = backend.choice("collectives", {"mpi", "dtsim"}).value_or("mpi");
+    backend.finish();
+  }
 
   const toml::node* sweep = root.node("sweep");
   if (sweep != nullptr && !sweep->is_table()) {

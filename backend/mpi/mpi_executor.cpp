@@ -17,6 +17,7 @@
 #include "backend/executor.h"
 #include "backend/mpi/cpu_kernels.h"
 #include "backend/mpi/verification.h"
+#include "sim/collectives/schedule.h"
 #include "strategies/program/span_labels.h"
 
 namespace backend {
@@ -31,6 +32,8 @@ struct OpTiming {
   std::int64_t start_ps = 0;
   std::int64_t end_ps = 0;
 };
+
+std::vector<std::int32_t> nodes_of_ranks(int size);
 
 // Bytes of scratch memory an op needs on the CPU (to refuse full-size models up front).
 std::int64_t scratch_bytes(const program::Op& op) {
@@ -54,6 +57,10 @@ class RankExecutor {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     ops_ = &program.ranks[static_cast<std::size_t>(rank_)]->ops;
     check_program();
+    int size = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    nodes_ = nodes_of_ranks(size);
+    if (options_.own_schedules) check_schedules();
     split_communicators();
     for (OpIndex i = 0; i < ops_->size(); ++i) {
       const program::StreamId stream = (*ops_)[i].stream;
@@ -103,6 +110,20 @@ class RankExecutor {
               "scaled-down model (scenarios/real/)",
               rank, op.name, static_cast<double>(scratch_bytes(op)) / (1 << 30),
               static_cast<double>(options_.max_op_bytes) / (1 << 30)));
+        }
+      }
+    }
+  }
+
+  void check_schedules() const {
+    for (std::int32_t rank = 0; rank < program_.world_size; ++rank) {
+      for (const program::Op& op : program_.ranks[static_cast<std::size_t>(rank)]->ops) {
+        const auto* collective = std::get_if<program::CollectiveOp>(&op.body);
+        if (collective == nullptr) continue;
+        try {
+          schedule_spec(*collective, rank);
+        } catch (const ExecutionError& error) {
+          throw ExecutionError(fmt::format("rank {}, op '{}': {}", rank, op.name, error.what()));
         }
       }
     }
@@ -265,6 +286,10 @@ class RankExecutor {
     char* in = cpu::Scratch::sized(scratch.send, std::max<std::int64_t>(bytes, 4));
     char* out = cpu::Scratch::sized(scratch.receive, std::max<std::int64_t>(bytes, 4));
     if (verifying_) verification::fill_collective(collective, member, size, in);
+    if (options_.own_schedules) {
+      run_schedule(collective, op, comm, member, size, scratch);
+      return start;
+    }
     const int floats = static_cast<int>(bytes / 4);
     const int share = static_cast<int>(bytes / size);
     switch (collective.kind) {
@@ -293,11 +318,100 @@ class RankExecutor {
         break;  // refused by check_program()
     }
     if (request != MPI_REQUEST_NULL) wait_yielding(request, op, "the collective");
-    if (verifying_) {
+    if (verifying_ && !options_.own_schedules) {
       if (corrupts(op)) (collective.kind == program::CollectiveKind::kBroadcast ? in : out)[0] ^= 0x40;
       verify_result(op, member, verification::check_collective(collective, member, size, in, out));
     }
     return start;
+  }
+
+  // The collective as dtsim's schedule: in every step of every phase this member posts its
+  // sends and receives at once and waits for them; in reducing phases it then sums what it
+  // received into its buffer.
+  void run_schedule(const program::CollectiveOp& collective, const program::Op& op, MPI_Comm comm, int member, int size,
+                    cpu::Scratch& scratch) {
+    const collectives::Schedule& schedule = schedule_of(collective, op, size);
+    const bool reducing_kind = collective.kind == program::CollectiveKind::kAllReduce ||
+                               collective.kind == program::CollectiveKind::kReduceScatter ||
+                               collective.kind == program::CollectiveKind::kReduce;
+    for (const collectives::Phase& phase : schedule.phases) {
+      const auto bytes = static_cast<std::int64_t>(std::llround(phase.bytes_per_transfer));
+      std::vector<int> to, from;
+      for (const collectives::Transfer& transfer : phase.transfers) {
+        if (transfer.src == member) to.push_back(transfer.dst);
+        if (transfer.dst == member) from.push_back(transfer.src);
+      }
+      const bool reducing = reducing_kind && reduces(phase.name);
+      char* send = cpu::Scratch::sized(scratch.send, std::max<std::int64_t>(bytes, 4));
+      char* receive = cpu::Scratch::sized(scratch.receive, std::max<std::int64_t>(bytes, 4) * std::max<std::size_t>(from.size(), 1));
+      for (std::int32_t step = 0; step < phase.steps; ++step) {
+        std::vector<MPI_Request> requests(to.size() + from.size(), MPI_REQUEST_NULL);
+        for (std::size_t i = 0; i < from.size(); ++i) {
+          check(MPI_Irecv(receive + static_cast<std::int64_t>(i) * bytes, static_cast<int>(bytes), MPI_BYTE, from[i], 0, comm,
+                          &requests[i]),
+                op);
+        }
+        for (std::size_t i = 0; i < to.size(); ++i) {
+          check(MPI_Isend(send, static_cast<int>(bytes), MPI_BYTE, to[i], 0, comm, &requests[from.size() + i]), op);
+        }
+        for (MPI_Request& request : requests) wait_yielding(request, op, "a step of its schedule");
+        if (reducing) {
+          for (std::size_t i = 0; i < from.size(); ++i) {
+            cblas_saxpy(static_cast<int>(bytes / 4), 1.0f,
+                        reinterpret_cast<const float*>(receive + static_cast<std::int64_t>(i) * bytes), 1,
+                        reinterpret_cast<float*>(send), 1);
+          }
+        }
+      }
+    }
+  }
+
+  // Phases that combine what they receive (sim/collectives names them).
+  static bool reduces(std::string_view phase) {
+    return phase.find("reduce") != std::string_view::npos || phase.find("halving") != std::string_view::npos ||
+           phase == "fold" || phase == "tree fill";
+  }
+
+  // Built once per op and kept: every run issues the same collectives.
+  const collectives::Schedule& schedule_of(const program::CollectiveOp& collective, const program::Op& op, int) {
+    std::lock_guard lock(schedules_mutex_);
+    const auto key = &op;
+    if (auto found = schedules_.find(key); found != schedules_.end()) return found->second;
+    return schedules_.emplace(key, collectives::build_schedule(schedule_spec(collective, rank_))).first->second;
+  }
+
+  // The schedule's description for `world_rank`'s instance of the collective's group; throws
+  // ExecutionError when the chosen algorithm cannot run it (check_program() asks for every
+  // rank, so that all refuse alike before anything runs).
+  collectives::CollectiveSpec schedule_spec(const program::CollectiveOp& collective, std::int32_t world_rank) const {
+    const program::GroupFamily& family = program_.family(collective.group);
+    const std::vector<std::int32_t>& members =
+        family.instances[static_cast<std::size_t>(family.instance_of_rank[static_cast<std::size_t>(world_rank)])];
+    collectives::CollectiveSpec spec;
+    spec.kind = collective.kind;
+    spec.members = static_cast<std::int32_t>(members.size());
+    spec.bytes = collective.bytes;
+    spec.root = collective.root;
+    std::map<std::int32_t, std::int32_t> on_node;
+    for (const std::int32_t member_rank : members) {
+      const std::int32_t node = nodes_[static_cast<std::size_t>(member_rank)];
+      spec.locations.push_back({node, on_node[node]++});
+    }
+    program::Algorithm algorithm = options_.algorithm ? options_.algorithm(collective, family.name) : collective.algorithm;
+    if (algorithm == program::Algorithm::kAuto) {
+      for (const program::Algorithm candidate : collectives::algorithms_for(collective.kind)) {
+        spec.algorithm = candidate;
+        if (!collectives::unsupported_reason(spec)) {
+          algorithm = candidate;
+          if (candidate == program::Algorithm::kRing) break;
+        }
+      }
+    }
+    spec.algorithm = algorithm;
+    if (const auto reason = collectives::unsupported_reason(spec)) {
+      throw ExecutionError(fmt::format("algorithm {} cannot run here: {}", program::algorithm_name(algorithm), *reason));
+    }
+    return spec;
   }
 
   void run_send_recv(const program::SendRecvOp& p2p, const program::Op& op, cpu::Scratch& scratch) {
@@ -342,6 +456,9 @@ class RankExecutor {
   std::vector<OpTiming> timings_;
   Clock::time_point start_;
   bool verifying_ = false;
+  std::vector<std::int32_t> nodes_;  // per world rank
+  std::mutex schedules_mutex_;
+  std::map<const program::Op*, collectives::Schedule> schedules_;
   std::atomic<std::int64_t> checked_{0};
 };
 
@@ -418,6 +535,7 @@ std::string verify_tensor_parallel(const program::Program& program, const Execut
   std::int64_t checked = 0;
   MPI_Allreduce(&checked_here, &checked, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
   std::string summary = fmt::format("{} collective and transfer results checked element by element on every rank", checked);
+  if (options.own_schedules) summary += " (collectives ran as dtsim's schedules, whose results are not checked)";
   const auto tp = program.find_family("tp");
   if (!tp || !options.layer || program.family(*tp).instances.front().size() < 2) return summary;
   const auto& layer = *options.layer;
