@@ -11,6 +11,7 @@ QColor category_color(trace::Category category) {
       QColor(0xC2, 0x4E, 0x2E),  // backward: brick red
       QColor(0xE8, 0xC1, 0x3A),  // recompute: yellow
       QColor(0x8E, 0x5B, 0x9E),  // optimizer: purple
+      QColor(0xB0, 0x7A, 0x3C),  // gpu_kernel (compute, phase unknown): ochre
       QColor(0x2F, 0x7F, 0xC1),  // all_reduce: blue
       QColor(0x2F, 0xA5, 0x9C),  // all_gather: teal
       QColor(0x3A, 0x5B, 0xA8),  // reduce_scatter: indigo

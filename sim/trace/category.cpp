@@ -4,7 +4,7 @@
 namespace trace {
 namespace {
 constexpr std::array<std::string_view, kCategoryCount> kNames = {
-    "forward",  "backward",  "recompute", "optimizer", "all_reduce", "all_gather",
+    "forward",  "backward",  "recompute", "optimizer", "gpu_kernel", "all_reduce", "all_gather",
     "reduce_scatter", "all_to_all", "broadcast", "reduce", "barrier", "send_recv",
     "ps_push",  "ps_pull",   "memcpy",    "idle",      "other",
 };
@@ -23,7 +23,7 @@ std::optional<Category> category_from_name(std::string_view name) {
 
 bool is_compute(Category category) {
   return category == Category::kForward || category == Category::kBackward ||
-         category == Category::kRecompute || category == Category::kOptimizer;
+         category == Category::kRecompute || category == Category::kOptimizer || category == Category::kCompute;
 }
 
 bool is_communication(Category category) {

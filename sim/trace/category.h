@@ -14,6 +14,7 @@ enum class Category : unsigned char {
   kBackward,
   kRecompute,
   kOptimizer,
+  kCompute,  // "gpu_kernel": a GPU kernel of a foreign trace (PyTorch profiler), its phase not known
   kAllReduce,
   kAllGather,
   kReduceScatter,
@@ -33,7 +34,7 @@ inline constexpr std::size_t kCategoryCount = static_cast<std::size_t>(Category:
 std::string_view category_name(Category category);
 std::optional<Category> category_from_name(std::string_view name);
 
-// Compute: forward, backward, recompute, optimizer.
+// Compute: forward, backward, recompute, optimizer, and compute of unknown phase.
 bool is_compute(Category category);
 // Communication: every collective, point-to-point and parameter-server transfer.
 bool is_communication(Category category);

@@ -168,11 +168,12 @@ LaneKey lane_key(ondemand::value value) {
 }
 
 // Kernels of foreign traces (PyTorch profiler, Nsight) whose category says little: NCCL's
-// kernels are named after their collective.
+// kernels are named after their collective; other GPU kernels (GEMMs, element-wise) are
+// compute whose phase the trace does not say.
 Category category_of(std::string_view category, std::string_view name) {
   if (const auto known = category_from_name(category)) return *known;
   if (category == "gpu_memcpy") return Category::kMemcpy;
-  if (name.find("nccl") == std::string_view::npos) return Category::kOther;
+  if (name.find("nccl") == std::string_view::npos) return category == "kernel" ? Category::kCompute : Category::kOther;
   static const std::pair<std::string_view, Category> kNccl[] = {
       {"AllReduce", Category::kAllReduce}, {"AllGather", Category::kAllGather},
       {"ReduceScatter", Category::kReduceScatter}, {"Broadcast", Category::kBroadcast},

@@ -36,7 +36,9 @@ TimelineStats timeline_stats(const Timeline& timeline) {
   std::size_t active = 0;
   double overlap_sum = 0;
   for (const RankSummary& rank : ranks) {
-    if (rank.end_ps == 0 && rank.begin_ps == 0 && rank.compute_ps == 0 && rank.comm_ps == 0) continue;
+    // A rank that neither computes nor communicates (a PyTorch trace's host process) is not a
+    // training rank.
+    if (rank.compute_ps == 0 && rank.comm_ps == 0) continue;
     ++active;
     begin = std::min(begin, rank.begin_ps);
     end = std::max(end, rank.end_ps);

@@ -1,6 +1,8 @@
 // Figures of a whole timeline, computed from the timeline alone with the report's definitions
 // (summary.h), so a simulated and a measured timeline are measured alike — used by `dtsim
 // compare` and the viewer's summary and compare panels:
+//   ranks          = those that compute or communicate (a PyTorch trace's host process,
+//                    with CPU ops only, is left out);
 //   step time      = (last end − first start) / steps, steps from the producer's metadata
 //                    (1 when absent);
 //   R, overlap     = mean over ranks of each rank's comm/compute and 1 − exposed/comm;

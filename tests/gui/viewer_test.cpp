@@ -221,6 +221,8 @@ TEST(DocumentTest, PyTorchProfilerTracesOpenWithNestingAndNcclCategories) {
   EXPECT_EQ(categories.at("ncclDevKernel_AllRedu"), Category::kAllReduce);
   EXPECT_EQ(categories.at("ncclDevKernel_AllGath"), Category::kAllGather);
   EXPECT_EQ(categories.at("Memcpy HtoD (Pinned -"), Category::kMemcpy);
+  EXPECT_EQ(categories.at("sm90_xmma_gemm_bf16bf"), Category::kCompute);  // a GEMM kernel
+  EXPECT_EQ(categories.at("aten::linear"), Category::kOther);            // a CPU op
   // ProfilerStep ⊃ aten::linear ⊃ aten::addmm ⊃ cudaLaunchKernel: four depths on the CPU thread.
   std::uint8_t deepest = 0;
   for (const gui::Row& row : document->index->rows()) deepest = std::max(deepest, row.depth);

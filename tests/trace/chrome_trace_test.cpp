@@ -145,7 +145,7 @@ TEST(ChromeTraceTest, ReadsForeignTracesWithStringPidsAndBeginEndPairs) {
   ASSERT_EQ(timeline.spans.size(), 2u);
   const trace::Span& gemm = timeline.spans[0];
   EXPECT_EQ(timeline.strings.at(gemm.name), "gemm");
-  EXPECT_EQ(gemm.category, trace::Category::kOther);
+  EXPECT_EQ(gemm.category, trace::Category::kCompute);  // a GPU kernel, phase unknown
   const trace::Span& nccl = timeline.spans[1];
   EXPECT_EQ(timeline.streams[nccl.stream], "stream 7");
   EXPECT_EQ(nccl.start_ps, 10'000'000);
