@@ -10,7 +10,7 @@
 //   * attention: the executor's GEMM pairs at sequence 128, head dimension 64;
 //   * memory bandwidth: the executor's memory-bound pass over 64 MiB, counted as the op's bytes;
 //   * per-op overhead: the same pass over 64 bytes;
-//   * α, β between ranks 0 and 1: MPI ping-pong from 8 B to 16 MiB, one-way time = half the
+//   * α, β between ranks 0 and 1: MPI ping-pong from 8 B to 8 MiB, one-way time = half the
 //     round trip (Hockney's model t = α + bytes · β); α = an 8-byte message's time, β the
 //     least-squares slope over messages of 64 KiB and more.
 // Each figure is the median of `repeats` timings of at least `min_timing_s` each.
@@ -37,7 +37,8 @@ struct Calibration {
   double attention_flops = 0;                         // FLOP/s
   double memory_bytes_per_s = 0;
   double op_overhead_s = 0;
-  // Between ranks 0 and 1; none with a single rank.
+  // Between ranks 0 and 1; none with a single rank, or when the timings were too noisy to
+  // give a positive slope.
   std::optional<double> latency_s;
   std::optional<double> bytes_per_s;
   bool peers_share_host = true;  // ranks 0 and 1 on one host: an intra-node link class

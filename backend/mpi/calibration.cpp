@@ -1,6 +1,7 @@
 // Calibration on CPU ranks with MPI (see backend/calibration.h).
 #include "backend/calibration.h"
 
+#include <cblas.h>
 #include <mpi.h>
 
 #include <algorithm>
@@ -105,6 +106,7 @@ Calibration calibrate(const CalibrationOptions& options) {
   MPI_Get_processor_name(name, &length);
   result.host = name;
 
+  openblas_set_num_threads(1);  // as the executor runs it: one core per rank
   cpu::Scratch scratch;
   for (const std::int64_t n : {64, 128, 256, 384, 512, 768, 1024}) {
     const double flops = 2.0 * static_cast<double>(n * n * n);
@@ -125,7 +127,7 @@ Calibration calibrate(const CalibrationOptions& options) {
   result.op_overhead_s = time_per_call([&] { cpu::run_compute(tiny, scratch); }, options);
 
   if (result.ranks >= 2) {
-    std::vector<char> names(2 * MPI_MAX_PROCESSOR_NAME);
+    std::vector<char> names(static_cast<std::size_t>(result.ranks) * MPI_MAX_PROCESSOR_NAME);
     MPI_Allgather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, names.data(), MPI_MAX_PROCESSOR_NAME, MPI_CHAR, MPI_COMM_WORLD);
     result.peers_share_host = std::strncmp(names.data(), names.data() + MPI_MAX_PROCESSOR_NAME, MPI_MAX_PROCESSOR_NAME) == 0;
     for (std::int64_t bytes = 8; bytes <= (std::int64_t{16} << 20); bytes *= 4) {
@@ -140,8 +142,10 @@ Calibration calibrate(const CalibrationOptions& options) {
       n += 1, sx += x, sy += seconds, sxx += x * x, sxy += x * seconds;
     }
     const double beta = (n * sxy - sx * sy) / (n * sxx - sx * sx);
-    result.bytes_per_s = 1 / beta;
-    result.latency_s = result.one_way_s.front().second;
+    if (beta > 0) {  // else too noisy to tell: the profile leaves the link as it was
+      result.bytes_per_s = 1 / beta;
+      result.latency_s = result.one_way_s.front().second;
+    }
   }
   return result;
 }

@@ -13,6 +13,7 @@
 #include <map>
 #include <mutex>
 #include <thread>
+#include <tuple>
 
 #include "backend/executor.h"
 #include "backend/mpi/cpu_kernels.h"
@@ -33,7 +34,31 @@ struct OpTiming {
   std::int64_t end_ps = 0;
 };
 
-std::vector<std::int32_t> nodes_of_ranks(int size);
+// Waits for a nonblocking MPI call, yielding the core between tests; false when `timeout_s`
+// passed first, or the call failed.
+bool wait_within(MPI_Request& request, double timeout_s) {
+  const Clock::time_point deadline =
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
+  for (int done = 0; done == 0; std::this_thread::yield()) {
+    if (MPI_Test(&request, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) return false;
+    if (done == 0 && Clock::now() > deadline) return false;
+  }
+  return true;
+}
+
+// A step every rank takes (barrier, gathers), under the same watchdog as the ops: a rank that
+// never gets there (hung in compute, dead) ends the job instead of hanging it.
+void wait_for_job(MPI_Request& request, double timeout_s, const char* what) {
+  if (wait_within(request, timeout_s)) return;
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  std::fprintf(stderr, "dtsim: rank %d: %s did not finish within %g s (timeout): another rank stopped\n", rank, what,
+               timeout_s);
+  std::fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, kExitRunFailed);
+}
+
+std::vector<std::int32_t> nodes_of_ranks(int size, double timeout_s);
 
 // Bytes of scratch memory an op needs on the CPU (to refuse full-size models up front).
 std::int64_t scratch_bytes(const program::Op& op) {
@@ -59,7 +84,8 @@ class RankExecutor {
     check_program();
     int size = 1;
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    nodes_ = nodes_of_ranks(size);
+    nodes_ = nodes_of_ranks(size, options_.timeout_s);
+    number_transfers();
     if (options_.own_schedules) check_schedules();
     split_communicators();
     for (OpIndex i = 0; i < ops_->size(); ++i) {
@@ -80,7 +106,9 @@ class RankExecutor {
     verifying_ = verifying;
     done_.assign(ops_->size(), 0);
     timings_.clear();
-    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Request barrier = MPI_REQUEST_NULL;
+    MPI_Ibarrier(MPI_COMM_WORLD, &barrier);
+    wait_for_job(barrier, options_.timeout_s, "the barrier before the run");
     start_ = Clock::now();
     std::vector<std::thread> threads;
     for (std::size_t stream = 0; stream < streams_.size(); ++stream) {
@@ -256,16 +284,25 @@ class RankExecutor {
   // with their own compute threads, which a spinning wait would starve), and ends the job if
   // it has not finished after the timeout.
   void wait_yielding(MPI_Request& request, const program::Op& op, const char* what) const {
-    const Clock::time_point deadline =
-        Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options_.timeout_s));
-    for (int done = 0; done == 0; std::this_thread::yield()) {
-      check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), op);
-      if (done == 0 && Clock::now() > deadline) {
-        fail(fmt::format("op '{}': {} did not finish within {} s (timeout): a peer never reached it, or stopped", op.name,
-                         what, options_.timeout_s));
-      }
+    if (wait_within(request, options_.timeout_s)) return;
+    fail(fmt::format("op '{}': {} did not finish within {} s (timeout), or failed: a peer never reached it, or stopped",
+                     op.name, what, options_.timeout_s));
+  }
+
+  // Point-to-point tags: the n-th transfer of a (sender, receiver) pair in op-list order has
+  // tag n on both sides (sends and receives match in order per pair), so that transfers of one
+  // pair issued from different streams cannot match the wrong receive.
+  void number_transfers() {
+    std::map<std::tuple<program::GroupFamilyId, std::int32_t, bool>, int> counts;
+    int upper = 32767;  // the least MPI_TAG_UB the standard guarantees
+    for (OpIndex i = 0; i < ops_->size(); ++i) {
+      const auto* p2p = std::get_if<program::SendRecvOp>(&(*ops_)[i].body);
+      if (p2p == nullptr) continue;
+      tags_[i] = counts[{p2p->group, p2p->peer_offset, p2p->is_send}]++ % upper;
     }
   }
+
+  int tag_of(const program::Op& op) const { return tags_.at(static_cast<OpIndex>(&op - ops_->data())); }
 
   // MPI collectives with the op's byte counts: reductions in float (the bytes moved match;
   // MPI has no bfloat16 sum), the others as raw bytes.
@@ -285,7 +322,10 @@ class RankExecutor {
     const std::int64_t bytes = collective.bytes;
     char* in = cpu::Scratch::sized(scratch.send, std::max<std::int64_t>(bytes, 4));
     char* out = cpu::Scratch::sized(scratch.receive, std::max<std::int64_t>(bytes, 4));
-    if (verifying_) verification::fill_collective(collective, member, size, in);
+    if (verifying_) {
+      verification::fill_collective(collective, member, size, in);
+      std::memset(out, 0xFF, static_cast<std::size_t>(std::max<std::int64_t>(bytes, 4)));  // poison: NaN floats
+    }
     if (options_.own_schedules) {
       run_schedule(collective, op, comm, member, size, scratch);
       return start;
@@ -427,9 +467,10 @@ class RankExecutor {
     MPI_Request request = MPI_REQUEST_NULL;
     if (verifying_ && p2p.is_send) verification::fill_transfer(me, p2p.bytes, buffer);
     if (p2p.is_send) {
-      check(MPI_Isend(buffer, static_cast<int>(p2p.bytes), MPI_BYTE, peer, 0, comm, &request), op);
+      check(MPI_Isend(buffer, static_cast<int>(p2p.bytes), MPI_BYTE, peer, tag_of(op), comm, &request), op);
     } else {
-      check(MPI_Irecv(buffer, static_cast<int>(p2p.bytes), MPI_BYTE, peer, 0, comm, &request), op);
+      if (verifying_) std::memset(buffer, 0xFF, static_cast<std::size_t>(p2p.bytes));  // poison
+      check(MPI_Irecv(buffer, static_cast<int>(p2p.bytes), MPI_BYTE, peer, tag_of(op), comm, &request), op);
     }
     wait_yielding(request, op, p2p.is_send ? "the send" : "the receive");
     if (verifying_ && !p2p.is_send) {
@@ -457,6 +498,7 @@ class RankExecutor {
   Clock::time_point start_;
   bool verifying_ = false;
   std::vector<std::int32_t> nodes_;  // per world rank
+  std::map<OpIndex, int> tags_;      // point-to-point ops
   std::mutex schedules_mutex_;
   std::map<const program::Op*, collectives::Schedule> schedules_;
   std::atomic<std::int64_t> checked_{0};
@@ -464,12 +506,15 @@ class RankExecutor {
 
 // Which node each rank runs on: ranks on one host (same processor name) share a node, numbered
 // in order of first appearance.
-std::vector<std::int32_t> nodes_of_ranks(int size) {
+std::vector<std::int32_t> nodes_of_ranks(int size, double timeout_s) {
   char name[MPI_MAX_PROCESSOR_NAME] = {};
   int length = 0;
   MPI_Get_processor_name(name, &length);
   std::vector<char> names(static_cast<std::size_t>(size) * MPI_MAX_PROCESSOR_NAME);
-  MPI_Allgather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, names.data(), MPI_MAX_PROCESSOR_NAME, MPI_CHAR, MPI_COMM_WORLD);
+  MPI_Request request = MPI_REQUEST_NULL;
+  MPI_Iallgather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, names.data(), MPI_MAX_PROCESSOR_NAME, MPI_CHAR, MPI_COMM_WORLD,
+                 &request);
+  wait_for_job(request, timeout_s, "gathering host names");
   std::vector<std::string> hosts;
   std::vector<std::int32_t> nodes;
   for (int r = 0; r < size; ++r) {
@@ -482,15 +527,20 @@ std::vector<std::int32_t> nodes_of_ranks(int size) {
 }
 
 // Rank 0 gathers every rank's timings and labels them from the Program.
-trace::Timeline gather_timeline(const program::Program& program, const std::vector<OpTiming>& mine, int rank, int size) {
-  const std::vector<std::int32_t> nodes = nodes_of_ranks(size);
+trace::Timeline gather_timeline(const program::Program& program, const std::vector<OpTiming>& mine, int rank, int size,
+                                double timeout_s) {
+  const std::vector<std::int32_t> nodes = nodes_of_ranks(size, timeout_s);
   const int count = static_cast<int>(mine.size() * 3);
   std::vector<int> counts(static_cast<std::size_t>(size));
-  MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
+  MPI_Request request = MPI_REQUEST_NULL;
+  MPI_Igather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD, &request);
+  wait_for_job(request, timeout_s, "gathering the spans");
   std::vector<int> offsets(static_cast<std::size_t>(size));
   for (int r = 1; r < size; ++r) offsets[r] = offsets[r - 1] + counts[r - 1];
   std::vector<std::int64_t> all(rank == 0 ? static_cast<std::size_t>(offsets.back() + counts.back()) : 0);
-  MPI_Gatherv(mine.data(), count, MPI_INT64_T, all.data(), counts.data(), offsets.data(), MPI_INT64_T, 0, MPI_COMM_WORLD);
+  MPI_Igatherv(mine.data(), count, MPI_INT64_T, all.data(), counts.data(), offsets.data(), MPI_INT64_T, 0, MPI_COMM_WORLD,
+               &request);
+  wait_for_job(request, timeout_s, "gathering the spans");
   trace::Timeline timeline;
   if (rank != 0) return timeline;
   timeline.streams = program.streams;
@@ -533,7 +583,9 @@ std::string verify_tensor_parallel(const program::Program& program, const Execut
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   std::int64_t checked = 0;
-  MPI_Allreduce(&checked_here, &checked, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+  MPI_Request request = MPI_REQUEST_NULL;
+  MPI_Iallreduce(&checked_here, &checked, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD, &request);
+  wait_for_job(request, options.timeout_s, "summing the checks");
   std::string summary = fmt::format("{} collective and transfer results checked element by element on every rank", checked);
   if (options.own_schedules) summary += " (collectives ran as dtsim's schedules, whose results are not checked)";
   const auto tp = program.find_family("tp");
@@ -553,7 +605,8 @@ std::string verify_tensor_parallel(const program::Program& program, const Execut
     MPI_Comm_free(&group);
   }
   double largest = 0;
-  MPI_Allreduce(&error, &largest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  MPI_Iallreduce(&error, &largest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD, &request);
+  wait_for_job(request, options.timeout_s, "comparing the tensor-parallel check");
   constexpr double kTolerance = 1e-4;  // float sums in another order: ~1e-6 seen on 2 ranks
   if (largest > kTolerance) {
     if (rank == 0) std::fprintf(stderr, "dtsim: tensor-parallel MLP forward differs from the unsharded one: relative error %.3g\n", largest);
@@ -615,12 +668,15 @@ trace::Timeline execute(const program::Program& program, const ExecutionOptions&
     throw ExecutionError(fmt::format("the scenario has {} ranks but mpirun started {}: run mpirun -np {}",
                                      program.world_size, size, program.world_size));
   }
+  if (const std::vector<std::string> problems = program::validate(program); !problems.empty()) {
+    throw ExecutionError("the program is malformed: " + problems.front());  // the same on every rank
+  }
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);  // errors name the op (check())
   RankExecutor executor(program, options);
   for (int run = 0; run < options.warmup_runs; ++run) executor.run(options.verify && run == 0);
   const std::vector<OpTiming> timings = executor.run(options.verify && options.warmup_runs == 0);
   const std::string verified = options.verify ? verify_tensor_parallel(program, options, executor.results_checked()) : "";
-  trace::Timeline timeline = gather_timeline(program, timings, rank, size);
+  trace::Timeline timeline = gather_timeline(program, timings, rank, size, options.timeout_s);
   if (!verified.empty() && rank == 0) timeline.metadata["verification"] = verified;
   return timeline;
 }

@@ -17,7 +17,15 @@ float reduce_input(int member, std::int64_t element) { return static_cast<float>
 float reduced(int size, std::int64_t element) {
   return static_cast<float>(size * (size + 1) / 2 + size * (element % 7));
 }
-char pattern(std::int64_t element, std::int64_t source) { return static_cast<char>((31 * source + 7 * element + 1) % 251); }
+// A byte no shifted or misrouted block reproduces: a mixing hash (MurmurHash3's finaliser) of
+// (source, element).
+char pattern(std::int64_t element, std::int64_t source) {
+  std::uint64_t x = static_cast<std::uint64_t>(source) * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(element);
+  x ^= x >> 33;
+  x *= 0xFF51AFD7ED558CCDull;
+  x ^= x >> 33;
+  return static_cast<char>(x & 0xFF);
+}
 
 float* floats(char* bytes) { return reinterpret_cast<float*>(bytes); }
 const float* floats(const char* bytes) { return reinterpret_cast<const float*>(bytes); }

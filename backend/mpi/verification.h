@@ -3,8 +3,9 @@
 // the unsharded computation.
 //
 // Reductions use small integers, exact in float: member m's element i is (m + 1) + (i mod 7),
-// so a sum over n members is n(n + 1)/2 + n·(i mod 7). Byte-copying collectives carry
-// pattern(i, source) = (31·source + 7·i + 1) mod 251, so every byte names where it came from.
+// so a sum over n members is n(n + 1)/2 + n·(i mod 7). Byte-copying collectives carry a hash
+// of (source, i), so every byte names where it came from. With verification, result buffers
+// are poisoned first, so an op that moves nothing cannot pass on an earlier op's data.
 #pragma once
 
 #include <mpi.h>

@@ -181,6 +181,8 @@ TEST(MpiExecutorFaultsTest, HangsCrashesAndFailedAllocationsStopTheJobNamingRank
       {"hang:1:ddp.bucket0.all_reduce", 3,
        "rank 0: op 'ddp.bucket0.all_reduce': the rendezvous of its group did not finish within 2 s"},
       {"crash:1:layer0.fwd.qkv", 1, "rank 1: injected crash at op 'layer0.fwd.qkv'"},
+      // A rank stuck in compute after its last collective: the others' next job-wide step times out.
+      {"hang:1:optimizer.adamw", 3, "did not finish within 2 s (timeout): another rank stopped"},
       {"oom:0:layer1.bwd.qkv.dgrad", 3, "rank 0: op 'layer1.bwd.qkv.dgrad': out of memory allocating"},
   };
   for (const Case& c : cases) {
