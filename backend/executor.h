@@ -70,8 +70,8 @@ struct ExecutionOptions {
   };
   std::optional<Fault> fault;
   // Check every collective's and transfer's result on every rank (crafted inputs, in the
-  // warm-up run), and the tensor-parallel MLP forward of `layer` against the unsharded one
-  // when the Program has a "tp" group; a mismatch ends the job naming rank, op and element.
+  // warm-up run), and the tensor-parallel forward of `layer` (attention and MLP blocks)
+  // against the unsharded one when the Program has a "tp" group; a mismatch ends the job naming rank, op and element.
   bool verify = false;
   // Run collectives as dtsim's own algorithm schedules (sim/collectives), step by step with
   // MPI point-to-point, instead of MPI's collectives; `algorithm` picks each one's algorithm
@@ -81,7 +81,7 @@ struct ExecutionOptions {
   bool own_schedules = false;
   std::function<program::Algorithm(const program::CollectiveOp&, const std::string& family)> algorithm;
   struct Layer {
-    std::int64_t tokens = 0, hidden = 0, ffn = 0;
+    std::int64_t tokens = 0, hidden = 0, ffn = 0, heads = 0;
   };
   std::optional<Layer> layer;
 };

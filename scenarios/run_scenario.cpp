@@ -218,7 +218,7 @@ RunResult execute_scenario(const Scenario& scenario, backend::ExecutionOptions o
   RunResult result;
   result.program = strategies::lower(scenario.lowering);
   const strategies::ModelSpec& model = scenario.lowering.model;
-  options.layer = backend::ExecutionOptions::Layer{model.sequence, model.hidden, model.ffn_hidden};
+  options.layer = backend::ExecutionOptions::Layer{model.sequence, model.hidden, model.ffn_hidden, model.heads};
   options.own_schedules = scenario.backend_collectives == "dtsim";
   options.algorithm = [&scenario](const program::CollectiveOp& op, const std::string& family) {
     const sim::CollectiveOverride* fixed = scenario.collectives.find(op.kind, family);

@@ -113,19 +113,85 @@ std::optional<std::string> check_transfer(int sender, std::int64_t bytes, const 
   return check_pattern(buffer, bytes, 0, sender);
 }
 
+namespace {
+
+std::vector<float> random_matrix(std::mt19937& random, std::int64_t count) {
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  std::vector<float> values(static_cast<std::size_t>(count));
+  for (float& value : values) value = uniform(random);
+  return values;
+}
+
+// out[tokens × d] = softmax(q·kᵀ / √d) · v for one head; q, k, v are column blocks of width d
+// in row-major matrices `ld` wide.
+void attention_head(const float* q, const float* k, const float* v, int ld, int tokens, int d, float* out, int ld_out) {
+  std::vector<float> scores(static_cast<std::size_t>(tokens) * tokens);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, tokens, tokens, d, 1.0f / std::sqrt(static_cast<float>(d)), q, ld,
+              k, ld, 0, scores.data(), tokens);
+  for (int row = 0; row < tokens; ++row) {
+    float* line = scores.data() + static_cast<std::ptrdiff_t>(row) * tokens;
+    const float largest = *std::max_element(line, line + tokens);
+    float sum = 0;
+    for (int c = 0; c < tokens; ++c) sum += line[c] = std::exp(line[c] - largest);
+    for (int c = 0; c < tokens; ++c) line[c] /= sum;
+  }
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, tokens, d, tokens, 1, scores.data(), tokens, v, ld, 0, out, ld_out);
+}
+
+// Largest |difference| over largest |reference|, after summing the members' partial outputs.
+double relative_error(MPI_Comm group, const std::vector<float>& reference, std::vector<float>& partial) {
+  MPI_Allreduce(MPI_IN_PLACE, partial.data(), static_cast<int>(partial.size()), MPI_FLOAT, MPI_SUM, group);
+  float largest = 0, difference = 0;
+  for (std::size_t i = 0; i < reference.size(); ++i) {
+    largest = std::max(largest, std::abs(reference[i]));
+    difference = std::max(difference, std::abs(reference[i] - partial[i]));
+  }
+  return largest > 0 ? difference / largest : difference;
+}
+
+}  // namespace
+
+double tensor_parallel_attention_error(MPI_Comm group, std::int64_t tokens, std::int64_t hidden, std::int64_t heads) {
+  int member = 0, size = 1;
+  MPI_Comm_rank(group, &member);
+  MPI_Comm_size(group, &size);
+  std::mt19937 random(20261130);
+  const auto t = static_cast<int>(tokens), h = static_cast<int>(hidden), d = static_cast<int>(hidden / heads);
+  const std::vector<float> x = random_matrix(random, tokens * hidden), wqkv = random_matrix(random, hidden * 3 * hidden),
+                           wo = random_matrix(random, hidden * hidden);
+  // qkv[tokens × 3h] = X · [Wq | Wk | Wv]; head j uses columns j·d … of each third.
+  std::vector<float> qkv(static_cast<std::size_t>(tokens * 3 * hidden));
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, t, 3 * h, h, 1, x.data(), h, wqkv.data(), 3 * h, 0, qkv.data(), 3 * h);
+  auto heads_output = [&](int first_head, int count) {
+    std::vector<float> context(static_cast<std::size_t>(tokens) * count * d);
+    for (int j = 0; j < count; ++j) {
+      const int column = (first_head + j) * d;
+      attention_head(qkv.data() + column, qkv.data() + h + column, qkv.data() + 2 * h + column, 3 * h, t, d,
+                     context.data() + static_cast<std::ptrdiff_t>(j) * d, count * d);
+    }
+    return context;
+  };
+  // Unsharded: all heads, then · Wo.
+  const std::vector<float> all_heads = heads_output(0, static_cast<int>(heads));
+  std::vector<float> reference(static_cast<std::size_t>(tokens * hidden));
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, t, h, h, 1, all_heads.data(), h, wo.data(), h, 0, reference.data(), h);
+  // This member's heads (its columns of Wq, Wk, Wv), then its rows of Wo: a partial output.
+  const int mine = static_cast<int>(heads) / size, first = member * mine;
+  const std::vector<float> my_heads = heads_output(first, mine);
+  std::vector<float> partial(reference.size());
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, t, h, mine * d, 1, my_heads.data(), mine * d,
+              wo.data() + static_cast<std::ptrdiff_t>(first) * d * h, h, 0, partial.data(), h);
+  return relative_error(group, reference, partial);
+}
+
 double tensor_parallel_mlp_error(MPI_Comm group, std::int64_t tokens, std::int64_t hidden, std::int64_t ffn) {
   int member = 0, size = 1;
   MPI_Comm_rank(group, &member);
   MPI_Comm_size(group, &size);
   // Every member draws the same full matrices and keeps its shard.
   std::mt19937 random(20261129);
-  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-  auto draw = [&](std::int64_t count) {
-    std::vector<float> values(static_cast<std::size_t>(count));
-    for (float& value : values) value = uniform(random);
-    return values;
-  };
-  const std::vector<float> x = draw(tokens * hidden), w1 = draw(hidden * ffn), w2 = draw(ffn * hidden);
+  const std::vector<float> x = random_matrix(random, tokens * hidden), w1 = random_matrix(random, hidden * ffn),
+                           w2 = random_matrix(random, ffn * hidden);
   auto gelu = [](std::vector<float>& values) {
     for (float& v : values) v = 0.5f * v * (1.0f + std::tanh(0.7978845608f * (v + 0.044715f * v * v * v)));
   };
@@ -145,14 +211,7 @@ double tensor_parallel_mlp_error(MPI_Comm group, std::int64_t tokens, std::int64
   gelu(shard);
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, t, h, part, 1, shard.data(), part,
               w2.data() + static_cast<std::ptrdiff_t>(begin) * h, h, 0, output.data(), h);
-  MPI_Allreduce(MPI_IN_PLACE, output.data(), static_cast<int>(output.size()), MPI_FLOAT, MPI_SUM, group);
-
-  float largest = 0, difference = 0;
-  for (std::size_t i = 0; i < reference.size(); ++i) {
-    largest = std::max(largest, std::abs(reference[i]));
-    difference = std::max(difference, std::abs(reference[i] - output[i]));
-  }
-  return largest > 0 ? difference / largest : difference;
+  return relative_error(group, reference, output);
 }
 
 }  // namespace backend::verification

@@ -1,6 +1,6 @@
 // --verify on CPU ranks: crafted buffer contents that make every collective's and transfer's
-// result exactly predictable, and the tensor-parallel forward of one MLP block checked against
-// the unsharded computation.
+// result exactly predictable, and the tensor-parallel forward of one layer (attention and MLP
+// blocks) checked against the unsharded computation.
 //
 // Reductions use small integers, exact in float: member m's element i is (m + 1) + (i mod 7),
 // so a sum over n members is n(n + 1)/2 + n·(i mod 7). Byte-copying collectives carry a hash
@@ -32,5 +32,10 @@ std::optional<std::string> check_transfer(int sender, std::int64_t bytes, const 
 // ·W2, all-reduce — against X·W1 → GeLU → ·W2 unsharded, on seeded random data; returns the
 // largest |difference| over the largest |reference| value.
 double tensor_parallel_mlp_error(MPI_Comm group, std::int64_t tokens, std::int64_t hidden, std::int64_t ffn);
+
+// Megatron's attention forward on a tensor-parallel group — each member's heads from its
+// columns of Wq, Wk, Wv, softmax(Q·Kᵀ/√d)·V per head, its rows of Wo, all-reduce — against all
+// heads unsharded; the same error measure.
+double tensor_parallel_attention_error(MPI_Comm group, std::int64_t tokens, std::int64_t hidden, std::int64_t heads);
 
 }  // namespace backend::verification

@@ -214,7 +214,7 @@ TEST(MpiExecutorVerifyTest, EveryResultIsCheckedAndTensorParallelismMatchesTheUn
   const CommandResult tp =
       run(mpirun(2) + " run " + tp_scenario + " --backend mpi --verify -o " + (fs::temp_directory_path() / "dtsim_verify_tp").string());
   ASSERT_EQ(tp.code, 0) << tp.output;
-  EXPECT_NE(tp.output.find("matches the unsharded one"), std::string::npos) << tp.output;
+  EXPECT_NE(tp.output.find("matches the unsharded one (relative error: attention"), std::string::npos) << tp.output;
 
   // A wrong element is caught, and the message names the rank, the op and the element.
   const CommandResult corrupt =
