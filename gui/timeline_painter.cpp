@@ -33,6 +33,20 @@ constexpr const char* kComputeStream = "compute";
 const QColor kMixedHatch(0xFF, 0xFF, 0xFF, 110);  // over folds of several categories
 constexpr int kMinLabelWidth = 24;
 
+// The whole pixels an interval covers in a lane drawn `scale` px per ps from `begin`, clipped a
+// pixel beyond the lane's edges: its offset, its width (at least 1) and its unrounded width.
+struct PixelExtent {
+  int x = 0;
+  int width = 0;
+  double exact_width = 0;
+};
+PixelExtent pixel_extent(double from_ps, double to_ps, double begin, double scale, int lane_width) {
+  const double left = std::max((from_ps - begin) * scale, -1.0);
+  const double right = std::min((to_ps - begin) * scale, lane_width + 1.0);
+  return {static_cast<int>(std::floor(left)),
+          std::max(1, static_cast<int>(std::ceil(right)) - static_cast<int>(std::floor(left))), right - left};
+}
+
 QColor faded(QColor color) {
   color.setAlpha(45);
   return color;
@@ -152,11 +166,10 @@ void TimelinePainter::paint_row(QPainter& painter, QRect lane, std::size_t docum
   }
   for (const DrawItem& item : items_) {
     if (state.hidden_categories[static_cast<std::size_t>(item.category)]) continue;
-    const double left = std::max((static_cast<double>(item.start_ps) - begin) * scale, -1.0);
-    const double right = std::min((static_cast<double>(item.end_ps) - begin) * scale, lane.width() + 1.0);
-    const int x = lane.left() + static_cast<int>(std::floor(left));
-    const int w = std::max(1, static_cast<int>(std::ceil(right)) - static_cast<int>(std::floor(left)));
-    const QRect box(x, lane.top(), w, lane.height());
+    const PixelExtent extent = pixel_extent(static_cast<double>(item.start_ps), static_cast<double>(item.end_ps), begin,
+                                            scale, lane.width());
+    const int w = extent.width;
+    const QRect box(lane.left() + extent.x, lane.top(), w, lane.height());
     QColor color = category_color(item.category);
     const trace::Span& first = timeline.spans[row.spans[item.first]];
     const bool matches = !filtering || (item.count == 1 ? state.query.matches(timeline, first)
@@ -183,11 +196,9 @@ void TimelinePainter::paint_idle(QPainter& painter, QRect lane, double scale, do
   for (std::size_t i = 1; i < items_.size(); ++i) {
     const double from = static_cast<double>(items_[i - 1].end_ps);
     const double to = static_cast<double>(items_[i].start_ps);
-    const double left = std::max((from - begin) * scale, -1.0);
-    const double right = std::min((to - begin) * scale, lane.width() + 1.0);
-    if (right - left < ViewGeometry::kFoldBelowPx) continue;
-    const QRect box(lane.left() + static_cast<int>(std::floor(left)), lane.top() + lane.height() / 4,
-                    static_cast<int>(std::ceil(right) - std::floor(left)), lane.height() / 2);
+    const PixelExtent extent = pixel_extent(from, to, begin, scale, lane.width());
+    if (extent.exact_width < ViewGeometry::kFoldBelowPx) continue;
+    const QRect box(lane.left() + extent.x, lane.top() + lane.height() / 4, extent.width, lane.height() / 2);
     painter.fillRect(box, idle);
     const QString label = QString::fromStdString("idle " + format_duration(to - from));
     if (box.width() > (label.size() + 1) * average_char) {

@@ -481,6 +481,7 @@ class RankExecutor {
 
  public:
   std::int64_t results_checked() const { return checked_; }
+  const std::vector<std::int32_t>& nodes() const { return nodes_; }  // node of each world rank
 
  private:
 
@@ -527,9 +528,8 @@ std::vector<std::int32_t> nodes_of_ranks(int size, double timeout_s) {
 }
 
 // Rank 0 gathers every rank's timings and labels them from the Program.
-trace::Timeline gather_timeline(const program::Program& program, const std::vector<OpTiming>& mine, int rank, int size,
-                                double timeout_s) {
-  const std::vector<std::int32_t> nodes = nodes_of_ranks(size, timeout_s);
+trace::Timeline gather_timeline(const program::Program& program, const std::vector<OpTiming>& mine,
+                                const std::vector<std::int32_t>& nodes, int rank, int size, double timeout_s) {
   const int count = static_cast<int>(mine.size() * 3);
   std::vector<int> counts(static_cast<std::size_t>(size));
   MPI_Request request = MPI_REQUEST_NULL;
@@ -569,9 +569,7 @@ trace::Timeline gather_timeline(const program::Program& program, const std::vect
       for (const OpIndex after : program::span_dependencies(ops, index)) timeline.dependencies.push_back({r, index, after});
     }
   }
-  std::stable_sort(timeline.spans.begin(), timeline.spans.end(), [](const trace::Span& a, const trace::Span& b) {
-    return std::tie(a.rank, a.stream, a.start_ps) < std::tie(b.rank, b.stream, b.start_ps);
-  });
+  timeline.sort_spans_by_lane();
   std::sort(timeline.dependencies.begin(), timeline.dependencies.end());
   return timeline;
 }
@@ -681,7 +679,7 @@ trace::Timeline execute(const program::Program& program, const ExecutionOptions&
   for (int run = 0; run < options.warmup_runs; ++run) executor.run(options.verify && run == 0);
   const std::vector<OpTiming> timings = executor.run(options.verify && options.warmup_runs == 0);
   const std::string verified = options.verify ? verify_tensor_parallel(program, options, executor.results_checked()) : "";
-  trace::Timeline timeline = gather_timeline(program, timings, rank, size, options.timeout_s);
+  trace::Timeline timeline = gather_timeline(program, timings, executor.nodes(), rank, size, options.timeout_s);
   if (!verified.empty() && rank == 0) timeline.metadata["verification"] = verified;
   return timeline;
 }

@@ -78,11 +78,7 @@ class Simulator {
     }
     result_.timeline.summaries = summaries_.finish();
     std::sort(result_.timeline.dependencies.begin(), result_.timeline.dependencies.end());
-    std::stable_sort(result_.timeline.spans.begin(), result_.timeline.spans.end(),
-                     [](const trace::Span& a, const trace::Span& b) {
-                       return std::tie(a.rank, a.stream, a.start_ps) <
-                              std::tie(b.rank, b.stream, b.start_ps);
-                     });
+    result_.timeline.sort_spans_by_lane();
     result_.events = engine_.events_processed();
     return std::move(result_);
   }

@@ -254,13 +254,7 @@ class TraceBuilder {
       dependency.rank = rank_of_pid[static_cast<std::size_t>(dependency.rank)];
     }
     std::sort(timeline_.dependencies.begin(), timeline_.dependencies.end());
-    auto lane_order = [](const Span& a, const Span& b) {
-      return std::tie(a.rank, a.stream, a.start_ps) < std::tie(b.rank, b.stream, b.start_ps);
-    };
-    // dtsim writes spans in this order; sorting (and its buffer) is for other producers.
-    if (!std::is_sorted(timeline_.spans.begin(), timeline_.spans.end(), lane_order)) {
-      std::stable_sort(timeline_.spans.begin(), timeline_.spans.end(), lane_order);
-    }
+    timeline_.sort_spans_by_lane();  // dtsim writes them in lane order already: no sort then
     return std::move(timeline_);
   }
 

@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 #include <unordered_map>
 
+#include "sim/trace/report.h"
+
 namespace trace {
 namespace {
 
@@ -31,12 +33,6 @@ std::string percent(const std::optional<double>& fraction) {
   return fraction ? fmt::format("{:+.1f} %", *fraction * 100) : std::string("—");
 }
 
-std::string seconds(double value) {
-  const double magnitude = std::abs(value);
-  if (magnitude >= 1) return fmt::format("{:.3f} s", value);
-  if (magnitude >= 1e-3) return fmt::format("{:.3f} ms", value * 1e3);
-  return fmt::format("{:.3f} µs", value * 1e6);
-}
 
 }  // namespace
 
@@ -80,7 +76,7 @@ std::string format_comparison(const Comparison& comparison, const std::string& p
   std::string out = fmt::format("predicted: {}\nmeasured:  {}\n\n", predicted, measured);
   out += fmt::format("{:>24} {:>14} {:>14} {:>10}\n", "figure (per step, rank)", "predicted", "measured", "error");
   for (const Difference& figure : comparison.figures) {
-    out += fmt::format("{:>24} {:>14} {:>14} {:>10}\n", figure.what, seconds(figure.b_s), seconds(figure.a_s),
+    out += fmt::format("{:>24} {:>14} {:>14} {:>10}\n", figure.what, human_seconds(figure.b_s), human_seconds(figure.a_s),
                        percent(figure.relative()));
   }
   out += fmt::format("\nops: {} predicted, {} measured, {} matched by rank, name and occurrence\n",
@@ -92,7 +88,7 @@ std::string format_comparison(const Comparison& comparison, const std::string& p
   out += fmt::format("per-op MAPE: {:.1f} %\nlargest errors:\n", *comparison.op_mape * 100);
   for (const OpError& op : comparison.worst_ops) {
     out += fmt::format("  rank {:>4}  {:<48} #{:<4} {:>12} {:>12} {:>10}\n", op.rank, op.name, op.occurrence,
-                       seconds(op.predicted_s), seconds(op.measured_s), percent(op.error()));
+                       human_seconds(op.predicted_s), human_seconds(op.measured_s), percent(op.error()));
   }
   return out;
 }

@@ -47,11 +47,15 @@ std::string human_bytes(double bytes) {
   return fmt::format("{:.0f} B", bytes);
 }
 
+}  // namespace
+
 std::string human_seconds(double s) {
   if (s >= 1) return fmt::format("{:.3f} s", s);
   if (s >= 1e-3) return fmt::format("{:.2f} ms", s * 1e3);
   return fmt::format("{:.2f} µs", s * 1e6);
 }
+
+namespace {
 
 void add_warnings(Report& report, const RunFacts& facts) {
   if (report.oom) {

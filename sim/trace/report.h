@@ -111,6 +111,8 @@ struct Report {
 
 Report build_report(const Timeline& timeline, const RunFacts& facts);
 std::string format_report(const Report& report);
+// A duration in s, ms or µs with the report's precision.
+std::string human_seconds(double seconds);
 nlohmann::json report_to_json(const Report& report);
 
 }  // namespace trace

@@ -1,7 +1,9 @@
 // String interning and stream lookup for trace::Timeline.
 #include "sim/trace/timeline.h"
 
+#include <algorithm>
 #include <stdexcept>
+#include <tuple>
 
 namespace trace {
 
@@ -12,6 +14,13 @@ StringId StringTable::intern(std::string_view text) {
   strings_.emplace_back(text);
   ids_.emplace(strings_.back(), id);
   return id;
+}
+
+void Timeline::sort_spans_by_lane() {
+  auto lane_order = [](const Span& a, const Span& b) {
+    return std::tie(a.rank, a.stream, a.start_ps) < std::tie(b.rank, b.stream, b.start_ps);
+  };
+  if (!std::is_sorted(spans.begin(), spans.end(), lane_order)) std::stable_sort(spans.begin(), spans.end(), lane_order);
 }
 
 std::uint16_t Timeline::stream_index(std::string_view name) {

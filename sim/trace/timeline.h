@@ -97,6 +97,9 @@ struct Timeline {
   std::vector<RankSummary> summaries;
 
   std::uint16_t stream_index(std::string_view name);  // adds the stream when new
+  // Puts spans in lane order — rank, stream, start — as every producer hands them over (the
+  // viewer and the Chrome trace writer rely on it); skips the sort when they already are.
+  void sort_spans_by_lane();
 };
 
 }  // namespace trace

@@ -17,6 +17,7 @@
 #include "gui/category_palette.h"
 #include "gui/main_window.h"
 #include "sim/trace/chrome_trace.h"
+#include "tests/support/timeline_maker.h"
 
 namespace {
 
@@ -27,26 +28,15 @@ const std::string kScenarios = std::string(DTSIM_SOURCE_DIR) + "/scenarios/";
 // Rank 0: forward 0–500 ns then backward 500–1000 ns on compute, an all-reduce 500–1000 ns on
 // comm that waits for the forward; rank 1 (another node): 1,000 forward ops of 0.2 ns each.
 std::shared_ptr<const gui::Document> known_document() {
-  trace::Timeline timeline;
-  timeline.title = "known";
-  timeline.ranks = {{"rank 0", 0, true}, {"rank 1", 1, true}};
-  timeline.streams = {"compute", "comm"};
+  test_support::TimelineMaker maker({0, 1}, {"compute", "comm"});
+  maker.timeline->title = "known";
   auto add = [&](std::int32_t rank, std::uint16_t stream, Category category, const char* name, std::int64_t start,
-                 std::int64_t end, std::int64_t op) {
-    trace::Span span;
-    span.rank = rank;
-    span.stream = stream;
-    span.category = category;
-    span.name = timeline.strings.intern(name);
-    span.start_ps = start;
-    span.end_ps = end;
-    span.op = op;
-    timeline.spans.push_back(span);
-  };
+                 std::int64_t end, std::int64_t op) { maker.add(rank, stream, category, name, start, end).op = op; };
   add(0, 0, Category::kForward, "fwd", 0, 500'000, 0);
   add(0, 0, Category::kBackward, "bwd", 500'000, 1'000'000, 1);
   add(0, 1, Category::kAllReduce, "ar", 500'000, 1'000'000, 2);
   for (int i = 0; i < 1000; ++i) add(1, 0, Category::kForward, "tiny", i * 1000, i * 1000 + 200, i);
+  trace::Timeline& timeline = *maker.timeline;
   timeline.dependencies = {{0, 2, 0}};
   return gui::make_document("known", "test", std::move(timeline));
 }
@@ -102,18 +92,10 @@ TEST(TimelinePainterTest, TheSelectionAndWhatItWaitedForAreOutlined) {
 
 // A document whose rank 0 computes 0–200 ns and 600–1000 ns: a 400 ns gap on its compute lane.
 std::shared_ptr<const gui::Document> document_with_gap(std::int64_t shift_ps) {
-  trace::Timeline timeline;
-  timeline.ranks = {{"rank 0", 0, true}};
-  timeline.streams = {"compute"};
-  for (const auto& [start, end] : {std::pair<std::int64_t, std::int64_t>{0, 200'000}, {600'000, 1'000'000}}) {
-    trace::Span span;
-    span.category = Category::kForward;
-    span.name = timeline.strings.intern("f");
-    span.start_ps = start + shift_ps;
-    span.end_ps = end + shift_ps;
-    timeline.spans.push_back(span);
-  }
-  return gui::make_document("gap", "test", std::move(timeline));
+  test_support::TimelineMaker maker({0}, {"compute"});
+  maker.add(0, 0, Category::kForward, "f", shift_ps, 200'000 + shift_ps);
+  maker.add(0, 0, Category::kForward, "f", 600'000 + shift_ps, 1'000'000 + shift_ps);
+  return gui::make_document("gap", "test", std::move(*maker.timeline));
 }
 
 TEST(TimelinePainterTest, GapsOnTheComputeLaneAreDrawnAsIdle) {
