@@ -1,21 +1,26 @@
 // backend::execute — run a Program for real, one rank per MPI process, and record when every
 // op ran: the same trace::Timeline the simulator writes, so the two compare op by op.
 //
-// This is the CPU path (issue #6): compute ops run as OpenBLAS single-precision GEMMs of the
-// op's shapes (attention as its two batched GEMMs) and as memory passes over the op's bytes
-// for memory-bound kinds; collectives run as MPI collectives on one communicator per (rank
-// group, stream), split from MPI_COMM_WORLD; point-to-point ops as MPI_Send/MPI_Recv. Each
-// stream runs on its own thread (MPI_THREAD_MULTIPLE), so compute and communication overlap as
-// the Program allows; an op starts once its dependencies have finished. Spans come from the
-// monotonic clock after a common barrier.
+// Two executors behind one call (ExecutionOptions::device):
+//  * CPU (backend/mpi/): compute ops as OpenBLAS single-precision GEMMs of the op's shapes
+//    (attention as its two batched GEMMs) and memory passes over the op's bytes for
+//    memory-bound kinds; collectives as MPI collectives on one communicator per (rank group,
+//    stream), split from MPI_COMM_WORLD; point-to-point ops as MPI sends and receives. Each
+//    stream runs on its own thread (MPI_THREAD_MULTIPLE), so compute and communication overlap
+//    as the Program allows. Spans from the monotonic clock.
+//  * GPU (backend/gpu/, builds with CUDA and NCCL): one GPU per rank, chosen by the rank's
+//    index on its host; compute ops as cuBLAS GEMMs of the op's shapes and dtype and a small
+//    CUDA kernel for memory-bound kinds; collectives as NCCL calls on communicators split from
+//    one world communicator; each Program stream is a CUDA stream, dependencies across
+//    streams are CUDA events, and spans come from CUDA events.
+// In both, an op starts once its dependencies have finished, ranks start at a common barrier,
+// and the host-timed step (barrier → all work done, averaged over ranks: the nccl-tests
+// method) is kept in the timeline's metadata "host_step_time_s".
 //
-// Failures end the whole job with one message naming the rank and the op: an MPI error, an
-// op not finished within ExecutionOptions::timeout_s (a watchdog, as NCCL's), a failed
-// allocation; a rank that dies is reported by mpirun, which stops the others. Faults can be
-// injected to test this.
-//
-// Not yet (see the issue's note): the NCCL/CUDA path, parameter-server push/pull, memory
-// samples, result verification.
+// Failures end the whole job with one message naming the rank and the op: an MPI or NCCL
+// error, an op not finished within ExecutionOptions::timeout_s (a watchdog, as NCCL's), a
+// failed allocation (host or device, with the bytes asked for); a rank that dies is reported
+// by mpirun, which stops the others. Faults can be injected to test this.
 #pragma once
 
 #include <cstdint>
@@ -52,11 +57,14 @@ class ExecutionError : public std::runtime_error {
 };
 
 struct ExecutionOptions {
+  enum class Device { kCpu, kGpu };  // `--backend mpi` / `--backend nccl`
+  Device device = Device::kCpu;
   // Runs of the whole Program before the recorded one (warm caches, connections, BLAS
   // threads), as nccl-tests warms up before timing.
   int warmup_runs = 1;
   // Largest buffer one op may ask for; a full-size model does not run on a CPU: use the
-  // scaled-down presets of scenarios/real/.
+  // scaled-down scenarios of scenarios/real/. GPU runs are bounded by device memory instead
+  // (an allocation that fails names the op and the bytes).
   std::int64_t max_op_bytes = std::int64_t{1} << 30;
   // An op still waiting on MPI after this long aborts the job (NCCL's watchdog waits 10 min).
   double timeout_s = 300;

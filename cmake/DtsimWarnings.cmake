@@ -1,7 +1,7 @@
 # Warnings for every dtsim target: dtsim_set_warnings(target).
 function(dtsim_set_warnings target)
-  target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic -Wshadow -Wconversion
-    -Wno-sign-conversion -Wnon-virtual-dtor -Wold-style-cast -Woverloaded-virtual)
+  target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic -Wshadow -Wconversion
+    -Wno-sign-conversion -Wnon-virtual-dtor -Wold-style-cast -Woverloaded-virtual>)
 endfunction()
 
 # dtsim_library(name SOURCES ... DEPS ...): a static library with warnings and the repo root

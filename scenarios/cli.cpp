@@ -44,7 +44,7 @@ struct RunOptions {
   std::vector<std::string> overrides;
   bool json = false;
   unsigned threads = 0;
-  std::string backend;  // empty: simulate; "mpi": execute for real under mpirun
+  std::string backend;  // empty: simulate; "mpi" or "nccl": execute for real under mpirun
   double timeout_s = backend::ExecutionOptions{}.timeout_s;
   std::string inject_fault;
   bool verify = false;
@@ -60,17 +60,18 @@ void print_result(const RunResult& result, const std::filesystem::path& director
   }
 }
 
-// `dtsim run --backend mpi` under mpirun: every rank loads the scenario and runs its part;
+// `dtsim run --backend mpi|nccl` under mpirun: every rank loads the scenario and runs its part;
 // rank 0 alone writes the outputs and prints, and reports errors (which every rank meets alike).
 int command_execute(const RunOptions& options, std::ostream& out, std::ostream& err) {
-  if (options.backend != "mpi") {
-    err << "dtsim: error: --backend " << options.backend
-        << ": this build executes with \"mpi\" (CPU ranks) only; the NCCL path is not written yet\n";
+  if (options.backend != "mpi" && options.backend != "nccl") {
+    err << "dtsim: error: --backend " << options.backend << ": expected mpi (CPU ranks) or nccl (one GPU per rank)\n";
     return kExitBadInput;
   }
   const backend::MpiSession mpi(nullptr, nullptr);
   try {
     backend::ExecutionOptions execution;
+    execution.device = options.backend == "nccl" ? backend::ExecutionOptions::Device::kGpu
+                                                 : backend::ExecutionOptions::Device::kCpu;
     execution.timeout_s = options.timeout_s;
     execution.verify = options.verify;
     if (!options.inject_fault.empty()) execution.fault = backend::parse_fault(options.inject_fault);
@@ -251,7 +252,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   run->add_option("--set", options.overrides, "override a scenario key: key=value (repeatable)");
   run->add_flag("--json", options.json, "print the report as JSON instead of text");
   run->add_option("--backend", options.backend,
-                  "execute for real instead of simulating, under mpirun -np <ranks>: mpi (CPU ranks)");
+                  "execute for real instead of simulating, under mpirun -np <ranks>: mpi (CPU ranks) or nccl (one GPU per rank)");
   run->add_option("--timeout", options.timeout_s, "with --backend: abort the job when an op waits longer (seconds)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();

@@ -214,23 +214,33 @@ RunResult run_scenario(const Scenario& scenario, const std::function<bool(double
   return result;
 }
 
+std::function<program::Algorithm(const program::CollectiveOp&, const std::string&)> fixed_algorithms(
+    const Scenario& scenario) {
+  return [&scenario](const program::CollectiveOp& op, const std::string& family) {
+    const sim::CollectiveOverride* fixed = scenario.collectives.find(op.kind, family);
+    return fixed != nullptr ? fixed->algorithm : op.algorithm;
+  };
+}
+
 RunResult execute_scenario(const Scenario& scenario, backend::ExecutionOptions options) {
   RunResult result;
   result.program = strategies::lower(scenario.lowering);
   const strategies::ModelSpec& model = scenario.lowering.model;
   options.layer = backend::ExecutionOptions::Layer{model.sequence, model.hidden, model.ffn_hidden, model.heads};
   options.own_schedules = scenario.backend_collectives == "dtsim";
-  options.algorithm = [&scenario](const program::CollectiveOp& op, const std::string& family) {
-    const sim::CollectiveOverride* fixed = scenario.collectives.find(op.kind, family);
-    return fixed != nullptr ? fixed->algorithm : op.algorithm;
-  };
+  options.algorithm = fixed_algorithms(scenario);
   trace::Timeline& timeline = result.simulation.timeline;
   timeline = backend::execute(result.program, options);
   if (timeline.ranks.empty()) return result;  // not rank 0
-  trace::RunFacts facts = describe_run(scenario, result.program, timeline, "measured: MPI + OpenBLAS on CPU ranks");
-  facts.notes.push_back(
-      "measured on CPU processes: MFU and memory use the scenario's GPU peak and capacity, not this machine's; "
-      "memory is not measured (no memory samples)");
+  trace::RunFacts facts =
+      describe_run(scenario, result.program, timeline, "measured: " + timeline.metadata.at("executed_on"));
+  facts.notes.push_back(fmt::format("host-timed step (barrier to all work done, mean over ranks): {} s",
+                                    timeline.metadata.at("host_step_time_s")));
+  if (options.device == backend::ExecutionOptions::Device::kCpu) {
+    facts.notes.push_back(
+        "measured on CPU processes: MFU and memory use the scenario's GPU peak and capacity, not this machine's; "
+        "memory is not measured (no memory samples)");
+  }
   result.report = trace::build_report(timeline, facts);
   return result;
 }

@@ -26,6 +26,11 @@ struct RunResult {
 // run (sim::SimulationCancelled).
 RunResult run_scenario(const Scenario& scenario, const std::function<bool(double)>& progress = {});
 
+// Each collective's algorithm in a real run: the scenario's [collectives] choice for its kind
+// and group, else the op's own. The function refers to `scenario`, which must outlive it.
+std::function<program::Algorithm(const program::CollectiveOp&, const std::string&)> fixed_algorithms(
+    const Scenario& scenario);
+
 // Runs the scenario's Program for real (backend::execute) on the MPI ranks of this job; on
 // rank 0 returns its measured timeline and report, elsewhere an empty result.
 // With options.verify, the tensor-parallel check runs on one layer of the scenario's model.

@@ -1,4 +1,5 @@
-// The CPU executor: a Program run with MPI and OpenBLAS (see backend/executor.h).
+// The CPU executor: a Program run with MPI and OpenBLAS (see backend/executor.h), one
+// thread per stream.
 #include <mpi.h>
 #include <cblas.h>
 
@@ -15,50 +16,17 @@
 #include <thread>
 #include <tuple>
 
-#include "backend/executor.h"
+#include "backend/job.h"
 #include "backend/mpi/cpu_kernels.h"
 #include "backend/mpi/verification.h"
 #include "sim/collectives/schedule.h"
-#include "strategies/program/span_labels.h"
 
 namespace backend {
 namespace {
 
 using program::OpIndex;
-using Clock = std::chrono::steady_clock;
-
-// One recorded op: its index and when it ran, in picoseconds after the common start.
-struct OpTiming {
-  std::int64_t op = 0;
-  std::int64_t start_ps = 0;
-  std::int64_t end_ps = 0;
-};
-
-// Waits for a nonblocking MPI call, yielding the core between tests; false when `timeout_s`
-// passed first, or the call failed.
-bool wait_within(MPI_Request& request, double timeout_s) {
-  const Clock::time_point deadline =
-      Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
-  for (int done = 0; done == 0; std::this_thread::yield()) {
-    if (MPI_Test(&request, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) return false;
-    if (done == 0 && Clock::now() > deadline) return false;
-  }
-  return true;
-}
-
-// A step every rank takes (barrier, gathers), under the same watchdog as the ops: a rank that
-// never gets there (hung in compute, dead) ends the job instead of hanging it.
-void wait_for_job(MPI_Request& request, double timeout_s, const char* what) {
-  if (wait_within(request, timeout_s)) return;
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  std::fprintf(stderr, "dtsim: rank %d: %s did not finish within %g s (timeout): another rank stopped\n", rank, what,
-               timeout_s);
-  std::fflush(stderr);
-  MPI_Abort(MPI_COMM_WORLD, kExitRunFailed);
-}
-
-std::vector<std::int32_t> nodes_of_ranks(int size, double timeout_s);
+using job::Clock;
+using job::OpTiming;
 
 // Bytes of scratch memory an op needs on the CPU (to refuse full-size models up front).
 std::int64_t scratch_bytes(const program::Op& op) {
@@ -75,16 +43,19 @@ std::int64_t scratch_bytes(const program::Op& op) {
   return 0;
 }
 
-class RankExecutor {
+class RankExecutor final : public job::RankRunner {
  public:
-  RankExecutor(const program::Program& program, const ExecutionOptions& options)
-      : program_(program), options_(options) {
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+  RankExecutor(const program::Program& program, const ExecutionOptions& options, std::vector<std::int32_t> nodes)
+      : program_(program), options_(options), nodes_(std::move(nodes)) {
     ops_ = &program.ranks[static_cast<std::size_t>(rank_)]->ops;
-    check_program();
-    int size = 1;
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    nodes_ = nodes_of_ranks(size, options_.timeout_s);
+    job::check_program(program, options, scratch_bytes, "on a CPU", [](const program::Op& op) -> std::string {
+      const auto* collective = std::get_if<program::CollectiveOp>(&op.body);
+      if (collective != nullptr && (collective->kind == program::CollectiveKind::kPsPush ||
+                                    collective->kind == program::CollectiveKind::kPsPull)) {
+        return "the MPI executor does not run parameter-server push/pull yet";
+      }
+      return "";
+    });
     number_transfers();
     if (options_.own_schedules) check_schedules();
     split_communicators();
@@ -97,18 +68,17 @@ class RankExecutor {
     openblas_set_num_threads(1);  // one core per rank: ranks are processes
   }
 
-  ~RankExecutor() {
+  ~RankExecutor() override {
     for (auto& [key, comm] : comms_) MPI_Comm_free(&comm);
   }
 
-  // Runs the rank's ops once; returns when each ran. `verifying`: check every result.
-  std::vector<OpTiming> run(bool verifying = false) {
+  job::RankRecord run(bool verifying) override {
     verifying_ = verifying;
     done_.assign(ops_->size(), 0);
     timings_.clear();
     MPI_Request barrier = MPI_REQUEST_NULL;
     MPI_Ibarrier(MPI_COMM_WORLD, &barrier);
-    wait_for_job(barrier, options_.timeout_s, "the barrier before the run");
+    job::wait_for_job(barrier, options_.timeout_s, "the barrier before the run");
     start_ = Clock::now();
     std::vector<std::thread> threads;
     for (std::size_t stream = 0; stream < streams_.size(); ++stream) {
@@ -116,33 +86,17 @@ class RankExecutor {
       threads.emplace_back([this, stream] { run_stream(streams_[stream], scratch_[stream]); });
     }
     for (std::thread& thread : threads) thread.join();
-    std::sort(timings_.begin(), timings_.end(), [](const OpTiming& a, const OpTiming& b) { return a.op < b.op; });
-    return timings_;
+    job::RankRecord record;
+    record.host_seconds = std::chrono::duration<double>(Clock::now() - start_).count();
+    record.timings = std::move(timings_);
+    std::sort(record.timings.begin(), record.timings.end(), [](const OpTiming& a, const OpTiming& b) { return a.op < b.op; });
+    return record;
   }
+
+  std::int64_t results_checked() const override { return checked_; }
+  std::string description() const override { return "MPI + OpenBLAS on CPU ranks (one core each)"; }
 
  private:
-  // Everything that would fail mid-run is refused before any rank starts, identically on
-  // every rank (they hold the same Program).
-  void check_program() const {
-    for (std::int32_t rank = 0; rank < program_.world_size; ++rank) {
-      for (const program::Op& op : program_.ranks[static_cast<std::size_t>(rank)]->ops) {
-        if (const auto* collective = std::get_if<program::CollectiveOp>(&op.body)) {
-          if (collective->kind == program::CollectiveKind::kPsPush || collective->kind == program::CollectiveKind::kPsPull) {
-            throw ExecutionError(fmt::format("rank {}, op '{}': the MPI executor does not run parameter-server push/pull yet",
-                                             rank, op.name));
-          }
-        }
-        if (scratch_bytes(op) > options_.max_op_bytes) {
-          throw ExecutionError(fmt::format(
-              "rank {}, op '{}' needs {:.1f} GiB of buffers, more than the {:.1f} GiB allowed on a CPU: run a "
-              "scaled-down model (scenarios/real/)",
-              rank, op.name, static_cast<double>(scratch_bytes(op)) / (1 << 30),
-              static_cast<double>(options_.max_op_bytes) / (1 << 30)));
-        }
-      }
-    }
-  }
-
   void check_schedules() const {
     for (std::int32_t rank = 0; rank < program_.world_size; ++rank) {
       for (const program::Op& op : program_.ranks[static_cast<std::size_t>(rank)]->ops) {
@@ -193,13 +147,7 @@ class RankExecutor {
     return found->second;
   }
 
-  // Ends the job: this rank's message, then MPI_Abort stops every rank.
-  [[noreturn]] void fail(const std::string& message) const {
-    std::fprintf(stderr, "dtsim: rank %d: %s\n", rank_, message.c_str());
-    std::fflush(stderr);
-    MPI_Abort(MPI_COMM_WORLD, kExitRunFailed);
-    std::abort();  // MPI_Abort does not return
-  }
+  [[noreturn]] void fail(const std::string& message) const { job::fail(rank_, message); }
 
   void check(int code, const program::Op& op) const {
     if (code == MPI_SUCCESS) return;
@@ -207,27 +155,6 @@ class RankExecutor {
     int length = 0;
     MPI_Error_string(code, text, &length);
     fail(fmt::format("op '{}': MPI error: {}", op.name, text));
-  }
-
-  void inject_fault(const program::Op& op) const {
-    if (!options_.fault || options_.fault->rank != rank_ || options_.fault->op != op.name) return;
-    switch (options_.fault->kind) {
-      case ExecutionOptions::Fault::Kind::kHang:
-        for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));  // until a peer's watchdog aborts the job
-      case ExecutionOptions::Fault::Kind::kCrash:
-        std::fprintf(stderr, "dtsim: rank %d: injected crash at op '%s'\n", rank_, op.name.c_str());
-        std::fflush(stderr);
-        std::_Exit(1);
-      case ExecutionOptions::Fault::Kind::kOutOfMemory:
-        throw std::bad_alloc();
-      case ExecutionOptions::Fault::Kind::kCorrupt:
-        break;  // at the result (corrupts())
-    }
-  }
-
-  bool corrupts(const program::Op& op) const {
-    return options_.fault && options_.fault->kind == ExecutionOptions::Fault::Kind::kCorrupt &&
-           options_.fault->rank == rank_ && options_.fault->op == op.name;
   }
 
   void verify_result(const program::Op& op, int member, std::optional<std::string> wrong) {
@@ -246,7 +173,7 @@ class RankExecutor {
       }
       Clock::time_point begin;
       try {
-        inject_fault(op);
+        faults_.at_start(op);
         begin = run_op(op, scratch);
       } catch (const std::bad_alloc&) {
         fail(fmt::format("op '{}': out of memory allocating {} bytes of buffers", op.name, scratch_bytes(op)));
@@ -284,7 +211,7 @@ class RankExecutor {
   // with their own compute threads, which a spinning wait would starve), and ends the job if
   // it has not finished after the timeout.
   void wait_yielding(MPI_Request& request, const program::Op& op, const char* what) const {
-    if (wait_within(request, options_.timeout_s)) return;
+    if (job::wait_within(request, options_.timeout_s)) return;
     fail(fmt::format("op '{}': {} did not finish within {} s (timeout), or failed: a peer never reached it, or stopped",
                      op.name, what, options_.timeout_s));
   }
@@ -359,7 +286,7 @@ class RankExecutor {
     }
     if (request != MPI_REQUEST_NULL) wait_yielding(request, op, "the collective");
     if (verifying_ && !options_.own_schedules) {
-      if (corrupts(op)) (collective.kind == program::CollectiveKind::kBroadcast ? in : out)[0] ^= 0x40;
+      if (faults_.corrupts(op)) (collective.kind == program::CollectiveKind::kBroadcast ? in : out)[0] ^= 0x40;
       verify_result(op, member, verification::check_collective(collective, member, size, in, out));
     }
     return start;
@@ -474,20 +401,17 @@ class RankExecutor {
     }
     wait_yielding(request, op, p2p.is_send ? "the send" : "the receive");
     if (verifying_ && !p2p.is_send) {
-      if (corrupts(op)) buffer[0] ^= 0x40;
+      if (faults_.corrupts(op)) buffer[0] ^= 0x40;
       verify_result(op, me, verification::check_transfer(peer, p2p.bytes, buffer));
     }
   }
 
- public:
-  std::int64_t results_checked() const { return checked_; }
-  const std::vector<std::int32_t>& nodes() const { return nodes_; }  // node of each world rank
-
  private:
-
   const program::Program& program_;
   const ExecutionOptions& options_;
-  int rank_ = 0;
+  std::vector<std::int32_t> nodes_;  // per world rank
+  int rank_ = job::world_rank();
+  job::FaultInjector faults_{options_, rank_};
   const std::vector<program::Op>* ops_ = nullptr;
   std::vector<std::vector<OpIndex>> streams_;
   std::vector<cpu::Scratch> scratch_;  // per stream, kept across runs: the warm-up run allocates
@@ -498,190 +422,17 @@ class RankExecutor {
   std::vector<OpTiming> timings_;
   Clock::time_point start_;
   bool verifying_ = false;
-  std::vector<std::int32_t> nodes_;  // per world rank
   std::map<OpIndex, int> tags_;      // point-to-point ops
   std::mutex schedules_mutex_;
   std::map<const program::Op*, collectives::Schedule> schedules_;
   std::atomic<std::int64_t> checked_{0};
 };
 
-// Which node each rank runs on: ranks on one host (same processor name) share a node, numbered
-// in order of first appearance.
-std::vector<std::int32_t> nodes_of_ranks(int size, double timeout_s) {
-  char name[MPI_MAX_PROCESSOR_NAME] = {};
-  int length = 0;
-  MPI_Get_processor_name(name, &length);
-  std::vector<char> names(static_cast<std::size_t>(size) * MPI_MAX_PROCESSOR_NAME);
-  MPI_Request request = MPI_REQUEST_NULL;
-  MPI_Iallgather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, names.data(), MPI_MAX_PROCESSOR_NAME, MPI_CHAR, MPI_COMM_WORLD,
-                 &request);
-  wait_for_job(request, timeout_s, "gathering host names");
-  std::vector<std::string> hosts;
-  std::vector<std::int32_t> nodes;
-  for (int r = 0; r < size; ++r) {
-    const std::string host(names.data() + static_cast<std::size_t>(r) * MPI_MAX_PROCESSOR_NAME);
-    auto found = std::find(hosts.begin(), hosts.end(), host);
-    if (found == hosts.end()) found = hosts.insert(hosts.end(), host);
-    nodes.push_back(static_cast<std::int32_t>(found - hosts.begin()));
-  }
-  return nodes;
-}
-
-// Rank 0 gathers every rank's timings and labels them from the Program.
-trace::Timeline gather_timeline(const program::Program& program, const std::vector<OpTiming>& mine,
-                                const std::vector<std::int32_t>& nodes, int rank, int size, double timeout_s) {
-  const int count = static_cast<int>(mine.size() * 3);
-  std::vector<int> counts(static_cast<std::size_t>(size));
-  MPI_Request request = MPI_REQUEST_NULL;
-  MPI_Igather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD, &request);
-  wait_for_job(request, timeout_s, "gathering the spans");
-  std::vector<int> offsets(static_cast<std::size_t>(size));
-  for (int r = 1; r < size; ++r) offsets[r] = offsets[r - 1] + counts[r - 1];
-  std::vector<std::int64_t> all(rank == 0 ? static_cast<std::size_t>(offsets.back() + counts.back()) : 0);
-  MPI_Igatherv(mine.data(), count, MPI_INT64_T, all.data(), counts.data(), offsets.data(), MPI_INT64_T, 0, MPI_COMM_WORLD,
-               &request);
-  wait_for_job(request, timeout_s, "gathering the spans");
-  trace::Timeline timeline;
-  if (rank != 0) return timeline;
-  timeline.streams = program.streams;
-  for (int r = 0; r < size; ++r) {
-    timeline.ranks.push_back({fmt::format("rank {} (node {}, process {})", r, nodes[r], r), nodes[r], true});
-  }
-  std::map<std::pair<const program::RankProgram*, OpIndex>, program::SpanLabels> labels;
-  for (int r = 0; r < size; ++r) {
-    const program::RankProgram& ops = *program.ranks[static_cast<std::size_t>(r)];
-    for (int i = offsets[r]; i < offsets[r] + counts[r]; i += 3) {
-      const auto index = static_cast<OpIndex>(all[i]);
-      auto found = labels.find({&ops, index});
-      if (found == labels.end()) found = labels.emplace(std::pair{&ops, index}, program::span_labels(ops.ops[index], timeline.strings)).first;
-      trace::Span span;
-      span.rank = r;
-      span.stream = ops.ops[index].stream;
-      span.start_ps = all[i + 1];
-      span.end_ps = all[i + 2];
-      span.op = index;
-      found->second.apply_to(span);
-      if (const auto* compute = std::get_if<program::ComputeOp>(&ops.ops[index].body)) {
-        span.flops = compute->flops;
-        span.bytes = static_cast<std::int64_t>(compute->bytes);
-      }
-      timeline.spans.push_back(span);
-      for (const OpIndex after : program::span_dependencies(ops, index)) timeline.dependencies.push_back({r, index, after});
-    }
-  }
-  timeline.sort_spans_by_lane();
-  std::sort(timeline.dependencies.begin(), timeline.dependencies.end());
-  return timeline;
-}
-
-// After a verified run: the tensor-parallel MLP forward of one layer against the unsharded one
-// (when the Program has a "tp" group), and the summary of what was checked.
-std::string verify_tensor_parallel(const program::Program& program, const ExecutionOptions& options,
-                                   std::int64_t checked_here) {
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  std::int64_t checked = 0;
-  MPI_Request request = MPI_REQUEST_NULL;
-  MPI_Iallreduce(&checked_here, &checked, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD, &request);
-  wait_for_job(request, options.timeout_s, "summing the checks");
-  std::string summary = fmt::format("{} collective and transfer results checked element by element on every rank", checked);
-  if (options.own_schedules) summary += " (collectives ran as dtsim's schedules, whose results are not checked)";
-  const auto tp = program.find_family("tp");
-  if (!tp || !options.layer || program.family(*tp).instances.front().size() < 2) return summary;
-  const auto& layer = *options.layer;
-  if (4 * (2 * layer.hidden * layer.ffn + 4 * layer.hidden * layer.hidden + layer.tokens * (layer.tokens + 3 * layer.hidden + layer.ffn)) >
-      options.max_op_bytes) {
-    return summary + "; the tensor-parallel check was skipped: the layer is too large for a CPU";
-  }
-  const program::GroupFamily& family = program.family(*tp);
-  const std::int32_t instance = family.instance_of_rank[static_cast<std::size_t>(rank)];
-  MPI_Comm group = MPI_COMM_NULL;
-  MPI_Comm_split(MPI_COMM_WORLD, instance < 0 ? MPI_UNDEFINED : instance,
-                 instance < 0 ? 0 : family.index_in_instance[static_cast<std::size_t>(rank)], &group);
-  double errors[2] = {0, 0};  // attention, MLP
-  if (group != MPI_COMM_NULL) {
-    errors[0] = verification::tensor_parallel_attention_error(group, layer.tokens, layer.hidden, layer.heads);
-    errors[1] = verification::tensor_parallel_mlp_error(group, layer.tokens, layer.hidden, layer.ffn);
-    MPI_Comm_free(&group);
-  }
-  double largest[2] = {0, 0};
-  MPI_Iallreduce(errors, largest, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD, &request);
-  wait_for_job(request, options.timeout_s, "comparing the tensor-parallel check");
-  constexpr double kTolerance = 1e-4;  // float sums in another order: ~1e-6 seen on 2 ranks
-  if (largest[0] > kTolerance || largest[1] > kTolerance) {
-    if (rank == 0) {
-      std::fprintf(stderr, "dtsim: the tensor-parallel forward differs from the unsharded one: attention %.3g, MLP %.3g\n",
-                   largest[0], largest[1]);
-    }
-    MPI_Abort(MPI_COMM_WORLD, kExitRunFailed);
-  }
-  return summary + fmt::format("; the tensor-parallel forward of one layer ({} tokens, hidden {}, {} heads, ffn {}) "
-                               "matches the unsharded one (relative error: attention {:.2g}, MLP {:.2g})",
-                               layer.tokens, layer.hidden, layer.heads, layer.ffn, largest[0], largest[1]);
-}
-
 }  // namespace
 
-MpiSession::MpiSession(int* argc, char*** argv) {
-  int provided = 0;
-  MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
-  MPI_Comm_size(MPI_COMM_WORLD, &size_);
-  if (provided < MPI_THREAD_MULTIPLE) {
-    if (rank_ == 0) std::fprintf(stderr, "dtsim: this MPI library does not provide MPI_THREAD_MULTIPLE\n");
-    MPI_Abort(MPI_COMM_WORLD, 1);
-  }
-}
-
-MpiSession::~MpiSession() { MPI_Finalize(); }
-
-ExecutionOptions::Fault parse_fault(const std::string& text) {
-  const std::size_t first = text.find(':');
-  const std::size_t second = first == std::string::npos ? first : text.find(':', first + 1);
-  const char* expected =
-      "expected KIND:RANK:OP with KIND hang, crash, oom or corrupt, e.g. hang:1:ddp.bucket0.all_reduce";
-  if (second == std::string::npos) throw ExecutionError(fmt::format("--inject-fault {}: {}", text, expected));
-  ExecutionOptions::Fault fault;
-  const std::string kind = text.substr(0, first);
-  if (kind == "hang") {
-    fault.kind = ExecutionOptions::Fault::Kind::kHang;
-  } else if (kind == "crash") {
-    fault.kind = ExecutionOptions::Fault::Kind::kCrash;
-  } else if (kind == "oom") {
-    fault.kind = ExecutionOptions::Fault::Kind::kOutOfMemory;
-  } else if (kind == "corrupt") {
-    fault.kind = ExecutionOptions::Fault::Kind::kCorrupt;
-  } else {
-    throw ExecutionError(fmt::format("--inject-fault {}: {}", text, expected));
-  }
-  try {
-    fault.rank = std::stoi(text.substr(first + 1, second - first - 1));
-  } catch (const std::exception&) {
-    throw ExecutionError(fmt::format("--inject-fault {}: {}", text, expected));
-  }
-  fault.op = text.substr(second + 1);
-  return fault;
-}
-
-trace::Timeline execute(const program::Program& program, const ExecutionOptions& options) {
-  int rank = 0, size = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  if (size != program.world_size) {
-    throw ExecutionError(fmt::format("the scenario has {} ranks but mpirun started {}: run mpirun -np {}",
-                                     program.world_size, size, program.world_size));
-  }
-  if (const std::vector<std::string> problems = program::validate(program); !problems.empty()) {
-    throw ExecutionError("the program is malformed: " + problems.front());  // the same on every rank
-  }
-  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);  // errors name the op (check())
-  RankExecutor executor(program, options);
-  for (int run = 0; run < options.warmup_runs; ++run) executor.run(options.verify && run == 0);
-  const std::vector<OpTiming> timings = executor.run(options.verify && options.warmup_runs == 0);
-  const std::string verified = options.verify ? verify_tensor_parallel(program, options, executor.results_checked()) : "";
-  trace::Timeline timeline = gather_timeline(program, timings, executor.nodes(), rank, size, options.timeout_s);
-  if (!verified.empty() && rank == 0) timeline.metadata["verification"] = verified;
-  return timeline;
+std::unique_ptr<job::RankRunner> job::cpu_runner(const program::Program& program, const ExecutionOptions& options,
+                                            const std::vector<std::int32_t>& nodes) {
+  return std::make_unique<RankExecutor>(program, options, nodes);
 }
 
 }  // namespace backend

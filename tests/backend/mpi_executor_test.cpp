@@ -1,55 +1,19 @@
 // The MPI executor end to end: `mpirun -np 2 dtsim run … --backend mpi` on the scaled-down
 // scenarios, checked against the simulated timeline of the same Program: every op ran once,
 // in dependency order, on the rank and stream the Program put it on.
-#include <gtest/gtest.h>
-
-#include <array>
 #include <chrono>
-#include <cmath>
-#include <cstdio>
-#include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <map>
-#include <memory>
-#include <nlohmann/json.hpp>
-#include <sstream>
 
-#include "sim/trace/chrome_trace.h"
+#include "tests/support/real_runs.h"
 
 namespace {
 
 namespace fs = std::filesystem;
+using test_support::CommandResult;
+using test_support::mpirun;
+using test_support::run;
 const std::string kSource = DTSIM_SOURCE_DIR;
-
-struct CommandResult {
-  int code = -1;
-  std::string output;  // stdout and stderr
-};
-
-CommandResult run(const std::string& command) {
-  CommandResult result;
-  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen((command + " 2>&1").c_str(), "r"), pclose);
-  if (!pipe) return result;
-  std::array<char, 4096> buffer{};
-  while (std::fgets(buffer.data(), buffer.size(), pipe.get()) != nullptr) result.output += buffer.data();
-  const int status = pclose(pipe.release());
-  result.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
-}
-
-std::string fmt_percent(const std::string& figure, double error) {
-  std::ostringstream text;
-  text.precision(3);
-  text << "  " << figure << " " << 100 * error << " %";
-  return text.str();
-}
-
-std::string mpirun(int ranks) {
-  // Root in containers and CI; more ranks than cores on small machines.
-  return std::string("OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 ") + MPIEXEC_PATH +
-         " --oversubscribe -np " + std::to_string(ranks) + " " + DTSIM_PATH;
-}
 
 class MpiExecutorTest : public ::testing::TestWithParam<const char*> {
  protected:
@@ -65,27 +29,8 @@ TEST_P(MpiExecutorTest, EveryOpRunsOnceInDependencyOrderOnItsRankAndStream) {
   const CommandResult simulated = run(std::string(DTSIM_PATH) + " run " + scenario + " -o " + (directory_ / "sim").string());
   ASSERT_EQ(simulated.code, 0) << simulated.output;
 
-  const trace::Timeline measured = trace::read_chrome_trace_file((directory_ / "real" / "timeline.json").string());
-  const trace::Timeline predicted = trace::read_chrome_trace_file((directory_ / "sim" / "timeline.json").string());
-  ASSERT_EQ(measured.ranks.size(), 2u);
-  ASSERT_EQ(measured.spans.size(), predicted.spans.size());
-  std::map<std::pair<std::int32_t, std::int64_t>, const trace::Span*> by_op;
-  for (const trace::Span& span : measured.spans) {
-    EXPECT_GE(span.end_ps, span.start_ps);
-    EXPECT_TRUE(by_op.emplace(std::pair{span.rank, span.op}, &span).second) << "op " << span.op << " ran twice";
-  }
-  for (const trace::Span& expected : predicted.spans) {
-    const auto found = by_op.find({expected.rank, expected.op});
-    ASSERT_NE(found, by_op.end()) << predicted.strings.at(expected.name) << " never ran";
-    EXPECT_EQ(measured.strings.at(found->second->name), predicted.strings.at(expected.name));
-    EXPECT_EQ(measured.streams[found->second->stream], predicted.streams[expected.stream]);
-    EXPECT_EQ(found->second->category, expected.category);
-  }
-  ASSERT_EQ(measured.dependencies, predicted.dependencies);
-  for (const trace::OpDependency& dependency : measured.dependencies) {
-    EXPECT_GE(by_op.at({dependency.rank, dependency.op})->start_ps, by_op.at({dependency.rank, dependency.after_op})->end_ps)
-        << "rank " << dependency.rank << " op " << dependency.op << " started before op " << dependency.after_op << " ended";
-  }
+  test_support::expect_same_ops_in_dependency_order(directory_ / "real" / "timeline.json",
+                                                    directory_ / "sim" / "timeline.json");
   fs::remove_all(directory_);
 }
 
@@ -110,9 +55,6 @@ TEST(MpiExecutorErrorsTest, AWrongRankCountOrAFullSizeModelIsRefusedWithOneMessa
   }
   EXPECT_EQ(messages, 1u) << huge.output;
 
-  const CommandResult nccl = run(std::string(DTSIM_PATH) + " run " + scenario + " --backend nccl");
-  EXPECT_EQ(nccl.code, 2);
-  EXPECT_NE(nccl.output.find("NCCL path is not written yet"), std::string::npos) << nccl.output;
 }
 
 }  // namespace
@@ -148,15 +90,9 @@ TEST(EndToEndTest, CalibrateSimulateRunAndCompareOnTwoCpuRanks) {
     ASSERT_EQ(run(std::string(DTSIM_PATH) + " run " + scenario_path.string() + " -o " + sim).code, 0);
     const CommandResult measured = run(mpirun(2) + " run " + scenario_path.string() + " --backend mpi -o " + real);
     ASSERT_EQ(measured.code, 0) << measured.output;
-    const CommandResult comparison =
-        run(std::string(DTSIM_PATH) + " compare " + sim + "/timeline.json " + real + "/timeline.json --json");
-    ASSERT_EQ(comparison.code, 0) << comparison.output;
-    const auto json = nlohmann::json::parse(comparison.output);
-    std::cout << name << ":";
-    for (const auto& figure : json["figures"]) {
-      if (!figure["error"].is_null()) std::cout << fmt_percent(figure["figure"], figure["error"].get<double>());
-    }
-    std::cout << "  per-op MAPE " << 100 * json["ops"]["mape"].get<double>() << " %\n";
+    const nlohmann::json json = test_support::compare_and_print(name, fs::path(sim) / "timeline.json",
+                                                                fs::path(real) / "timeline.json");
+    ASSERT_FALSE(json.is_null());
     EXPECT_EQ(json["ops"]["matched"], json["ops"]["measured"]);
     EXPECT_LT(std::abs(json["figures"][0]["error"].get<double>()), kStepTimeBound) << name << ": step time";
   }

@@ -1,0 +1,233 @@
+// The MPI job around a real run (see backend/job.h).
+#include "backend/job.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fmt/format.h>
+#include <map>
+#include <thread>
+
+#include "backend/mpi/verification.h"
+#include "strategies/program/span_labels.h"
+
+namespace backend::job {
+
+int world_rank() {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  return rank;
+}
+
+bool wait_within(MPI_Request& request, double timeout_s) {
+  const Clock::time_point deadline =
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
+  for (int done = 0; done == 0; std::this_thread::yield()) {
+    if (MPI_Test(&request, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) return false;
+    if (done == 0 && Clock::now() > deadline) return false;
+  }
+  return true;
+}
+
+void fail(int rank, const std::string& message) {
+  std::fprintf(stderr, "dtsim: rank %d: %s\n", rank, message.c_str());
+  std::fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, kExitRunFailed);
+  std::abort();  // MPI_Abort does not return
+}
+
+void wait_for_job(MPI_Request& request, double timeout_s, const char* what) {
+  if (wait_within(request, timeout_s)) return;
+  fail(world_rank(), fmt::format("{} did not finish within {} s (timeout): another rank stopped", what, timeout_s));
+}
+
+std::vector<std::int32_t> nodes_of_ranks(double timeout_s) {
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  char name[MPI_MAX_PROCESSOR_NAME] = {};
+  int length = 0;
+  MPI_Get_processor_name(name, &length);
+  std::vector<char> names(static_cast<std::size_t>(size) * MPI_MAX_PROCESSOR_NAME);
+  MPI_Request request = MPI_REQUEST_NULL;
+  MPI_Iallgather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, names.data(), MPI_MAX_PROCESSOR_NAME, MPI_CHAR, MPI_COMM_WORLD,
+                 &request);
+  wait_for_job(request, timeout_s, "gathering host names");
+  std::vector<std::string> hosts;
+  std::vector<std::int32_t> nodes;
+  for (int r = 0; r < size; ++r) {
+    const std::string host(names.data() + static_cast<std::size_t>(r) * MPI_MAX_PROCESSOR_NAME);
+    auto found = std::find(hosts.begin(), hosts.end(), host);
+    if (found == hosts.end()) found = hosts.insert(hosts.end(), host);
+    nodes.push_back(static_cast<std::int32_t>(found - hosts.begin()));
+  }
+  return nodes;
+}
+
+int local_rank() {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm host = MPI_COMM_NULL;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &host);
+  int local = 0;
+  MPI_Comm_rank(host, &local);
+  MPI_Comm_free(&host);
+  return local;
+}
+
+void check_program(const program::Program& program, const ExecutionOptions& options,
+                   const std::function<std::int64_t(const program::Op&)>& bytes_of, const char* device,
+                   const std::function<std::string(const program::Op&)>& refusal) {
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (size != program.world_size) {
+    throw ExecutionError(fmt::format("the scenario has {} ranks but mpirun started {}: run mpirun -np {}",
+                                     program.world_size, size, program.world_size));
+  }
+  if (const std::vector<std::string> problems = program::validate(program); !problems.empty()) {
+    throw ExecutionError("the program is malformed: " + problems.front());
+  }
+  for (std::int32_t rank = 0; rank < program.world_size; ++rank) {
+    for (const program::Op& op : program.ranks[static_cast<std::size_t>(rank)]->ops) {
+      if (const std::string why = refusal(op); !why.empty()) {
+        throw ExecutionError(fmt::format("rank {}, op '{}': {}", rank, op.name, why));
+      }
+      if (bytes_of && bytes_of(op) > options.max_op_bytes) {
+        throw ExecutionError(fmt::format(
+            "rank {}, op '{}' needs {:.1f} GiB of buffers, more than the {:.1f} GiB allowed {}: run a "
+            "scaled-down model (scenarios/real/) or raise the limit",
+            rank, op.name, static_cast<double>(bytes_of(op)) / (1 << 30),
+            static_cast<double>(options.max_op_bytes) / (1 << 30), device));
+      }
+    }
+  }
+}
+
+void FaultInjector::at_start(const program::Op& op) const {
+  if (!targets(op)) return;
+  switch (fault_->kind) {
+    case ExecutionOptions::Fault::Kind::kHang:
+      for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));  // until a watchdog aborts the job
+    case ExecutionOptions::Fault::Kind::kCrash:
+      std::fprintf(stderr, "dtsim: rank %d: injected crash at op '%s'\n", rank_, op.name.c_str());
+      std::fflush(stderr);
+      std::_Exit(1);
+    case ExecutionOptions::Fault::Kind::kOutOfMemory:
+      throw std::bad_alloc();
+    case ExecutionOptions::Fault::Kind::kCorrupt:
+      break;  // at the result (corrupts())
+  }
+}
+
+bool FaultInjector::corrupts(const program::Op& op) const {
+  return targets(op) && fault_->kind == ExecutionOptions::Fault::Kind::kCorrupt;
+}
+
+trace::Timeline gather_timeline(const program::Program& program, const std::vector<OpTiming>& mine,
+                                const std::vector<std::int32_t>& nodes, double timeout_s) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  const int count = static_cast<int>(mine.size() * 3);
+  std::vector<int> counts(static_cast<std::size_t>(size));
+  MPI_Request request = MPI_REQUEST_NULL;
+  MPI_Igather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD, &request);
+  wait_for_job(request, timeout_s, "gathering the spans");
+  std::vector<int> offsets(static_cast<std::size_t>(size));
+  for (int r = 1; r < size; ++r) offsets[r] = offsets[r - 1] + counts[r - 1];
+  std::vector<std::int64_t> all(rank == 0 ? static_cast<std::size_t>(offsets.back() + counts.back()) : 0);
+  MPI_Igatherv(mine.data(), count, MPI_INT64_T, all.data(), counts.data(), offsets.data(), MPI_INT64_T, 0, MPI_COMM_WORLD,
+               &request);
+  wait_for_job(request, timeout_s, "gathering the spans");
+  trace::Timeline timeline;
+  if (rank != 0) return timeline;
+  timeline.streams = program.streams;
+  for (int r = 0; r < size; ++r) {
+    timeline.ranks.push_back({fmt::format("rank {} (node {}, process {})", r, nodes[r], r), nodes[r], true});
+  }
+  std::map<std::pair<const program::RankProgram*, program::OpIndex>, program::SpanLabels> labels;
+  for (int r = 0; r < size; ++r) {
+    const program::RankProgram& ops = *program.ranks[static_cast<std::size_t>(r)];
+    for (int i = offsets[r]; i < offsets[r] + counts[r]; i += 3) {
+      const auto index = static_cast<program::OpIndex>(all[i]);
+      auto found = labels.find({&ops, index});
+      if (found == labels.end()) {
+        found = labels.emplace(std::pair{&ops, index}, program::span_labels(ops.ops[index], timeline.strings)).first;
+      }
+      trace::Span span;
+      span.rank = r;
+      span.stream = ops.ops[index].stream;
+      span.start_ps = all[i + 1];
+      span.end_ps = all[i + 2];
+      span.op = index;
+      found->second.apply_to(span);
+      if (const auto* compute = std::get_if<program::ComputeOp>(&ops.ops[index].body)) {
+        span.flops = compute->flops;
+        span.bytes = static_cast<std::int64_t>(compute->bytes);
+      }
+      timeline.spans.push_back(span);
+      for (const program::OpIndex after : program::span_dependencies(ops, index)) {
+        timeline.dependencies.push_back({r, index, after});
+      }
+    }
+  }
+  timeline.sort_spans_by_lane();
+  std::sort(timeline.dependencies.begin(), timeline.dependencies.end());
+  return timeline;
+}
+
+double mean_over_ranks(double value, double timeout_s) {
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  double sum = 0;
+  MPI_Request request = MPI_REQUEST_NULL;
+  MPI_Iallreduce(&value, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &request);
+  wait_for_job(request, timeout_s, "averaging over ranks");
+  return sum / size;
+}
+
+std::string verify_tensor_parallel(const program::Program& program, const ExecutionOptions& options,
+                                   std::int64_t checked_here) {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  std::int64_t checked = 0;
+  MPI_Request request = MPI_REQUEST_NULL;
+  MPI_Iallreduce(&checked_here, &checked, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD, &request);
+  wait_for_job(request, options.timeout_s, "summing the checks");
+  std::string summary = fmt::format("{} collective and transfer results checked element by element on every rank", checked);
+  if (options.own_schedules) summary += " (collectives ran as dtsim's schedules, whose results are not checked)";
+  const auto tp = program.find_family("tp");
+  if (!tp || !options.layer || program.family(*tp).instances.front().size() < 2) return summary;
+  const auto& layer = *options.layer;
+  if (4 * (2 * layer.hidden * layer.ffn + 4 * layer.hidden * layer.hidden +
+           layer.tokens * (layer.tokens + 3 * layer.hidden + layer.ffn)) >
+      options.max_op_bytes) {
+    return summary + "; the tensor-parallel check was skipped: the layer is too large for a CPU";
+  }
+  const program::GroupFamily& family = program.family(*tp);
+  const std::int32_t instance = family.instance_of_rank[static_cast<std::size_t>(rank)];
+  MPI_Comm group = MPI_COMM_NULL;
+  MPI_Comm_split(MPI_COMM_WORLD, instance < 0 ? MPI_UNDEFINED : instance,
+                 instance < 0 ? 0 : family.index_in_instance[static_cast<std::size_t>(rank)], &group);
+  double errors[2] = {0, 0};  // attention, MLP
+  if (group != MPI_COMM_NULL) {
+    errors[0] = verification::tensor_parallel_attention_error(group, layer.tokens, layer.hidden, layer.heads);
+    errors[1] = verification::tensor_parallel_mlp_error(group, layer.tokens, layer.hidden, layer.ffn);
+    MPI_Comm_free(&group);
+  }
+  double largest[2] = {0, 0};
+  MPI_Iallreduce(errors, largest, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD, &request);
+  wait_for_job(request, options.timeout_s, "comparing the tensor-parallel check");
+  constexpr double kTolerance = 1e-4;  // float sums in another order: ~1e-6 seen on 2 ranks
+  if (largest[0] > kTolerance || largest[1] > kTolerance) {
+    if (rank == 0) {
+      std::fprintf(stderr, "dtsim: the tensor-parallel forward differs from the unsharded one: attention %.3g, MLP %.3g\n",
+                   largest[0], largest[1]);
+    }
+    MPI_Abort(MPI_COMM_WORLD, kExitRunFailed);
+  }
+  return summary + fmt::format("; the tensor-parallel forward of one layer ({} tokens, hidden {}, {} heads, ffn {}) "
+                               "matches the unsharded one (relative error: attention {:.2g}, MLP {:.2g})",
+                               layer.tokens, layer.hidden, layer.heads, layer.ffn, largest[0], largest[1]);
+}
+
+}  // namespace backend::job

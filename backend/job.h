@@ -1,0 +1,120 @@
+// The MPI job around a real run, shared by the CPU executor (backend/mpi/) and the GPU
+// executor (backend/gpu/): both launch one rank per process with mpirun, so both refuse a
+// Program the same way before anything runs, start their ranks at a common barrier, end the
+// whole job with one message when something fails, and gather the spans on rank 0.
+//
+// An executor implements RankRunner (one rank's ops, run once); backend::execute() drives it
+// (warm-up runs, the recorded run, verification, the gathered timeline).
+#pragma once
+
+#include <mpi.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backend/executor.h"
+#include "sim/trace/timeline.h"
+#include "strategies/program/program.h"
+
+namespace backend::job {
+
+using Clock = std::chrono::steady_clock;
+
+// One recorded op: its index in the rank's op list and when it ran, in picoseconds after the
+// rank's start (the common barrier).
+struct OpTiming {
+  std::int64_t op = 0;
+  std::int64_t start_ps = 0;
+  std::int64_t end_ps = 0;
+};
+
+struct RankRecord {
+  std::vector<OpTiming> timings;  // ascending op index; memory ops are not recorded
+  double host_seconds = 0;        // barrier → every op finished, by the host clock
+};
+
+// One rank's executor.
+class RankRunner {
+ public:
+  virtual ~RankRunner() = default;
+  // Runs the rank's ops once, after a barrier of all ranks. `verifying`: crafted inputs, and
+  // every collective's and transfer's result checked (a mismatch ends the job).
+  virtual RankRecord run(bool verifying) = 0;
+  virtual std::int64_t results_checked() const = 0;
+  // What ran the ops, for the report (e.g. "MPI + OpenBLAS on CPU ranks").
+  virtual std::string description() const = 0;
+};
+
+// This process's rank in MPI_COMM_WORLD.
+int world_rank();
+
+// Waits for a nonblocking MPI call, yielding the core between tests; false when `timeout_s`
+// passed first, or the call failed.
+bool wait_within(MPI_Request& request, double timeout_s);
+
+// A step every rank takes (barrier, gathers), under the same watchdog as the ops: a rank that
+// never gets there (hung, dead) ends the job instead of hanging it.
+void wait_for_job(MPI_Request& request, double timeout_s, const char* what);
+
+// Ends the job: "dtsim: rank R: MESSAGE" on stderr, then MPI_Abort stops every rank with
+// kExitRunFailed.
+[[noreturn]] void fail(int rank, const std::string& message);
+
+// Which node each world rank runs on: ranks on one host share a node, numbered in order of
+// first appearance.
+std::vector<std::int32_t> nodes_of_ranks(double timeout_s);
+
+// This rank's index among the ranks on its host (the GPU it drives).
+int local_rank();
+
+// Everything that would fail mid-run, refused before any rank starts and identically on every
+// rank (they hold the same Program): world size, a malformed Program, ops larger than
+// `options.max_op_bytes` by `bytes_of` (when given; `device` names where, e.g. "on a CPU"), and op kinds
+// the executor cannot run (`refusal` returns why, or an empty string).
+void check_program(const program::Program& program, const ExecutionOptions& options,
+                   const std::function<std::int64_t(const program::Op&)>& bytes_of, const char* device,
+                   const std::function<std::string(const program::Op&)>& refusal);
+
+// The fault ExecutionOptions::fault asks this rank to inject.
+class FaultInjector {
+ public:
+  FaultInjector(const ExecutionOptions& options, int rank) : fault_(options.fault), rank_(rank) {}
+  // At the start of `op`: hangs (forever: a peer's watchdog ends the job), exits the process,
+  // or throws std::bad_alloc.
+  void at_start(const program::Op& op) const;
+  // Whether `op`'s result is to be corrupted (checked by verification).
+  bool corrupts(const program::Op& op) const;
+
+ private:
+  bool targets(const program::Op& op) const { return fault_ && fault_->rank == rank_ && fault_->op == op.name; }
+  std::optional<ExecutionOptions::Fault> fault_;
+  int rank_;
+};
+
+// The executors (one rank's runner each). The GPU one exists in builds with CUDA and NCCL;
+// elsewhere it throws ExecutionError saying so.
+std::unique_ptr<RankRunner> cpu_runner(const program::Program& program, const ExecutionOptions& options,
+                                       const std::vector<std::int32_t>& nodes);
+std::unique_ptr<RankRunner> gpu_runner(const program::Program& program, const ExecutionOptions& options,
+                                       const std::vector<std::int32_t>& nodes);
+
+// Rank 0 gathers every rank's timings and labels them from the Program; empty elsewhere.
+trace::Timeline gather_timeline(const program::Program& program, const std::vector<OpTiming>& mine,
+                                const std::vector<std::int32_t>& nodes, double timeout_s);
+
+// After a verified run: sums the checks of all ranks, and — when the Program has a "tp" group
+// and options.layer is set — compares the tensor-parallel forward of one layer (attention and
+// MLP blocks, on the CPU) with the unsharded one, ending the job if they differ. Returns what
+// was checked.
+std::string verify_tensor_parallel(const program::Program& program, const ExecutionOptions& options,
+                                   std::int64_t checked_here);
+
+// The mean over ranks of each rank's value.
+double mean_over_ranks(double value, double timeout_s);
+
+}  // namespace backend::job

@@ -1,0 +1,88 @@
+// The GPU executor (`dtsim run --backend nccl`) end to end. Labelled "gpu": each test that
+// needs GPUs skips, saying so, where `dtsim info` lists fewer than it needs; without any GPU
+// the one test that runs checks that a GPU run stops with one clear message. On a GPU machine
+// tests/gpu/run_gpu_checks.sh runs them all (and the calibration) and prints a summary.
+#include <filesystem>
+#include <string>
+
+#include "tests/support/real_runs.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using test_support::CommandResult;
+using test_support::mpirun;
+using test_support::run;
+const std::string kSource = DTSIM_SOURCE_DIR;
+
+// GPUs `dtsim info` lists ("GPU 0: NVIDIA H200, 150.0 GB" lines).
+int visible_gpus() {
+  const CommandResult info = run(std::string(DTSIM_PATH) + " info");
+  int count = 0;
+  for (std::size_t at = info.output.find("\nGPU "); at != std::string::npos; at = info.output.find("\nGPU ", at + 1)) ++count;
+  return count;
+}
+
+#define SKIP_WITHOUT_GPUS(needed)                                                                        \
+  if (const int gpus = visible_gpus(); gpus < (needed)) {                                                \
+    GTEST_SKIP() << "needs " << (needed) << " GPU(s), " << gpus << " visible: run tests/gpu/run_gpu_checks.sh " \
+                 << "on a GPU machine";                                                                  \
+  }
+
+TEST(GpuExecutorTest, WithoutAGpuTheRunStopsWithOneMessageAndWritesNothing) {
+  if (visible_gpus() > 0) GTEST_SKIP() << "a GPU is visible: this checks machines without one";
+  const fs::path output = fs::temp_directory_path() / "dtsim_gpu_none";
+  fs::remove_all(output);
+  const CommandResult result =
+      run(mpirun(1) + " run " + kSource + "/scenarios/real/small_1gpu.toml --backend nccl -o " + output.string());
+  EXPECT_EQ(result.code, 3) << result.output;
+  EXPECT_NE(result.output.find("dtsim: rank 0: no GPU visible"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("run --backend mpi on CPUs"), std::string::npos) << result.output;
+  EXPECT_FALSE(fs::exists(output));
+}
+
+// One GPU: every op of a bf16 step runs once, in dependency order, on its stream; the one-rank
+// NCCL calls' results are checked; the measured step is compared with the simulated one on
+// the GPU's own preset (printed, not bounded: the bound comes with a calibrated profile).
+TEST(GpuExecutorTest, OneGpuRunsEveryOpOnceInDependencyOrderAndVerifies) {
+  SKIP_WITHOUT_GPUS(1);
+  const fs::path directory = fs::temp_directory_path() / "dtsim_gpu_one";
+  fs::remove_all(directory);
+  const std::string scenario = kSource + "/scenarios/real/small_1gpu.toml";
+  const std::string node = std::getenv("DTSIM_GPU_NODE") != nullptr ? std::getenv("DTSIM_GPU_NODE") : "hgx-h100";
+  const CommandResult real = run(mpirun(1) + " run " + scenario + " --set cluster.node=" + node +
+                                 " --backend nccl --verify -o " + (directory / "real").string());
+  ASSERT_EQ(real.code, 0) << real.output;
+  EXPECT_NE(real.output.find("measured: NCCL"), std::string::npos) << real.output;
+  EXPECT_NE(real.output.find("verified: "), std::string::npos) << real.output;
+  const CommandResult simulated = run(std::string(DTSIM_PATH) + " run " + scenario + " --set cluster.node=" + node +
+                                      " -o " + (directory / "sim").string());
+  ASSERT_EQ(simulated.code, 0) << simulated.output;
+  test_support::expect_same_ops_in_dependency_order(directory / "real" / "timeline.json", directory / "sim" / "timeline.json");
+  test_support::compare_and_print("small_1gpu on " + node, directory / "sim" / "timeline.json",
+                                  directory / "real" / "timeline.json");
+}
+
+// Two GPUs: the scaled-down DDP and TP steps with NCCL collectives, verified element by element
+// (and the TP forward against the unsharded one), then a hang caught by the watchdog.
+TEST(GpuExecutorTest, TwoGpusRunDataAndTensorParallelStepsAndTheWatchdogFires) {
+  SKIP_WITHOUT_GPUS(2);
+  const fs::path directory = fs::temp_directory_path() / "dtsim_gpu_two";
+  for (const std::string name : {"tiny_ddp_2ranks", "tiny_tp_2ranks"}) {
+    fs::remove_all(directory);
+    const std::string scenario = kSource + "/scenarios/real/" + name + ".toml";
+    const CommandResult real = run(mpirun(2) + " run " + scenario + " --backend nccl --verify -o " + (directory / "real").string());
+    ASSERT_EQ(real.code, 0) << name << "\n" << real.output;
+    EXPECT_NE(real.output.find("collective and transfer results checked element by element"), std::string::npos) << real.output;
+    ASSERT_EQ(run(std::string(DTSIM_PATH) + " run " + scenario + " -o " + (directory / "sim").string()).code, 0);
+    test_support::expect_same_ops_in_dependency_order(directory / "real" / "timeline.json", directory / "sim" / "timeline.json");
+  }
+  const CommandResult hang = run(mpirun(2) + " run " + kSource +
+                                 "/scenarios/real/tiny_ddp_2ranks.toml --backend nccl --timeout 5 --inject-fault "
+                                 "hang:1:ddp.bucket0.all_reduce");
+  EXPECT_EQ(hang.code, 3) << hang.output;
+  EXPECT_NE(hang.output.find("rank 0: op 'ddp.bucket0.all_reduce' did not finish within 5 s"), std::string::npos) << hang.output;
+  fs::remove_all(directory);
+}
+
+}  // namespace
