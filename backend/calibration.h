@@ -1,19 +1,23 @@
 // backend::calibrate — measure the hardware a real run executes on, so that the simulator can
-// price that hardware (`dtsim calibrate`, which writes the result as a hardware profile TOML
-// scenarios reference with [scenario] hardware_profile).
+// price that hardware (`dtsim calibrate --backend mpi|nccl`, which writes the result as a
+// hardware profile TOML scenarios reference with [scenario] hardware_profile).
 //
-// CPU path (MPI): every rank runs the same measurements at once, as ranks share the machine
-// in a real run, and rank 0's figures are kept:
-//   * GEMM rate by size: the executor's own single-precision GEMM (cpu_kernels.h) on square
-//     n × n × n for n from 64 to 1024; efficiency(n) = rate(n) / best rate, the best rate being
-//     the profile's peak;
-//   * attention: the executor's GEMM pairs at sequence 128, head dimension 64;
-//   * memory bandwidth: the executor's memory-bound pass over 64 MiB, counted as the op's bytes;
+// Every rank runs the compute measurements at once, as ranks share the machine in a real run,
+// and rank 0's figures are kept. Each figure is the median of `repeats` timings of at least
+// `min_timing_s` each, the ranks starting each timing together.
+//   * GEMM rate by size: the executor's own GEMM on square n × n × n (CPU: OpenBLAS sgemm, n
+//     from 64 to 1024; GPU: cuBLAS bf16, n from 256 to 8192); efficiency(n) = rate(n) / best
+//     rate, the best rate being the profile's peak;
+//   * attention: the executor's GEMM pairs (CPU: sequence 128, 4 heads; GPU: sequence 2048,
+//     16 heads; head dimension 64 … 128);
+//   * memory bandwidth: the executor's memory-bound pass (64 MiB on a CPU, 1 GiB on a GPU),
+//     counted as the op's bytes;
 //   * per-op overhead: the same pass over 64 bytes;
-//   * α, β between ranks 0 and 1: MPI ping-pong from 8 B to 8 MiB, one-way time = half the
-//     round trip (Hockney's model t = α + bytes · β); α = an 8-byte message's time, β the
-//     least-squares slope over messages of 64 KiB and more.
-// Each figure is the median of `repeats` timings of at least `min_timing_s` each.
+//   * α, β per link class: rank 0 against the first other rank on its node (intra-node) and
+//     against the first rank on another node (inter-node), where the job has them: ping-pong
+//     (MPI send/receive, or NCCL send/receive between GPUs) from 8 B to 16 MiB, one-way time
+//     = half the round trip (Hockney's model t = α + bytes · β); α = an 8-byte message's
+//     time, β the least-squares slope over messages of 64 KiB and more.
 #pragma once
 
 #include <cstdint>
@@ -29,23 +33,34 @@ struct CalibrationOptions {
   double min_timing_s = 0.02;
 };
 
+// α and β between rank 0 and `peer`.
+struct LinkCalibration {
+  bool intra_node = true;
+  int peer = 1;
+  std::vector<std::pair<std::int64_t, double>> one_way_s;  // (bytes, seconds)
+  // None when the timings were too noisy to give a positive slope.
+  std::optional<double> latency_s;
+  std::optional<double> bytes_per_s;
+};
+
 struct Calibration {
+  std::string backend = "mpi";  // or "nccl"
   std::string host;
+  std::string device;           // what a rank computes on, e.g. "CPU core" or "NVIDIA H200"
+  std::string gemm_dtype = "fp32";
   int ranks = 1;
   std::vector<std::pair<double, double>> gemm_rates;  // (FLOPs of one GEMM, FLOP/s), ascending
   double peak_flops = 0;                              // the best GEMM rate
   double attention_flops = 0;                         // FLOP/s
   double memory_bytes_per_s = 0;
   double op_overhead_s = 0;
-  // Between ranks 0 and 1; none with a single rank, or when the timings were too noisy to
-  // give a positive slope.
-  std::optional<double> latency_s;
-  std::optional<double> bytes_per_s;
-  bool peers_share_host = true;  // ranks 0 and 1 on one host: an intra-node link class
-  std::vector<std::pair<std::int64_t, double>> one_way_s;  // (bytes, seconds)
+  std::vector<LinkCalibration> links;  // intra-node first; none with a single rank
 };
 
 // Collective over MPI_COMM_WORLD (inside an MpiSession); the result is rank 0's.
 Calibration calibrate(const CalibrationOptions& options = {});
+// The same on GPUs (one per rank, NCCL between them). Throws ExecutionError in a build without
+// CUDA and NCCL; a rank without a GPU ends the job naming it.
+Calibration calibrate_gpus(const CalibrationOptions& options = {});
 
 }  // namespace backend

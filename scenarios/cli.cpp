@@ -99,17 +99,24 @@ int command_execute(const RunOptions& options, std::ostream& out, std::ostream& 
 // [scenario] hardware_profile = "FILE" (its own keys win).
 std::string hardware_profile_toml(const backend::Calibration& calibration) {
   std::string text = fmt::format(
-      "# Hardware profile measured by `dtsim calibrate --backend mpi` on {} with {} rank(s).\n"
+      "# Hardware profile measured by `dtsim calibrate --backend {}` on {} with {} rank(s): {}.\n"
       "# A scenario takes it in with: [scenario] hardware_profile = \"<path relative to the scenario>\".\n"
-      "# Each rank is priced as one 'GPU' of this profile: fp32 peak = the best measured GEMM rate.\n\n"
-      "[cluster.gpu]\nfp32_tflops = {:.6g}\nmemory_bandwidth_gbyte_s = {:.6g}\n\n",
-      calibration.host, calibration.ranks, calibration.peak_flops / 1e12, calibration.memory_bytes_per_s / 1e9);
-  if (calibration.latency_s && calibration.bytes_per_s) {
-    // Inside a node a transfer crosses two links (GPU → switch → GPU), each with this latency.
-    text += fmt::format("[cluster.{}]  # ranks 0 and 1 {}\nbandwidth_gbyte_s = {:.6g}\nlatency_us = {:.6g}\nefficiency = 1.0\n\n",
-                        calibration.peers_share_host ? "nvlink" : "fabric.nic",
-                        calibration.peers_share_host ? "on one host: MPI through shared memory" : "on two hosts",
-                        *calibration.bytes_per_s / 1e9, *calibration.latency_s / 2 * 1e6);
+      "# Each rank is priced as one GPU of this profile: {} peak = the best measured GEMM rate.\n\n"
+      "[cluster.gpu]\n{}_tflops = {:.6g}\nmemory_bandwidth_gbyte_s = {:.6g}\n\n",
+      calibration.backend, calibration.host, calibration.ranks, calibration.device, calibration.gemm_dtype,
+      calibration.gemm_dtype, calibration.peak_flops / 1e12, calibration.memory_bytes_per_s / 1e9);
+  for (const backend::LinkCalibration& link : calibration.links) {
+    if (!link.latency_s || !link.bytes_per_s) {
+      text += fmt::format("# ranks 0 and {} ({}): too noisy to fit α and β; the preset's link is kept\n\n", link.peer,
+                          link.intra_node ? "one node" : "two nodes");
+      continue;
+    }
+    // A path crosses two links of the class (GPU → switch → GPU, GPU → NIC … NIC → GPU on one
+    // leaf), each with this latency.
+    text += fmt::format("[cluster.{}]  # ranks 0 and {} {}\nbandwidth_gbyte_s = {:.6g}\nlatency_us = {:.6g}\nefficiency = 1.0\n\n",
+                        link.intra_node ? "nvlink" : "fabric.nic", link.peer,
+                        link.intra_node ? "on one node" : "on two nodes", *link.bytes_per_s / 1e9,
+                        *link.latency_s / 2 * 1e6);
   }
   text += "[compute]\nmatmul_efficiency_by_size = [";
   for (std::size_t i = 0; i < calibration.gemm_rates.size(); ++i) {
@@ -122,12 +129,18 @@ std::string hardware_profile_toml(const backend::Calibration& calibration) {
 }
 
 int command_calibrate(const std::string& backend_name, const std::string& output, std::ostream& out, std::ostream& err) {
-  if (backend_name != "mpi") {
-    err << "dtsim: error: --backend " << backend_name << ": this build calibrates \"mpi\" (CPU ranks) only\n";
+  if (backend_name != "mpi" && backend_name != "nccl") {
+    err << "dtsim: error: --backend " << backend_name << ": expected mpi (CPU ranks) or nccl (one GPU per rank)\n";
     return kExitBadInput;
   }
   const backend::MpiSession mpi(nullptr, nullptr);
-  const backend::Calibration calibration = backend::calibrate();
+  backend::Calibration calibration;
+  try {
+    calibration = backend_name == "nccl" ? backend::calibrate_gpus() : backend::calibrate();
+  } catch (const backend::ExecutionError& error) {
+    if (mpi.rank() == 0) err << "dtsim: cannot calibrate: " << error.what() << "\n";
+    return kExitBadInput;
+  }
   if (mpi.rank() != 0) return 0;
   const std::string profile = hardware_profile_toml(calibration);
   if (!output.empty()) write_file_atomically(output, [&](std::ostream& file) { file << profile; });
@@ -303,7 +316,8 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   std::string calibrate_backend = "mpi", profile_output;
   CLI::App* calibrate = app.add_subcommand(
       "calibrate", "measure this machine (GEMM rate by size, memory bandwidth, α and β between ranks) as a hardware profile");
-  calibrate->add_option("--backend", calibrate_backend, "mpi (CPU ranks, under mpirun)")->capture_default_str();
+  calibrate->add_option("--backend", calibrate_backend, "mpi (CPU ranks) or nccl (one GPU per rank), under mpirun")
+      ->capture_default_str();
   calibrate->add_option("-o,--output", profile_output, "write the profile TOML here too");
 
   CLI::App* presets = app.add_subcommand("presets", "list hardware and model presets");

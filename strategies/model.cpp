@@ -8,6 +8,9 @@
 // GPT-3 175B (Brown et al., 2020, table 2.1): 96 layers, d_model 12288, 96 heads, FFN
 // 4·d_model, context 2048, vocabulary 50257, LayerNorm, GELU, biases, learned positions,
 // tied embeddings.
+// tiny-256 and small-2048 are dtsim's own scaled-down Llama shapes for real runs
+// (scenarios/real/): tiny-256 multiplies in milliseconds on one CPU core (dtsim run --backend
+// mpi), small-2048 gives one GPU GEMMs large enough for cuBLAS to reach its real efficiency.
 #include "strategies/model.h"
 
 #include <fmt/format.h>
@@ -47,6 +50,8 @@ const std::vector<std::pair<std::string, ModelSpec>>& presets() {
       {"llama-2-70b", llama("Llama-2-70B", 80, 8192, 64, 8, 28672, 32000, 4096)},
       {"llama-3-8b", llama("Llama-3-8B", 32, 4096, 32, 8, 14336, 128256, 8192)},
       {"gpt3-175b", gpt3_175b()},
+      {"tiny-256", llama("tiny-256 (scaled down for CPU runs)", 2, 256, 4, 4, 1024, 1024, 128)},
+      {"small-2048", llama("small-2048 (scaled down for one-GPU runs)", 4, 2048, 16, 16, 8192, 32000, 2048)},
   };
   return table;
 }

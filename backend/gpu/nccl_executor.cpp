@@ -6,13 +6,10 @@
 // overlap and the host never blocks. Each op is bracketed by two CUDA events; the spans are
 // their times after an origin event every stream waits on, recorded after the common barrier.
 //
-//  * matmul [batch, m, n, k]: cublasGemmStridedBatchedEx in the op's dtype (fp8 runs as bf16:
-//    cuBLAS's fp8 GEMMs need cublasLt scale factors), fp32 accumulation;
-//  * attention [batch, heads, kv_heads, seq, dim]: the Q·Kᵀ and ·V GEMMs batched over
-//    batch × heads, as many pairs as the op's FLOPs hold (as the CPU executor);
-//  * memory-bound kinds: the memory-pass kernel over the op's bytes (memory_kernels.h);
-//    host↔device copies as cudaMemcpyAsync from pinned memory; host-side ops (an offloaded
-//    optimizer) as the CPU kernel in stream order (cudaLaunchHostFunc);
+//  * compute ops: the stand-ins of gpu_kernels.h (cuBLAS GEMMs of the op's shapes and dtype,
+//    the memory-pass kernel); host↔device copies as cudaMemcpyAsync from pinned memory;
+//    host-side ops (an offloaded optimizer) as the CPU kernel in stream order
+//    (cudaLaunchHostFunc);
 //  * collectives: NCCL on one communicator per (group family, stream), split from a world
 //    communicator (ncclCommSplit) — the n-th collective of a group on a stream then matches the
 //    n-th of every member, as on the CPU path; reductions in fp32 (the op's bytes move; the
@@ -38,7 +35,8 @@
 #include <map>
 #include <thread>
 
-#include "backend/gpu/memory_kernels.h"
+#include "backend/gpu/gpu_job.h"
+#include "backend/gpu/gpu_kernels.h"
 #include "backend/job.h"
 #include "backend/mpi/cpu_kernels.h"
 #include "backend/mpi/verification.h"
@@ -50,30 +48,11 @@ namespace {
 using program::OpIndex;
 using job::Clock;
 
-std::int64_t element_bytes(program::DType dtype) {
-  return dtype == program::DType::kFP32 ? 4 : 2;  // fp8 GEMMs run as bf16 (see the file comment)
-}
-
-cudaDataType_t cuda_type(program::DType dtype) {
-  switch (dtype) {
-    case program::DType::kFP32: return CUDA_R_32F;
-    case program::DType::kFP16: return CUDA_R_16F;
-    default: return CUDA_R_16BF;
-  }
-}
-
 // Device bytes an op needs: its operands (GEMMs), two buffers (memory passes, collectives), one
 // (transfers).
 std::int64_t device_bytes(const program::Op& op) {
   if (const auto* compute = std::get_if<program::ComputeOp>(&op.body)) {
-    const program::Shape& s = compute->shape;
-    const std::int64_t element = element_bytes(compute->dtype);
-    switch (compute->kind) {
-      case program::ComputeKind::kMatmul: return element * (s[1] * s[3] + s[3] * s[2] + s[0] * s[1] * s[2]);
-      case program::ComputeKind::kAttention:
-        return element * s[0] * s[1] * (3 * s[3] * s[4] + s[3] * s[3] + s[3] * s[4]);
-      default: return compute->on_host ? 0 : 2 * static_cast<std::int64_t>(compute->bytes);
-    }
+    return compute->on_host ? 0 : gpu::compute_scratch_bytes(*compute);
   }
   if (const auto* collective = std::get_if<program::CollectiveOp>(&op.body)) return 2 * std::max<std::int64_t>(collective->bytes, 4);
   if (const auto* p2p = std::get_if<program::SendRecvOp>(&op.body)) return std::max<std::int64_t>(p2p->bytes, 1);
@@ -130,7 +109,7 @@ class GpuExecutor final : public job::RankRunner {
     }
     set_nccl_algo();
     connect_at_creation();
-    select_device();
+    device_name_ = gpu::select_gpu();
     create_communicators();
     create_streams();
   }
@@ -196,9 +175,6 @@ class GpuExecutor final : public job::RankRunner {
       fail(fmt::format("op '{}': NCCL error: {} ({})", op.name, ncclGetErrorString(status), ncclGetLastError(nullptr)));
     }
   }
-  void blas(cublasStatus_t status, const program::Op& op) {
-    if (status != CUBLAS_STATUS_SUCCESS) fail(fmt::format("op '{}': cuBLAS error: {}", op.name, cublasGetStatusString(status)));
-  }
 
   // The scenario's fixed algorithms, as NCCL_ALGO (the same on every rank, so a refusal is too).
   void set_nccl_algo() {
@@ -221,34 +197,11 @@ class GpuExecutor final : public job::RankRunner {
   // other. Connecting at creation avoids that (unless the user chose otherwise).
   static void connect_at_creation() { setenv("NCCL_RUNTIME_CONNECT", "0", 0); }
 
-  // The GPU of this rank: its index among the ranks of its host.
-  void select_device() {
-    int count = 0;
-    const cudaError_t status = cudaGetDeviceCount(&count);
-    const int local = job::local_rank();
-    if (status != cudaSuccess || count == 0) {
-      fail(fmt::format("no GPU visible ({}): --backend nccl needs one GPU per rank; run --backend mpi on CPUs",
-                       status != cudaSuccess ? cudaGetErrorString(status) : "cudaGetDeviceCount found none"));
-    }
-    if (local >= count) {
-      fail(fmt::format("this host runs more ranks than it has GPUs ({}): --backend nccl needs one GPU per rank", count));
-    }
-    cuda(cudaSetDevice(local), fmt::format("selecting GPU {}", local));
-    cudaDeviceProp properties{};
-    cuda(cudaGetDeviceProperties(&properties, local), "reading the GPU's properties");
-    device_name_ = properties.name;
-  }
-
   // The world communicator (its unique id broadcast over MPI), then one split per (family,
   // stream) for collectives and per (family, direction) for transfers, in the same order on
   // every rank (ncclCommSplit is collective over the world communicator).
   void create_communicators() {
-    ncclUniqueId id{};
-    if (rank_ == 0) nccl(ncclGetUniqueId(&id), setup_op_);
-    MPI_Request request = MPI_REQUEST_NULL;
-    MPI_Ibcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD, &request);
-    job::wait_for_job(request, options_.timeout_s, "sharing the NCCL unique id");
-    nccl(ncclCommInitRank(&world_, program_.world_size, id, rank_), setup_op_);
+    world_ = gpu::world_communicator(options_.timeout_s);
     std::vector<std::pair<program::GroupFamilyId, int>> needed;  // (family, stream, or −1/−2 per direction)
     for (const auto& rank : program_.ranks) {
       for (const program::Op& op : rank->ops) {
@@ -351,49 +304,9 @@ class GpuExecutor final : public job::RankRunner {
 
   void run_compute(OpIndex index, const program::ComputeOp& compute, DeviceStream& stream) {
     const program::Op& op = (*ops_)[index];
-    const program::Shape& s = compute.shape;
     if (compute.on_host) {
       host_work_[index] = {&compute, &stream.host_scratch};
       cuda(cudaLaunchHostFunc(stream.stream, run_on_host, &host_work_[index]), fmt::format("op '{}'", op.name));
-      return;
-    }
-    const std::int64_t element = element_bytes(compute.dtype);
-    const cudaDataType_t type = cuda_type(compute.dtype);
-    const float one = 1.0f, zero = 0.0f;
-    if (compute.kind == program::ComputeKind::kMatmul) {
-      // Column-major C[m×n] = A[m×k]·B[k×n], batch times; A and B shared by the batch.
-      const auto m = static_cast<int>(s[1]), n = static_cast<int>(s[2]), k = static_cast<int>(s[3]);
-      char* a = stream.scratch;
-      char* b = a + element * m * k;
-      char* c = b + element * k * n;
-      blas(cublasGemmStridedBatchedEx(stream.blas, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &one, a, type, m, 0, b, type, k, 0,
-                                      &zero, c, type, m, std::int64_t{m} * n, static_cast<int>(s[0]), CUBLAS_COMPUTE_32F,
-                                      CUBLAS_GEMM_DEFAULT),
-           op);
-      return;
-    }
-    if (compute.kind == program::ComputeKind::kAttention) {
-      // Per (sequence, head): scores[seq×seq] = Q·Kᵀ, out[seq×dim] = scores·V.
-      const auto seq = static_cast<int>(s[3]), dim = static_cast<int>(s[4]);
-      const auto batch = static_cast<int>(s[0] * s[1]);
-      const double pair_flops = 4.0 * seq * seq * dim * batch;
-      const auto pairs = std::max<std::int64_t>(1, std::llround(compute.flops / pair_flops));
-      const std::int64_t qkv = std::int64_t{seq} * dim;
-      char* q = stream.scratch;
-      char* k = q + element * qkv * batch;
-      char* v = k + element * qkv * batch;
-      char* scores = v + element * qkv * batch;
-      char* out = scores + element * std::int64_t{seq} * seq * batch;
-      for (std::int64_t p = 0; p < pairs; ++p) {
-        blas(cublasGemmStridedBatchedEx(stream.blas, CUBLAS_OP_T, CUBLAS_OP_N, seq, seq, dim, &one, k, type, dim, qkv, q,
-                                        type, dim, qkv, &zero, scores, type, seq, std::int64_t{seq} * seq, batch,
-                                        CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-             op);
-        blas(cublasGemmStridedBatchedEx(stream.blas, CUBLAS_OP_N, CUBLAS_OP_N, dim, seq, seq, &one, v, type, dim, qkv,
-                                        scores, type, seq, std::int64_t{seq} * seq, &zero, out, type, dim, qkv, batch,
-                                        CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-             op);
-      }
       return;
     }
     if (compute.kind == program::ComputeKind::kMemcpy) {
@@ -404,10 +317,9 @@ class GpuExecutor final : public job::RankRunner {
            fmt::format("op '{}'", op.name));
       return;
     }
-    const auto elements = static_cast<std::int64_t>(compute.bytes / 8);
-    const auto* x = reinterpret_cast<const float*>(stream.scratch);
-    auto* y = reinterpret_cast<float*>(stream.scratch + 4 * elements);
-    cuda(gpu::launch_memory_pass(x, y, elements, 0.5f, stream.stream), fmt::format("op '{}'", op.name));
+    if (const std::string error = gpu::enqueue_compute(compute, stream.blas, stream.stream, stream.scratch); !error.empty()) {
+      fail(fmt::format("op '{}': {}", op.name, error));
+    }
   }
 
   // The collective's input and output halves of the stream's scratch.

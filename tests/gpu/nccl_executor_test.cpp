@@ -2,7 +2,9 @@
 // needs GPUs skips, saying so, where `dtsim info` lists fewer than it needs; without any GPU
 // the one test that runs checks that a GPU run stops with one clear message. On a GPU machine
 // tests/gpu/run_gpu_checks.sh runs them all (and the calibration) and prints a summary.
+#include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "tests/support/real_runs.h"
@@ -39,6 +41,33 @@ TEST(GpuExecutorTest, WithoutAGpuTheRunStopsWithOneMessageAndWritesNothing) {
   EXPECT_NE(result.output.find("dtsim: rank 0: no GPU visible"), std::string::npos) << result.output;
   EXPECT_NE(result.output.find("run --backend mpi on CPUs"), std::string::npos) << result.output;
   EXPECT_FALSE(fs::exists(output));
+
+  const fs::path profile = fs::temp_directory_path() / "dtsim_gpu_none.toml";
+  const CommandResult calibration = run(mpirun(1) + " calibrate --backend nccl -o " + profile.string());
+  EXPECT_EQ(calibration.code, 3) << calibration.output;
+  EXPECT_NE(calibration.output.find("dtsim: rank 0: no GPU visible"), std::string::npos) << calibration.output;
+  EXPECT_FALSE(fs::exists(profile));
+}
+
+// One GPU: the calibration measures cuBLAS bf16 GEMMs by size and the memory pass, and writes
+// a profile the simulator reads.
+TEST(GpuCalibrationTest, OneGpuCalibratesComputeIntoAProfileScenariosRead) {
+  SKIP_WITHOUT_GPUS(1);
+  const fs::path directory = fs::temp_directory_path() / "dtsim_gpu_calibration";
+  fs::remove_all(directory);
+  fs::create_directories(directory);
+  const CommandResult calibration = run(mpirun(1) + " calibrate --backend nccl -o " + (directory / "profile.toml").string());
+  ASSERT_EQ(calibration.code, 0) << calibration.output;
+  std::fputs(calibration.output.c_str(), stdout);
+  EXPECT_NE(calibration.output.find("bf16_tflops = "), std::string::npos);
+  EXPECT_NE(calibration.output.find("matmul_efficiency_by_size = [["), std::string::npos);
+  std::ofstream(directory / "scenario.toml") << "[scenario]\nhardware_profile = \"profile.toml\"\n"
+                                             << "name = \"calibrated\"\n[cluster]\nnodes = 1\ngpus_per_node = 1\n"
+                                             << "[model]\npreset = \"small-2048\"\n";
+  const CommandResult simulated = run(std::string(DTSIM_PATH) + " run " + (directory / "scenario.toml").string() + " -o " +
+                                      (directory / "sim").string());
+  EXPECT_EQ(simulated.code, 0) << simulated.output;
+  fs::remove_all(directory);
 }
 
 // One GPU: every op of a bf16 step runs once, in dependency order, on its stream; the one-rank

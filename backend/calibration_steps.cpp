@@ -1,0 +1,113 @@
+// Timing loops shared by the CPU and GPU calibrations (see calibration_steps.h).
+#include "backend/calibration_steps.h"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <chrono>
+
+namespace backend::calibration {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr std::int64_t kLargeMessage = 64 << 10;
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
+}  // namespace
+
+double time_per_call(const std::function<void()>& work, const std::function<void()>& finish,
+                     const CalibrationOptions& options) {
+  work();  // warm-up: buffers, caches, kernel selection
+  finish();
+  std::int64_t calls = 1;
+  for (Clock::time_point start = Clock::now();; calls *= 2) {
+    start = Clock::now();
+    for (std::int64_t i = 0; i < calls; ++i) work();
+    finish();
+    if (seconds_since(start) >= options.min_timing_s) break;
+  }
+  std::vector<double> timings;
+  for (int r = 0; r < options.repeats; ++r) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    const Clock::time_point start = Clock::now();
+    for (std::int64_t i = 0; i < calls; ++i) work();
+    finish();
+    timings.push_back(seconds_since(start) / static_cast<double>(calls));
+  }
+  return median(timings);
+}
+
+double one_way_seconds(const std::function<void()>& round_trip, const std::function<void()>& finish, int peer,
+                       const CalibrationOptions& options) {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  const bool paired = rank == 0 || rank == peer;
+  const auto trips_of = [&](int trips) {
+    if (!paired) return;
+    for (int t = 0; t < trips; ++t) round_trip();
+    finish();
+  };
+  // Rank 0 doubles the round trips until a timing is long enough, and tells the peer each time.
+  int trips = 1;
+  for (int done = 0; done == 0; trips *= 2) {
+    const Clock::time_point start = Clock::now();
+    trips_of(trips);
+    if (rank == 0) {
+      done = seconds_since(start) >= options.min_timing_s / 4 ? 1 : 0;
+      MPI_Send(&done, 1, MPI_INT, peer, 1, MPI_COMM_WORLD);
+    } else if (rank == peer) {
+      MPI_Recv(&done, 1, MPI_INT, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    } else {
+      done = 1;
+    }
+    if (done != 0) break;
+  }
+  MPI_Bcast(&trips, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  std::vector<double> timings;
+  for (int r = 0; r < options.repeats; ++r) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    const Clock::time_point start = Clock::now();
+    trips_of(trips);
+    timings.push_back(seconds_since(start) / trips / 2);
+  }
+  return median(timings);
+}
+
+std::vector<LinkCalibration> links_to_measure(const std::vector<std::int32_t>& nodes) {
+  std::vector<LinkCalibration> links;
+  const auto same = std::find(nodes.begin() + 1, nodes.end(), nodes.front());
+  if (same != nodes.end()) links.push_back({true, static_cast<int>(same - nodes.begin()), {}, {}, {}});
+  const auto other = std::find_if(nodes.begin() + 1, nodes.end(), [&](std::int32_t node) { return node != nodes.front(); });
+  if (other != nodes.end()) links.push_back({false, static_cast<int>(other - nodes.begin()), {}, {}, {}});
+  return links;
+}
+
+std::vector<std::int64_t> message_sizes() {
+  std::vector<std::int64_t> sizes;
+  for (std::int64_t bytes = 8; bytes <= (std::int64_t{16} << 20); bytes *= 4) sizes.push_back(bytes);
+  return sizes;
+}
+
+void fit_link(LinkCalibration& link) {
+  // α: the smallest message; β: least squares of t = α' + bytes · β over the large ones,
+  // where the intercept of a fit over all sizes would be lost in their noise.
+  double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (const auto& [bytes, seconds] : link.one_way_s) {
+    if (bytes < kLargeMessage) continue;
+    const auto x = static_cast<double>(bytes);
+    n += 1, sx += x, sy += seconds, sxx += x * x, sxy += x * seconds;
+  }
+  const double beta = (n * sxy - sx * sy) / (n * sxx - sx * sx);
+  if (beta > 0) {  // else too noisy to tell: the profile leaves the link as it was
+    link.bytes_per_s = 1 / beta;
+    link.latency_s = link.one_way_s.front().second;
+  }
+}
+
+}  // namespace backend::calibration

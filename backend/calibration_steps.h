@@ -1,0 +1,33 @@
+// The timing loops both calibrations share (CPU: backend/mpi/calibration.cpp, GPU:
+// backend/gpu/gpu_calibration.cpp; what they measure is in backend/calibration.h).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "backend/calibration.h"
+
+namespace backend::calibration {
+
+// Seconds per call of `work`: the median over `repeats` timings, each of enough calls to last
+// `min_timing_s`, every timing started by all ranks together and ended by `finish` (a GPU
+// waits for what the calls enqueued; a CPU has nothing to wait for).
+double time_per_call(const std::function<void()>& work, const std::function<void()>& finish,
+                     const CalibrationOptions& options);
+
+// One-way seconds of a message between rank 0 and `peer`: `round_trip` sends `bytes` there and
+// back (rank 0 sends first; `peer` receives first; other ranks do nothing), `finish` waits for
+// it. Rank 0 decides how many round trips fill a timing.
+double one_way_seconds(const std::function<void()>& round_trip, const std::function<void()>& finish, int peer,
+                       const CalibrationOptions& options);
+
+// The link classes this job can measure: rank 0 against the first other rank on its node, and
+// against the first rank on another node (nodes: the node of each rank).
+std::vector<LinkCalibration> links_to_measure(const std::vector<std::int32_t>& nodes);
+
+// α and β of `link` from its one-way times (see calibration.h); sizes 8 B … 16 MiB, ×4.
+void fit_link(LinkCalibration& link);
+std::vector<std::int64_t> message_sizes();
+
+}  // namespace backend::calibration

@@ -1,0 +1,151 @@
+// Calibration on GPUs with cuBLAS, the memory-pass kernel and NCCL (see backend/calibration.h).
+#include <cuda_runtime_api.h>
+#include <fmt/format.h>
+#include <mpi.h>
+#include <nccl.h>
+
+#include <algorithm>
+
+#include "backend/calibration.h"
+#include "backend/calibration_steps.h"
+#include "backend/gpu/gpu_job.h"
+#include "backend/gpu/gpu_kernels.h"
+#include "backend/job.h"
+
+namespace backend {
+namespace {
+
+// One stream, its cuBLAS handle and device scratch, for timing the executor's compute ops.
+class ComputeBench {
+ public:
+  ComputeBench() {
+    check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "creating a stream");
+    if (cublasCreate(&blas_) != CUBLAS_STATUS_SUCCESS) job::fail(job::world_rank(), "creating a cuBLAS handle failed");
+    cublasSetStream(blas_, stream_);
+  }
+  ~ComputeBench() {
+    cudaFree(scratch_);
+    cublasDestroy(blas_);
+    cudaStreamDestroy(stream_);
+  }
+  ComputeBench(const ComputeBench&) = delete;
+  ComputeBench& operator=(const ComputeBench&) = delete;
+
+  // Seconds per run of `op` (calibration::time_per_call).
+  double seconds(const program::ComputeOp& op, const CalibrationOptions& options) {
+    reserve(gpu::compute_scratch_bytes(op));
+    return calibration::time_per_call(
+        [&] {
+          if (const std::string error = gpu::enqueue_compute(op, blas_, stream_, scratch_); !error.empty()) {
+            job::fail(job::world_rank(), "calibration: " + error);
+          }
+        },
+        [&] { check(cudaStreamSynchronize(stream_), "waiting for the GPU"); }, options);
+  }
+
+  cudaStream_t stream() const { return stream_; }
+
+  static void check(cudaError_t status, const char* what) {
+    if (status != cudaSuccess) job::fail(job::world_rank(), fmt::format("calibration: {}: {}", what, cudaGetErrorString(status)));
+  }
+
+ private:
+  void reserve(std::int64_t bytes) {
+    if (bytes <= scratch_bytes_) return;
+    cudaFree(scratch_);
+    scratch_ = nullptr;
+    if (cudaMalloc(&scratch_, static_cast<std::size_t>(bytes)) != cudaSuccess) {
+      job::fail(job::world_rank(), fmt::format("calibration: device out of memory allocating {} bytes", bytes));
+    }
+    check(cudaMemset(scratch_, 0, static_cast<std::size_t>(bytes)), "clearing scratch memory");
+    scratch_bytes_ = bytes;
+  }
+
+  cudaStream_t stream_ = nullptr;
+  cublasHandle_t blas_ = nullptr;
+  char* scratch_ = nullptr;
+  std::int64_t scratch_bytes_ = 0;
+};
+
+program::ComputeOp compute_op(program::ComputeKind kind, program::Shape shape, double flops, double bytes) {
+  program::ComputeOp op;
+  op.kind = kind;
+  op.dtype = program::DType::kBF16;
+  op.shape = shape;
+  op.flops = flops;
+  op.bytes = bytes;
+  return op;
+}
+
+// NCCL ping-pong between rank 0 and link.peer on a two-rank communicator split from `world`.
+void measure_link(LinkCalibration& link, ncclComm_t world, cudaStream_t stream, const CalibrationOptions& options) {
+  const int rank = job::world_rank();
+  const bool paired = rank == 0 || rank == link.peer;
+  ncclComm_t pair = nullptr;
+  if (ncclCommSplit(world, paired ? 0 : NCCL_SPLIT_NOCOLOR, rank == 0 ? 0 : 1, &pair, nullptr) != ncclSuccess) {
+    job::fail(rank, "calibration: splitting an NCCL communicator failed");
+  }
+  const std::vector<std::int64_t> sizes = calibration::message_sizes();
+  char* buffer = nullptr;
+  ComputeBench::check(cudaMalloc(&buffer, static_cast<std::size_t>(sizes.back())), "allocating a message buffer");
+  for (const std::int64_t bytes : sizes) {
+    const auto count = static_cast<std::size_t>(bytes);
+    const auto round_trip = [&] {
+      ncclResult_t sent = ncclSuccess, received = ncclSuccess;
+      if (rank == 0) {
+        sent = ncclSend(buffer, count, ncclInt8, 1, pair, stream);
+        received = ncclRecv(buffer, count, ncclInt8, 1, pair, stream);
+      } else {
+        received = ncclRecv(buffer, count, ncclInt8, 0, pair, stream);
+        sent = ncclSend(buffer, count, ncclInt8, 0, pair, stream);
+      }
+      if (sent != ncclSuccess || received != ncclSuccess) job::fail(rank, "calibration: an NCCL send or receive failed");
+    };
+    const auto finish = [&] { ComputeBench::check(cudaStreamSynchronize(stream), "waiting for NCCL"); };
+    link.one_way_s.emplace_back(bytes, calibration::one_way_seconds(round_trip, finish, link.peer, options));
+  }
+  cudaFree(buffer);
+  if (pair != nullptr) ncclCommDestroy(pair);
+  calibration::fit_link(link);
+}
+
+}  // namespace
+
+Calibration calibrate_gpus(const CalibrationOptions& options) {
+  Calibration result;
+  result.backend = "nccl";
+  result.gemm_dtype = "bf16";
+  MPI_Comm_size(MPI_COMM_WORLD, &result.ranks);
+  char name[MPI_MAX_PROCESSOR_NAME] = {};
+  int length = 0;
+  MPI_Get_processor_name(name, &length);
+  result.host = name;
+  result.device = gpu::select_gpu();
+  const double timeout_s = ExecutionOptions{}.timeout_s;
+  const ncclComm_t world = gpu::world_communicator(timeout_s);
+
+  ComputeBench bench;
+  for (const std::int64_t n : {256, 512, 1024, 2048, 4096, 8192}) {
+    const double flops = 2.0 * static_cast<double>(n * n * n);
+    const double seconds = bench.seconds(compute_op(program::ComputeKind::kMatmul, program::Shape::of({1, n, n, n}), flops, 0), options);
+    result.gemm_rates.emplace_back(flops, flops / seconds);
+    result.peak_flops = std::max(result.peak_flops, flops / seconds);
+  }
+  const std::int64_t heads = 16, seq = 2048, dim = 128;
+  const double attention_flops = 4.0 * static_cast<double>(heads * seq * seq * dim);
+  result.attention_flops =
+      attention_flops / bench.seconds(compute_op(program::ComputeKind::kAttention,
+                                                 program::Shape::of({1, heads, heads, seq, dim}), attention_flops, 0),
+                                      options);
+  const double large = 1024.0 * (1 << 20);
+  result.memory_bytes_per_s =
+      large / bench.seconds(compute_op(program::ComputeKind::kElementwise, program::Shape::of({0}), 0, large), options);
+  result.op_overhead_s = bench.seconds(compute_op(program::ComputeKind::kElementwise, program::Shape::of({0}), 0, 64), options);
+
+  result.links = calibration::links_to_measure(job::nodes_of_ranks(timeout_s));
+  for (LinkCalibration& link : result.links) measure_link(link, world, bench.stream(), options);
+  ncclCommDestroy(world);
+  return result;
+}
+
+}  // namespace backend

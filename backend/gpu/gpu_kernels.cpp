@@ -1,0 +1,85 @@
+// GPU stand-ins for compute ops (see gpu_kernels.h).
+#include "backend/gpu/gpu_kernels.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "backend/gpu/memory_kernels.h"
+
+namespace backend::gpu {
+namespace {
+
+std::int64_t element_bytes(program::DType dtype) { return dtype == program::DType::kFP32 ? 4 : 2; }
+
+cudaDataType_t cuda_type(program::DType dtype) {
+  switch (dtype) {
+    case program::DType::kFP32: return CUDA_R_32F;
+    case program::DType::kFP16: return CUDA_R_16F;
+    default: return CUDA_R_16BF;  // bf16, and fp8 (see gpu_kernels.h)
+  }
+}
+
+std::string blas_error(cublasStatus_t status) {
+  return status == CUBLAS_STATUS_SUCCESS ? "" : std::string("cuBLAS error: ") + cublasGetStatusString(status);
+}
+
+}  // namespace
+
+std::int64_t compute_scratch_bytes(const program::ComputeOp& compute) {
+  const program::Shape& s = compute.shape;
+  const std::int64_t element = element_bytes(compute.dtype);
+  switch (compute.kind) {
+    case program::ComputeKind::kMatmul: return element * (s[1] * s[3] + s[3] * s[2] + s[0] * s[1] * s[2]);
+    case program::ComputeKind::kAttention: return element * s[0] * s[1] * (3 * s[3] * s[4] + s[3] * s[3] + s[3] * s[4]);
+    default: return 2 * static_cast<std::int64_t>(compute.bytes);
+  }
+}
+
+std::string enqueue_compute(const program::ComputeOp& compute, cublasHandle_t blas, cudaStream_t stream, char* scratch) {
+  const program::Shape& s = compute.shape;
+  const std::int64_t element = element_bytes(compute.dtype);
+  const cudaDataType_t type = cuda_type(compute.dtype);
+  const float one = 1.0f, zero = 0.0f;
+  if (compute.kind == program::ComputeKind::kMatmul) {
+    // Column-major C[m×n] = A[m×k]·B[k×n], batch times; A and B shared by the batch.
+    const auto m = static_cast<int>(s[1]), n = static_cast<int>(s[2]), k = static_cast<int>(s[3]);
+    char* a = scratch;
+    char* b = a + element * m * k;
+    char* c = b + element * k * n;
+    return blas_error(cublasGemmStridedBatchedEx(blas, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &one, a, type, m, 0, b, type, k, 0,
+                                                 &zero, c, type, m, std::int64_t{m} * n, static_cast<int>(s[0]),
+                                                 CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  }
+  if (compute.kind == program::ComputeKind::kAttention) {
+    // Per (sequence, head): scores[seq×seq] = Q·Kᵀ, out[seq×dim] = scores·V.
+    const auto seq = static_cast<int>(s[3]), dim = static_cast<int>(s[4]);
+    const auto batch = static_cast<int>(s[0] * s[1]);
+    const double pair_flops = 4.0 * seq * seq * dim * batch;
+    const auto pairs = std::max<std::int64_t>(1, std::llround(compute.flops / pair_flops));
+    const std::int64_t qkv = std::int64_t{seq} * dim;
+    char* q = scratch;
+    char* k = q + element * qkv * batch;
+    char* v = k + element * qkv * batch;
+    char* scores = v + element * qkv * batch;
+    char* out = scores + element * std::int64_t{seq} * seq * batch;
+    for (std::int64_t p = 0; p < pairs; ++p) {
+      std::string error = blas_error(cublasGemmStridedBatchedEx(
+          blas, CUBLAS_OP_T, CUBLAS_OP_N, seq, seq, dim, &one, k, type, dim, qkv, q, type, dim, qkv, &zero, scores, type,
+          seq, std::int64_t{seq} * seq, batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+      if (error.empty()) {
+        error = blas_error(cublasGemmStridedBatchedEx(blas, CUBLAS_OP_N, CUBLAS_OP_N, dim, seq, seq, &one, v, type, dim,
+                                                      qkv, scores, type, seq, std::int64_t{seq} * seq, &zero, out, type,
+                                                      dim, qkv, batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+      }
+      if (!error.empty()) return error;
+    }
+    return "";
+  }
+  const auto elements = static_cast<std::int64_t>(compute.bytes / 8);
+  const auto* x = reinterpret_cast<const float*>(scratch);
+  auto* y = reinterpret_cast<float*>(scratch + 4 * elements);
+  const cudaError_t status = launch_memory_pass(x, y, elements, 0.5f, stream);
+  return status == cudaSuccess ? "" : std::string("CUDA error: ") + cudaGetErrorString(status);
+}
+
+}  // namespace backend::gpu

@@ -1,0 +1,29 @@
+// The GPU stand-ins for a Program's compute ops, shared by the GPU executor and
+// `dtsim calibrate --backend nccl` (which times exactly these):
+//  * matmul [batch, m, n, k]: cublasGemmStridedBatchedEx in the op's dtype (fp8 runs as bf16:
+//    cuBLAS's fp8 GEMMs need cublasLt scale factors), fp32 accumulation;
+//  * attention [batch, heads, kv_heads, seq, dim]: the Q·Kᵀ and ·V GEMMs batched over
+//    batch × heads, as many pairs as the op's FLOPs hold (as the CPU executor);
+//  * memory-bound kinds: the memory-pass kernel over the op's bytes (memory_kernels.h).
+// Host↔device copies and host-side ops are the executor's (they need pinned memory and host
+// threads).
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <string>
+
+#include "strategies/program/program.h"
+
+namespace backend::gpu {
+
+// Device scratch bytes the op's stand-in uses.
+std::int64_t compute_scratch_bytes(const program::ComputeOp& compute);
+
+// Enqueues the op's stand-in on `stream` (`blas` is bound to it), using `scratch` of at least
+// compute_scratch_bytes(compute). Returns what failed, or an empty string.
+std::string enqueue_compute(const program::ComputeOp& compute, cublasHandle_t blas, cudaStream_t stream, char* scratch);
+
+}  // namespace backend::gpu
