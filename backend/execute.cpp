@@ -62,7 +62,7 @@ trace::Timeline execute(const program::Program& program, const ExecutionOptions&
   const double host_step_s = job::mean_over_ranks(record.host_seconds, options.timeout_s);
   const std::string verified =
       options.verify ? job::verify_tensor_parallel(program, options, runner->results_checked()) : "";
-  trace::Timeline timeline = job::gather_timeline(program, record.timings, nodes, options.timeout_s);
+  trace::Timeline timeline = job::gather_timeline(program, record.timings, nodes, options);
   if (timeline.ranks.empty()) return timeline;  // not rank 0
   timeline.metadata["executed_on"] = runner->description();
   timeline.metadata["host_step_time_s"] = fmt::format("{:.9g}", host_step_s);

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <fmt/format.h>
 #include <map>
+#include <tuple>
 #include <thread>
 
 #include "backend/mpi/verification.h"
@@ -122,8 +123,80 @@ bool FaultInjector::corrupts(const program::Op& op) const {
   return targets(op) && fault_->kind == ExecutionOptions::Fault::Kind::kCorrupt;
 }
 
+collectives::CollectiveSpec collective_spec(const program::Program& program, const program::CollectiveOp& collective,
+                                            std::int32_t world_rank, const std::vector<std::int32_t>& nodes,
+                                            program::Algorithm algorithm) {
+  const program::GroupFamily& family = program.family(collective.group);
+  const std::vector<std::int32_t>& members =
+      family.instances[static_cast<std::size_t>(family.instance_of_rank[static_cast<std::size_t>(world_rank)])];
+  collectives::CollectiveSpec spec;
+  spec.kind = collective.kind;
+  spec.members = static_cast<std::int32_t>(members.size());
+  spec.bytes = collective.bytes;
+  spec.root = collective.root;
+  spec.ps_servers = collective.ps_servers;
+  std::map<std::int32_t, std::int32_t> on_node;
+  for (const std::int32_t member_rank : members) {
+    const std::int32_t node = nodes[static_cast<std::size_t>(member_rank)];
+    spec.locations.push_back({node, on_node[node]++});
+  }
+  if (algorithm == program::Algorithm::kAuto) {
+    for (const program::Algorithm candidate : collectives::algorithms_for(collective.kind)) {
+      spec.algorithm = candidate;
+      if (!collectives::unsupported_reason(spec)) {
+        algorithm = candidate;
+        if (candidate == program::Algorithm::kRing) break;
+      }
+    }
+  }
+  spec.algorithm = algorithm;
+  if (const auto reason = collectives::unsupported_reason(spec)) {
+    throw ExecutionError(fmt::format("algorithm {} cannot run here: {}", program::algorithm_name(algorithm), *reason));
+  }
+  return spec;
+}
+
+namespace {
+
+// What a rank's communication spans and memory samples need, computed once per op of each
+// distinct rank program and group position.
+class SpanFacts {
+ public:
+  SpanFacts(const program::Program& program, const std::vector<std::int32_t>& nodes, const ExecutionOptions& options)
+      : program_(program), nodes_(nodes), options_(options) {}
+
+  // Bytes `rank` sends in communication op `index`, by dtsim's schedule (see gather_timeline).
+  std::int64_t bytes_sent(std::int32_t rank, program::OpIndex index) {
+    const program::Op& op = program_.ranks[static_cast<std::size_t>(rank)]->ops[index];
+    if (const auto* p2p = std::get_if<program::SendRecvOp>(&op.body)) return p2p->is_send ? p2p->bytes : 0;
+    const auto* collective = std::get_if<program::CollectiveOp>(&op.body);
+    if (collective == nullptr) return 0;
+    const program::GroupFamily& family = program_.family(collective->group);
+    const std::int32_t member = family.index_in_instance[static_cast<std::size_t>(rank)];
+    const auto key = std::tuple{program_.ranks[static_cast<std::size_t>(rank)].get(), index, member};
+    if (const auto found = bytes_.find(key); found != bytes_.end()) return found->second;
+    const program::Algorithm fixed = options_.algorithm ? options_.algorithm(*collective, family.name) : collective->algorithm;
+    collectives::CollectiveSpec spec;
+    try {
+      spec = collective_spec(program_, *collective, rank, nodes_, fixed);
+    } catch (const ExecutionError&) {  // MPI or NCCL ran their own algorithm: price the automatic one
+      spec = collective_spec(program_, *collective, rank, nodes_, program::Algorithm::kAuto);
+    }
+    const std::vector<double> sent = collectives::bytes_sent(collectives::build_schedule(spec), spec.members);
+    return bytes_[key] = std::llround(sent[static_cast<std::size_t>(member)]);
+  }
+
+ private:
+  const program::Program& program_;
+  const std::vector<std::int32_t>& nodes_;
+  const ExecutionOptions& options_;
+  std::map<std::tuple<const program::RankProgram*, program::OpIndex, std::int32_t>, std::int64_t> bytes_;
+};
+
+}  // namespace
+
 trace::Timeline gather_timeline(const program::Program& program, const std::vector<OpTiming>& mine,
-                                const std::vector<std::int32_t>& nodes, double timeout_s) {
+                                const std::vector<std::int32_t>& nodes, const ExecutionOptions& options) {
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -131,43 +204,64 @@ trace::Timeline gather_timeline(const program::Program& program, const std::vect
   std::vector<int> counts(static_cast<std::size_t>(size));
   MPI_Request request = MPI_REQUEST_NULL;
   MPI_Igather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD, &request);
-  wait_for_job(request, timeout_s, "gathering the spans");
+  wait_for_job(request, options.timeout_s, "gathering the spans");
   std::vector<int> offsets(static_cast<std::size_t>(size));
   for (int r = 1; r < size; ++r) offsets[r] = offsets[r - 1] + counts[r - 1];
   std::vector<std::int64_t> all(rank == 0 ? static_cast<std::size_t>(offsets.back() + counts.back()) : 0);
   MPI_Igatherv(mine.data(), count, MPI_INT64_T, all.data(), counts.data(), offsets.data(), MPI_INT64_T, 0, MPI_COMM_WORLD,
                &request);
-  wait_for_job(request, timeout_s, "gathering the spans");
+  wait_for_job(request, options.timeout_s, "gathering the spans");
   trace::Timeline timeline;
   if (rank != 0) return timeline;
   timeline.streams = program.streams;
+  for (std::size_t c = 0; c < program::kMemoryCategoryCount; ++c) {
+    timeline.memory_series.emplace_back(program::memory_category_name(static_cast<program::MemoryCategory>(c)));
+  }
   for (int r = 0; r < size; ++r) {
     timeline.ranks.push_back({fmt::format("rank {} (node {}, process {})", r, nodes[r], r), nodes[r], true});
   }
+  SpanFacts facts(program, nodes, options);
   std::map<std::pair<const program::RankProgram*, program::OpIndex>, program::SpanLabels> labels;
   for (int r = 0; r < size; ++r) {
     const program::RankProgram& ops = *program.ranks[static_cast<std::size_t>(r)];
+    std::vector<OpTiming> allocations;  // memory ops, applied in time order below
     for (int i = offsets[r]; i < offsets[r] + counts[r]; i += 3) {
-      const auto index = static_cast<program::OpIndex>(all[i]);
+      const OpTiming timing{all[i], all[i + 1], all[i + 2]};
+      const auto index = static_cast<program::OpIndex>(timing.op);
       auto found = labels.find({&ops, index});
       if (found == labels.end()) {
         found = labels.emplace(std::pair{&ops, index}, program::span_labels(ops.ops[index], timeline.strings)).first;
       }
+      if (std::holds_alternative<program::MemoryOp>(ops.ops[index].body)) {
+        allocations.push_back(timing);
+        continue;
+      }
       trace::Span span;
       span.rank = r;
       span.stream = ops.ops[index].stream;
-      span.start_ps = all[i + 1];
-      span.end_ps = all[i + 2];
-      span.op = index;
+      span.start_ps = timing.start_ps;
+      span.end_ps = timing.end_ps;
+      span.op = timing.op;
       found->second.apply_to(span);
       if (const auto* compute = std::get_if<program::ComputeOp>(&ops.ops[index].body)) {
         span.flops = compute->flops;
         span.bytes = static_cast<std::int64_t>(compute->bytes);
+      } else {
+        span.bytes = facts.bytes_sent(r, index);
       }
       timeline.spans.push_back(span);
       for (const program::OpIndex after : program::span_dependencies(ops, index)) {
         timeline.dependencies.push_back({r, index, after});
       }
+    }
+    std::sort(allocations.begin(), allocations.end(), [](const OpTiming& a, const OpTiming& b) {
+      return std::tie(a.end_ps, a.op) < std::tie(b.end_ps, b.op);
+    });
+    std::vector<std::int64_t> held(program::kMemoryCategoryCount, 0);
+    for (const OpTiming& timing : allocations) {
+      const auto& memory = std::get<program::MemoryOp>(ops.ops[static_cast<program::OpIndex>(timing.op)].body);
+      held[static_cast<std::size_t>(memory.category)] += memory.allocate ? memory.bytes : -memory.bytes;
+      timeline.memory.push_back({r, timing.end_ps, held, labels.at({&ops, static_cast<program::OpIndex>(timing.op)}).name});
     }
   }
   timeline.sort_spans_by_lane();
@@ -185,6 +279,23 @@ double mean_over_ranks(double value, double timeout_s) {
   return sum / size;
 }
 
+namespace {
+
+bool has_parameter_server_collectives(const program::Program& program) {
+  for (const auto& rank : program.ranks) {
+    for (const program::Op& op : rank->ops) {
+      const auto* collective = std::get_if<program::CollectiveOp>(&op.body);
+      if (collective != nullptr && (collective->kind == program::CollectiveKind::kPsPush ||
+                                    collective->kind == program::CollectiveKind::kPsPull)) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
 std::string verify_tensor_parallel(const program::Program& program, const ExecutionOptions& options,
                                    std::int64_t checked_here) {
   int rank = 0;
@@ -194,7 +305,11 @@ std::string verify_tensor_parallel(const program::Program& program, const Execut
   MPI_Iallreduce(&checked_here, &checked, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD, &request);
   wait_for_job(request, options.timeout_s, "summing the checks");
   std::string summary = fmt::format("{} collective and transfer results checked element by element on every rank", checked);
-  if (options.own_schedules) summary += " (collectives ran as dtsim's schedules, whose results are not checked)";
+  if (options.own_schedules) {
+    summary += " (collectives ran as dtsim's schedules, whose results are not checked)";
+  } else if (has_parameter_server_collectives(program)) {
+    summary += " (parameter-server push and pull ran as dtsim's schedules, whose results are not checked)";
+  }
   const auto tp = program.find_family("tp");
   if (!tp || !options.layer || program.family(*tp).instances.front().size() < 2) return summary;
   const auto& layer = *options.layer;

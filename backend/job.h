@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "backend/executor.h"
+#include "sim/collectives/schedule.h"
 #include "sim/trace/timeline.h"
 #include "strategies/program/program.h"
 
@@ -34,7 +35,7 @@ struct OpTiming {
 };
 
 struct RankRecord {
-  std::vector<OpTiming> timings;  // ascending op index; memory ops are not recorded
+  std::vector<OpTiming> timings;  // every op, ascending index (memory ops: when they applied)
   double host_seconds = 0;        // barrier → every op finished, by the host clock
 };
 
@@ -103,9 +104,20 @@ std::unique_ptr<RankRunner> cpu_runner(const program::Program& program, const Ex
 std::unique_ptr<RankRunner> gpu_runner(const program::Program& program, const ExecutionOptions& options,
                                        const std::vector<std::int32_t>& nodes);
 
+// dtsim's schedule of a collective for `world_rank`'s instance of its group, the members placed
+// on `nodes` (per world rank); kAuto picks ring where it can run, else the first algorithm
+// that can. Throws ExecutionError when `algorithm` cannot run it.
+collectives::CollectiveSpec collective_spec(const program::Program& program, const program::CollectiveOp& collective,
+                                            std::int32_t world_rank, const std::vector<std::int32_t>& nodes,
+                                            program::Algorithm algorithm);
+
 // Rank 0 gathers every rank's timings and labels them from the Program; empty elsewhere.
+// Communication spans carry the bytes their rank sends by dtsim's schedule of the algorithm
+// (`options.algorithm`, or the automatic choice where MPI or NCCL chose their own), as the
+// simulator's do; memory ops become memory samples: the Program's allocations, applied at the
+// measured times (accounting, not a measurement of the process).
 trace::Timeline gather_timeline(const program::Program& program, const std::vector<OpTiming>& mine,
-                                const std::vector<std::int32_t>& nodes, double timeout_s);
+                                const std::vector<std::int32_t>& nodes, const ExecutionOptions& options);
 
 // After a verified run: sums the checks of all ranks, and — when the Program has a "tp" group
 // and options.layer is set — compares the tensor-parallel forward of one layer (attention and

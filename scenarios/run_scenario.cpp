@@ -234,13 +234,13 @@ RunResult execute_scenario(const Scenario& scenario, backend::ExecutionOptions o
   if (timeline.ranks.empty()) return result;  // not rank 0
   trace::RunFacts facts =
       describe_run(scenario, result.program, timeline, "measured: " + timeline.metadata.at("executed_on"));
-  facts.notes.push_back(fmt::format("host-timed step (barrier to all work done, mean over ranks): {} s",
-                                    timeline.metadata.at("host_step_time_s")));
+  facts.host_step_time_s = std::stod(timeline.metadata.at("host_step_time_s"));
   if (options.device == backend::ExecutionOptions::Device::kCpu) {
-    facts.notes.push_back(
-        "measured on CPU processes: MFU and memory use the scenario's GPU peak and capacity, not this machine's; "
-        "memory is not measured (no memory samples)");
+    facts.notes.push_back("measured on CPU processes: MFU uses the scenario's GPU peak, not this machine's");
   }
+  facts.notes.push_back(
+      "memory is the Program's allocations applied at the measured times, not measured; traffic is what dtsim's "
+      "schedule of each collective sends (MPI and NCCL choose their own algorithms)");
   result.report = trace::build_report(timeline, facts);
   return result;
 }

@@ -144,7 +144,6 @@ class GpuExecutor final : public job::RankRunner {
     job::RankRecord record;
     record.host_seconds = std::chrono::duration<double>(Clock::now() - start).count();
     for (OpIndex i = 0; i < ops_->size(); ++i) {
-      if (std::holds_alternative<program::MemoryOp>((*ops_)[i].body)) continue;
       record.timings.push_back({static_cast<std::int64_t>(i), picoseconds(start_event(i)), picoseconds(end_event(i))});
     }
     if (verifying) check_results();

@@ -48,16 +48,9 @@ class RankExecutor final : public job::RankRunner {
   RankExecutor(const program::Program& program, const ExecutionOptions& options, std::vector<std::int32_t> nodes)
       : program_(program), options_(options), nodes_(std::move(nodes)) {
     ops_ = &program.ranks[static_cast<std::size_t>(rank_)]->ops;
-    job::check_program(program, options, scratch_bytes, "on a CPU", [](const program::Op& op) -> std::string {
-      const auto* collective = std::get_if<program::CollectiveOp>(&op.body);
-      if (collective != nullptr && (collective->kind == program::CollectiveKind::kPsPush ||
-                                    collective->kind == program::CollectiveKind::kPsPull)) {
-        return "the MPI executor does not run parameter-server push/pull yet";
-      }
-      return "";
-    });
+    job::check_program(program, options, scratch_bytes, "on a CPU", [](const program::Op&) { return std::string(); });
     number_transfers();
-    if (options_.own_schedules) check_schedules();
+    check_schedules();
     split_communicators();
     for (OpIndex i = 0; i < ops_->size(); ++i) {
       const program::StreamId stream = (*ops_)[i].stream;
@@ -101,7 +94,7 @@ class RankExecutor final : public job::RankRunner {
     for (std::int32_t rank = 0; rank < program_.world_size; ++rank) {
       for (const program::Op& op : program_.ranks[static_cast<std::size_t>(rank)]->ops) {
         const auto* collective = std::get_if<program::CollectiveOp>(&op.body);
-        if (collective == nullptr) continue;
+        if (collective == nullptr || !runs_as_schedule(*collective)) continue;
         try {
           schedule_spec(*collective, rank);
         } catch (const ExecutionError& error) {
@@ -184,9 +177,7 @@ class RankExecutor final : public job::RankRunner {
       {
         std::lock_guard lock(mutex_);
         done_[index] = 1;
-        if (!std::holds_alternative<program::MemoryOp>(op.body)) {
-          timings_.push_back({index, picoseconds(begin), picoseconds(end)});
-        }
+        timings_.push_back({index, picoseconds(begin), picoseconds(end)});
       }
       ready_.notify_all();
     }
@@ -253,7 +244,7 @@ class RankExecutor final : public job::RankRunner {
       verification::fill_collective(collective, member, size, in);
       std::memset(out, 0xFF, static_cast<std::size_t>(std::max<std::int64_t>(bytes, 4)));  // poison: NaN floats
     }
-    if (options_.own_schedules) {
+    if (runs_as_schedule(collective)) {
       run_schedule(collective, op, comm, member, size, scratch);
       return start;
     }
@@ -282,10 +273,10 @@ class RankExecutor final : public job::RankRunner {
         break;  // the rendezvous was the barrier
       case program::CollectiveKind::kPsPush:
       case program::CollectiveKind::kPsPull:
-        break;  // refused by check_program()
+        break;  // run as schedules above
     }
     if (request != MPI_REQUEST_NULL) wait_yielding(request, op, "the collective");
-    if (verifying_ && !options_.own_schedules) {
+    if (verifying_) {
       if (faults_.corrupts(op)) (collective.kind == program::CollectiveKind::kBroadcast ? in : out)[0] ^= 0x40;
       verify_result(op, member, verification::check_collective(collective, member, size, in, out));
     }
@@ -298,7 +289,8 @@ class RankExecutor final : public job::RankRunner {
   void run_schedule(const program::CollectiveOp& collective, const program::Op& op, MPI_Comm comm, int member, int size,
                     cpu::Scratch& scratch) {
     const collectives::Schedule& schedule = schedule_of(collective, op, size);
-    const bool reducing_kind = collective.kind == program::CollectiveKind::kAllReduce ||
+    const bool reducing_kind = collective.kind == program::CollectiveKind::kPsPush ||
+                               collective.kind == program::CollectiveKind::kAllReduce ||
                                collective.kind == program::CollectiveKind::kReduceScatter ||
                                collective.kind == program::CollectiveKind::kReduce;
     for (const collectives::Phase& phase : schedule.phases) {
@@ -333,10 +325,19 @@ class RankExecutor final : public job::RankRunner {
     }
   }
 
-  // Phases that combine what they receive (sim/collectives names them).
+  // Phases that combine what they receive (sim/collectives names them); a push's servers sum
+  // the workers' gradient shards.
   static bool reduces(std::string_view phase) {
     return phase.find("reduce") != std::string_view::npos || phase.find("halving") != std::string_view::npos ||
-           phase == "fold" || phase == "tree fill";
+           phase == "fold" || phase == "tree fill" || phase == "push";
+  }
+
+  // Collectives MPI has no call for — parameter-server push and pull — always run as dtsim's
+  // schedule (each worker sends a 1/servers shard to every server, or receives one from each);
+  // the others do with [backend] collectives = "dtsim".
+  bool runs_as_schedule(const program::CollectiveOp& collective) const {
+    return options_.own_schedules || collective.kind == program::CollectiveKind::kPsPush ||
+           collective.kind == program::CollectiveKind::kPsPull;
   }
 
   // Built once per op and kept: every run issues the same collectives.
@@ -347,38 +348,13 @@ class RankExecutor final : public job::RankRunner {
     return schedules_.emplace(key, collectives::build_schedule(schedule_spec(collective, rank_))).first->second;
   }
 
-  // The schedule's description for `world_rank`'s instance of the collective's group; throws
-  // ExecutionError when the chosen algorithm cannot run it (check_program() asks for every
-  // rank, so that all refuse alike before anything runs).
+  // The schedule for `world_rank`'s instance of the collective's group (job::collective_spec);
+  // throws ExecutionError when the chosen algorithm cannot run it (check_schedules() asks for
+  // every rank, so that all refuse alike before anything runs).
   collectives::CollectiveSpec schedule_spec(const program::CollectiveOp& collective, std::int32_t world_rank) const {
-    const program::GroupFamily& family = program_.family(collective.group);
-    const std::vector<std::int32_t>& members =
-        family.instances[static_cast<std::size_t>(family.instance_of_rank[static_cast<std::size_t>(world_rank)])];
-    collectives::CollectiveSpec spec;
-    spec.kind = collective.kind;
-    spec.members = static_cast<std::int32_t>(members.size());
-    spec.bytes = collective.bytes;
-    spec.root = collective.root;
-    std::map<std::int32_t, std::int32_t> on_node;
-    for (const std::int32_t member_rank : members) {
-      const std::int32_t node = nodes_[static_cast<std::size_t>(member_rank)];
-      spec.locations.push_back({node, on_node[node]++});
-    }
-    program::Algorithm algorithm = options_.algorithm ? options_.algorithm(collective, family.name) : collective.algorithm;
-    if (algorithm == program::Algorithm::kAuto) {
-      for (const program::Algorithm candidate : collectives::algorithms_for(collective.kind)) {
-        spec.algorithm = candidate;
-        if (!collectives::unsupported_reason(spec)) {
-          algorithm = candidate;
-          if (candidate == program::Algorithm::kRing) break;
-        }
-      }
-    }
-    spec.algorithm = algorithm;
-    if (const auto reason = collectives::unsupported_reason(spec)) {
-      throw ExecutionError(fmt::format("algorithm {} cannot run here: {}", program::algorithm_name(algorithm), *reason));
-    }
-    return spec;
+    const program::Algorithm algorithm =
+        options_.algorithm ? options_.algorithm(collective, program_.family(collective.group).name) : collective.algorithm;
+    return job::collective_spec(program_, collective, world_rank, nodes_, algorithm);
   }
 
   void run_send_recv(const program::SendRecvOp& p2p, const program::Op& op, cpu::Scratch& scratch) {

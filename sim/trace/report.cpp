@@ -110,6 +110,7 @@ Report build_report(const Timeline& timeline, const RunFacts& facts) {
     any = true;
   }
   report.step_time_s = seconds(end - begin) / steps;
+  report.host_step_time_s = facts.host_step_time_s;
   if (report.step_time_s > 0) {
     report.tokens_per_s = static_cast<double>(facts.tokens_per_step) / report.step_time_s;
     const std::int32_t compute_ranks = facts.compute_ranks > 0 ? facts.compute_ranks : report.ranks;
@@ -217,6 +218,9 @@ std::string format_report(const Report& r) {
   out += fmt::format("{}\n", r.title);
   out += fmt::format("{} ranks, {} step{}\n\n", r.ranks, r.steps, r.steps == 1 ? "" : "s");
   line("step time", human_seconds(r.step_time_s));
+  if (r.host_step_time_s) {
+    line("host-timed step", human_seconds(*r.host_step_time_s) + "  (barrier to all work done, mean over ranks)");
+  }
   line("throughput", fmt::format("{:.0f} tokens/s", r.tokens_per_s));
   line("MFU", fmt::format("{:.1f} %", r.mfu * 100));
   line("compute", human_seconds(r.compute_time_s));
@@ -287,6 +291,7 @@ nlohmann::json report_to_json(const Report& r) {
       {"ranks", r.ranks},
       {"critical_rank", r.critical_rank},
       {"step_time_s", r.step_time_s},
+      {"host_step_time_s", r.host_step_time_s ? nlohmann::json(*r.host_step_time_s) : nlohmann::json(nullptr)},
       {"tokens_per_s", r.tokens_per_s},
       {"mfu", r.mfu},
       {"compute_time_s", r.compute_time_s},

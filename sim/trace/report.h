@@ -60,6 +60,8 @@ struct RunFacts {
   std::string pipeline;            // the pipeline schedule, if any
   double pipeline_bubble = 0;      // its textbook bubble fraction
   std::optional<ParameterServerFacts> parameter_server;
+  // Real runs: barrier → all work done by the host clock, mean over ranks (nccl-tests' method).
+  std::optional<double> host_step_time_s;
 };
 
 struct RankReport {
@@ -94,6 +96,7 @@ struct Report {
   std::int64_t comm_bytes_per_rank = 0;
   std::optional<double> comm_latency_s;
   std::optional<double> comm_bandwidth_s;
+  std::optional<double> host_step_time_s;  // real runs (RunFacts::host_step_time_s)
   std::map<std::string, double> time_by_category_s;  // critical rank, per step
   // Communication categories on the critical rank: bytes sent / time spent (bytes/s).
   std::map<std::string, double> achieved_bandwidth_by_category;

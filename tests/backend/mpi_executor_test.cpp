@@ -15,26 +15,49 @@ using test_support::mpirun;
 using test_support::run;
 const std::string kSource = DTSIM_SOURCE_DIR;
 
-class MpiExecutorTest : public ::testing::TestWithParam<const char*> {
+struct RealScenario {
+  const char* name;
+  int ranks;
+};
+void PrintTo(const RealScenario& scenario, std::ostream* out) { *out << scenario.name << " on " << scenario.ranks << " ranks"; }
+
+class MpiExecutorTest : public ::testing::TestWithParam<RealScenario> {
  protected:
-  fs::path directory_ = fs::temp_directory_path() / ("dtsim_mpi_" + std::string(GetParam()));
+  fs::path directory_ = fs::temp_directory_path() / ("dtsim_mpi_" + std::string(GetParam().name));
 };
 
+// Every op ran once, in dependency order, where the Program put it; the traffic and the memory
+// held are the simulator's (the same schedules and allocations, attached by the executor).
 TEST_P(MpiExecutorTest, EveryOpRunsOnceInDependencyOrderOnItsRankAndStream) {
   fs::remove_all(directory_);
-  const std::string scenario = kSource + "/scenarios/real/" + GetParam() + ".toml";
-  const CommandResult real = run(mpirun(2) + " run " + scenario + " --backend mpi -o " + (directory_ / "real").string());
+  const std::string scenario = kSource + "/scenarios/real/" + GetParam().name + ".toml";
+  const CommandResult real =
+      run(mpirun(GetParam().ranks) + " run " + scenario + " --backend mpi -o " + (directory_ / "real").string());
   ASSERT_EQ(real.code, 0) << real.output;
   EXPECT_NE(real.output.find("measured: MPI + OpenBLAS"), std::string::npos) << real.output;
+  EXPECT_NE(real.output.find("host-timed step"), std::string::npos) << real.output;
   const CommandResult simulated = run(std::string(DTSIM_PATH) + " run " + scenario + " -o " + (directory_ / "sim").string());
   ASSERT_EQ(simulated.code, 0) << simulated.output;
 
   test_support::expect_same_ops_in_dependency_order(directory_ / "real" / "timeline.json",
                                                     directory_ / "sim" / "timeline.json");
+  const auto report = [](const fs::path& path) { return nlohmann::json::parse(std::ifstream(path)); };
+  const nlohmann::json measured = report(directory_ / "real" / "report.json");
+  const nlohmann::json predicted = report(directory_ / "sim" / "report.json");
+  EXPECT_GT(measured["comm_bytes_per_rank"].get<std::int64_t>(), 0);
+  EXPECT_EQ(measured["comm_bytes_per_rank"], predicted["comm_bytes_per_rank"]);
+  EXPECT_GT(measured["peak_memory_bytes"].get<std::int64_t>(), 0);
+  EXPECT_EQ(measured["peak_memory_bytes"], predicted["peak_memory_bytes"]);
+  EXPECT_TRUE(predicted["host_step_time_s"].is_null());
+  EXPECT_GT(measured["host_step_time_s"].get<double>(), 0);
   fs::remove_all(directory_);
 }
 
-INSTANTIATE_TEST_SUITE_P(ScaledDownScenarios, MpiExecutorTest, ::testing::Values("tiny_ddp_2ranks", "tiny_tp_2ranks"));
+// Data, tensor and parameter-server parallelism (push and pull run as dtsim's schedules).
+INSTANTIATE_TEST_SUITE_P(ScaledDownScenarios, MpiExecutorTest,
+                         ::testing::Values(RealScenario{"tiny_ddp_2ranks", 2}, RealScenario{"tiny_tp_2ranks", 2},
+                                           RealScenario{"tiny_ps_3ranks", 3}),
+                         [](const auto& test) { return std::string(test.param.name); });
 
 TEST(MpiExecutorErrorsTest, AWrongRankCountOrAFullSizeModelIsRefusedWithOneMessage) {
   const std::string scenario = kSource + "/scenarios/real/tiny_ddp_2ranks.toml";
