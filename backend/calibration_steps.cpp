@@ -53,6 +53,7 @@ double one_way_seconds(const std::function<void()>& round_trip, const std::funct
     for (int t = 0; t < trips; ++t) round_trip();
     finish();
   };
+  trips_of(1);  // warm-up: connections (NCCL makes them at the first transfer), buffers
   // Rank 0 doubles the round trips until a timing is long enough, and tells the peer each time.
   int trips = 1;
   for (int done = 0; done == 0; trips *= 2) {

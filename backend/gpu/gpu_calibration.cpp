@@ -82,7 +82,8 @@ void measure_link(LinkCalibration& link, ncclComm_t world, cudaStream_t stream, 
   const int rank = job::world_rank();
   const bool paired = rank == 0 || rank == link.peer;
   ncclComm_t pair = nullptr;
-  if (ncclCommSplit(world, paired ? 0 : NCCL_SPLIT_NOCOLOR, rank == 0 ? 0 : 1, &pair, nullptr) != ncclSuccess) {
+  ncclConfig_t config = gpu::communicator_config();
+  if (ncclCommSplit(world, paired ? 0 : NCCL_SPLIT_NOCOLOR, rank == 0 ? 0 : 1, &pair, &config) != ncclSuccess) {
     job::fail(rank, "calibration: splitting an NCCL communicator failed");
   }
   const std::vector<std::int64_t> sizes = calibration::message_sizes();

@@ -4,6 +4,8 @@
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
+#include <cstdlib>
+
 #include "backend/job.h"
 
 namespace backend::gpu {
@@ -17,15 +19,24 @@ std::string select_gpu() {
               fmt::format("no GPU visible ({}): --backend nccl needs one GPU per rank; run --backend mpi on CPUs",
                           status != cudaSuccess ? cudaGetErrorString(status) : "cudaGetDeviceCount found none"));
   }
-  if (local >= count) {
+  const bool launcher_chose = count == 1 && std::getenv("CUDA_VISIBLE_DEVICES") != nullptr;
+  const int device = launcher_chose ? 0 : local;
+  if (device >= count) {
     job::fail(job::world_rank(),
               fmt::format("this host runs more ranks than it has GPUs ({}): --backend nccl needs one GPU per rank", count));
   }
   cudaDeviceProp properties{};
-  if (cudaSetDevice(local) != cudaSuccess || cudaGetDeviceProperties(&properties, local) != cudaSuccess) {
-    job::fail(job::world_rank(), fmt::format("cannot use GPU {}", local));
+  if (cudaSetDevice(device) != cudaSuccess || cudaGetDeviceProperties(&properties, device) != cudaSuccess) {
+    job::fail(job::world_rank(), fmt::format("cannot use GPU {}", device));
   }
   return properties.name;
+}
+
+ncclConfig_t communicator_config() {
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 1;
+  config.splitShare = 0;
+  return config;
 }
 
 ncclComm_t world_communicator(double timeout_s) {
@@ -38,7 +49,8 @@ ncclComm_t world_communicator(double timeout_s) {
   MPI_Ibcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD, &request);
   job::wait_for_job(request, timeout_s, "sharing the NCCL unique id");
   ncclComm_t world = nullptr;
-  if (const ncclResult_t status = ncclCommInitRank(&world, size, id, rank); status != ncclSuccess) {
+  ncclConfig_t config = communicator_config();
+  if (const ncclResult_t status = ncclCommInitRankConfig(&world, size, id, rank, &config); status != ncclSuccess) {
     job::fail(rank, fmt::format("creating the NCCL communicator: {} ({})", ncclGetErrorString(status), ncclGetLastError(nullptr)));
   }
   return world;

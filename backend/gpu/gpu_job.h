@@ -8,8 +8,13 @@
 
 namespace backend::gpu {
 
-// Selects this rank's GPU — its index among the ranks of its host — and returns its name.
+// Selects this rank's GPU — its index among the ranks of its host, or the one GPU a launcher
+// left visible (CUDA_VISIBLE_DEVICES) — and returns its name.
 std::string select_gpu();
+
+// Blocking communicators with their own resources, whatever NCCL_COMM_BLOCKING or
+// NCCL_COMM_SPLIT_SHARE_RESOURCES say: the executor and the calibration rely on both.
+ncclConfig_t communicator_config();
 
 // The NCCL communicator of all ranks (rank 0's unique id broadcast over MPI, within
 // `timeout_s`).

@@ -31,7 +31,7 @@ std::int64_t compute_scratch_bytes(const program::ComputeOp& compute) {
   switch (compute.kind) {
     case program::ComputeKind::kMatmul: return element * (s[1] * s[3] + s[3] * s[2] + s[0] * s[1] * s[2]);
     case program::ComputeKind::kAttention: return element * s[0] * s[1] * (3 * s[3] * s[4] + s[3] * s[3] + s[3] * s[4]);
-    default: return 2 * static_cast<std::int64_t>(compute.bytes);
+    default: return std::max<std::int64_t>(static_cast<std::int64_t>(compute.bytes), 8);  // x and y, bytes / 2 each
   }
 }
 

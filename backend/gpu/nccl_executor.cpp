@@ -3,37 +3,47 @@
 // One host thread enqueues the rank's ops in Program order, each on the CUDA stream of its
 // Program stream: a dependency on another stream's op becomes cudaStreamWaitEvent on that op's
 // end event (same-stream order is the stream's own), so the GPU overlaps what the Program lets
-// overlap and the host never blocks. Each op is bracketed by two CUDA events; the spans are
-// their times after an origin event every stream waits on, recorded after the common barrier.
+// overlap. Each op is bracketed by two CUDA events; a span starts at its start event's time
+// after an origin event every stream waits on (recorded after the common barrier) and lasts
+// the time between its two events.
 //
 //  * compute ops: the stand-ins of gpu_kernels.h (cuBLAS GEMMs of the op's shapes and dtype,
 //    the memory-pass kernel); host↔device copies as cudaMemcpyAsync from pinned memory;
 //    host-side ops (an offloaded optimizer) as the CPU kernel in stream order
-//    (cudaLaunchHostFunc);
+//    (cudaLaunchHostFunc), one BLAS thread as on CPU ranks;
 //  * collectives: NCCL on one communicator per (group family, stream), split from a world
 //    communicator (ncclCommSplit) — the n-th collective of a group on a stream then matches the
 //    n-th of every member, as on the CPU path; reductions in fp32 (the op's bytes move; the
 //    crafted --verify sums stay exact); all-to-all as grouped sends and receives;
-//  * point-to-point: ncclSend/ncclRecv on one communicator per (group family, direction), so
-//    transfers of one direction match in Program order.
+//  * point-to-point: one two-rank communicator per (group family, sender, receiver): NCCL runs
+//    the kernels of one communicator one after another, so a rank's sends and receives (on
+//    their own streams in the Program) must not share one; per pair, transfers match in
+//    Program order.
 // NCCL_ALGO is set from the scenario before the first communicator (nccl_algorithm.h).
 //
-// The watchdog: while the run is in flight the host polls the ops' end events and every
-// communicator's asynchronous error; an NCCL error, or no op finishing for options.timeout_s,
-// aborts the communicators and ends the job naming the oldest unfinished op.
+// The host never waits on a peer mid-run: algorithms connect when communicators are created
+// (NCCL_RUNTIME_CONNECT=0) and point-to-point connections are made by one small exchange per
+// communicator, in the same order on every rank, before the first run. A watchdog thread polls
+// the ops' end events and every communicator's asynchronous error while the host enqueues;
+// an NCCL error, or no progress for options.timeout_s, aborts the communicators (which frees
+// a host blocked in NCCL) and ends the job naming the oldest unfinished op.
 //
 // A collective's span starts when its kernel starts, which includes waiting for late peers
 // (the CPU path and the simulator start it at the last arrival): docs/backend.md.
+#include <cblas.h>
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 #include <nccl.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <mutex>
 #include <thread>
+#include <tuple>
 
 #include "backend/gpu/gpu_job.h"
 #include "backend/gpu/gpu_kernels.h"
@@ -48,14 +58,18 @@ namespace {
 using program::OpIndex;
 using job::Clock;
 
-// Device bytes an op needs: its operands (GEMMs), two buffers (memory passes, collectives), one
+// A collective's input and output halves of its stream's scratch: each rounded up to 256 bytes,
+// so that the output is aligned for any element type whatever the op's byte count.
+std::int64_t half_bytes(std::int64_t bytes) { return (std::max<std::int64_t>(bytes, 4) + 255) / 256 * 256; }
+
+// Device bytes an op needs: its operands (compute), input and output (collectives), one buffer
 // (transfers).
 std::int64_t device_bytes(const program::Op& op) {
   if (const auto* compute = std::get_if<program::ComputeOp>(&op.body)) {
     return compute->on_host ? 0 : gpu::compute_scratch_bytes(*compute);
   }
-  if (const auto* collective = std::get_if<program::CollectiveOp>(&op.body)) return 2 * std::max<std::int64_t>(collective->bytes, 4);
-  if (const auto* p2p = std::get_if<program::SendRecvOp>(&op.body)) return std::max<std::int64_t>(p2p->bytes, 1);
+  if (const auto* collective = std::get_if<program::CollectiveOp>(&op.body)) return 2 * half_bytes(collective->bytes);
+  if (const auto* p2p = std::get_if<program::SendRecvOp>(&op.body)) return std::max<std::int64_t>(p2p->bytes, 4);
   return 0;
 }
 
@@ -81,9 +95,8 @@ struct DeviceStream {
 };
 
 // What --verify keeps for one collective or transfer: its crafted input and, after the run, its
-// result, in pinned host memory.
+// result, in pinned host memory allocated before the run.
 struct Checked {
-  OpIndex op = 0;
   int member = 0;
   int size = 1;
   std::int64_t bytes = 0;
@@ -91,32 +104,39 @@ struct Checked {
   char* out = nullptr;
 };
 
+// A point-to-point communicator's key: (group family, sender's index, receiver's index).
+using PairKey = std::tuple<program::GroupFamilyId, std::int32_t, std::int32_t>;
+
 class GpuExecutor final : public job::RankRunner {
  public:
-  GpuExecutor(const program::Program& program, const ExecutionOptions& options)
-      : program_(program), options_(options), ops_(&program.ranks[static_cast<std::size_t>(rank_)]->ops) {
+  GpuExecutor(const program::Program& program, const ExecutionOptions& options) : program_(program), options_(options) {
     job::check_program(program, options, nullptr, "on a GPU", [](const program::Op& op) -> std::string {
       const auto* collective = std::get_if<program::CollectiveOp>(&op.body);
       if (collective != nullptr && (collective->kind == program::CollectiveKind::kPsPush ||
                                     collective->kind == program::CollectiveKind::kPsPull)) {
         return "the GPU executor does not run parameter-server push/pull (NCCL has no servers): use --backend mpi";
       }
+      const auto* p2p = std::get_if<program::SendRecvOp>(&op.body);
+      if (p2p != nullptr && p2p->peer_offset == 0) return "a transfer to itself: NCCL would wait for it forever";
       return "";
     });
     if (options.own_schedules) {
       throw ExecutionError("[backend] collectives = \"dtsim\" runs on the CPU path only: NCCL runs its own algorithms "
                            "(fix them with [collectives]; they become NCCL_ALGO)");
     }
+    ops_ = &program.ranks[static_cast<std::size_t>(rank_)]->ops;  // world size checked above
     set_nccl_algo();
-    connect_at_creation();
+    setenv("NCCL_RUNTIME_CONNECT", "0", 0);  // connect algorithms at creation (unless the user chose otherwise)
+    openblas_set_num_threads(1);             // host-side ops: one core per rank, as on CPU ranks
     device_name_ = gpu::select_gpu();
-    create_communicators();
+    cuda(cudaGetDevice(&device_), "reading the GPU index");
     create_streams();
+    create_communicators();
+    connect_point_to_point();
   }
 
   ~GpuExecutor() override {
-    for (auto& [key, comm] : comms_) ncclCommDestroy(comm);
-    ncclCommDestroy(world_);
+    for (const ncclComm_t comm : all_comms_) ncclCommDestroy(comm);
     for (const cudaEvent_t event : events_) cudaEventDestroy(event);
     cudaEventDestroy(origin_);
     for (DeviceStream& stream : streams_) {
@@ -124,27 +144,31 @@ class GpuExecutor final : public job::RankRunner {
       if (stream.blas != nullptr) cublasDestroy(stream.blas);
       if (stream.stream != nullptr) cudaStreamDestroy(stream.stream);
     }
-    for (const Checked& checked : checked_ops_) {
-      cudaFreeHost(checked.in);
-      cudaFreeHost(checked.out);
-    }
     cudaFreeHost(pinned_);
+    cudaFreeHost(check_memory_);
   }
 
   job::RankRecord run(bool verifying) override {
     verifying_ = verifying;
+    if (verifying) allocate_checks();  // pinned memory mid-run would serialise the streams
     MPI_Request barrier = MPI_REQUEST_NULL;
     MPI_Ibarrier(MPI_COMM_WORLD, &barrier);
     job::wait_for_job(barrier, options_.timeout_s, "the barrier before the run");
     const Clock::time_point start = Clock::now();
     cuda(cudaEventRecord(origin_, streams_.front().stream), "recording the origin event");
     for (DeviceStream& stream : streams_) cuda(cudaStreamWaitEvent(stream.stream, origin_, 0), "waiting for the origin");
-    for (OpIndex i = 0; i < ops_->size(); ++i) enqueue(i);
-    watch();
+    enqueued_ = 0;
+    std::thread watchdog([this] { watch(); });
+    for (OpIndex i = 0; i < ops_->size(); ++i) {
+      enqueue(i);
+      enqueued_ = i + 1;
+    }
+    watchdog.join();
     job::RankRecord record;
     record.host_seconds = std::chrono::duration<double>(Clock::now() - start).count();
     for (OpIndex i = 0; i < ops_->size(); ++i) {
-      record.timings.push_back({static_cast<std::int64_t>(i), picoseconds(start_event(i)), picoseconds(end_event(i))});
+      const std::int64_t begin = elapsed_ps(origin_, start_event(i));
+      record.timings.push_back({static_cast<std::int64_t>(i), begin, begin + elapsed_ps(start_event(i), end_event(i))});
     }
     if (verifying) check_results();
     return record;
@@ -161,19 +185,25 @@ class GpuExecutor final : public job::RankRunner {
   }
 
  private:
+  // Ends the job: aborting the communicators frees a thread blocked in NCCL; the first caller
+  // reports, a second one waits for MPI_Abort.
   [[noreturn]] void fail(const std::string& message) {
-    for (auto& [key, comm] : comms_) ncclCommAbort(comm);
+    if (failing_.exchange(true)) {
+      for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+    }
+    for (const ncclComm_t comm : all_comms_) ncclCommAbort(comm);
     job::fail(rank_, message);
   }
 
   void cuda(cudaError_t status, const std::string& what) {
     if (status != cudaSuccess) fail(fmt::format("{}: CUDA error: {}", what, cudaGetErrorString(status)));
   }
-  void nccl(ncclResult_t status, const program::Op& op) {
-    if (status != ncclSuccess && status != ncclInProgress) {
-      fail(fmt::format("op '{}': NCCL error: {} ({})", op.name, ncclGetErrorString(status), ncclGetLastError(nullptr)));
+  void nccl(ncclResult_t status, const std::string& what) {
+    if (status != ncclSuccess) {
+      fail(fmt::format("{}: NCCL error: {} ({})", what, ncclGetErrorString(status), ncclGetLastError(nullptr)));
     }
   }
+  static std::string op_label(const program::Op& op) { return fmt::format("op '{}'", op.name); }
 
   // The scenario's fixed algorithms, as NCCL_ALGO (the same on every rank, so a refusal is too).
   void set_nccl_algo() {
@@ -190,48 +220,103 @@ class GpuExecutor final : public job::RankRunner {
     nccl_algo_ = *setting;
   }
 
-  // NCCL ≥ 2.22 connects a communicator's algorithms at their first use, blocking the host
-  // until the peers get there too; this executor enqueues a whole step before it waits, so two
-  // ranks whose Programs first use two communicators in opposite orders would wait on each
-  // other. Connecting at creation avoids that (unless the user chose otherwise).
-  static void connect_at_creation() { setenv("NCCL_RUNTIME_CONNECT", "0", 0); }
+  ncclComm_t split(int color, int key) {
+    ncclConfig_t config = gpu::communicator_config();
+    ncclComm_t comm = nullptr;
+    nccl(ncclCommSplit(world_, color, key, &comm, &config), "splitting an NCCL communicator");
+    if (comm != nullptr) all_comms_.push_back(comm);
+    return comm;
+  }
 
-  // The world communicator (its unique id broadcast over MPI), then one split per (family,
-  // stream) for collectives and per (family, direction) for transfers, in the same order on
-  // every rank (ncclCommSplit is collective over the world communicator).
+  // The world communicator, then one split per (family, stream) for collectives and per
+  // (family, sender, receiver) for transfers, in the same order on every rank (ncclCommSplit is
+  // collective over the world communicator).
   void create_communicators() {
     world_ = gpu::world_communicator(options_.timeout_s);
-    std::vector<std::pair<program::GroupFamilyId, int>> needed;  // (family, stream, or −1/−2 per direction)
-    for (const auto& rank : program_.ranks) {
-      for (const program::Op& op : rank->ops) {
+    all_comms_.push_back(world_);
+    std::vector<std::pair<program::GroupFamilyId, int>> collective_keys;  // (family, stream)
+    std::vector<PairKey> pair_keys;
+    for (std::int32_t rank = 0; rank < program_.world_size; ++rank) {
+      for (const program::Op& op : program_.ranks[static_cast<std::size_t>(rank)]->ops) {
         if (const auto* collective = std::get_if<program::CollectiveOp>(&op.body)) {
-          needed.emplace_back(collective->group, static_cast<int>(op.stream));
+          collective_keys.emplace_back(collective->group, static_cast<int>(op.stream));
         } else if (const auto* p2p = std::get_if<program::SendRecvOp>(&op.body)) {
-          needed.emplace_back(p2p->group, direction_key(*p2p));
+          pair_keys.push_back(pair_key(*p2p, rank));
         }
       }
     }
-    std::sort(needed.begin(), needed.end());
-    needed.erase(std::unique(needed.begin(), needed.end()), needed.end());
-    for (const auto& key : needed) {
+    std::sort(collective_keys.begin(), collective_keys.end());
+    collective_keys.erase(std::unique(collective_keys.begin(), collective_keys.end()), collective_keys.end());
+    std::sort(pair_keys.begin(), pair_keys.end());
+    pair_keys.erase(std::unique(pair_keys.begin(), pair_keys.end()), pair_keys.end());
+    for (const auto& key : collective_keys) {
       const program::GroupFamily& family = program_.family(key.first);
       const std::int32_t instance = family.instance_of_rank[static_cast<std::size_t>(rank_)];
-      ncclComm_t comm = nullptr;
-      nccl(ncclCommSplit(world_, instance < 0 ? NCCL_SPLIT_NOCOLOR : instance,
-                         instance < 0 ? 0 : family.index_in_instance[static_cast<std::size_t>(rank_)], &comm, nullptr),
-           setup_op_);
+      const ncclComm_t comm = split(instance < 0 ? NCCL_SPLIT_NOCOLOR : instance,
+                                    instance < 0 ? 0 : family.index_in_instance[static_cast<std::size_t>(rank_)]);
       if (comm != nullptr) comms_[key] = comm;
+    }
+    for (const PairKey& key : pair_keys) {
+      const auto [family_id, sender, receiver] = key;
+      const program::GroupFamily& family = program_.family(family_id);
+      const std::int32_t instance = family.instance_of_rank[static_cast<std::size_t>(rank_)];
+      const std::int32_t me = instance < 0 ? -1 : family.index_in_instance[static_cast<std::size_t>(rank_)];
+      const bool member = me == sender || me == receiver;
+      const ncclComm_t comm = split(member ? instance : NCCL_SPLIT_NOCOLOR, me == sender ? 0 : 1);
+      if (comm != nullptr) pair_comms_[key] = comm;
     }
   }
 
-  // Transfers towards higher group indices (a send with a positive offset, a receive with a
-  // negative one) share one communicator, the other direction another.
-  static int direction_key(const program::SendRecvOp& p2p) { return (p2p.peer_offset > 0) == p2p.is_send ? -1 : -2; }
+  // A transfer's pair communicator key, seen from `world_rank`, which sends or receives it.
+  PairKey pair_key(const program::SendRecvOp& p2p, std::int32_t world_rank) const {
+    const std::int32_t me = program_.family(p2p.group).index_in_instance[static_cast<std::size_t>(world_rank)];
+    return p2p.is_send ? PairKey{p2p.group, me, me + p2p.peer_offset} : PairKey{p2p.group, me + p2p.peer_offset, me};
+  }
 
-  ncclComm_t comm_of(program::GroupFamilyId family, int key, const program::Op& op) {
-    const auto found = comms_.find({family, key});
+  ncclComm_t comm_of(program::GroupFamilyId family, int stream, const program::Op& op) {
+    const auto found = comms_.find({family, stream});
     if (found == comms_.end()) fail(fmt::format("op '{}': this rank is in no instance of group '{}'", op.name, program_.family(family).name));
     return found->second;
+  }
+
+  ncclComm_t pair_comm_of(const program::SendRecvOp& p2p, const program::Op& op) {
+    const auto found = pair_comms_.find(pair_key(p2p, rank_));
+    if (found == pair_comms_.end()) fail(fmt::format("op '{}': peer offset {} leaves the group", op.name, p2p.peer_offset));
+    return found->second;
+  }
+
+  // NCCL makes point-to-point connections at a communicator's first send or receive, the host
+  // waiting for the peer there. One 4-byte exchange with every peer of each communicator that
+  // sends (pairs, and the collective ones all-to-all uses), in the same order on every rank,
+  // makes them all before the first run.
+  void connect_point_to_point() {
+    std::vector<ncclComm_t> exchanging;
+    for (const auto& [key, comm] : pair_comms_) exchanging.push_back(comm);
+    for (const auto& [key, comm] : comms_) {
+      const bool all_to_all = std::any_of(ops_->begin(), ops_->end(), [&](const program::Op& op) {
+        const auto* collective = std::get_if<program::CollectiveOp>(&op.body);
+        return collective != nullptr && collective->kind == program::CollectiveKind::kAllToAll &&
+               std::pair{collective->group, static_cast<int>(op.stream)} == key;
+      });
+      if (all_to_all) exchanging.push_back(comm);
+    }
+    const DeviceStream& stream = streams_.front();
+    char* buffer = nullptr;
+    cuda(cudaMalloc(&buffer, 8), "allocating a connection buffer");
+    for (const ncclComm_t comm : exchanging) {
+      int size = 1, me = 0;
+      nccl(ncclCommCount(comm, &size), "connecting peers");
+      nccl(ncclCommUserRank(comm, &me), "connecting peers");
+      nccl(ncclGroupStart(), "connecting peers");
+      for (int peer = 0; peer < size; ++peer) {
+        if (peer == me) continue;
+        nccl(ncclSend(buffer, 4, ncclInt8, peer, comm, stream.stream), "connecting peers");
+        nccl(ncclRecv(buffer + 4, 4, ncclInt8, peer, comm, stream.stream), "connecting peers");
+      }
+      nccl(ncclGroupEnd(), "connecting peers");
+    }
+    cuda(cudaStreamSynchronize(stream.stream), "connecting peers");
+    cudaFree(buffer);
   }
 
   // CUDA streams, cuBLAS handles, events and device scratch. A failed allocation names the op
@@ -273,9 +358,9 @@ class GpuExecutor final : public job::RankRunner {
   cudaEvent_t start_event(OpIndex op) const { return events_[2 * op]; }
   cudaEvent_t end_event(OpIndex op) const { return events_[2 * op + 1]; }
 
-  std::int64_t picoseconds(cudaEvent_t event) {
+  std::int64_t elapsed_ps(cudaEvent_t from, cudaEvent_t to) {
     float ms = 0;
-    cuda(cudaEventElapsedTime(&ms, origin_, event), "reading a CUDA event");
+    cuda(cudaEventElapsedTime(&ms, from, to), "reading a CUDA event");
     return static_cast<std::int64_t>(static_cast<double>(ms) * 1e9);
   }
 
@@ -284,7 +369,7 @@ class GpuExecutor final : public job::RankRunner {
     DeviceStream& stream = streams_[op.stream];
     for (const OpIndex dependency : op.deps) {
       if ((*ops_)[dependency].stream != op.stream) {
-        cuda(cudaStreamWaitEvent(stream.stream, end_event(dependency), 0), fmt::format("op '{}': waiting for its dependency", op.name));
+        cuda(cudaStreamWaitEvent(stream.stream, end_event(dependency), 0), op_label(op) + ": waiting for its dependency");
       }
     }
     try {
@@ -305,7 +390,7 @@ class GpuExecutor final : public job::RankRunner {
     const program::Op& op = (*ops_)[index];
     if (compute.on_host) {
       host_work_[index] = {&compute, &stream.host_scratch};
-      cuda(cudaLaunchHostFunc(stream.stream, run_on_host, &host_work_[index]), fmt::format("op '{}'", op.name));
+      cuda(cudaLaunchHostFunc(stream.stream, run_on_host, &host_work_[index]), op_label(op));
       return;
     }
     if (compute.kind == program::ComputeKind::kMemcpy) {
@@ -313,7 +398,7 @@ class GpuExecutor final : public job::RankRunner {
       const bool to_host = program_.streams[op.stream].find("device_to_host") != std::string::npos;
       cuda(to_host ? cudaMemcpyAsync(pinned_, stream.scratch, bytes, cudaMemcpyDeviceToHost, stream.stream)
                    : cudaMemcpyAsync(stream.scratch, pinned_, bytes, cudaMemcpyHostToDevice, stream.stream),
-           fmt::format("op '{}'", op.name));
+           op_label(op));
       return;
     }
     if (const std::string error = gpu::enqueue_compute(compute, stream.blas, stream.stream, stream.scratch); !error.empty()) {
@@ -321,45 +406,44 @@ class GpuExecutor final : public job::RankRunner {
     }
   }
 
-  // The collective's input and output halves of the stream's scratch.
   static std::pair<char*, char*> halves(const DeviceStream& stream, std::int64_t bytes) {
-    return {stream.scratch, stream.scratch + std::max<std::int64_t>(bytes, 4)};
+    return {stream.scratch, stream.scratch + half_bytes(bytes)};
   }
 
   void run_collective(const program::CollectiveOp& collective, const program::Op& op, DeviceStream& stream) {
     const ncclComm_t comm = comm_of(collective.group, static_cast<int>(op.stream), op);
-    int size = 1, member = 0;
-    nccl(ncclCommCount(comm, &size), op);
-    nccl(ncclCommUserRank(comm, &member), op);
+    const std::string what = op_label(op);
+    int size = 1;
+    nccl(ncclCommCount(comm, &size), what);
     const auto [in, out] = halves(stream, collective.bytes);
     const auto floats = static_cast<std::size_t>(collective.bytes / 4);
     const auto share = static_cast<std::size_t>(collective.bytes / size);
     switch (collective.kind) {
       case program::CollectiveKind::kAllReduce:
-        nccl(ncclAllReduce(in, out, floats, ncclFloat, ncclSum, comm, stream.stream), op);
+        nccl(ncclAllReduce(in, out, floats, ncclFloat, ncclSum, comm, stream.stream), what);
         break;
       case program::CollectiveKind::kAllGather:
-        nccl(ncclAllGather(in, out, share, ncclInt8, comm, stream.stream), op);
+        nccl(ncclAllGather(in, out, share, ncclInt8, comm, stream.stream), what);
         break;
       case program::CollectiveKind::kReduceScatter:
-        nccl(ncclReduceScatter(in, out, floats / static_cast<std::size_t>(size), ncclFloat, ncclSum, comm, stream.stream), op);
+        nccl(ncclReduceScatter(in, out, floats / static_cast<std::size_t>(size), ncclFloat, ncclSum, comm, stream.stream), what);
         break;
       case program::CollectiveKind::kBroadcast:
-        nccl(ncclBroadcast(in, in, static_cast<std::size_t>(collective.bytes), ncclInt8, collective.root, comm, stream.stream), op);
+        nccl(ncclBroadcast(in, in, static_cast<std::size_t>(collective.bytes), ncclInt8, collective.root, comm, stream.stream), what);
         break;
       case program::CollectiveKind::kReduce:
-        nccl(ncclReduce(in, out, floats, ncclFloat, ncclSum, collective.root, comm, stream.stream), op);
+        nccl(ncclReduce(in, out, floats, ncclFloat, ncclSum, collective.root, comm, stream.stream), what);
         break;
       case program::CollectiveKind::kAllToAll:
-        nccl(ncclGroupStart(), op);
+        nccl(ncclGroupStart(), what);
         for (int peer = 0; peer < size; ++peer) {
-          nccl(ncclSend(in + peer * share, share, ncclInt8, peer, comm, stream.stream), op);
-          nccl(ncclRecv(out + peer * share, share, ncclInt8, peer, comm, stream.stream), op);
+          nccl(ncclSend(in + peer * share, share, ncclInt8, peer, comm, stream.stream), what);
+          nccl(ncclRecv(out + peer * share, share, ncclInt8, peer, comm, stream.stream), what);
         }
-        nccl(ncclGroupEnd(), op);
+        nccl(ncclGroupEnd(), what);
         break;
       case program::CollectiveKind::kBarrier:
-        nccl(ncclAllReduce(in, out, 1, ncclFloat, ncclSum, comm, stream.stream), op);
+        nccl(ncclAllReduce(in, out, 1, ncclFloat, ncclSum, comm, stream.stream), what);
         break;
       case program::CollectiveKind::kPsPush:
       case program::CollectiveKind::kPsPull:
@@ -367,58 +451,89 @@ class GpuExecutor final : public job::RankRunner {
     }
   }
 
+  // On a pair communicator the sender is rank 0 and the receiver rank 1.
   void run_send_recv(const program::SendRecvOp& p2p, const program::Op& op, DeviceStream& stream) {
-    const ncclComm_t comm = comm_of(p2p.group, direction_key(p2p), op);
-    int size = 1, me = 0;
-    nccl(ncclCommCount(comm, &size), op);
-    nccl(ncclCommUserRank(comm, &me), op);
-    const int peer = me + p2p.peer_offset;
-    if (peer < 0 || peer >= size) fail(fmt::format("op '{}': peer offset {} leaves the group", op.name, p2p.peer_offset));
+    const ncclComm_t comm = pair_comm_of(p2p, op);
     const auto bytes = static_cast<std::size_t>(p2p.bytes);
-    nccl(p2p.is_send ? ncclSend(stream.scratch, bytes, ncclInt8, peer, comm, stream.stream)
-                     : ncclRecv(stream.scratch, bytes, ncclInt8, peer, comm, stream.stream),
-         op);
+    nccl(p2p.is_send ? ncclSend(stream.scratch, bytes, ncclInt8, 1, comm, stream.stream)
+                     : ncclRecv(stream.scratch, bytes, ncclInt8, 0, comm, stream.stream),
+         op_label(op));
   }
 
-  // --verify: before the op, its crafted input is copied in and its result buffer poisoned;
-  // after it, both are copied back to pinned host memory, checked once the run is over.
+  // --verify: one pinned block holds every checked op's crafted input and result, allocated
+  // before the run; the inputs are filled here.
+  void allocate_checks() {
+    if (check_memory_ != nullptr) return;
+    std::int64_t total = 0;
+    for (OpIndex i = 0; i < ops_->size(); ++i) {
+      const program::Op& op = (*ops_)[i];
+      Checked checked;
+      if (const auto* collective = std::get_if<program::CollectiveOp>(&op.body)) {
+        checked.bytes = half_bytes(collective->bytes);
+        nccl(ncclCommCount(comm_of(collective->group, static_cast<int>(op.stream), op), &checked.size), op_label(op));
+        nccl(ncclCommUserRank(comm_of(collective->group, static_cast<int>(op.stream), op), &checked.member), op_label(op));
+      } else if (const auto* p2p = std::get_if<program::SendRecvOp>(&op.body)) {
+        checked.bytes = std::max<std::int64_t>(p2p->bytes, 4);
+        checked.member = program_.family(p2p->group).index_in_instance[static_cast<std::size_t>(rank_)];
+      } else {
+        continue;
+      }
+      checks_[i] = checked;
+      total += 2 * checked.bytes;
+    }
+    if (total == 0) return;
+    const cudaError_t status = cudaMallocHost(&check_memory_, static_cast<std::size_t>(total));
+    if (status != cudaSuccess) {
+      fail(fmt::format("--verify: cannot pin {} bytes of host memory for the checked results ({})", total,
+                       cudaGetErrorString(status)));
+    }
+    char* next = check_memory_;
+    for (auto& [index, checked] : checks_) {
+      checked.in = next;
+      checked.out = next + checked.bytes;
+      next += 2 * checked.bytes;
+      const program::Op& op = (*ops_)[index];
+      std::memset(checked.in, 0xFF, static_cast<std::size_t>(checked.bytes));
+      if (const auto* collective = std::get_if<program::CollectiveOp>(&op.body)) {
+        verification::fill_collective(*collective, checked.member, checked.size, checked.in);
+      } else if (const auto& p2p = std::get<program::SendRecvOp>(op.body); p2p.is_send) {
+        verification::fill_transfer(checked.member, p2p.bytes, checked.in);
+      }
+    }
+  }
+
+  // Before a checked op its crafted input is copied in (a receive's buffer is poisoned) and a
+  // collective's result buffer poisoned (NaN floats); after it both come back.
   void prepare_check(OpIndex index, DeviceStream& stream) {
-    const program::Op& op = (*ops_)[index];
-    const auto* collective = std::get_if<program::CollectiveOp>(&op.body);
-    const auto* p2p = std::get_if<program::SendRecvOp>(&op.body);
-    if (collective == nullptr && p2p == nullptr) return;
-    Checked checked;
-    checked.op = index;
-    checked.bytes = std::max<std::int64_t>(collective ? collective->bytes : p2p->bytes, 4);
-    const ncclComm_t comm = collective ? comm_of(collective->group, static_cast<int>(op.stream), op)
-                                       : comm_of(p2p->group, direction_key(*p2p), op);
-    nccl(ncclCommCount(comm, &checked.size), op);
-    nccl(ncclCommUserRank(comm, &checked.member), op);
+    const auto found = checks_.find(index);
+    if (found == checks_.end()) return;
+    const Checked& checked = found->second;
+    const auto [in, out] = device_buffers(index, stream);
     const auto bytes = static_cast<std::size_t>(checked.bytes);
-    cuda(cudaMallocHost(&checked.in, bytes), fmt::format("op '{}': pinned memory for --verify", op.name));
-    cuda(cudaMallocHost(&checked.out, bytes), fmt::format("op '{}': pinned memory for --verify", op.name));
-    std::memset(checked.in, 0xFF, bytes);
-    if (collective) verification::fill_collective(*collective, checked.member, checked.size, checked.in);
-    if (p2p && p2p->is_send) verification::fill_transfer(checked.member, p2p->bytes, checked.in);
-    const auto [in, out] = collective ? halves(stream, collective->bytes) : std::pair{stream.scratch, stream.scratch};
     cuda(cudaMemcpyAsync(in, checked.in, bytes, cudaMemcpyHostToDevice, stream.stream), "copying a crafted input");
-    if (collective) cuda(cudaMemsetAsync(out, 0xFF, bytes, stream.stream), "poisoning a result buffer");  // NaN floats
-    checked_ops_.push_back(checked);
+    if (out != in) cuda(cudaMemsetAsync(out, 0xFF, bytes, stream.stream), "poisoning a result buffer");
   }
 
   void keep_result(OpIndex index, DeviceStream& stream) {
-    if (checked_ops_.empty() || checked_ops_.back().op != index) return;
-    Checked& checked = checked_ops_.back();
-    const auto* collective = std::get_if<program::CollectiveOp>(&(*ops_)[index].body);
-    const auto [in, out] = collective ? halves(stream, collective->bytes) : std::pair{stream.scratch, stream.scratch};
+    const auto found = checks_.find(index);
+    if (found == checks_.end()) return;
+    const Checked& checked = found->second;
+    const auto [in, out] = device_buffers(index, stream);
     const auto bytes = static_cast<std::size_t>(checked.bytes);
     cuda(cudaMemcpyAsync(checked.in, in, bytes, cudaMemcpyDeviceToHost, stream.stream), "copying a result back");
     cuda(cudaMemcpyAsync(checked.out, out, bytes, cudaMemcpyDeviceToHost, stream.stream), "copying a result back");
   }
 
+  std::pair<char*, char*> device_buffers(OpIndex index, const DeviceStream& stream) const {
+    if (const auto* collective = std::get_if<program::CollectiveOp>(&(*ops_)[index].body)) return halves(stream, collective->bytes);
+    return {stream.scratch, stream.scratch};
+  }
+
+  // After the verified run: every collective's result and every received transfer, as the CPU
+  // executor checks them.
   void check_results() {
-    for (Checked& checked : checked_ops_) {
-      const program::Op& op = (*ops_)[checked.op];
+    for (auto& [index, checked] : checks_) {
+      const program::Op& op = (*ops_)[index];
       std::optional<std::string> wrong;
       if (const auto* collective = std::get_if<program::CollectiveOp>(&op.body)) {
         if (faults_.corrupts(op)) (collective->kind == program::CollectiveKind::kBroadcast ? checked.in : checked.out)[0] ^= 0x40;
@@ -426,43 +541,47 @@ class GpuExecutor final : public job::RankRunner {
       } else if (const auto& p2p = std::get<program::SendRecvOp>(op.body); !p2p.is_send) {
         if (faults_.corrupts(op)) checked.out[0] ^= 0x40;
         wrong = verification::check_transfer(checked.member + p2p.peer_offset, p2p.bytes, checked.out);
+      } else {
+        continue;  // a send's result is its receiver's
       }
       if (wrong) fail(fmt::format("op '{}': wrong result (group member {}): {}", op.name, checked.member, *wrong));
       ++checked_;
-      cudaFreeHost(checked.in);
-      cudaFreeHost(checked.out);
     }
-    checked_ops_.clear();
   }
 
-  // Until every op has finished: polls the end events and the communicators' errors; ends the
-  // job on an NCCL error, or when no op has finished for options.timeout_s.
+  // The watchdog (its own thread, from the run's start): polls the end events of the ops
+  // enqueued so far and the communicators' errors until every op has finished; ends the job on
+  // an error, or when neither an op was enqueued nor one finished for options.timeout_s.
   void watch() {
+    cuda(cudaSetDevice(device_), "selecting the GPU");  // the device is per host thread
     std::vector<std::uint8_t> finished(ops_->size(), 0);
-    std::size_t remaining = ops_->size();
+    std::size_t remaining = ops_->size(), seen_enqueued = 0;
     Clock::time_point progress = Clock::now();
+    const auto oldest = [&] {
+      return (*ops_)[static_cast<OpIndex>(std::find(finished.begin(), finished.end(), 0) - finished.begin())].name;
+    };
     while (remaining > 0) {
-      for (OpIndex i = 0; i < ops_->size(); ++i) {
+      const std::size_t enqueued = enqueued_;
+      if (enqueued != seen_enqueued) seen_enqueued = enqueued, progress = Clock::now();
+      for (OpIndex i = 0; i < enqueued; ++i) {
         if (finished[i] != 0) continue;
         const cudaError_t status = cudaEventQuery(end_event(i));
         if (status == cudaErrorNotReady) continue;
-        cuda(status, fmt::format("op '{}'", (*ops_)[i].name));
+        cuda(status, op_label((*ops_)[i]));
         finished[i] = 1;
         --remaining;
         progress = Clock::now();
       }
-      for (const auto& [key, comm] : comms_) {
+      for (const ncclComm_t comm : all_comms_) {
         ncclResult_t error = ncclSuccess;
         ncclCommGetAsyncError(comm, &error);
         if (error != ncclSuccess && error != ncclInProgress) {
-          const auto oldest = std::find(finished.begin(), finished.end(), 0) - finished.begin();
-          fail(fmt::format("op '{}': NCCL error: {}", (*ops_)[static_cast<OpIndex>(oldest)].name, ncclGetErrorString(error)));
+          fail(fmt::format("op '{}': NCCL error: {}", oldest(), ncclGetErrorString(error)));
         }
       }
       if (remaining > 0 && std::chrono::duration<double>(Clock::now() - progress).count() > options_.timeout_s) {
-        const auto oldest = std::find(finished.begin(), finished.end(), 0) - finished.begin();
-        fail(fmt::format("op '{}' did not finish within {} s (timeout): a peer never reached it, or stopped",
-                         (*ops_)[static_cast<OpIndex>(oldest)].name, options_.timeout_s));
+        fail(fmt::format("op '{}' did not finish within {} s (timeout): a peer never reached it, or stopped", oldest(),
+                         options_.timeout_s));
       }
       std::this_thread::sleep_for(std::chrono::microseconds(200));
     }
@@ -471,13 +590,15 @@ class GpuExecutor final : public job::RankRunner {
   const program::Program& program_;
   const ExecutionOptions& options_;
   int rank_ = job::world_rank();
-  const std::vector<program::Op>* ops_;
+  const std::vector<program::Op>* ops_ = nullptr;
   job::FaultInjector faults_{options_, rank_};
-  program::Op setup_op_{"(creating NCCL communicators)", 0, {}, program::MemoryOp{}};
   std::string nccl_algo_;
   std::string device_name_;
+  int device_ = 0;
   ncclComm_t world_ = nullptr;
-  std::map<std::pair<program::GroupFamilyId, int>, ncclComm_t> comms_;
+  std::map<std::pair<program::GroupFamilyId, int>, ncclComm_t> comms_;  // collectives: (family, stream)
+  std::map<PairKey, ncclComm_t> pair_comms_;                            // transfers
+  std::vector<ncclComm_t> all_comms_;                                   // the world's first
   std::vector<DeviceStream> streams_;
   std::vector<cudaEvent_t> events_;  // start and end of each op
   cudaEvent_t origin_ = nullptr;
@@ -485,8 +606,11 @@ class GpuExecutor final : public job::RankRunner {
   char* pinned_ = nullptr;  // host side of host↔device copies
   std::int64_t pinned_bytes_ = 0;
   bool verifying_ = false;
-  std::vector<Checked> checked_ops_;
+  std::map<OpIndex, Checked> checks_;
+  char* check_memory_ = nullptr;
   std::int64_t checked_ = 0;
+  std::atomic<std::size_t> enqueued_{0};
+  std::atomic<bool> failing_{false};
 };
 
 }  // namespace

@@ -47,8 +47,8 @@ class RankExecutor final : public job::RankRunner {
  public:
   RankExecutor(const program::Program& program, const ExecutionOptions& options, std::vector<std::int32_t> nodes)
       : program_(program), options_(options), nodes_(std::move(nodes)) {
-    ops_ = &program.ranks[static_cast<std::size_t>(rank_)]->ops;
     job::check_program(program, options, scratch_bytes, "on a CPU", [](const program::Op&) { return std::string(); });
+    ops_ = &program.ranks[static_cast<std::size_t>(rank_)]->ops;  // world size checked above
     number_transfers();
     check_schedules();
     split_communicators();
