@@ -17,7 +17,12 @@
 //     against the first rank on another node (inter-node), where the job has them: ping-pong
 //     (MPI send/receive, or NCCL send/receive between GPUs) from 8 B to 16 MiB, one-way time
 //     = half the round trip (Hockney's model t = α + bytes · β); α = an 8-byte message's
-//     time, β the least-squares slope over messages of 64 KiB and more.
+//     time, β the least-squares slope over messages of 64 KiB and more;
+//   * collective efficiency: an all-reduce over every rank (MPI_Allreduce, or ncclAllReduce),
+//     256 KiB to 16 MiB; its bus bandwidth (nccl-tests: 2(n−1)/n · bytes / time), median over
+//     the sizes, over the bandwidth of the link class that bounds it (inter-node where the job
+//     spans nodes) — the fraction of a link a collective achieves, reduction arithmetic and
+//     protocol included, which the profile gives that link as its `efficiency`.
 #pragma once
 
 #include <cstdint>
@@ -55,6 +60,8 @@ struct Calibration {
   double memory_bytes_per_s = 0;
   double op_overhead_s = 0;
   std::vector<LinkCalibration> links;  // intra-node first; none with a single rank
+  std::vector<std::pair<std::int64_t, double>> all_reduce_s;  // (bytes, seconds) over every rank
+  std::optional<double> collective_efficiency;                // of links.back(), when measured
 };
 
 // Collective over MPI_COMM_WORLD (inside an MpiSession); the result is rank 0's.

@@ -111,4 +111,20 @@ void fit_link(LinkCalibration& link) {
   }
 }
 
+std::vector<std::int64_t> all_reduce_sizes() {
+  std::vector<std::int64_t> sizes;
+  for (std::int64_t bytes = 256 << 10; bytes <= (std::int64_t{16} << 20); bytes *= 4) sizes.push_back(bytes);
+  return sizes;
+}
+
+void fit_collective_efficiency(Calibration& calibration) {
+  if (calibration.links.empty() || !calibration.links.back().bytes_per_s || calibration.all_reduce_s.empty()) return;
+  const double n = calibration.ranks;
+  std::vector<double> bus_bandwidths;
+  for (const auto& [bytes, seconds] : calibration.all_reduce_s) {
+    bus_bandwidths.push_back(2 * (n - 1) / n * static_cast<double>(bytes) / seconds);
+  }
+  calibration.collective_efficiency = std::min(1.0, median(bus_bandwidths) / *calibration.links.back().bytes_per_s);
+}
+
 }  // namespace backend::calibration

@@ -30,4 +30,9 @@ std::vector<LinkCalibration> links_to_measure(const std::vector<std::int32_t>& n
 void fit_link(LinkCalibration& link);
 std::vector<std::int64_t> message_sizes();
 
+// The all-reduce sizes (256 KiB … 16 MiB, ×4), and the collective efficiency of the bounding
+// link from calibration.all_reduce_s (see calibration.h); none without links.
+std::vector<std::int64_t> all_reduce_sizes();
+void fit_collective_efficiency(Calibration& calibration);
+
 }  // namespace backend::calibration

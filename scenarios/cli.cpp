@@ -106,6 +106,8 @@ std::string hardware_profile_toml(const backend::Calibration& calibration) {
       calibration.backend, calibration.host, calibration.ranks, calibration.device, calibration.gemm_dtype,
       calibration.gemm_dtype, calibration.peak_flops / 1e12, calibration.memory_bytes_per_s / 1e9);
   for (const backend::LinkCalibration& link : calibration.links) {
+    // The last (bounding) link class carries the all-reduce's measured efficiency.
+    const bool bounding = &link == &calibration.links.back() && calibration.collective_efficiency;
     if (!link.latency_s || !link.bytes_per_s) {
       text += fmt::format("# ranks 0 and {} ({}): too noisy to fit α and β; the preset's link is kept\n\n", link.peer,
                           link.intra_node ? "one node" : "two nodes");
@@ -113,10 +115,11 @@ std::string hardware_profile_toml(const backend::Calibration& calibration) {
     }
     // A path crosses two links of the class (GPU → switch → GPU, GPU → NIC … NIC → GPU on one
     // leaf), each with this latency.
-    text += fmt::format("[cluster.{}]  # ranks 0 and {} {}\nbandwidth_gbyte_s = {:.6g}\nlatency_us = {:.6g}\nefficiency = 1.0\n\n",
+    text += fmt::format("[cluster.{}]  # ranks 0 and {} {}\nbandwidth_gbyte_s = {:.6g}\nlatency_us = {:.6g}\nefficiency = {:.4f}{}\n\n",
                         link.intra_node ? "nvlink" : "fabric.nic", link.peer,
                         link.intra_node ? "on one node" : "on two nodes", *link.bytes_per_s / 1e9,
-                        *link.latency_s / 2 * 1e6);
+                        *link.latency_s / 2 * 1e6, bounding ? *calibration.collective_efficiency : 1.0,
+                        bounding ? "  # all-reduce bus bandwidth / link bandwidth" : "");
   }
   text += "[compute]\nmatmul_efficiency_by_size = [";
   for (std::size_t i = 0; i < calibration.gemm_rates.size(); ++i) {

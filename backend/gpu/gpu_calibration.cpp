@@ -145,6 +145,24 @@ Calibration calibrate_gpus(const CalibrationOptions& options) {
 
   result.links = calibration::links_to_measure(job::nodes_of_ranks(timeout_s));
   for (LinkCalibration& link : result.links) measure_link(link, world, bench.stream(), options);
+  if (result.ranks >= 2) {
+    const std::vector<std::int64_t> sizes = calibration::all_reduce_sizes();
+    char* buffer = nullptr;
+    ComputeBench::check(cudaMalloc(&buffer, static_cast<std::size_t>(2 * sizes.back())), "allocating all-reduce buffers");
+    for (const std::int64_t bytes : sizes) {
+      const double seconds = calibration::time_per_call(
+          [&] {
+            if (ncclAllReduce(buffer, buffer + sizes.back(), static_cast<std::size_t>(bytes / 2), ncclBfloat16, ncclSum,
+                              world, bench.stream()) != ncclSuccess) {
+              job::fail(job::world_rank(), "calibration: ncclAllReduce failed");
+            }
+          },
+          [&] { ComputeBench::check(cudaStreamSynchronize(bench.stream()), "waiting for NCCL"); }, options);
+      result.all_reduce_s.emplace_back(bytes, seconds);
+    }
+    cudaFree(buffer);
+    calibration::fit_collective_efficiency(result);
+  }
   ncclCommDestroy(world);
   return result;
 }

@@ -77,6 +77,16 @@ Calibration calibrate(const CalibrationOptions& options) {
     }
     calibration::fit_link(link);
   }
+  if (result.ranks >= 2) {
+    for (const std::int64_t bytes : calibration::all_reduce_sizes()) {
+      std::vector<float> in(static_cast<std::size_t>(bytes / 4), 1.0f), out(in.size());
+      const double seconds = calibration::time_per_call(
+          [&] { MPI_Allreduce(in.data(), out.data(), static_cast<int>(in.size()), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); },
+          nothing, options);
+      result.all_reduce_s.emplace_back(bytes, seconds);
+    }
+    calibration::fit_collective_efficiency(result);
+  }
   return result;
 }
 

@@ -99,6 +99,7 @@ TEST(EndToEndTest, CalibrateSimulateRunAndCompareOnTwoCpuRanks) {
   const CommandResult calibration = run(mpirun(2) + " calibrate -o " + (directory / "profile.toml").string());
   ASSERT_EQ(calibration.code, 0) << calibration.output;
   ASSERT_NE(calibration.output.find("fp32_tflops"), std::string::npos) << calibration.output;
+  ASSERT_NE(calibration.output.find("# all-reduce bus bandwidth / link bandwidth"), std::string::npos) << calibration.output;
 
   for (const std::string name : {"tiny_ddp_2ranks", "tiny_tp_2ranks"}) {
     std::ifstream in(kSource + "/scenarios/real/" + name + ".toml");
