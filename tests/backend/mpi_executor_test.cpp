@@ -13,7 +13,7 @@ namespace fs = std::filesystem;
 using test_support::CommandResult;
 using test_support::mpirun;
 using test_support::run;
-const std::string kSource = DTSIM_SOURCE_DIR;
+const std::string kSource = test_support::source_dir();
 
 struct RealScenario {
   const char* name;
@@ -36,7 +36,7 @@ TEST_P(MpiExecutorTest, EveryOpRunsOnceInDependencyOrderOnItsRankAndStream) {
   ASSERT_EQ(real.code, 0) << real.output;
   EXPECT_NE(real.output.find("measured: MPI + OpenBLAS"), std::string::npos) << real.output;
   EXPECT_NE(real.output.find("host-timed step"), std::string::npos) << real.output;
-  const CommandResult simulated = run(std::string(DTSIM_PATH) + " run " + scenario + " -o " + (directory_ / "sim").string());
+  const CommandResult simulated = run(test_support::dtsim() + " run " + scenario + " -o " + (directory_ / "sim").string());
   ASSERT_EQ(simulated.code, 0) << simulated.output;
 
   test_support::expect_same_ops_in_dependency_order(directory_ / "real" / "timeline.json",
@@ -111,7 +111,7 @@ TEST(EndToEndTest, CalibrateSimulateRunAndCompareOnTwoCpuRanks) {
     std::ofstream(scenario_path) << scenario;
 
     const std::string sim = (directory / (name + "-sim")).string(), real = (directory / (name + "-real")).string();
-    ASSERT_EQ(run(std::string(DTSIM_PATH) + " run " + scenario_path.string() + " -o " + sim).code, 0);
+    ASSERT_EQ(run(test_support::dtsim() + " run " + scenario_path.string() + " -o " + sim).code, 0);
     const CommandResult measured = run(mpirun(2) + " run " + scenario_path.string() + " --backend mpi -o " + real);
     ASSERT_EQ(measured.code, 0) << measured.output;
     const nlohmann::json json = test_support::compare_and_print(name, fs::path(sim) / "timeline.json",

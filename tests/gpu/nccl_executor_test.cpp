@@ -15,11 +15,11 @@ namespace fs = std::filesystem;
 using test_support::CommandResult;
 using test_support::mpirun;
 using test_support::run;
-const std::string kSource = DTSIM_SOURCE_DIR;
+const std::string kSource = test_support::source_dir();
 
 // GPUs `dtsim info` lists ("GPU 0: NVIDIA H200, 150.0 GB" lines).
 int visible_gpus() {
-  const CommandResult info = run(std::string(DTSIM_PATH) + " info");
+  const CommandResult info = run(test_support::dtsim() + " info");
   int count = 0;
   for (std::size_t at = info.output.find("\nGPU "); at != std::string::npos; at = info.output.find("\nGPU ", at + 1)) ++count;
   return count;
@@ -64,7 +64,7 @@ TEST(GpuCalibrationTest, OneGpuCalibratesComputeIntoAProfileScenariosRead) {
   std::ofstream(directory / "scenario.toml") << "[scenario]\nhardware_profile = \"profile.toml\"\n"
                                              << "name = \"calibrated\"\n[cluster]\nnodes = 1\ngpus_per_node = 1\n"
                                              << "[model]\npreset = \"small-2048\"\n";
-  const CommandResult simulated = run(std::string(DTSIM_PATH) + " run " + (directory / "scenario.toml").string() + " -o " +
+  const CommandResult simulated = run(test_support::dtsim() + " run " + (directory / "scenario.toml").string() + " -o " +
                                       (directory / "sim").string());
   EXPECT_EQ(simulated.code, 0) << simulated.output;
   fs::remove_all(directory);
@@ -84,7 +84,7 @@ TEST(GpuExecutorTest, OneGpuRunsEveryOpOnceInDependencyOrderAndVerifies) {
   ASSERT_EQ(real.code, 0) << real.output;
   EXPECT_NE(real.output.find("measured: NCCL"), std::string::npos) << real.output;
   EXPECT_NE(real.output.find("verified: "), std::string::npos) << real.output;
-  const CommandResult simulated = run(std::string(DTSIM_PATH) + " run " + scenario + " --set cluster.node=" + node +
+  const CommandResult simulated = run(test_support::dtsim() + " run " + scenario + " --set cluster.node=" + node +
                                       " -o " + (directory / "sim").string());
   ASSERT_EQ(simulated.code, 0) << simulated.output;
   test_support::expect_same_ops_in_dependency_order(directory / "real" / "timeline.json", directory / "sim" / "timeline.json");
@@ -103,7 +103,7 @@ TEST(GpuExecutorTest, TwoGpusRunDataAndTensorParallelStepsAndTheWatchdogFires) {
     const CommandResult real = run(mpirun(2) + " run " + scenario + " --backend nccl --verify -o " + (directory / "real").string());
     ASSERT_EQ(real.code, 0) << name << "\n" << real.output;
     EXPECT_NE(real.output.find("collective and transfer results checked element by element"), std::string::npos) << real.output;
-    ASSERT_EQ(run(std::string(DTSIM_PATH) + " run " + scenario + " -o " + (directory / "sim").string()).code, 0);
+    ASSERT_EQ(run(test_support::dtsim() + " run " + scenario + " -o " + (directory / "sim").string()).code, 0);
     test_support::expect_same_ops_in_dependency_order(directory / "real" / "timeline.json", directory / "sim" / "timeline.json");
   }
   const CommandResult hang = run(mpirun(2) + " run " + kSource +

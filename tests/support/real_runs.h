@@ -1,13 +1,16 @@
 // Helpers for the tests of real runs (tests/backend on CPU ranks, tests/gpu on GPUs): run a
 // command line, launch dtsim under mpirun, check that a measured timeline ran exactly the
 // simulated Program, and compare the two with `dtsim compare`. The including test defines
-// DTSIM_SOURCE_DIR, DTSIM_PATH and MPIEXEC_PATH.
+// DTSIM_SOURCE_DIR, DTSIM_PATH and MPIEXEC_PATH; the environment variables DTSIM_SOURCE_DIR,
+// DTSIM_PATH and DTSIM_MPIEXEC override them (a prebuilt bundle on another machine:
+// tests/gpu/make_device_bundle.sh).
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -35,10 +38,17 @@ inline CommandResult run(const std::string& command) {
   return result;
 }
 
+inline std::string from_environment(const char* variable, const char* built_in) {
+  const char* value = std::getenv(variable);
+  return value != nullptr && *value != '\0' ? value : built_in;
+}
+inline std::string source_dir() { return from_environment("DTSIM_SOURCE_DIR", DTSIM_SOURCE_DIR); }
+inline std::string dtsim() { return from_environment("DTSIM_PATH", DTSIM_PATH); }
+
 // "mpirun … -np N dtsim": as root in containers and CI, more ranks than cores on small machines.
 inline std::string mpirun(int ranks) {
-  return std::string("OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 ") + MPIEXEC_PATH +
-         " --oversubscribe -np " + std::to_string(ranks) + " " + DTSIM_PATH;
+  return "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 " + from_environment("DTSIM_MPIEXEC", MPIEXEC_PATH) +
+         " --oversubscribe -np " + std::to_string(ranks) + " " + dtsim();
 }
 
 // The measured timeline ran every op of the predicted one exactly once, on the same rank and
@@ -72,7 +82,7 @@ inline void expect_same_ops_in_dependency_order(const std::filesystem::path& mea
 inline nlohmann::json compare_and_print(const std::string& label, const std::filesystem::path& predicted_trace,
                                         const std::filesystem::path& measured_trace) {
   const CommandResult comparison =
-      run(std::string(DTSIM_PATH) + " compare " + predicted_trace.string() + " " + measured_trace.string() + " --json");
+      run(dtsim() + " compare " + predicted_trace.string() + " " + measured_trace.string() + " --json");
   EXPECT_EQ(comparison.code, 0) << comparison.output;
   if (comparison.code != 0) return {};
   const auto json = nlohmann::json::parse(comparison.output);
