@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <string>
+#include <utility>
 
 namespace backend::calibration {
 namespace {
@@ -41,6 +43,41 @@ double time_per_call(const std::function<void()>& work, const std::function<void
     timings.push_back(seconds_since(start) / static_cast<double>(calls));
   }
   return median(timings);
+}
+
+Calibration start(const char* backend, std::string device, program::DType gemm_dtype) {
+  Calibration calibration;
+  calibration.backend = backend;
+  calibration.device = std::move(device);
+  calibration.gemm_dtype = std::string(program::dtype_name(gemm_dtype));
+  MPI_Comm_size(MPI_COMM_WORLD, &calibration.ranks);
+  char name[MPI_MAX_PROCESSOR_NAME] = {};
+  int length = 0;
+  MPI_Get_processor_name(name, &length);
+  calibration.host = name;
+  return calibration;
+}
+
+void measure_compute(Calibration& calibration, const ComputeSizes& sizes, program::DType dtype,
+                     const std::function<double(const program::ComputeOp&)>& seconds_per_op) {
+  const auto op = [dtype](program::ComputeKind kind, program::Shape shape, double flops, double bytes) {
+    return program::ComputeOp{.kind = kind, .dtype = dtype, .shape = shape, .flops = flops, .bytes = bytes};
+  };
+  for (const std::int64_t n : sizes.gemm_sizes) {
+    const double flops = 2.0 * static_cast<double>(n * n * n);
+    const double rate = flops / seconds_per_op(op(program::ComputeKind::kMatmul, program::Shape::of({1, n, n, n}), flops, 0));
+    calibration.gemm_rates.emplace_back(flops, rate);
+    calibration.peak_flops = std::max(calibration.peak_flops, rate);
+  }
+  const double attention_flops = 4.0 * static_cast<double>(sizes.heads * sizes.sequence * sizes.sequence * sizes.head_dim);
+  calibration.attention_flops =
+      attention_flops / seconds_per_op(op(program::ComputeKind::kAttention,
+                                          program::Shape::of({1, sizes.heads, sizes.heads, sizes.sequence, sizes.head_dim}),
+                                          attention_flops, 0));
+  calibration.memory_bytes_per_s =
+      sizes.memory_bytes /
+      seconds_per_op(op(program::ComputeKind::kElementwise, program::Shape::of({0}), 0, sizes.memory_bytes));
+  calibration.op_overhead_s = seconds_per_op(op(program::ComputeKind::kElementwise, program::Shape::of({0}), 0, 64));
 }
 
 double one_way_seconds(const std::function<void()>& round_trip, const std::function<void()>& finish, int peer,

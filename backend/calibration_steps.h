@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "backend/calibration.h"
+#include "strategies/program/program.h"
 
 namespace backend::calibration {
 
@@ -15,6 +16,22 @@ namespace backend::calibration {
 // waits for what the calls enqueued; a CPU has nothing to wait for).
 double time_per_call(const std::function<void()>& work, const std::function<void()>& finish,
                      const CalibrationOptions& options);
+
+// A calibration's header figures: backend, host, rank count, device and GEMM dtype.
+Calibration start(const char* backend, std::string device, program::DType gemm_dtype);
+
+// What the compute measurements time (calibration.h): square GEMMs of these sizes, attention
+// GEMM pairs of this shape, the memory pass over `memory_bytes`.
+struct ComputeSizes {
+  std::vector<std::int64_t> gemm_sizes;
+  std::int64_t heads = 0, sequence = 0, head_dim = 0;
+  double memory_bytes = 0;
+};
+
+// Fills the compute figures, `seconds_per_op` timing one run of the executor's stand-in for
+// an op (with time_per_call).
+void measure_compute(Calibration& calibration, const ComputeSizes& sizes, program::DType dtype,
+                     const std::function<double(const program::ComputeOp&)>& seconds_per_op);
 
 // One-way seconds of a message between rank 0 and `peer`: `round_trip` sends `bytes` there and
 // back (rank 0 sends first; `peer` receives first; other ranks do nothing), `finish` waits for

@@ -67,16 +67,6 @@ class ComputeBench {
   std::int64_t scratch_bytes_ = 0;
 };
 
-program::ComputeOp compute_op(program::ComputeKind kind, program::Shape shape, double flops, double bytes) {
-  program::ComputeOp op;
-  op.kind = kind;
-  op.dtype = program::DType::kBF16;
-  op.shape = shape;
-  op.flops = flops;
-  op.bytes = bytes;
-  return op;
-}
-
 // NCCL ping-pong between rank 0 and link.peer on a two-rank communicator split from `world`.
 void measure_link(LinkCalibration& link, ncclComm_t world, cudaStream_t stream, const CalibrationOptions& options) {
   const int rank = job::world_rank();
@@ -113,35 +103,14 @@ void measure_link(LinkCalibration& link, ncclComm_t world, cudaStream_t stream, 
 }  // namespace
 
 Calibration calibrate_gpus(const CalibrationOptions& options) {
-  Calibration result;
-  result.backend = "nccl";
-  result.gemm_dtype = "bf16";
-  MPI_Comm_size(MPI_COMM_WORLD, &result.ranks);
-  char name[MPI_MAX_PROCESSOR_NAME] = {};
-  int length = 0;
-  MPI_Get_processor_name(name, &length);
-  result.host = name;
-  result.device = gpu::select_gpu();
+  Calibration result = calibration::start("nccl", gpu::select_gpu(), program::DType::kBF16);
   const double timeout_s = ExecutionOptions{}.timeout_s;
   const ncclComm_t world = gpu::world_communicator(timeout_s);
 
   ComputeBench bench;
-  for (const std::int64_t n : {256, 512, 1024, 2048, 4096, 8192}) {
-    const double flops = 2.0 * static_cast<double>(n * n * n);
-    const double seconds = bench.seconds(compute_op(program::ComputeKind::kMatmul, program::Shape::of({1, n, n, n}), flops, 0), options);
-    result.gemm_rates.emplace_back(flops, flops / seconds);
-    result.peak_flops = std::max(result.peak_flops, flops / seconds);
-  }
-  const std::int64_t heads = 16, seq = 2048, dim = 128;
-  const double attention_flops = 4.0 * static_cast<double>(heads * seq * seq * dim);
-  result.attention_flops =
-      attention_flops / bench.seconds(compute_op(program::ComputeKind::kAttention,
-                                                 program::Shape::of({1, heads, heads, seq, dim}), attention_flops, 0),
-                                      options);
-  const double large = 1024.0 * (1 << 20);
-  result.memory_bytes_per_s =
-      large / bench.seconds(compute_op(program::ComputeKind::kElementwise, program::Shape::of({0}), 0, large), options);
-  result.op_overhead_s = bench.seconds(compute_op(program::ComputeKind::kElementwise, program::Shape::of({0}), 0, 64), options);
+  calibration::measure_compute(result, {{256, 512, 1024, 2048, 4096, 8192}, 16, 2048, 128, 1024.0 * (1 << 20)},
+                               program::DType::kBF16,
+                               [&](const program::ComputeOp& op) { return bench.seconds(op, options); });
 
   result.links = calibration::links_to_measure(job::nodes_of_ranks(timeout_s));
   for (LinkCalibration& link : result.links) measure_link(link, world, bench.stream(), options);

@@ -4,59 +4,22 @@
 #include <cblas.h>
 #include <mpi.h>
 
-#include <algorithm>
-
 #include "backend/calibration_steps.h"
 #include "backend/job.h"
 #include "backend/mpi/cpu_kernels.h"
 
 namespace backend {
-namespace {
-
-program::ComputeOp compute_op(program::ComputeKind kind, program::Shape shape, double flops, double bytes) {
-  program::ComputeOp op;
-  op.kind = kind;
-  op.dtype = program::DType::kFP32;
-  op.shape = shape;
-  op.flops = flops;
-  op.bytes = bytes;
-  return op;
-}
-
-}  // namespace
 
 Calibration calibrate(const CalibrationOptions& options) {
-  Calibration result;
-  result.backend = "mpi";
-  result.device = "CPU core (OpenBLAS sgemm, one thread per rank)";
-  result.gemm_dtype = "fp32";
-  MPI_Comm_size(MPI_COMM_WORLD, &result.ranks);
-  char name[MPI_MAX_PROCESSOR_NAME] = {};
-  int length = 0;
-  MPI_Get_processor_name(name, &length);
-  result.host = name;
+  Calibration result =
+      calibration::start("mpi", "CPU core (OpenBLAS sgemm, one thread per rank)", program::DType::kFP32);
   const auto nothing = [] {};
-
   openblas_set_num_threads(1);  // as the executor runs it: one core per rank
   cpu::Scratch scratch;
-  for (const std::int64_t n : {64, 128, 256, 384, 512, 768, 1024}) {
-    const double flops = 2.0 * static_cast<double>(n * n * n);
-    const auto op = compute_op(program::ComputeKind::kMatmul, program::Shape::of({1, n, n, n}), flops, 0);
-    const double seconds = calibration::time_per_call([&] { cpu::run_compute(op, scratch); }, nothing, options);
-    result.gemm_rates.emplace_back(flops, flops / seconds);
-    result.peak_flops = std::max(result.peak_flops, flops / seconds);
-  }
-  const std::int64_t heads = 4, seq = 128, dim = 64;
-  const double attention_flops = 4.0 * static_cast<double>(heads * seq * seq * dim);
-  const auto attention = compute_op(program::ComputeKind::kAttention, program::Shape::of({1, heads, heads, seq, dim}),
-                                    attention_flops, 0);
-  result.attention_flops =
-      attention_flops / calibration::time_per_call([&] { cpu::run_compute(attention, scratch); }, nothing, options);
-  const double large = 64.0 * (1 << 20);
-  const auto stream = compute_op(program::ComputeKind::kElementwise, program::Shape::of({0}), 0, large);
-  result.memory_bytes_per_s = large / calibration::time_per_call([&] { cpu::run_compute(stream, scratch); }, nothing, options);
-  const auto tiny = compute_op(program::ComputeKind::kElementwise, program::Shape::of({0}), 0, 64);
-  result.op_overhead_s = calibration::time_per_call([&] { cpu::run_compute(tiny, scratch); }, nothing, options);
+  calibration::measure_compute(result, {{64, 128, 256, 384, 512, 768, 1024}, 4, 128, 64, 64.0 * (1 << 20)},
+                               program::DType::kFP32, [&](const program::ComputeOp& op) {
+                                 return calibration::time_per_call([&] { cpu::run_compute(op, scratch); }, nothing, options);
+                               });
 
   const int rank = job::world_rank();
   result.links = calibration::links_to_measure(job::nodes_of_ranks(ExecutionOptions{}.timeout_s));
