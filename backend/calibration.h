@@ -15,7 +15,7 @@
 //   * per-op overhead: the same pass over 64 bytes;
 //   * α, β per link class: rank 0 against the first other rank on its node (intra-node) and
 //     against the first rank on another node (inter-node), where the job has them: ping-pong
-//     (MPI send/receive, or NCCL send/receive between GPUs) from 8 B to 16 MiB, one-way time
+//     (MPI send/receive, or NCCL send/receive between GPUs) from 8 B to 8 MiB, one-way time
 //     = half the round trip (Hockney's model t = α + bytes · β); α = an 8-byte message's
 //     time, β the least-squares slope over messages of 64 KiB and more;
 //   * collective efficiency: an all-reduce over every rank (MPI_Allreduce, or ncclAllReduce),

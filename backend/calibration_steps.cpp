@@ -17,6 +17,7 @@ constexpr std::int64_t kLargeMessage = 64 << 10;
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 double median(std::vector<double> values) {
+  if (values.empty()) return 0;
   std::sort(values.begin(), values.end());
   return values[values.size() / 2];
 }
@@ -27,12 +28,16 @@ double time_per_call(const std::function<void()>& work, const std::function<void
                      const CalibrationOptions& options) {
   work();  // warm-up: buffers, caches, kernel selection
   finish();
+  // Rank 0 decides when a timing is long enough, so that every rank makes the same calls (the
+  // work may be a collective).
   std::int64_t calls = 1;
-  for (Clock::time_point start = Clock::now();; calls *= 2) {
-    start = Clock::now();
+  for (int done = 0; done == 0; calls *= 2) {
+    const Clock::time_point start = Clock::now();
     for (std::int64_t i = 0; i < calls; ++i) work();
     finish();
-    if (seconds_since(start) >= options.min_timing_s) break;
+    done = seconds_since(start) >= options.min_timing_s ? 1 : 0;
+    MPI_Bcast(&done, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (done != 0) break;
   }
   std::vector<double> timings;
   for (int r = 0; r < options.repeats; ++r) {

@@ -11,8 +11,8 @@
 
 namespace backend::calibration {
 
-// Seconds per call of `work`: the median over `repeats` timings, each of enough calls to last
-// `min_timing_s`, every timing started by all ranks together and ended by `finish` (a GPU
+// Seconds per call of `work`: the median over `repeats` timings, each of enough calls (rank 0's
+// count) to last `min_timing_s`, every timing started by all ranks together and ended by `finish` (a GPU
 // waits for what the calls enqueued; a CPU has nothing to wait for).
 double time_per_call(const std::function<void()>& work, const std::function<void()>& finish,
                      const CalibrationOptions& options);
@@ -43,7 +43,7 @@ double one_way_seconds(const std::function<void()>& round_trip, const std::funct
 // against the first rank on another node (nodes: the node of each rank).
 std::vector<LinkCalibration> links_to_measure(const std::vector<std::int32_t>& nodes);
 
-// α and β of `link` from its one-way times (see calibration.h); sizes 8 B … 16 MiB, ×4.
+// α and β of `link` from its one-way times (see calibration.h); sizes 8 B … 8 MiB, ×4.
 void fit_link(LinkCalibration& link);
 std::vector<std::int64_t> message_sizes();
 

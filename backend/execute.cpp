@@ -59,13 +59,13 @@ trace::Timeline execute(const program::Program& program, const ExecutionOptions&
                                                       : job::cpu_runner(program, options, nodes);
   for (int run = 0; run < options.warmup_runs; ++run) runner->run(options.verify && run == 0);
   const job::RankRecord record = runner->run(options.verify && options.warmup_runs == 0);
-  const double host_step_s = job::mean_over_ranks(record.host_seconds, options.timeout_s);
+  const double host_run_s = job::mean_over_ranks(record.host_seconds, options.timeout_s);
   const std::string verified =
       options.verify ? job::verify_tensor_parallel(program, options, runner->results_checked()) : "";
   trace::Timeline timeline = job::gather_timeline(program, record.timings, nodes, options);
   if (timeline.ranks.empty()) return timeline;  // not rank 0
   timeline.metadata["executed_on"] = runner->description();
-  timeline.metadata["host_step_time_s"] = fmt::format("{:.9g}", host_step_s);
+  timeline.metadata["host_run_time_s"] = fmt::format("{:.9g}", host_run_s);
   if (!verified.empty()) timeline.metadata["verification"] = verified;
   return timeline;
 }

@@ -14,8 +14,8 @@
 //    one world communicator; each Program stream is a CUDA stream, dependencies across
 //    streams are CUDA events, and spans come from CUDA events.
 // In both, an op starts once its dependencies have finished, ranks start at a common barrier,
-// and the host-timed step (barrier → all work done, averaged over ranks: the nccl-tests
-// method) is kept in the timeline's metadata "host_step_time_s".
+// and the host-timed run (barrier → all work done, averaged over ranks: the nccl-tests
+// method) is kept in the timeline's metadata "host_run_time_s".
 //
 // Failures end the whole job with one message naming the rank and the op: an MPI or NCCL
 // error, an op not finished within ExecutionOptions::timeout_s (a watchdog, as NCCL's), a

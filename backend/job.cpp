@@ -173,7 +173,8 @@ class SpanFacts {
     if (collective == nullptr) return 0;
     const program::GroupFamily& family = program_.family(collective->group);
     const std::int32_t member = family.index_in_instance[static_cast<std::size_t>(rank)];
-    const auto key = std::tuple{program_.ranks[static_cast<std::size_t>(rank)].get(), index, member};
+    const std::int32_t instance = family.instance_of_rank[static_cast<std::size_t>(rank)];
+    const auto key = std::tuple{program_.ranks[static_cast<std::size_t>(rank)].get(), index, instance, member};
     if (const auto found = bytes_.find(key); found != bytes_.end()) return found->second;
     const program::Algorithm fixed = options_.algorithm ? options_.algorithm(*collective, family.name) : collective->algorithm;
     collectives::CollectiveSpec spec;
@@ -183,14 +184,15 @@ class SpanFacts {
       spec = collective_spec(program_, *collective, rank, nodes_, program::Algorithm::kAuto);
     }
     const std::vector<double> sent = collectives::bytes_sent(collectives::build_schedule(spec), spec.members);
-    return bytes_[key] = std::llround(sent[static_cast<std::size_t>(member)]);
+    return bytes_[key] = static_cast<std::int64_t>(sent[static_cast<std::size_t>(member)]);  // as the simulator
   }
 
  private:
   const program::Program& program_;
   const std::vector<std::int32_t>& nodes_;
   const ExecutionOptions& options_;
-  std::map<std::tuple<const program::RankProgram*, program::OpIndex, std::int32_t>, std::int64_t> bytes_;
+  // (rank program, op, group instance, member) → bytes
+  std::map<std::tuple<const program::RankProgram*, program::OpIndex, std::int32_t, std::int32_t>, std::int64_t> bytes_;
 };
 
 }  // namespace

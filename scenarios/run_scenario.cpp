@@ -234,7 +234,7 @@ RunResult execute_scenario(const Scenario& scenario, backend::ExecutionOptions o
   if (timeline.ranks.empty()) return result;  // not rank 0
   trace::RunFacts facts =
       describe_run(scenario, result.program, timeline, "measured: " + timeline.metadata.at("executed_on"));
-  facts.host_step_time_s = std::stod(timeline.metadata.at("host_step_time_s"));
+  facts.host_run_time_s = std::stod(timeline.metadata.at("host_run_time_s"));
   if (options.device == backend::ExecutionOptions::Device::kCpu) {
     facts.notes.push_back("measured on CPU processes: MFU uses the scenario's GPU peak, not this machine's");
   }

@@ -28,8 +28,9 @@ using program::OpIndex;
 using job::Clock;
 using job::OpTiming;
 
-// Bytes of scratch memory an op needs on the CPU (to refuse full-size models up front).
-std::int64_t scratch_bytes(const program::Op& op) {
+// Bytes of scratch memory an op needs on the CPU (to refuse full-size models up front). A
+// parameter server receives a 1/servers shard from every worker at once.
+std::int64_t scratch_bytes(const program::Program& program, const program::Op& op) {
   if (const auto* compute = std::get_if<program::ComputeOp>(&op.body)) {
     const program::Shape& s = compute->shape;
     switch (compute->kind) {
@@ -38,7 +39,13 @@ std::int64_t scratch_bytes(const program::Op& op) {
       default: return 2 * static_cast<std::int64_t>(compute->bytes);
     }
   }
-  if (const auto* collective = std::get_if<program::CollectiveOp>(&op.body)) return 2 * collective->bytes;
+  if (const auto* collective = std::get_if<program::CollectiveOp>(&op.body)) {
+    if (collective->kind == program::CollectiveKind::kPsPush || collective->kind == program::CollectiveKind::kPsPull) {
+      const auto members = static_cast<std::int64_t>(program.family(collective->group).instances.front().size());
+      return collective->bytes + collective->bytes / std::max(1, collective->ps_servers) * members;
+    }
+    return 2 * collective->bytes;
+  }
   if (const auto* p2p = std::get_if<program::SendRecvOp>(&op.body)) return p2p->bytes;
   return 0;
 }
@@ -47,7 +54,16 @@ class RankExecutor final : public job::RankRunner {
  public:
   RankExecutor(const program::Program& program, const ExecutionOptions& options, std::vector<std::int32_t> nodes)
       : program_(program), options_(options), nodes_(std::move(nodes)) {
-    job::check_program(program, options, scratch_bytes, "on a CPU", [](const program::Op&) { return std::string(); });
+    job::check_program(
+        program, options, [&program](const program::Op& op) { return scratch_bytes(program, op); }, "on a CPU",
+        [this](const program::Op& op) -> std::string {
+          const auto* collective = std::get_if<program::CollectiveOp>(&op.body);
+          if (collective != nullptr && runs_as_schedule(*collective) && options_.fault &&
+              options_.fault->kind == ExecutionOptions::Fault::Kind::kCorrupt && options_.fault->op == op.name) {
+            return "runs as dtsim's schedule, whose result --verify does not check: corrupt another op";
+          }
+          return "";
+        });
     ops_ = &program.ranks[static_cast<std::size_t>(rank_)]->ops;  // world size checked above
     number_transfers();
     check_schedules();
@@ -169,7 +185,7 @@ class RankExecutor final : public job::RankRunner {
         faults_.at_start(op);
         begin = run_op(op, scratch);
       } catch (const std::bad_alloc&) {
-        fail(fmt::format("op '{}': out of memory allocating {} bytes of buffers", op.name, scratch_bytes(op)));
+        fail(fmt::format("op '{}': out of memory allocating {} bytes of buffers", op.name, scratch_bytes(program_, op)));
       } catch (const std::exception& error) {
         fail(fmt::format("op '{}': {}", op.name, error.what()));
       }

@@ -110,7 +110,7 @@ Report build_report(const Timeline& timeline, const RunFacts& facts) {
     any = true;
   }
   report.step_time_s = seconds(end - begin) / steps;
-  report.host_step_time_s = facts.host_step_time_s;
+  if (facts.host_run_time_s) report.host_step_time_s = *facts.host_run_time_s / steps;
   if (report.step_time_s > 0) {
     report.tokens_per_s = static_cast<double>(facts.tokens_per_step) / report.step_time_s;
     const std::int32_t compute_ranks = facts.compute_ranks > 0 ? facts.compute_ranks : report.ranks;

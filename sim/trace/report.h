@@ -60,8 +60,9 @@ struct RunFacts {
   std::string pipeline;            // the pipeline schedule, if any
   double pipeline_bubble = 0;      // its textbook bubble fraction
   std::optional<ParameterServerFacts> parameter_server;
-  // Real runs: barrier → all work done by the host clock, mean over ranks (nccl-tests' method).
-  std::optional<double> host_step_time_s;
+  // Real runs: barrier → all work done by the host clock, mean over ranks (nccl-tests' method),
+  // for all `steps` together.
+  std::optional<double> host_run_time_s;
 };
 
 struct RankReport {
@@ -96,7 +97,7 @@ struct Report {
   std::int64_t comm_bytes_per_rank = 0;
   std::optional<double> comm_latency_s;
   std::optional<double> comm_bandwidth_s;
-  std::optional<double> host_step_time_s;  // real runs (RunFacts::host_step_time_s)
+  std::optional<double> host_step_time_s;  // real runs: RunFacts::host_run_time_s / steps
   std::map<std::string, double> time_by_category_s;  // critical rank, per step
   // Communication categories on the critical rank: bytes sent / time spent (bytes/s).
   std::map<std::string, double> achieved_bandwidth_by_category;

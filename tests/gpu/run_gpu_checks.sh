@@ -38,7 +38,7 @@ if [ -n "${DTSIM_BUNDLE:-}" ]; then
 else
   if [ "${DTSIM_SKIP_BUILD:-0}" != 1 ]; then step build ./dev.sh build; fi
   dtsim=./build/scenarios/dtsim
-  gpu_tests=(ctest --test-dir build -L gpu --output-on-failure)
+  gpu_tests=(ctest --test-dir build -L gpu -V)
 fi
 mpirun="${DTSIM_MPIEXEC:-mpirun}"
 if [ ! -x "$dtsim" ]; then note "FAIL  no dtsim at $dtsim"; exit 1; fi
