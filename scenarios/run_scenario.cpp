@@ -159,6 +159,7 @@ trace::RunFacts describe_run(const Scenario& scenario, const program::Program& p
   }
   facts.pipeline = program.info.pipeline;
   facts.pipeline_bubble = program.info.pipeline_bubble;
+  facts.pipeline_chunks = program.info.pipeline_chunks;
   return facts;
 }
 

@@ -447,6 +447,7 @@ void read_parallel(TableReader& reader, Scenario& scenario) {
   parallel.sequence_parallel = reader.boolean("sequence_parallel").value_or(false);
   parallel.sp_regather = reader.boolean("sequence_parallel_regather").value_or(parallel.sp_regather);
   parallel.schedule = reader.named("pipeline_schedule", parallel.schedule);
+  parallel.virtual_stages = static_cast<std::int32_t>(reader.count("virtual_stages", 1, 1, 64));
   parallel.gpus_per_node = scenario.cluster.node.gpus;
   scenario.lowering.parameter_servers = scenario.cluster.parameter_servers.count;
 }
@@ -505,7 +506,34 @@ void check_parallel_combination(TableReader& parallel_reader, TableReader& fsdp_
                                      parallel.pp, lowering.model.layers),
                          "use at most one stage per layer");
   }
-  if (parallel.pp > 1 && parallel.schedule == strategies::PipelineSchedule::kOneFOneB &&
+  const bool interleaved = parallel.schedule == strategies::PipelineSchedule::kInterleaved;
+  if (interleaved != (parallel.virtual_stages > 1)) {
+    parallel_reader.fail(interleaved ? "pipeline_schedule" : "virtual_stages",
+                         interleaved ? "interleaved-1f1b needs virtual_stages ≥ 2 model chunks per pipeline stage"
+                                     : fmt::format("virtual_stages = {} splits each stage into chunks, which only "
+                                                   "pipeline_schedule = \"interleaved-1f1b\" runs",
+                                                   parallel.virtual_stages),
+                         interleaved ? "set virtual_stages = 2 (or more), or pipeline_schedule = \"1f1b\""
+                                     : "set pipeline_schedule = \"interleaved-1f1b\", or virtual_stages = 1");
+  }
+  if (interleaved && parallel.pp < 2) {
+    parallel_reader.fail("pipeline_schedule", "interleaved-1f1b needs pipeline parallelism, but parallel.pp is 1",
+                         "set parallel.pp ≥ 2, or pipeline_schedule = \"1f1b\"");
+  }
+  if (interleaved && parallel.pp * parallel.virtual_stages > lowering.model.layers) {
+    parallel_reader.fail("virtual_stages",
+                         fmt::format("{} stages × {} chunks exceed the model's {} layers: some chunk would hold no layer",
+                                     parallel.pp, parallel.virtual_stages, lowering.model.layers),
+                         "use fewer chunks (pp × virtual_stages ≤ model.layers)");
+  }
+  if (interleaved && lowering.training.accumulation % parallel.pp != 0) {
+    parallel_reader.fail("pipeline_schedule",
+                         fmt::format("interleaved 1F1B runs micro-batches in groups of pp = {}, but there are {} "
+                                     "(training.gradient_accumulation)",
+                                     parallel.pp, lowering.training.accumulation),
+                         "make the micro-batch count a multiple of pp (as Megatron-LM requires)");
+  }
+  if (parallel.pp > 1 && parallel.schedule != strategies::PipelineSchedule::kGPipe &&
       lowering.training.accumulation < parallel.pp) {
     parallel_reader.fail("pp",
                          fmt::format("1F1B on {} stages (parallel.pp) needs at least {} micro-batches, got {} "

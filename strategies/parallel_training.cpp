@@ -115,51 +115,87 @@ program::Program lower_parallel(const LoweringInput& input) {
       training.micro_batch * training.sequence / (tensor_parallel.sequence_parallel ? tp : 1);
   const double activation_bytes = static_cast<double>(sent_tokens * input.model.hidden) * element_bytes;
 
+  // Interleaved 1F1B: each rank holds `chunks` model chunks, virtual stages chunk·pp + stage of
+  // pp·chunks; the last rank's chunk c feeds the first rank's chunk c + 1 over the "pp_wrap"
+  // group (the same ranks as "pp": transfers of the two directions never share a key).
+  const std::int32_t chunks = parallel.schedule == PipelineSchedule::kInterleaved ? parallel.virtual_stages : 1;
+  const std::int32_t virtual_stages = pp * chunks;
+  program::GroupFamilyId wrap_group = pp_group;
+  if (chunks > 1) {
+    program::GroupFamily wrap = program.family(pp_group);
+    wrap.name = "pp_wrap";
+    program.group_families.push_back(std::move(wrap));
+    wrap_group = static_cast<program::GroupFamilyId>(program.group_families.size() - 1);
+  }
   program.ranks.resize(static_cast<std::size_t>(program.world_size));
   for (std::int32_t stage = 0; stage < pp; ++stage) {
-    StageContext context = base;
-    context.replica = &replica;
-    const std::int64_t first_layer = layers * stage / pp;
-    const std::int64_t end_layer = layers * (stage + 1) / pp;
-    if (stage == 0) context.blocks.push_back(&replica.blocks.front());
-    for (std::int64_t layer = first_layer; layer < end_layer; ++layer) {
-      context.blocks.push_back(&replica.blocks[static_cast<std::size_t>(layer + 1)]);
+    // One data-parallel policy per model chunk: Megatron wraps each chunk in its own DDP, with
+    // its own gradient buckets, synchronised after the chunk's last backward.
+    std::vector<StageContext> contexts(static_cast<std::size_t>(chunks), base);
+    std::vector<std::unique_ptr<DataParallelPolicy>> policies;
+    for (std::int32_t chunk = 0; chunk < chunks; ++chunk) {
+      StageContext& context = contexts[static_cast<std::size_t>(chunk)];
+      context.replica = &replica;
+      const std::int64_t virtual_stage = std::int64_t{chunk} * pp + stage;
+      if (virtual_stage == 0) context.blocks.push_back(&replica.blocks.front());
+      for (std::int64_t layer = layers * virtual_stage / virtual_stages; layer < layers * (virtual_stage + 1) / virtual_stages;
+           ++layer) {
+        context.blocks.push_back(&replica.blocks[static_cast<std::size_t>(layer + 1)]);
+      }
+      if (virtual_stage == virtual_stages - 1) context.blocks.push_back(&replica.blocks.back());
+      for (const Block* block : context.blocks) {
+        context.parameters += static_cast<double>(block->parameter_elements()) * scale;
+      }
+      policies.push_back(make_data_parallel_policy(context));
     }
-    if (stage == pp - 1) context.blocks.push_back(&replica.blocks.back());
-    for (const Block* block : context.blocks) {
-      context.parameters += static_cast<double>(block->parameter_elements()) * scale;
-    }
-
-    const auto policy = make_data_parallel_policy(context);
     RankProgramBuilder builder;
-    policy->allocate_states(builder);
+    const auto chunk_names = [&](std::int32_t chunk) {
+      builder.set_name_prefix(chunks > 1 ? fmt::format("chunk{}.", chunk) : "");
+    };
+    for (std::int32_t chunk = 0; chunk < chunks; ++chunk) {
+      chunk_names(chunk);
+      policies[static_cast<std::size_t>(chunk)]->allocate_states(builder);
+    }
+    // The neighbours of a virtual stage: the next rank's same chunk, or from the last rank the
+    // first rank's next chunk (and back).
+    const bool wraps_forward = stage == pp - 1, wraps_backward = stage == 0;
+    const std::int32_t next_offset = wraps_forward ? -(pp - 1) : 1, previous_offset = wraps_backward ? pp - 1 : -1;
+    const program::GroupFamilyId next_group = wraps_forward ? wrap_group : pp_group;
+    const program::GroupFamilyId previous_group = wraps_backward ? wrap_group : pp_group;
     std::vector<OpIndex> next_step;
     for (std::int32_t step = 0; step < training.steps; ++step) {
-      for (const PipelineSlot& slot : pipeline_order(parallel.schedule, pp, stage, micro_batches)) {
+      for (const PipelineSlot& slot : pipeline_order(parallel.schedule, pp, stage, micro_batches, chunks)) {
+        chunk_names(slot.chunk);
+        DataParallelPolicy& policy = *policies[static_cast<std::size_t>(slot.chunk)];
+        const std::int64_t virtual_stage = std::int64_t{slot.chunk} * pp + stage;
+        const bool has_previous = virtual_stage > 0, has_next = virtual_stage < virtual_stages - 1;
         std::vector<OpIndex> deps = std::exchange(next_step, {});
         if (slot.forward) {
-          if (stage > 0) {
+          if (has_previous) {
             deps.push_back(builder.add(fmt::format("pp.recv_activation.{}", slot.micro), pipe.recv_previous,
-                                       activation_transfer(false, -1, pp_group, activation_bytes, replica.dtype)));
+                                       activation_transfer(false, previous_offset, previous_group, activation_bytes, replica.dtype)));
           }
-          const OpIndex last = policy->forward(builder, std::move(deps));
-          if (stage < pp - 1) {
+          const OpIndex last = policy.forward(builder, std::move(deps));
+          if (has_next) {
             builder.add(fmt::format("pp.send_activation.{}", slot.micro), pipe.send_next,
-                        activation_transfer(true, 1, pp_group, activation_bytes, replica.dtype), {last});
+                        activation_transfer(true, next_offset, next_group, activation_bytes, replica.dtype), {last});
           }
         } else {
-          if (stage < pp - 1) {
+          if (has_next) {
             deps.push_back(builder.add(fmt::format("pp.recv_gradient.{}", slot.micro), pipe.recv_next,
-                                       activation_transfer(false, 1, pp_group, activation_bytes, replica.dtype)));
+                                       activation_transfer(false, next_offset, next_group, activation_bytes, replica.dtype)));
           }
-          const OpIndex last = policy->backward(builder, std::move(deps), slot.micro == micro_batches - 1);
-          if (stage > 0) {
+          const OpIndex last = policy.backward(builder, std::move(deps), slot.micro == micro_batches - 1);
+          if (has_previous) {
             builder.add(fmt::format("pp.send_gradient.{}", slot.micro), pipe.send_previous,
-                        activation_transfer(true, -1, pp_group, activation_bytes, replica.dtype), {last});
+                        activation_transfer(true, previous_offset, previous_group, activation_bytes, replica.dtype), {last});
           }
         }
       }
-      next_step = policy->finish_step(builder);
+      for (std::int32_t chunk = 0; chunk < chunks; ++chunk) {
+        chunk_names(chunk);
+        for (const OpIndex op : policies[static_cast<std::size_t>(chunk)]->finish_step(builder)) next_step.push_back(op);
+      }
     }
     const auto stage_program = std::make_shared<const program::RankProgram>(builder.take());
     for (std::int32_t d = 0; d < dp; ++d) {
@@ -176,9 +212,12 @@ program::Program lower_parallel(const LoweringInput& input) {
       "{}, {}on {}: micro-batch {} × {} {} × {} replicas, sequence {}, {} + {}", input.model.name, flavour, layout_text, training.micro_batch, micro_batches, pp > 1 ? "micro-batches" : "accumulation",
       dp, training.sequence, name_of(training.precision), name_of(training.optimizer));
   if (pp > 1) {
-    program.info.pipeline = fmt::format("{} stages, {} micro-batches, {}", pp, micro_batches,
-                                        parallel.schedule == PipelineSchedule::kGPipe ? "GPipe" : "1F1B");
-    program.info.pipeline_bubble = pipeline_bubble_fraction(pp, micro_batches);
+    const std::string schedule = parallel.schedule == PipelineSchedule::kGPipe ? "GPipe"
+                                 : chunks > 1 ? fmt::format("interleaved 1F1B, {} chunks per stage", chunks)
+                                              : "1F1B";
+    program.info.pipeline = fmt::format("{} stages, {} micro-batches, {}", pp, micro_batches, schedule);
+    program.info.pipeline_bubble = pipeline_bubble_fraction(pp, micro_batches, chunks);
+    program.info.pipeline_chunks = chunks;
   }
   return program;
 }

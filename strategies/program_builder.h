@@ -19,11 +19,14 @@ class RankProgramBuilder {
                            program::MemoryCategory category, double bytes,
                            std::vector<program::OpIndex> deps = {});
   program::RankProgram take() { return std::move(program_); }
+  // Put before the name of every op added from now on (interleaved pipelines: "chunk1.").
+  void set_name_prefix(std::string prefix) { prefix_ = std::move(prefix); }
   // The index the next op will get.
   program::OpIndex next_index() const { return static_cast<program::OpIndex>(program_.ops.size()); }
 
  private:
   program::RankProgram program_;
+  std::string prefix_;
 };
 
 }  // namespace strategies

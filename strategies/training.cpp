@@ -28,7 +28,8 @@ std::span<const NamedValue<Checkpointing>> named_values() {
 template <>
 std::span<const NamedValue<PipelineSchedule>> named_values() {
   static constexpr NamedValue<PipelineSchedule> kValues[] = {
-      {"1f1b", PipelineSchedule::kOneFOneB}, {"gpipe", PipelineSchedule::kGPipe}};
+      {"1f1b", PipelineSchedule::kOneFOneB}, {"gpipe", PipelineSchedule::kGPipe},
+      {"interleaved-1f1b", PipelineSchedule::kInterleaved}};
   return kValues;
 }
 template <>

@@ -80,7 +80,7 @@ ModelStateBytes model_state_bytes(const TrainingSpec& training);
 program::DType compute_dtype(Precision precision);
 program::DType gradient_dtype(Precision precision);
 
-enum class PipelineSchedule { kGPipe, kOneFOneB };
+enum class PipelineSchedule { kGPipe, kOneFOneB, kInterleaved };
 
 struct ParallelSpec {
   std::string strategy = "ddp";  // ddp, zero, fsdp (data parallelism flavour) or ps
@@ -90,6 +90,7 @@ struct ParallelSpec {
   bool sequence_parallel = false;
   bool sp_regather = true;  // Megatron: keep sequence-sharded inputs, gather them again in backward
   PipelineSchedule schedule = PipelineSchedule::kOneFOneB;
+  std::int32_t virtual_stages = 1;  // interleaved 1F1B: model chunks per pipeline rank (v)
   std::int32_t gpus_per_node = 8;  // placement, for groups that follow node boundaries
   std::int32_t world() const { return dp * tp * pp; }
 };

@@ -105,7 +105,11 @@ class Simulator {
     std::vector<OpIndex> ops;  // by member position
   };
   using CollectiveKey = std::tuple<program::GroupFamilyId, std::int32_t, std::uint32_t>;
-  using RankPair = std::pair<std::int32_t, std::int32_t>;
+  using RankPair = std::pair<std::int32_t, std::int32_t>;  // (sender, receiver)
+  // Transfers match in posting order per group family and rank pair, as the executors match
+  // them (MPI tags, NCCL communicators per family): two families between the same ranks (an
+  // interleaved pipeline's "pp" and "pp_wrap" on two stages) never cross.
+  using TransferKey = std::pair<program::GroupFamilyId, RankPair>;
 
   // GPUs run the compute model of the node's GPU; parameter servers that of their host; a
   // GPU rank's host work (an offloaded optimizer) its share of the node's host CPU.
@@ -394,8 +398,8 @@ class Simulator {
     }
     const std::int32_t peer = members[peer_position];
     const RankPair pair = p2p.is_send ? RankPair{rank, peer} : RankPair{peer, rank};
-    auto& sends = sends_[pair];
-    auto& receives = receives_[pair];
+    auto& sends = sends_[{p2p.group, pair}];
+    auto& receives = receives_[{p2p.group, pair}];
     (p2p.is_send ? sends : receives).push_back(index);
     if (sends.empty() || receives.empty()) return;
     const OpIndex send_index = sends.front();
@@ -555,8 +559,8 @@ class Simulator {
   std::map<std::pair<const program::RankProgram*, bool>, RankPlan> plans_;
   std::map<std::pair<program::GroupFamilyId, std::int32_t>, trace::StringId> group_names_;
   std::map<CollectiveKey, PendingCollective> collectives_;
-  std::map<RankPair, std::deque<OpIndex>> sends_;
-  std::map<RankPair, std::deque<OpIndex>> receives_;
+  std::map<TransferKey, std::deque<OpIndex>> sends_;
+  std::map<TransferKey, std::deque<OpIndex>> receives_;
   SimulationResult result_;
   trace::SummaryBuilder summaries_{0};
 };

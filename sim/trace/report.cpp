@@ -92,6 +92,7 @@ Report build_report(const Timeline& timeline, const RunFacts& facts) {
   report.steps = std::max(1, facts.steps);
   report.pipeline = facts.pipeline;
   report.pipeline_bubble = facts.pipeline_bubble;
+  report.pipeline_chunks = facts.pipeline_chunks;
   report.ranks = static_cast<std::int32_t>(timeline.ranks.size());
   const double steps = report.steps;
 
@@ -235,8 +236,9 @@ std::string format_report(const Report& r) {
   line("R = T_comm / T_comp", fmt::format("{:.3f}", r.comm_compute_ratio));
   line("overlap ratio", fmt::format("{:.1f} %", r.overlap_ratio * 100));
   if (!r.pipeline.empty()) {
-    line("pipeline", fmt::format("{}; bubble (p−1)/(M+p−1) = {:.1f} %, compute idle on rank {} = {:.1f} %",
-                                 r.pipeline, 100 * r.pipeline_bubble, r.critical_rank, 100 * r.compute_idle_fraction));
+    line("pipeline", fmt::format("{}; bubble (p−1)/({}M+p−1) = {:.1f} %, compute idle on rank {} = {:.1f} %", r.pipeline,
+                                 r.pipeline_chunks > 1 ? "v·" : "", 100 * r.pipeline_bubble, r.critical_rank,
+                                 100 * r.compute_idle_fraction));
   }
   if (r.parameter_server) {
     const ParameterServerReport& ps = *r.parameter_server;
@@ -302,6 +304,7 @@ nlohmann::json report_to_json(const Report& r) {
       {"compute_idle_fraction", r.compute_idle_fraction},
       {"pipeline", r.pipeline},
       {"pipeline_bubble", r.pipeline_bubble},
+      {"pipeline_chunks", r.pipeline_chunks},
       {"comm_bytes_per_rank", r.comm_bytes_per_rank},
       {"time_by_category_s", r.time_by_category_s},
       {"achieved_bandwidth_bytes_per_s", r.achieved_bandwidth_by_category},

@@ -59,6 +59,7 @@ struct RunFacts {
   std::vector<std::string> notes;  // extra warnings from the configuration
   std::string pipeline;            // the pipeline schedule, if any
   double pipeline_bubble = 0;      // its textbook bubble fraction
+  std::int32_t pipeline_chunks = 1;  // model chunks per stage (interleaved 1F1B)
   std::optional<ParameterServerFacts> parameter_server;
   // Real runs: barrier → all work done by the host clock, mean over ranks (nccl-tests' method),
   // for all `steps` together.
@@ -94,6 +95,7 @@ struct Report {
   double compute_idle_fraction = 0;
   std::string pipeline;
   double pipeline_bubble = 0;
+  std::int32_t pipeline_chunks = 1;
   std::int64_t comm_bytes_per_rank = 0;
   std::optional<double> comm_latency_s;
   std::optional<double> comm_bandwidth_s;

@@ -166,7 +166,8 @@ struct ProgramInfo {
   double model_flops_per_step = 0;  // all ranks together, forward + backward, no recompute
   DType compute_dtype = DType::kBF16;
   std::string pipeline;          // the pipeline schedule, when there is one ("8 stages, 32 micro-batches, 1F1B")
-  double pipeline_bubble = 0;    // its textbook bubble fraction (p−1)/(M+p−1)
+  double pipeline_bubble = 0;    // its textbook bubble fraction (p−1)/(v·M+p−1)
+  std::int32_t pipeline_chunks = 1;  // v: model chunks per stage (interleaved 1F1B)
   // Parameter-server training: which ops of the first server's program apply a worker's
   // gradients and send parameters back, so that staleness can be measured on a timeline.
   struct ParameterServer {

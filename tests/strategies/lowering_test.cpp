@@ -3,9 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <string>
 
 #include "strategies/layout.h"
 #include "strategies/lowering.h"
+#include "strategies/pipeline_schedule.h"
 
 namespace {
 
@@ -190,6 +192,28 @@ TEST(LayoutTest, MegatronOrderPutsTensorParallelRanksNextToEachOther) {
   EXPECT_EQ(families[2].instances[0], (std::vector<std::int32_t>{0, 1}));
   EXPECT_EQ(families[1].instances[0], (std::vector<std::int32_t>{0, 2, 4, 6}));   // dp
   EXPECT_EQ(families[3].instances[0], (std::vector<std::int32_t>{0, 8}));         // pp
+}
+
+}  // namespace
+
+namespace {
+
+// Interleaved 1F1B with p = 2 stages, v = 2 chunks, M = 4 micro-batches, as Megatron-LM's
+// schedule numbers it (worked by hand): forwards k = 0…7 run (chunk, micro) (0,0) (0,1) (1,0)
+// (1,1) (0,2) (0,3) (1,2) (1,3), backwards the same with the chunks swapped; stage 0 warms up
+// with 2(p−1) + (v−1)p = 4 forwards, stage 1 with 2.
+TEST(PipelineScheduleTest, InterleavedOrderFollowsMegatron) {
+  const auto text = [](std::int32_t stage) {
+    std::string out;
+    for (const strategies::PipelineSlot& slot :
+         strategies::pipeline_order(strategies::PipelineSchedule::kInterleaved, 2, stage, 4, 2)) {
+      out += (slot.forward ? "F" : "B") + std::to_string(slot.chunk) + std::to_string(slot.micro) + " ";
+    }
+    return out;
+  };
+  EXPECT_EQ(text(0), "F00 F01 F10 F11 F02 B10 F03 B11 F12 B00 F13 B01 B12 B13 B02 B03 ");
+  EXPECT_EQ(text(1), "F00 F01 F10 B10 F11 B11 F02 B00 F03 B01 F12 B12 F13 B13 B02 B03 ");
+  EXPECT_DOUBLE_EQ(strategies::pipeline_bubble_fraction(2, 4, 2), 1.0 / 9);
 }
 
 }  // namespace
