@@ -58,15 +58,15 @@ struct TensorParallel {
 struct ForwardStep {
   std::string name;
   // A compute op, or a tensor-parallel collective; neither for Megatron's f without SP.
-  std::optional<program::ComputeOp> compute;
-  std::optional<program::CollectiveOp> collective;
+  std::optional<program::ComputeOp> compute = {};
+  std::optional<program::CollectiveOp> collective = {};
   // The collective backward runs at this point (f's all-reduce, SP's conjugates).
-  std::optional<program::CollectiveOp> backward_collective;
+  std::optional<program::CollectiveOp> backward_collective = {};
   // SP with regather: the all-gather of this matmul's stored sharded input, before its wgrad.
-  std::optional<program::CollectiveOp> regather;
+  std::optional<program::CollectiveOp> regather = {};
   double saved_bytes = 0;           // activations this op keeps until its backward
   double score_bytes = 0;           // of which attention-score tensors (dropped by selective recompute)
-  std::vector<std::size_t> params;  // indices into Block::params this op uses
+  std::vector<std::size_t> params = {};  // indices into Block::params this op uses
   bool has_backward = true;         // residual adds pass gradients through without a kernel
   bool attention_core = false;      // recomputed by selective activation checkpointing
 };

@@ -172,8 +172,12 @@ TEST(TransformerOpsTest, MegatronLayerHasTwoAllReducesForwardAndTwoBackward) {
   EXPECT_EQ(backward, 2);
   // Per-rank shapes: QKV produces (h + 2·kv)/t columns, the MLP ffn/t.
   for (const auto& step : block.forward) {
-    if (step.name == "layer0.fwd.qkv") EXPECT_EQ(step.compute->shape[2], (4096 + 2 * 4096) / 8);
-    if (step.name == "layer0.fwd.mlp_down") EXPECT_EQ(step.compute->shape[3], 11008 / 8);
+    if (step.name == "layer0.fwd.qkv") {
+      EXPECT_EQ(step.compute->shape[2], (4096 + 2 * 4096) / 8);
+    }
+    if (step.name == "layer0.fwd.mlp_down") {
+      EXPECT_EQ(step.compute->shape[3], 11008 / 8);
+    }
   }
 }
 
