@@ -48,7 +48,7 @@ double ComputeModel::seconds(const program::ComputeOp& op) const {
     const double rate = host_link_.effective_bandwidth();
     return (op.bytes > 0 && rate > 0 ? op.bytes / rate : 0) + host_link_.latency;
   }
-  const double gemms = op.kind == program::ComputeKind::kMatmul && op.shape.rank > 0 ? std::max<double>(1, op.shape[0]) : 1;
+  const double gemms = op.kind == program::ComputeKind::kMatmul && op.shape.rank > 0 ? std::max(1.0, static_cast<double>(op.shape[0])) : 1;
   double flop_efficiency = efficiency_.matmul_for(op.flops / gemms);
   if (op.kind == program::ComputeKind::kAttention) flop_efficiency = efficiency_.attention;
   const double flop_seconds = op.flops > 0 ? op.flops / (peak_flops(op.dtype) * flop_efficiency) : 0;
