@@ -8,6 +8,7 @@
 
 #include "backend/calibration.h"
 #include "backend/calibration_steps.h"
+#include "backend/gpu/cublas_library.h"
 #include "backend/gpu/gpu_job.h"
 #include "backend/gpu/gpu_kernels.h"
 #include "backend/job.h"
@@ -20,12 +21,15 @@ class ComputeBench {
  public:
   ComputeBench() {
     check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "creating a stream");
-    if (cublasCreate(&blas_) != CUBLAS_STATUS_SUCCESS) job::fail(job::world_rank(), "creating a cuBLAS handle failed");
-    cublasSetStream(blas_, stream_);
+    try {
+      blas_ = gpu::blas_handle(stream_);
+    } catch (const std::runtime_error& error) {
+      job::fail(job::world_rank(), std::string("calibration: ") + error.what());
+    }
   }
   ~ComputeBench() {
     cudaFree(scratch_);
-    cublasDestroy(blas_);
+    gpu::cublas().destroy(blas_);
     cudaStreamDestroy(stream_);
   }
   ComputeBench(const ComputeBench&) = delete;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "backend/gpu/cublas_library.h"
 #include "backend/gpu/memory_kernels.h"
 
 namespace backend::gpu {
@@ -20,7 +21,7 @@ cudaDataType_t cuda_type(program::DType dtype) {
 }
 
 std::string blas_error(cublasStatus_t status) {
-  return status == CUBLAS_STATUS_SUCCESS ? "" : std::string("cuBLAS error: ") + cublasGetStatusString(status);
+  return status == CUBLAS_STATUS_SUCCESS ? "" : std::string("cuBLAS error: ") + cublas().status_string(status);
 }
 
 }  // namespace
@@ -46,7 +47,7 @@ std::string enqueue_compute(const program::ComputeOp& compute, cublasHandle_t bl
     char* a = scratch;
     char* b = a + element * m * k;
     char* c = b + element * k * n;
-    return blas_error(cublasGemmStridedBatchedEx(blas, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &one, a, type, m, 0, b, type, k, 0,
+    return blas_error(cublas().gemm_strided_batched(blas, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &one, a, type, m, 0, b, type, k, 0,
                                                  &zero, c, type, m, std::int64_t{m} * n, static_cast<int>(s[0]),
                                                  CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
   }
@@ -63,11 +64,11 @@ std::string enqueue_compute(const program::ComputeOp& compute, cublasHandle_t bl
     char* scores = v + element * qkv * batch;
     char* out = scores + element * std::int64_t{seq} * seq * batch;
     for (std::int64_t p = 0; p < pairs; ++p) {
-      std::string error = blas_error(cublasGemmStridedBatchedEx(
+      std::string error = blas_error(cublas().gemm_strided_batched(
           blas, CUBLAS_OP_T, CUBLAS_OP_N, seq, seq, dim, &one, k, type, dim, qkv, q, type, dim, qkv, &zero, scores, type,
           seq, std::int64_t{seq} * seq, batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
       if (error.empty()) {
-        error = blas_error(cublasGemmStridedBatchedEx(blas, CUBLAS_OP_N, CUBLAS_OP_N, dim, seq, seq, &one, v, type, dim,
+        error = blas_error(cublas().gemm_strided_batched(blas, CUBLAS_OP_N, CUBLAS_OP_N, dim, seq, seq, &one, v, type, dim,
                                                       qkv, scores, type, seq, std::int64_t{seq} * seq, &zero, out, type,
                                                       dim, qkv, batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
       }

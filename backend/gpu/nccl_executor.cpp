@@ -45,6 +45,7 @@
 #include <thread>
 #include <tuple>
 
+#include "backend/gpu/cublas_library.h"
 #include "backend/gpu/gpu_job.h"
 #include "backend/gpu/gpu_kernels.h"
 #include "backend/job.h"
@@ -141,7 +142,7 @@ class GpuExecutor final : public job::RankRunner {
     cudaEventDestroy(origin_);
     for (DeviceStream& stream : streams_) {
       cudaFree(stream.scratch);
-      if (stream.blas != nullptr) cublasDestroy(stream.blas);
+      if (stream.blas != nullptr) gpu::cublas().destroy(stream.blas);
       if (stream.stream != nullptr) cudaStreamDestroy(stream.stream);
     }
     cudaFreeHost(pinned_);
@@ -338,8 +339,11 @@ class GpuExecutor final : public job::RankRunner {
     for (std::size_t s = 0; s < streams_.size(); ++s) {
       DeviceStream& stream = streams_[s];
       cuda(cudaStreamCreateWithFlags(&stream.stream, cudaStreamNonBlocking), "creating a CUDA stream");
-      if (cublasCreate(&stream.blas) != CUBLAS_STATUS_SUCCESS) fail("creating a cuBLAS handle failed");
-      cublasSetStream(stream.blas, stream.stream);
+      try {
+        stream.blas = gpu::blas_handle(stream.stream);
+      } catch (const std::runtime_error& error) {
+        fail(error.what());
+      }
       if (stream.scratch_bytes == 0) continue;
       const cudaError_t status = cudaMalloc(&stream.scratch, static_cast<std::size_t>(stream.scratch_bytes));
       if (status != cudaSuccess) {
