@@ -2,7 +2,7 @@
 # Every GPU check of dtsim, in one command, on a machine with NVIDIA GPUs (and dtsim's build
 # dependencies, CUDA Toolkit and NCCL under /usr/local/cuda):
 #
-#   tests/gpu/run_gpu_checks.sh            # results and a summary in gpu-checks/
+#   tests/gpu/run_gpu_checks.sh            # results and a summary in gpu-checks/ (or $DTSIM_CHECKS_OUT)
 #   DTSIM_BUNDLE=device-bundle tests/gpu/run_gpu_checks.sh   # prebuilt (make_device_bundle.sh)
 #
 #  1. builds dtsim (./dev.sh build; DTSIM_SKIP_BUILD=1 uses build/ as it is; with DTSIM_BUNDLE,
@@ -16,7 +16,7 @@
 # Exits non-zero if any step failed; every step still runs.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-out="${OUT:-gpu-checks}"
+out="${DTSIM_CHECKS_OUT:-gpu-checks}"
 mkdir -p "$out"
 summary="$out/summary.txt"
 : >"$summary"
