@@ -10,9 +10,11 @@
 //     rate, the best rate being the profile's peak;
 //   * attention: the executor's GEMM pairs (CPU: sequence 128, 4 heads; GPU: sequence 2048,
 //     16 heads; head dimension 64 … 128);
-//   * memory bandwidth: the executor's memory-bound pass (64 MiB on a CPU, 1 GiB on a GPU),
-//     counted as the op's bytes;
-//   * per-op overhead: the same pass over 64 bytes;
+//   * per-op overhead: the executor's memory-bound pass over 64 bytes;
+//   * memory bandwidth by size: the same pass over 16 KiB … 64 MiB on a CPU, 1 MiB … 1 GiB on a
+//     GPU (×4), counted as the op's bytes, the overhead taken off: caches make small passes
+//     faster; the best rate is the profile's bandwidth, the others its
+//     `memory_efficiency_by_size`;
 //   * α, β per link class: rank 0 against the first other rank on its node (intra-node) and
 //     against the first rank on another node (inter-node), where the job has them: ping-pong
 //     (MPI send/receive, or NCCL send/receive between GPUs) from 8 B to 8 MiB, one-way time
@@ -57,7 +59,8 @@ struct Calibration {
   std::vector<std::pair<double, double>> gemm_rates;  // (FLOPs of one GEMM, FLOP/s), ascending
   double peak_flops = 0;                              // the best GEMM rate
   double attention_flops = 0;                         // FLOP/s
-  double memory_bytes_per_s = 0;
+  std::vector<std::pair<double, double>> memory_rates;  // (bytes of one pass, bytes/s), ascending
+  double memory_bytes_per_s = 0;                         // the best memory rate
   double op_overhead_s = 0;
   std::vector<LinkCalibration> links;  // intra-node first; none with a single rank
   std::vector<std::pair<std::int64_t, double>> all_reduce_s;  // (bytes, seconds) over every rank

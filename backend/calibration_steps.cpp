@@ -79,10 +79,14 @@ void measure_compute(Calibration& calibration, const ComputeSizes& sizes, progra
       attention_flops / seconds_per_op(op(program::ComputeKind::kAttention,
                                           program::Shape::of({1, sizes.heads, sizes.heads, sizes.sequence, sizes.head_dim}),
                                           attention_flops, 0));
-  calibration.memory_bytes_per_s =
-      sizes.memory_bytes /
-      seconds_per_op(op(program::ComputeKind::kElementwise, program::Shape::of({0}), 0, sizes.memory_bytes));
   calibration.op_overhead_s = seconds_per_op(op(program::ComputeKind::kElementwise, program::Shape::of({0}), 0, 64));
+  for (const std::int64_t size : sizes.memory_sizes) {
+    const auto bytes = static_cast<double>(size);
+    const double seconds = seconds_per_op(op(program::ComputeKind::kElementwise, program::Shape::of({0}), 0, bytes));
+    const double rate = bytes / std::max(seconds - calibration.op_overhead_s, 1e-12);
+    calibration.memory_rates.emplace_back(bytes, rate);
+    calibration.memory_bytes_per_s = std::max(calibration.memory_bytes_per_s, rate);
+  }
 }
 
 double one_way_seconds(const std::function<void()>& round_trip, const std::function<void()>& finish, int peer,

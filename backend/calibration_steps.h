@@ -21,11 +21,11 @@ double time_per_call(const std::function<void()>& work, const std::function<void
 Calibration start(const char* backend, std::string device, program::DType gemm_dtype);
 
 // What the compute measurements time (calibration.h): square GEMMs of these sizes, attention
-// GEMM pairs of this shape, the memory pass over `memory_bytes`.
+// GEMM pairs of this shape, memory passes of these sizes.
 struct ComputeSizes {
   std::vector<std::int64_t> gemm_sizes;
   std::int64_t heads = 0, sequence = 0, head_dim = 0;
-  double memory_bytes = 0;
+  std::vector<std::int64_t> memory_sizes;
 };
 
 // Fills the compute figures, `seconds_per_op` timing one run of the executor's stand-in for

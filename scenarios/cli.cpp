@@ -121,13 +121,20 @@ std::string hardware_profile_toml(const backend::Calibration& calibration) {
                         *link.latency_s / 2 * 1e6, bounding ? *calibration.collective_efficiency : 1.0,
                         bounding ? "  # all-reduce bus bandwidth / link bandwidth" : "");
   }
-  text += "[compute]\nmatmul_efficiency_by_size = [";
-  for (std::size_t i = 0; i < calibration.gemm_rates.size(); ++i) {
-    const auto& [flops, rate] = calibration.gemm_rates[i];
-    text += fmt::format("{}[{:.6g}, {:.4f}]", i ? ", " : "", flops, std::min(1.0, rate / calibration.peak_flops));
-  }
-  text += fmt::format("]\nattention_efficiency = {:.4f}\nmemory_efficiency = 1.0\nkernel_overhead_us = {:.4g}\n",
-                      std::min(1.0, calibration.attention_flops / calibration.peak_flops), calibration.op_overhead_s * 1e6);
+  // Rates by size as [[size, rate / best], …].
+  const auto curve = [](const std::vector<std::pair<double, double>>& rates, double best) {
+    std::string points;
+    for (const auto& [size, rate] : rates) {
+      points += fmt::format("{}[{:.6g}, {:.4f}]", points.empty() ? "" : ", ", size, std::min(1.0, rate / best));
+    }
+    return "[" + points + "]";
+  };
+  text += fmt::format(
+      "[compute]\nmatmul_efficiency_by_size = {}\nattention_efficiency = {:.4f}\nmemory_efficiency_by_size = {}\n"
+      "kernel_overhead_us = {:.4g}\n",
+      curve(calibration.gemm_rates, calibration.peak_flops),
+      std::min(1.0, calibration.attention_flops / calibration.peak_flops),
+      curve(calibration.memory_rates, calibration.memory_bytes_per_s), calibration.op_overhead_s * 1e6);
   return text;
 }
 

@@ -727,6 +727,27 @@ void read_output(TableReader reader, Scenario& scenario) {
   reader.finish();
 }
 
+// [[size, efficiency], …] as `dtsim calibrate` writes it: sizes ascending, efficiencies in (0, 1].
+void read_efficiency_by_size(TableReader& reader, const char* key, const char* size_name,
+                             sim::EfficiencyBySize& curve) {
+  const toml::node* table = reader.node(key);
+  if (table == nullptr) return;
+  const auto* points = table->as_array();
+  const std::string expected =
+      fmt::format("expected [[{}, efficiency], …] in ascending {}, efficiencies in (0, 1]", size_name, size_name);
+  if (points == nullptr || points->empty()) reader.fail(key, expected);
+  for (const toml::node& entry : *points) {
+    const auto* pair = entry.as_array();
+    const auto size = pair && pair->size() == 2 ? pair->get(0)->value<double>() : std::nullopt;
+    const auto value = pair && pair->size() == 2 ? pair->get(1)->value<double>() : std::nullopt;
+    if (!size || !value || *size <= 0 || *value <= 0 || *value > 1 ||
+        (!curve.empty() && *size <= curve.points.back().first)) {
+      reader.fail(key, fmt::format("{}, got {}", expected, node_text(entry)));
+    }
+    curve.points.emplace_back(*size, *value);
+  }
+}
+
 void read_compute(TableReader reader, Scenario& scenario) {
   sim::ComputeEfficiency& efficiency = scenario.efficiency;
   efficiency.matmul = reader.fraction("matmul_efficiency", efficiency.matmul);
@@ -735,21 +756,8 @@ void read_compute(TableReader reader, Scenario& scenario) {
   efficiency.kernel_overhead_s =
       reader.non_negative("kernel_overhead_us", efficiency.kernel_overhead_s / kMicro) * kMicro;
   efficiency.fp32_matmul_on_tf32 = reader.boolean("allow_tf32").value_or(efficiency.fp32_matmul_on_tf32);
-  if (const toml::node* table = reader.node("matmul_efficiency_by_size")) {
-    const auto* points = table->as_array();
-    const char* expected = "expected [[GEMM FLOPs, efficiency], …] in ascending FLOPs, efficiencies in (0, 1]";
-    if (points == nullptr || points->empty()) reader.fail("matmul_efficiency_by_size", expected);
-    for (const toml::node& entry : *points) {
-      const auto* pair = entry.as_array();
-      const auto flops = pair && pair->size() == 2 ? pair->get(0)->value<double>() : std::nullopt;
-      const auto value = pair && pair->size() == 2 ? pair->get(1)->value<double>() : std::nullopt;
-      if (!flops || !value || *flops <= 0 || *value <= 0 || *value > 1 ||
-          (!efficiency.matmul_by_size.empty() && *flops <= efficiency.matmul_by_size.back().first)) {
-        reader.fail("matmul_efficiency_by_size", fmt::format("{}, got {}", expected, node_text(entry)));
-      }
-      efficiency.matmul_by_size.emplace_back(*flops, *value);
-    }
-  }
+  read_efficiency_by_size(reader, "matmul_efficiency_by_size", "GEMM FLOPs", efficiency.matmul_by_size);
+  read_efficiency_by_size(reader, "memory_efficiency_by_size", "bytes moved", efficiency.memory_by_size);
   scenario.step_compute_time_s = reader.optional_positive("step_compute_time_s");
   scenario.layer_compute_time_s = reader.optional_positive("layer_compute_time_s");
   for (const auto& [key, value] : {std::pair{"step_compute_time_s", scenario.step_compute_time_s},

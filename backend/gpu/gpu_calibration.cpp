@@ -112,7 +112,9 @@ Calibration calibrate_gpus(const CalibrationOptions& options) {
   const ncclComm_t world = gpu::world_communicator(timeout_s);
 
   ComputeBench bench;
-  calibration::measure_compute(result, {{256, 512, 1024, 2048, 4096, 8192}, 16, 2048, 128, 1024.0 * (1 << 20)},
+  calibration::measure_compute(result,
+                               {{256, 512, 1024, 2048, 4096, 8192}, 16, 2048, 128,
+                                {1 << 20, 4 << 20, 16 << 20, 64 << 20, 256 << 20, std::int64_t{1} << 30}},
                                program::DType::kBF16,
                                [&](const program::ComputeOp& op) { return bench.seconds(op, options); });
 

@@ -16,7 +16,9 @@ Calibration calibrate(const CalibrationOptions& options) {
   const auto nothing = [] {};
   openblas_set_num_threads(1);  // as the executor runs it: one core per rank
   cpu::Scratch scratch;
-  calibration::measure_compute(result, {{64, 128, 256, 384, 512, 768, 1024}, 4, 128, 64, 64.0 * (1 << 20)},
+  calibration::measure_compute(result,
+                               {{64, 128, 256, 384, 512, 768, 1024}, 4, 128, 64,
+                                {16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20}},
                                program::DType::kFP32, [&](const program::ComputeOp& op) {
                                  return calibration::time_per_call([&] { cpu::run_compute(op, scratch); }, nothing, options);
                                });

@@ -31,14 +31,13 @@ double ComputeModel::peak_flops(program::DType dtype) const {
   return device_.bf16_flops;
 }
 
-double ComputeEfficiency::matmul_for(double gemm_flops) const {
-  if (matmul_by_size.empty()) return matmul;
-  if (gemm_flops <= matmul_by_size.front().first) return matmul_by_size.front().second;
-  if (gemm_flops >= matmul_by_size.back().first) return matmul_by_size.back().second;
-  const auto upper = std::lower_bound(matmul_by_size.begin(), matmul_by_size.end(), gemm_flops,
-                                      [](const std::pair<double, double>& point, double f) { return point.first < f; });
+double EfficiencyBySize::at(double size) const {
+  if (size <= points.front().first) return points.front().second;
+  if (size >= points.back().first) return points.back().second;
+  const auto upper = std::lower_bound(points.begin(), points.end(), size,
+                                      [](const std::pair<double, double>& point, double s) { return point.first < s; });
   const auto lower = upper - 1;
-  const double t = std::log(gemm_flops / lower->first) / std::log(upper->first / lower->first);
+  const double t = std::log(size / lower->first) / std::log(upper->first / lower->first);
   return lower->second + t * (upper->second - lower->second);
 }
 
@@ -53,7 +52,7 @@ double ComputeModel::seconds(const program::ComputeOp& op) const {
   if (op.kind == program::ComputeKind::kAttention) flop_efficiency = efficiency_.attention;
   const double flop_seconds = op.flops > 0 ? op.flops / (peak_flops(op.dtype) * flop_efficiency) : 0;
   const double memory_seconds =
-      op.bytes > 0 ? op.bytes / (device_.memory_bandwidth * efficiency_.memory) : 0;
+      op.bytes > 0 ? op.bytes / (device_.memory_bandwidth * efficiency_.memory_for(op.bytes)) : 0;
   return (std::max(flop_seconds, memory_seconds) + efficiency_.kernel_overhead_s) * time_scale_;
 }
 

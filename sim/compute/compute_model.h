@@ -21,6 +21,15 @@
 
 namespace sim {
 
+// An efficiency measured at several sizes (`dtsim calibrate`): (size, fraction), ascending in
+// size. at(size) interpolates linearly in log(size) between the two nearest points, clamped at
+// the ends.
+struct EfficiencyBySize {
+  std::vector<std::pair<double, double>> points;
+  bool empty() const { return points.empty(); }
+  double at(double size) const;
+};
+
 struct ComputeEfficiency {
   double matmul = 0;         // fraction of dense tensor-core peak a large GEMM reaches
   double attention = 0;      // fraction of peak a fused (Flash) attention kernel reaches
@@ -29,11 +38,13 @@ struct ComputeEfficiency {
   // fp32 matmuls on TF32 tensor cores (torch.backends.cuda.matmul.allow_tf32; off by default
   // in PyTorch, so fp32 matmuls run at the plain FP32 rate).
   bool fp32_matmul_on_tf32 = false;
-  // Measured GEMM efficiency by size (`dtsim calibrate`): (FLOPs of one GEMM, fraction of
-  // peak), ascending in FLOPs. When given it replaces `matmul`: a GEMM's efficiency is
-  // interpolated linearly in log(FLOPs) between the two nearest sizes, clamped at the ends.
-  std::vector<std::pair<double, double>> matmul_by_size;
-  double matmul_for(double gemm_flops) const;
+  // Measured GEMM efficiency by the FLOPs of one GEMM; when given it replaces `matmul`.
+  EfficiencyBySize matmul_by_size;
+  double matmul_for(double gemm_flops) const { return matmul_by_size.empty() ? matmul : matmul_by_size.at(gemm_flops); }
+  // Measured memory efficiency by the bytes an op moves (caches make small ops faster than
+  // large ones); when given it replaces `memory`.
+  EfficiencyBySize memory_by_size;
+  double memory_for(double bytes) const { return memory_by_size.empty() ? memory : memory_by_size.at(bytes); }
 
   // Defaults:
   //  matmul 0.80    — an 8192³ bf16 GEMM through PyTorch ran at 769–798 TFLOP/s of 989 on the

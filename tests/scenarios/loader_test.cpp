@@ -93,6 +93,8 @@ INSTANTIATE_TEST_SUITE_P(
                    "did you mean \"llama-2-7b\"?"},
         BrokenCase{"bad_efficiency.toml", "5:14", "cluster.fabric.nic.efficiency",
                    "expected a fraction in (0, 1], got 1.5", "share of the peak"},
+        BrokenCase{"unsorted_memory_curve.toml", "11:29", "compute.memory_efficiency_by_size",
+                   "in ascending bytes moved, efficiencies in (0, 1], got [ 65536", ""},
         BrokenCase{"ps_without_servers.toml", "11:12", "parallel.strategy",
                    "needs parameter servers", "[cluster.parameter_servers]"},
         BrokenCase{"heads_do_not_divide_hidden.toml", "7:9", "model.heads",
@@ -149,6 +151,17 @@ TEST(ScenarioOverrideTest, SetOverridesTypedValuesAndBareStrings) {
   EXPECT_TRUE(s.cluster.fabric.rail_optimized);
   EXPECT_EQ(s.network.ring_channels, 2);
   EXPECT_DOUBLE_EQ(s.efficiency.matmul, 0.6);
+}
+
+TEST(ScenarioOverrideTest, CalibratedCurvesInterpolateInLogSize) {
+  // 64 KiB at 1.0, 64 MiB at 0.25: 2 MiB is halfway in log(size) → 0.625; clamped outside.
+  const scenarios::Scenario s = scenarios::load_scenario(
+      kDefault, {"compute.memory_efficiency_by_size=[[65536, 1.0], [67108864, 0.25]]",
+                 "compute.matmul_efficiency_by_size=[[1e6, 0.5], [1e9, 0.8]]"});
+  EXPECT_DOUBLE_EQ(s.efficiency.memory_for(2097152), 0.625);
+  EXPECT_DOUBLE_EQ(s.efficiency.memory_for(1024), 1.0);
+  EXPECT_DOUBLE_EQ(s.efficiency.memory_for(1e12), 0.25);
+  EXPECT_NEAR(s.efficiency.matmul_for(1e7), 0.6, 1e-12);  // a third of the way in log(FLOPs)
 }
 
 TEST(ScenarioOverrideTest, ABadOverrideNamesTheCommandLine) {
