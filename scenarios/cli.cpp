@@ -325,7 +325,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
 
   std::string calibrate_backend = "mpi", profile_output;
   CLI::App* calibrate = app.add_subcommand(
-      "calibrate", "measure this machine (GEMM rate by size, memory bandwidth, α and β between ranks) as a hardware profile");
+      "calibrate", "measure this machine (GEMM rate and memory bandwidth by size, α and β per link class, collective efficiency) as a hardware profile");
   calibrate->add_option("--backend", calibrate_backend, "mpi (CPU ranks) or nccl (one GPU per rank), under mpirun")
       ->capture_default_str();
   calibrate->add_option("-o,--output", profile_output, "write the profile TOML here too");
