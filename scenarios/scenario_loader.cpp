@@ -85,6 +85,10 @@ std::string node_text(const toml::node& node) {
     out << '"' << text->get() << '"';
   } else if (const auto* number = node.as_floating_point()) {
     out << fmt::format("{}", number->get());  // shortest form that reads back the same
+  } else if (const auto* array = node.as_array()) {
+    out << '[';
+    for (std::size_t i = 0; i < array->size(); ++i) out << (i ? ", " : "") << node_text(*array->get(i));
+    out << ']';
   } else {
     node.visit([&out](const auto& value) { out << value; });
   }
