@@ -32,7 +32,7 @@ std::string describe(const Capabilities& c) {
     out += "CUDA:  not built (CUDA Toolkit or NCCL was not found at configure time)\n";
     return out;
   }
-  out += fmt::format("CUDA:  runtime {}, NCCL {}\n", c.cuda_runtime, c.nccl);
+  out += fmt::format("CUDA:  runtime {}, NCCL {}, cuBLAS {}\n", c.cuda_runtime, c.nccl, c.cublas);
   if (c.gpus.empty()) {
     out += fmt::format("GPUs:  none usable ({})\n", c.gpu_status);
   }

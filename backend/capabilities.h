@@ -20,6 +20,7 @@ struct Capabilities {
   bool built_with_cuda = false;
   std::string cuda_runtime;  // e.g. "13.0"; empty without CUDA
   std::string nccl;          // e.g. "2.28.3"; empty without NCCL
+  std::string cublas;        // e.g. "13.0.2", or why it cannot be loaded (it is loaded at run time)
   std::vector<GpuInfo> gpus;
   std::string gpu_status;    // why no GPU is usable, when none is
 };

@@ -32,6 +32,7 @@ Cublas load() {
   resolve(library, "cublasSetStream_v2", functions.set_stream);
   resolve(library, "cublasGemmStridedBatchedEx", functions.gemm_strided_batched);
   resolve(library, "cublasGetStatusString", functions.status_string);
+  resolve(library, "cublasGetProperty", functions.get_property);
   return functions;
 }
 

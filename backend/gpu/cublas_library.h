@@ -22,6 +22,7 @@ struct Cublas {
   decltype(&cublasSetStream_v2) set_stream = nullptr;
   GemmStridedBatchedEx gemm_strided_batched = nullptr;
   decltype(&cublasGetStatusString) status_string = nullptr;
+  decltype(&cublasGetProperty) get_property = nullptr;
 };
 
 // The loaded library (libcublas.so.<the major version built against>). Throws

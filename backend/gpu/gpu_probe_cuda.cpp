@@ -1,9 +1,12 @@
-// CUDA/NCCL probe. Without a driver, cudaGetDeviceCount fails ("driver version is
+// CUDA/NCCL/cuBLAS probe. Without a driver, cudaGetDeviceCount fails ("driver version is
 // insufficient"): that is reported as "no GPU", never as a crash.
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 #include <nccl.h>
 
+#include <stdexcept>
+
+#include "backend/gpu/cublas_library.h"
 #include "backend/gpu/gpu_probe.h"
 
 namespace backend {
@@ -17,6 +20,14 @@ void probe_gpus(Capabilities& capabilities) {
   int nccl = 0;
   if (ncclGetVersion(&nccl) == ncclSuccess) {
     capabilities.nccl = fmt::format("{}.{}.{}", nccl / 10000, (nccl % 10000) / 100, nccl % 100);
+  }
+  try {
+    const gpu::Cublas& cublas = gpu::cublas();
+    int version[3] = {0, 0, 0};
+    for (int part = 0; part < 3; ++part) cublas.get_property(static_cast<libraryPropertyType>(part), &version[part]);
+    capabilities.cublas = fmt::format("{}.{}.{}", version[0], version[1], version[2]);
+  } catch (const std::runtime_error& error) {
+    capabilities.cublas = error.what();
   }
   int count = 0;
   const cudaError_t status = cudaGetDeviceCount(&count);
