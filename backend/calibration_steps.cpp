@@ -83,7 +83,9 @@ void measure_compute(Calibration& calibration, const ComputeSizes& sizes, progra
   for (const std::int64_t size : sizes.memory_sizes) {
     const auto bytes = static_cast<double>(size);
     const double seconds = seconds_per_op(op(program::ComputeKind::kElementwise, program::Shape::of({0}), 0, bytes));
-    const double rate = bytes / std::max(seconds - calibration.op_overhead_s, 1e-12);
+    // The overhead taken off, but never more than half: on a GPU a small pass is mostly
+    // overhead, and the difference of two noisy timings must not make a rate from nothing.
+    const double rate = bytes / std::max(seconds - calibration.op_overhead_s, 0.5 * seconds);
     calibration.memory_rates.emplace_back(bytes, rate);
     calibration.memory_bytes_per_s = std::max(calibration.memory_bytes_per_s, rate);
   }

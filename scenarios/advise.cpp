@@ -32,12 +32,14 @@ struct Facts {
   std::int64_t sequence = 0;
   std::int64_t global_batch = 0;
   std::int64_t micro_batch = 0;
+  bool interleaved = false;  // the scenario's pipeline is interleaved 1F1B
 };
 
 Facts facts_of(const Scenario& scenario) {
   Facts facts;
   facts.gpus = static_cast<std::int32_t>(scenario.cluster.gpu_count());
   facts.per_node = scenario.cluster.node.gpus;
+  facts.interleaved = scenario.lowering.parallel.schedule == strategies::PipelineSchedule::kInterleaved;
   facts.memory = scenario.cluster.node.gpu.memory_bytes;
   facts.model = scenario.lowering.model;
   facts.parameters = strategies::total_parameters(facts.model);
@@ -78,6 +80,10 @@ class CandidateList {
                            fmt::format("parallel.tp={}", tp), fmt::format("parallel.pp={}", pp),
                            fmt::format("parallel.sequence_parallel={}", sequence_parallel)};
     if (flavour == "zero1") candidate.overrides.push_back("zero.stage=1");
+    if (facts_.interleaved) {  // candidates are compared as 1F1B layouts (chunks fit few of them)
+      candidate.overrides.push_back("parallel.pipeline_schedule=\"1f1b\"");
+      candidate.overrides.push_back("parallel.virtual_stages=1");
+    }
     const std::int64_t per_step = facts_.micro_batch * dp;
     if (facts_.global_batch % per_step != 0) {
       candidate.rejected = fmt::format("global batch {} is not a multiple of micro-batch {} × dp {}",

@@ -125,7 +125,8 @@ std::string hardware_profile_toml(const backend::Calibration& calibration) {
   const auto curve = [](const std::vector<std::pair<double, double>>& rates, double best) {
     std::string points;
     for (const auto& [size, rate] : rates) {
-      points += fmt::format("{}[{:.6g}, {:.4f}]", points.empty() ? "" : ", ", size, std::min(1.0, rate / best));
+      points += fmt::format("{}[{:.6g}, {:.4g}]", points.empty() ? "" : ", ", size,
+                            std::clamp(rate / best, 1e-4, 1.0));  // the loader takes (0, 1]
     }
     return "[" + points + "]";
   };

@@ -850,13 +850,26 @@ namespace {
 
 // Copies every value of `profile` whose dotted key the scenario does not set into `root`:
 // the scenario's own values win over the profile's.
+// A measured curve replaces its scalar key: where the scenario states the scalar itself, the
+// profile's curve does not apply.
+bool stated_by_scenario(const toml::table& root, const std::string& key) {
+  static const std::pair<std::string_view, std::string_view> kCurves[] = {
+      {"compute.matmul_efficiency_by_size", "compute.matmul_efficiency"},
+      {"compute.memory_efficiency_by_size", "compute.memory_efficiency"}};
+  if (root.at_path(key)) return true;
+  for (const auto& [curve, scalar] : kCurves) {
+    if (key == curve && root.at_path(scalar)) return true;
+  }
+  return false;
+}
+
 void merge_profile(toml::table& root, const toml::table& profile, const std::string& prefix, const std::string& file,
                    Origins& origins) {
   for (const auto& [name, node] : profile) {
     const std::string key = prefix.empty() ? std::string(name.str()) : prefix + "." + std::string(name.str());
     if (const toml::table* table = node.as_table()) {
       merge_profile(root, *table, key, file, origins);
-    } else if (!root.at_path(key)) {
+    } else if (!stated_by_scenario(root, key)) {
       const std::string origin = fmt::format("{}:{}:{}", file, node.source().begin.line, node.source().begin.column);
       node.visit([&](const auto& value) { assign(root, key, value, origin); });
       origins[key] = origin;

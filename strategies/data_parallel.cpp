@@ -127,7 +127,7 @@ class ReplicatedPolicy : public DataParallelPolicy {
     // The next compute waits for every bucket, as DDP's finalize_backward makes the compute
     // stream wait for the communication stream.
     if (buckets_.last()) wait_for_.push_back(*buckets_.last());
-    if (zero_stage_ == 0 && input_.ddp.barrier_every_step && last_micro_batch) {
+    if (zero_stage_ == 0 && input_.ddp.barrier_every_step && last_micro_batch && context_.issues_step_barrier) {
       program::CollectiveOp barrier = collective(CollectiveKind::kBarrier, context_.world_group, 0, program::DType::kFP32);
       wait_for_.push_back(builder.add("barrier", context_.dp_reduce, barrier, {last}));
     }

@@ -43,6 +43,9 @@ struct StageContext {
   program::GroupFamilyId world_group = 0;
   program::GroupFamilyId shard_group = 0;      // FSDP HYBRID_SHARD: inside a node
   program::GroupFamilyId replicate_group = 0;  // FSDP HYBRID_SHARD: across nodes
+  // Whether this policy issues ddp.barrier_every_step's barrier: with interleaved model chunks,
+  // only the chunk whose backward ends the step (chunk 0) does.
+  bool issues_step_barrier = true;
 };
 
 class DataParallelPolicy {

@@ -5,6 +5,7 @@
 
 #include <map>
 #include <memory>
+#include <stdexcept>
 #include <utility>
 
 #include "strategies/data_parallel.h"
@@ -120,6 +121,12 @@ program::Program lower_parallel(const LoweringInput& input) {
   // group (the same ranks as "pp": transfers of the two directions never share a key).
   const std::int32_t chunks = parallel.schedule == PipelineSchedule::kInterleaved ? parallel.virtual_stages : 1;
   const std::int32_t virtual_stages = pp * chunks;
+  if (chunks > 1 && (pp < 2 || micro_batches % pp != 0 || virtual_stages > layers)) {
+    throw std::invalid_argument(fmt::format(
+        "interleaved 1F1B needs pp ≥ 2, micro-batches a multiple of pp and a layer per chunk: pp {}, {} micro-batches, "
+        "{} chunks of {} layers",
+        pp, micro_batches, virtual_stages, layers));
+  }
   program::GroupFamilyId wrap_group = pp_group;
   if (chunks > 1) {
     program::GroupFamily wrap = program.family(pp_group);
@@ -136,6 +143,7 @@ program::Program lower_parallel(const LoweringInput& input) {
     for (std::int32_t chunk = 0; chunk < chunks; ++chunk) {
       StageContext& context = contexts[static_cast<std::size_t>(chunk)];
       context.replica = &replica;
+      context.issues_step_barrier = chunk == 0;
       const std::int64_t virtual_stage = std::int64_t{chunk} * pp + stage;
       if (virtual_stage == 0) context.blocks.push_back(&replica.blocks.front());
       for (std::int64_t layer = layers * virtual_stage / virtual_stages; layer < layers * (virtual_stage + 1) / virtual_stages;

@@ -53,8 +53,8 @@ class Simulator {
       : program_(program),
         cluster_(cluster),
         gpu_compute_(cluster.spec().node.gpu, options.efficiency, cluster.spec().node.pcie),
-        host_compute_(cluster.spec().parameter_servers.host, options.efficiency),
-        offload_compute_(host_share(cluster.spec()), options.efficiency),
+        host_compute_(cluster.spec().parameter_servers.host, host_efficiency(options.efficiency)),
+        offload_compute_(host_share(cluster.spec()), host_efficiency(options.efficiency)),
         network_(make_network_model(with_step_recording(options.network), engine_, cluster)),
         options_(options) {
     if (options.step_compute_time_s) {
@@ -116,6 +116,14 @@ class Simulator {
   const ComputeModel& compute_for(std::int32_t rank, const program::ComputeOp& op) const {
     if (!cluster_.is_gpu(program_.placement[rank])) return host_compute_;
     return op.on_host ? offload_compute_ : gpu_compute_;
+  }
+
+  // Host CPUs keep the scalar efficiencies: the measured curves are the GPU's (a calibrated
+  // profile prices the ranks' device, not the host beside it).
+  static ComputeEfficiency host_efficiency(ComputeEfficiency efficiency) {
+    efficiency.matmul_by_size = {};
+    efficiency.memory_by_size = {};
+    return efficiency;
   }
 
   // The node's host CPU, modelled as the cluster's host preset ([cluster.parameter_servers.host],

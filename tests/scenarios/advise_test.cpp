@@ -103,4 +103,17 @@ TEST(AdviseTest, LayoutsTheBatchCannotFillAreRejectedWithTheReason) {
   EXPECT_NE(rejected->rejected.find("not a multiple of micro-batch 1 × dp 8"), std::string::npos);
 }
 
+TEST(AdviseTest, AnInterleavedScenarioStillGetsItsCandidatesRanked) {
+  // The candidates are compared as 1F1B layouts: pp = 1 could not be interleaved at all.
+  const auto advice = advise("[model]\npreset = \"llama-2-7b\"\n",
+                             {"parallel.dp=2", "parallel.pp=4", "parallel.pipeline_schedule=\"interleaved-1f1b\"",
+                              "parallel.virtual_stages=2", "parallel.strategy=\"zero\"", "zero.stage=1"});
+  const auto simulated = std::count_if(advice.candidates.begin(), advice.candidates.end(),
+                                       [](const auto& c) { return c.report.has_value(); });
+  EXPECT_GE(simulated, 3);
+  for (const auto& candidate : advice.candidates) {
+    EXPECT_EQ(candidate.rejected.find("interleaved"), std::string::npos) << candidate.layout << ": " << candidate.rejected;
+  }
+}
+
 }  // namespace

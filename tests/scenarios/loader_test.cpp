@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 
 namespace {
 
@@ -162,6 +163,22 @@ TEST(ScenarioOverrideTest, CalibratedCurvesInterpolateInLogSize) {
   EXPECT_DOUBLE_EQ(s.efficiency.memory_for(1024), 1.0);
   EXPECT_DOUBLE_EQ(s.efficiency.memory_for(1e12), 0.25);
   EXPECT_NEAR(s.efficiency.matmul_for(1e7), 0.6, 1e-12);  // a third of the way in log(FLOPs)
+}
+
+TEST(HardwareProfileTest, TheScenariosOwnEfficiencyBeatsTheProfilesCurve) {
+  // A profile's memory curve replaces memory_efficiency — unless the scenario states that.
+  const auto directory = std::filesystem::temp_directory_path() / "dtsim_profile_precedence";
+  std::filesystem::create_directories(directory);
+  std::ofstream(directory / "profile.toml") << "[compute]\nmemory_efficiency_by_size = [[65536, 1.0], [67108864, 0.25]]\n";
+  const std::string scenario = "[scenario]\nhardware_profile = \"profile.toml\"\n[cluster]\nnodes = 1\n"
+                               "[model]\npreset = \"tiny-256\"\n[training]\nglobal_batch = 8\n";
+  std::ofstream(directory / "curve.toml") << scenario;
+  std::ofstream(directory / "scalar.toml") << scenario << "[compute]\nmemory_efficiency = 0.7\n";
+  EXPECT_DOUBLE_EQ(scenarios::load_scenario((directory / "curve.toml").string()).efficiency.memory_for(67108864), 0.25);
+  const scenarios::Scenario stated = scenarios::load_scenario((directory / "scalar.toml").string());
+  EXPECT_TRUE(stated.efficiency.memory_by_size.empty());
+  EXPECT_DOUBLE_EQ(stated.efficiency.memory_for(67108864), 0.7);
+  std::filesystem::remove_all(directory);
 }
 
 TEST(ScenarioOverrideTest, ABadOverrideNamesTheCommandLine) {

@@ -268,6 +268,21 @@ TEST(PipelineTest, TwoInterleavedStagesKeepActivationsAndGradientsApart) {
   EXPECT_NEAR(result.report.compute_idle_fraction, 1.0 / 17, 0.02);
 }
 
+TEST(PipelineTest, InterleavedChunksShareOneBarrierPerStep) {
+  // ddp.barrier_every_step: one world barrier per rank and step, whatever the chunks.
+  const auto result = run(kPipeline, {"cluster.gpus_per_node=8", "parallel.dp=2", "training.global_batch=16",
+                                      "ddp.barrier_every_step=true", "parallel.pipeline_schedule=\"interleaved-1f1b\"",
+                                      "parallel.virtual_stages=2"});
+  for (const auto& rank : result.program.ranks) {
+    EXPECT_EQ(std::count_if(rank->ops.begin(), rank->ops.end(),
+                            [](const program::Op& op) {
+                              const auto* collective = std::get_if<program::CollectiveOp>(&op.body);
+                              return collective != nullptr && collective->kind == program::CollectiveKind::kBarrier;
+                            }),
+              1);
+  }
+}
+
 TEST(PipelineTest, InterleavingNeedsChunksAStagedPipelineAndWholeGroupsOfMicroBatches) {
   const auto refused = [](std::vector<std::string> assignments) {
     try {
