@@ -29,7 +29,7 @@ std::string describe(const Capabilities& c) {
   out += fmt::format("MPI:   {}\n", c.mpi_library);
   out += fmt::format("BLAS:  {}\n", c.blas_library);
   if (!c.built_with_cuda) {
-    out += "CUDA:  not built (CUDA Toolkit or NCCL was not found at configure time)\n";
+    out += "CUDA:  not built (no CUDA Toolkit, nvcc or NCCL at configure time, or -DDTSIM_WITH_CUDA=OFF)\n";
     return out;
   }
   out += fmt::format("CUDA:  runtime {}, NCCL {}, cuBLAS {}\n", c.cuda_runtime, c.nccl, c.cublas);

@@ -9,8 +9,9 @@ namespace {
 
 [[noreturn]] void refuse() {
   throw ExecutionError(
-      "this dtsim was built without CUDA and NCCL (configure found none): use --backend mpi, or rebuild where "
-      "/usr/local/cuda holds the CUDA Toolkit and NCCL (dtsim info shows what the build has)");
+      "this dtsim was built without CUDA and NCCL (none found at configure time, or -DDTSIM_WITH_CUDA=OFF): use "
+      "--backend mpi, or rebuild where /usr/local/cuda holds the CUDA Toolkit and NCCL (dtsim info shows what the "
+      "build has)");
 }
 
 }  // namespace
