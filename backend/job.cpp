@@ -287,8 +287,7 @@ bool has_parameter_server_collectives(const program::Program& program) {
   for (const auto& rank : program.ranks) {
     for (const program::Op& op : rank->ops) {
       const auto* collective = std::get_if<program::CollectiveOp>(&op.body);
-      if (collective != nullptr && (collective->kind == program::CollectiveKind::kPsPush ||
-                                    collective->kind == program::CollectiveKind::kPsPull)) {
+      if (collective != nullptr && program::is_parameter_server(collective->kind)) {
         return true;
       }
     }

@@ -113,8 +113,7 @@ class GpuExecutor final : public job::RankRunner {
   GpuExecutor(const program::Program& program, const ExecutionOptions& options) : program_(program), options_(options) {
     job::check_program(program, options, nullptr, "on a GPU", [](const program::Op& op) -> std::string {
       const auto* collective = std::get_if<program::CollectiveOp>(&op.body);
-      if (collective != nullptr && (collective->kind == program::CollectiveKind::kPsPush ||
-                                    collective->kind == program::CollectiveKind::kPsPull)) {
+      if (collective != nullptr && program::is_parameter_server(collective->kind)) {
         return "the GPU executor does not run parameter-server push/pull (NCCL has no servers): use --backend mpi";
       }
       const auto* p2p = std::get_if<program::SendRecvOp>(&op.body);
@@ -325,8 +324,10 @@ class GpuExecutor final : public job::RankRunner {
   void create_streams() {
     streams_.resize(program_.streams.size());
     std::vector<OpIndex> largest(streams_.size(), 0);
+    stream_ops_.resize(streams_.size());
     for (OpIndex i = 0; i < ops_->size(); ++i) {
       const program::Op& op = (*ops_)[i];
+      stream_ops_[op.stream].push_back(i);
       DeviceStream& stream = streams_[op.stream];
       if (device_bytes(op) > stream.scratch_bytes) {
         stream.scratch_bytes = device_bytes(op);
@@ -553,28 +554,33 @@ class GpuExecutor final : public job::RankRunner {
     }
   }
 
-  // The watchdog (its own thread, from the run's start): polls the end events of the ops
-  // enqueued so far and the communicators' errors until every op has finished; ends the job on
-  // an error, or when neither an op was enqueued nor one finished for options.timeout_s.
+  // The watchdog (its own thread, from the run's start): polls the communicators' errors and,
+  // per stream, the end event of its oldest unfinished op (a stream finishes its ops in order),
+  // until every op has finished; ends the job on an error, or when neither an op was enqueued
+  // nor one finished for options.timeout_s.
   void watch() {
     cuda(cudaSetDevice(device_), "selecting the GPU");  // the device is per host thread
-    std::vector<std::uint8_t> finished(ops_->size(), 0);
+    std::vector<std::size_t> next(stream_ops_.size(), 0);  // per stream: its oldest unfinished op
     std::size_t remaining = ops_->size(), seen_enqueued = 0;
     Clock::time_point progress = Clock::now();
     const auto oldest = [&] {
-      return (*ops_)[static_cast<OpIndex>(std::find(finished.begin(), finished.end(), 0) - finished.begin())].name;
+      OpIndex first = static_cast<OpIndex>(ops_->size());
+      for (std::size_t s = 0; s < next.size(); ++s) {
+        if (next[s] < stream_ops_[s].size()) first = std::min(first, stream_ops_[s][next[s]]);
+      }
+      return (*ops_)[first].name;
     };
     while (remaining > 0) {
       const std::size_t enqueued = enqueued_;
       if (enqueued != seen_enqueued) seen_enqueued = enqueued, progress = Clock::now();
-      for (OpIndex i = 0; i < enqueued; ++i) {
-        if (finished[i] != 0) continue;
-        const cudaError_t status = cudaEventQuery(end_event(i));
-        if (status == cudaErrorNotReady) continue;
-        cuda(status, op_label((*ops_)[i]));
-        finished[i] = 1;
-        --remaining;
-        progress = Clock::now();
+      for (std::size_t s = 0; s < next.size(); ++s) {
+        for (; next[s] < stream_ops_[s].size() && stream_ops_[s][next[s]] < enqueued; ++next[s], --remaining) {
+          const OpIndex op = stream_ops_[s][next[s]];
+          const cudaError_t status = cudaEventQuery(end_event(op));
+          if (status == cudaErrorNotReady) break;
+          cuda(status, op_label((*ops_)[op]));
+          progress = Clock::now();
+        }
       }
       for (const ncclComm_t comm : all_comms_) {
         ncclResult_t error = ncclSuccess;
@@ -604,6 +610,7 @@ class GpuExecutor final : public job::RankRunner {
   std::map<PairKey, ncclComm_t> pair_comms_;                            // transfers
   std::vector<ncclComm_t> all_comms_;                                   // the world's first
   std::vector<DeviceStream> streams_;
+  std::vector<std::vector<OpIndex>> stream_ops_;  // each stream's ops, in order
   std::vector<cudaEvent_t> events_;  // start and end of each op
   cudaEvent_t origin_ = nullptr;
   std::vector<HostWork> host_work_;

@@ -40,7 +40,7 @@ std::int64_t scratch_bytes(const program::Program& program, const program::Op& o
     }
   }
   if (const auto* collective = std::get_if<program::CollectiveOp>(&op.body)) {
-    if (collective->kind == program::CollectiveKind::kPsPush || collective->kind == program::CollectiveKind::kPsPull) {
+    if (program::is_parameter_server(collective->kind)) {
       const auto members = static_cast<std::int64_t>(program.family(collective->group).instances.front().size());
       return collective->bytes + collective->bytes / std::max(1, collective->ps_servers) * members;
     }
@@ -352,8 +352,7 @@ class RankExecutor final : public job::RankRunner {
   // schedule (each worker sends a 1/servers shard to every server, or receives one from each);
   // the others do with [backend] collectives = "dtsim".
   bool runs_as_schedule(const program::CollectiveOp& collective) const {
-    return options_.own_schedules || collective.kind == program::CollectiveKind::kPsPush ||
-           collective.kind == program::CollectiveKind::kPsPull;
+    return options_.own_schedules || program::is_parameter_server(collective.kind);
   }
 
   // Built once per op and kept: every run issues the same collectives.

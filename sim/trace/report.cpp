@@ -12,32 +12,12 @@ namespace {
 constexpr double kPsPerSecond = 1e12;
 double seconds(std::int64_t ps) { return static_cast<double>(ps) / kPsPerSecond; }
 
-// Peak of the summed memory series per rank: (peak bytes, index of the peak sample).
-struct MemoryPeak {
-  std::int64_t bytes = 0;
-  std::size_t sample = 0;
-  bool found = false;
-};
-
 std::map<std::string, std::int64_t> breakdown_of(const Timeline& timeline, const MemorySample& sample) {
   std::map<std::string, std::int64_t> breakdown;
   for (std::size_t i = 0; i < sample.bytes.size() && i < timeline.memory_series.size(); ++i) {
     breakdown[timeline.memory_series[i]] = sample.bytes[i];
   }
   return breakdown;
-}
-
-std::vector<MemoryPeak> memory_peaks(const Timeline& timeline) {
-  std::vector<MemoryPeak> peaks(timeline.ranks.size());
-  for (std::size_t i = 0; i < timeline.memory.size(); ++i) {
-    const MemorySample& sample = timeline.memory[i];
-    if (sample.rank < 0 || static_cast<std::size_t>(sample.rank) >= peaks.size()) continue;
-    std::int64_t total = 0;
-    for (std::int64_t bytes : sample.bytes) total += bytes;
-    MemoryPeak& peak = peaks[sample.rank];
-    if (!peak.found || total > peak.bytes) peak = {total, i, true};
-  }
-  return peaks;
 }
 
 std::string human_bytes(double bytes) {

@@ -152,4 +152,17 @@ std::vector<RankSummary> summarize_ranks(const Timeline& timeline) {
   return builder.finish();
 }
 
+std::vector<MemoryPeak> memory_peaks(const Timeline& timeline) {
+  std::vector<MemoryPeak> peaks(timeline.ranks.size());
+  for (std::size_t i = 0; i < timeline.memory.size(); ++i) {
+    const MemorySample& sample = timeline.memory[i];
+    if (sample.rank < 0 || static_cast<std::size_t>(sample.rank) >= peaks.size()) continue;
+    std::int64_t total = 0;
+    for (std::int64_t bytes : sample.bytes) total += bytes;
+    MemoryPeak& peak = peaks[sample.rank];
+    if (!peak.found || total > peak.bytes) peak = {total, i, true};
+  }
+  return peaks;
+}
+
 }  // namespace trace

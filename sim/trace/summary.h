@@ -58,6 +58,15 @@ class SummaryBuilder {
 // timeline carries them (Timeline::summaries), else computed from its spans.
 std::vector<RankSummary> summarize_ranks(const Timeline& timeline);
 
+// Peak of the summed memory series per rank (one entry per rank of the timeline): its bytes
+// and the index of the peak sample in Timeline::memory; not found without samples.
+struct MemoryPeak {
+  std::int64_t bytes = 0;
+  std::size_t sample = 0;
+  bool found = false;
+};
+std::vector<MemoryPeak> memory_peaks(const Timeline& timeline);
+
 // Adds an interval to a merged (sorted, disjoint) list, keeping it merged.
 void add_to_union(std::vector<Interval>& merged, Interval interval);
 // Sorts and merges overlapping or touching intervals in place; returns the merged list.

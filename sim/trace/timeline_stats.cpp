@@ -61,11 +61,7 @@ TimelineStats timeline_stats(const Timeline& timeline) {
     stats.comm_s *= per_rank_step;
     for (double& seconds : stats.seconds_by_category) seconds *= per_rank_step;
   }
-  stats.peak_memory_bytes.assign(timeline.ranks.size(), 0);
-  for (const MemorySample& sample : timeline.memory) {
-    const auto rank = static_cast<std::size_t>(sample.rank);
-    if (rank < stats.peak_memory_bytes.size()) stats.peak_memory_bytes[rank] = std::max(stats.peak_memory_bytes[rank], total(sample.bytes));
-  }
+  for (const MemoryPeak& peak : memory_peaks(timeline)) stats.peak_memory_bytes.push_back(peak.bytes);
   return stats;
 }
 

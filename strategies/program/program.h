@@ -82,6 +82,9 @@ enum class CollectiveKind : std::uint8_t {
   kPsPull,         // workers fetch the parameters back from the servers
 };
 std::string_view collective_name(CollectiveKind kind);
+inline bool is_parameter_server(CollectiveKind kind) {
+  return kind == CollectiveKind::kPsPush || kind == CollectiveKind::kPsPull;
+}
 
 enum class Algorithm : std::uint8_t {
   kAuto,
