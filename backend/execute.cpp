@@ -1,8 +1,10 @@
 // backend::execute and the MPI session: the part of a real run both executors share (see
 // backend/executor.h and backend/job.h).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "backend/executor.h"
@@ -58,14 +60,21 @@ trace::Timeline execute(const program::Program& program, const ExecutionOptions&
                                                       ? job::gpu_runner(program, options, nodes)
                                                       : job::cpu_runner(program, options, nodes);
   for (int run = 0; run < options.warmup_runs; ++run) runner->run(options.verify && run == 0);
-  const job::RankRecord record = runner->run(options.verify && options.warmup_runs == 0);
-  const double host_run_s = job::mean_over_ranks(record.host_seconds, options.timeout_s);
+  std::vector<job::RankRecord> records;
+  std::vector<double> host_seconds;
+  for (int run = 0; run < std::max(options.measured_runs, 1); ++run) {
+    records.push_back(runner->run(options.verify && options.warmup_runs == 0 && run == 0));
+    host_seconds.push_back(records.back().host_seconds);
+  }
+  const std::vector<double> host_run_s = job::mean_over_ranks(host_seconds, options.timeout_s);
+  const std::size_t median = job::agreed_median_index(host_run_s, options.timeout_s);
   const std::string verified =
       options.verify ? job::verify_tensor_parallel(program, options, runner->results_checked()) : "";
-  trace::Timeline timeline = job::gather_timeline(program, record.timings, nodes, options);
+  trace::Timeline timeline = job::gather_timeline(program, records[median].timings, nodes, options);
   if (timeline.ranks.empty()) return timeline;  // not rank 0
   timeline.metadata["executed_on"] = runner->description();
-  timeline.metadata["host_run_time_s"] = fmt::format("{:.9g}", host_run_s);
+  timeline.metadata["host_run_time_s"] = fmt::format("{:.9g}", host_run_s[median]);
+  timeline.metadata["host_run_times_s"] = fmt::format("{:.9g}", fmt::join(host_run_s, ","));
   if (!verified.empty()) timeline.metadata["verification"] = verified;
   return timeline;
 }

@@ -14,8 +14,10 @@
 //    one world communicator; each Program stream is a CUDA stream, dependencies across
 //    streams are CUDA events, and spans come from CUDA events.
 // In both, an op starts once its dependencies have finished, ranks start at a common barrier,
-// and the host-timed run (barrier → all work done, averaged over ranks: the nccl-tests
-// method) is kept in the timeline's metadata "host_run_time_s".
+// and each run is host-timed (barrier → all work done, averaged over ranks: the nccl-tests
+// method). After the warm-up, the Program runs ExecutionOptions::measured_runs times and the
+// timeline is the median run's: a shared machine's stray pauses land in one run, not in the
+// figure. Metadata "host_run_time_s" is the median run's time, "host_run_times_s" every run's.
 //
 // Failures end the whole job with one message naming the rank and the op: an MPI or NCCL
 // error, an op not finished within ExecutionOptions::timeout_s (a watchdog, as NCCL's), a
@@ -62,6 +64,9 @@ struct ExecutionOptions {
   // Runs of the whole Program before the recorded one (warm caches, connections, BLAS
   // threads), as nccl-tests warms up before timing.
   int warmup_runs = 1;
+  // Recorded runs after the warm-up; the timeline is the run whose host time is the median
+  // (for an even count, the faster of the two middle runs).
+  int measured_runs = 5;
   // Largest buffer one op may ask for; a full-size model does not run on a CPU: use the
   // scaled-down scenarios of scenarios/real/. GPU runs are bounded by device memory instead
   // (an allocation that fails names the op and the bytes).

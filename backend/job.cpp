@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <fmt/format.h>
 #include <map>
+#include <numeric>
 #include <tuple>
 #include <thread>
 
@@ -271,14 +272,27 @@ trace::Timeline gather_timeline(const program::Program& program, const std::vect
   return timeline;
 }
 
-double mean_over_ranks(double value, double timeout_s) {
+std::vector<double> mean_over_ranks(const std::vector<double>& values, double timeout_s) {
   int size = 1;
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  double sum = 0;
+  std::vector<double> means(values.size());
   MPI_Request request = MPI_REQUEST_NULL;
-  MPI_Iallreduce(&value, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &request);
+  MPI_Iallreduce(values.data(), means.data(), static_cast<int>(values.size()), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD,
+                 &request);
   wait_for_job(request, timeout_s, "averaging over ranks");
-  return sum / size;
+  for (double& mean : means) mean /= size;
+  return means;
+}
+
+std::size_t agreed_median_index(const std::vector<double>& values, double timeout_s) {
+  std::vector<std::size_t> order(values.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return values[a] < values[b]; });
+  auto median = static_cast<std::uint64_t>(order.empty() ? 0 : order[(order.size() - 1) / 2]);
+  MPI_Request request = MPI_REQUEST_NULL;
+  MPI_Ibcast(&median, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD, &request);
+  wait_for_job(request, timeout_s, "agreeing on the median run");
+  return static_cast<std::size_t>(median);
 }
 
 namespace {

@@ -46,6 +46,7 @@ struct RunOptions {
   unsigned threads = 0;
   std::string backend;  // empty: simulate; "mpi" or "nccl": execute for real under mpirun
   double timeout_s = backend::ExecutionOptions{}.timeout_s;
+  int measured_runs = backend::ExecutionOptions{}.measured_runs;
   std::string inject_fault;
   bool verify = false;
 };
@@ -73,6 +74,7 @@ int command_execute(const RunOptions& options, std::ostream& out, std::ostream& 
     execution.device = options.backend == "nccl" ? backend::ExecutionOptions::Device::kGpu
                                                  : backend::ExecutionOptions::Device::kCpu;
     execution.timeout_s = options.timeout_s;
+    execution.measured_runs = options.measured_runs;
     execution.verify = options.verify;
     if (!options.inject_fault.empty()) execution.fault = backend::parse_fault(options.inject_fault);
     const Scenario scenario = open_document(options.scenario, options.overrides).read();
@@ -279,6 +281,10 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
                   "execute for real instead of simulating, under mpirun -np <ranks>: mpi (CPU ranks) or nccl (one GPU per rank)");
   run->add_option("--timeout", options.timeout_s, "with --backend: abort the job when an op waits longer (seconds)")
       ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  run->add_option("--runs", options.measured_runs,
+                  "with --backend: recorded runs after the warm-up; the timeline is the median run's")
+      ->check(CLI::Range(1, 1000))
       ->capture_default_str();
   run->add_option("--inject-fault", options.inject_fault,
                   "with --backend, for tests: KIND:RANK:OP, KIND hang, crash, oom or corrupt (e.g. hang:1:ddp.bucket0.all_reduce)");

@@ -236,6 +236,8 @@ RunResult execute_scenario(const Scenario& scenario, backend::ExecutionOptions o
   trace::RunFacts facts =
       describe_run(scenario, result.program, timeline, "measured: " + timeline.metadata.at("executed_on"));
   facts.host_run_time_s = std::stod(timeline.metadata.at("host_run_time_s"));
+  std::stringstream runs(timeline.metadata.at("host_run_times_s"));
+  for (std::string run; std::getline(runs, run, ',');) facts.host_run_times_s.push_back(std::stod(run));
   if (options.device == backend::ExecutionOptions::Device::kCpu) {
     facts.notes.push_back("measured on CPU processes: MFU uses the scenario's GPU peak, not this machine's");
   }

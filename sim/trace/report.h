@@ -62,8 +62,9 @@ struct RunFacts {
   std::int32_t pipeline_chunks = 1;  // model chunks per stage (interleaved 1F1B)
   std::optional<ParameterServerFacts> parameter_server;
   // Real runs: barrier → all work done by the host clock, mean over ranks (nccl-tests' method),
-  // for all `steps` together.
+  // for all `steps` together: the median recorded run (the one the timeline shows), and every run.
   std::optional<double> host_run_time_s;
+  std::vector<double> host_run_times_s;
 };
 
 struct RankReport {
@@ -100,6 +101,7 @@ struct Report {
   std::optional<double> comm_latency_s;
   std::optional<double> comm_bandwidth_s;
   std::optional<double> host_step_time_s;  // real runs: RunFacts::host_run_time_s / steps
+  std::vector<double> host_step_times_s;   // real runs: every recorded run's, per step
   std::map<std::string, double> time_by_category_s;  // critical rank, per step
   // Communication categories on the critical rank: bytes sent / time spent (bytes/s).
   std::map<std::string, double> achieved_bandwidth_by_category;

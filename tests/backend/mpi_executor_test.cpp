@@ -1,6 +1,7 @@
 // The MPI executor end to end: `mpirun -np 2 dtsim run … --backend mpi` on the scaled-down
 // scenarios, checked against the simulated timeline of the same Program: every op ran once,
 // in dependency order, on the rank and stream the Program put it on.
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <iostream>
@@ -61,6 +62,29 @@ INSTANTIATE_TEST_SUITE_P(ScaledDownScenarios, MpiExecutorTest,
                          ::testing::Values(RealScenario{"tiny_ddp_2ranks", 2}, RealScenario{"tiny_tp_2ranks", 2},
                                            RealScenario{"tiny_ps_3ranks", 3}),
                          [](const auto& test) { return std::string(test.param.name); });
+
+// `--runs N`: N recorded runs after the warm-up; the report gives each one's host-timed step and
+// the median's, and the timeline is the median run's (its spans fit in that run's host time).
+TEST(MpiExecutorRunsTest, TheTimelineAndHostTimedStepAreTheMedianRunsOfN) {
+  const fs::path directory = fs::temp_directory_path() / "dtsim_mpi_runs";
+  fs::remove_all(directory);
+  const std::string scenario = kSource + "/scenarios/real/tiny_tp_2ranks.toml";
+  const CommandResult real = run(mpirun(2) + " run " + scenario + " --backend mpi --runs 3 -o " + directory.string());
+  ASSERT_EQ(real.code, 0) << real.output;
+  EXPECT_NE(real.output.find("median of 3 runs"), std::string::npos) << real.output;
+  const nlohmann::json report = nlohmann::json::parse(std::ifstream(directory / "report.json"));
+  std::vector<double> runs = report["host_step_times_s"].get<std::vector<double>>();
+  ASSERT_EQ(runs.size(), 3u);
+  std::sort(runs.begin(), runs.end());
+  EXPECT_EQ(report["host_step_time_s"].get<double>(), runs[1]);
+  EXPECT_LE(report["step_time_s"].get<double>(), runs[1]);
+  fs::remove_all(directory);
+
+  const CommandResult none = run(mpirun(2) + " run " + scenario + " --backend mpi --runs 0 -o " + directory.string());
+  EXPECT_NE(none.code, 0);
+  EXPECT_NE(none.output.find("--runs"), std::string::npos) << none.output;
+  EXPECT_FALSE(fs::exists(directory));
+}
 
 TEST(MpiExecutorErrorsTest, AWrongRankCountOrAFullSizeModelIsRefusedWithOneMessage) {
   const std::string scenario = kSource + "/scenarios/real/tiny_ddp_2ranks.toml";
