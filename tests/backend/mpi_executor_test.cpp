@@ -112,22 +112,25 @@ TEST(MpiExecutorErrorsTest, AWrongRankCountOrAFullSizeModelIsRefusedWithOneMessa
 namespace {
 
 // Issue #6's end-to-end check on CPU ranks: calibrate this machine, simulate the scaled-down
-// DDP and TP steps priced with that profile, run them for real, compare. The step-time error
-// must stay within kStepTimeBound. The issue asks to start at 25 %; on the shared 2-core
-// development machine the measured errors were 9–32 % (BENCHMARKS.md), so the bound is 50 %
-// until the model of CPU collectives (their reduction arithmetic, cores shared with compute)
-// tightens it.
-constexpr double kStepTimeBound = 0.50;
+// DDP and TP steps priced with that profile, run them for real (the median of 5 runs), compare.
+// The step-time error must stay within the issue's 25 %. The machine is shared with other
+// tenants, whose load comes and goes over seconds and slows the real run by up to ~45 %
+// (BENCHMARKS.md): an attempt whose error is out of bounds is repeated from the calibration on,
+// at most three times, every attempt printed. A model more than 25 % off fails all three.
+constexpr double kStepTimeBound = 0.25;
+constexpr int kAttempts = 3;
 
-TEST(EndToEndTest, CalibrateSimulateRunAndCompareOnTwoCpuRanks) {
-  const fs::path directory = fs::temp_directory_path() / "dtsim_end_to_end";
+// One attempt: returns the largest step-time error of the two scenarios.
+double calibrate_simulate_run_and_compare(const fs::path& directory) {
   fs::remove_all(directory);
   fs::create_directories(directory);
   const CommandResult calibration = run(mpirun(2) + " calibrate -o " + (directory / "profile.toml").string());
-  ASSERT_EQ(calibration.code, 0) << calibration.output;
-  ASSERT_NE(calibration.output.find("fp32_tflops"), std::string::npos) << calibration.output;
-  ASSERT_NE(calibration.output.find("# all-reduce bus bandwidth / link bandwidth"), std::string::npos) << calibration.output;
+  EXPECT_EQ(calibration.code, 0) << calibration.output;
+  EXPECT_NE(calibration.output.find("fp32_tflops"), std::string::npos) << calibration.output;
+  EXPECT_NE(calibration.output.find("# all-reduce bus bandwidth / link bandwidth"), std::string::npos) << calibration.output;
+  if (calibration.code != 0) return 1.0;
 
+  double worst = 0;
   for (const std::string name : {"tiny_ddp_2ranks", "tiny_tp_2ranks"}) {
     std::ifstream in(kSource + "/scenarios/real/" + name + ".toml");
     std::stringstream text;
@@ -138,16 +141,27 @@ TEST(EndToEndTest, CalibrateSimulateRunAndCompareOnTwoCpuRanks) {
     std::ofstream(scenario_path) << scenario;
 
     const std::string sim = (directory / (name + "-sim")).string(), real = (directory / (name + "-real")).string();
-    ASSERT_EQ(run(test_support::dtsim() + " run " + scenario_path.string() + " -o " + sim).code, 0);
+    EXPECT_EQ(run(test_support::dtsim() + " run " + scenario_path.string() + " -o " + sim).code, 0);
     const CommandResult measured = run(mpirun(2) + " run " + scenario_path.string() + " --backend mpi -o " + real);
-    ASSERT_EQ(measured.code, 0) << measured.output;
+    EXPECT_EQ(measured.code, 0) << measured.output;
     const nlohmann::json json = test_support::compare_and_print(name, fs::path(sim) / "timeline.json",
                                                                 fs::path(real) / "timeline.json");
-    ASSERT_FALSE(json.is_null());
+    if (json.is_null()) return 1.0;
     EXPECT_EQ(json["ops"]["matched"], json["ops"]["measured"]);
-    EXPECT_LT(std::abs(json["figures"][0]["error"].get<double>()), kStepTimeBound) << name << ": step time";
+    worst = std::max(worst, std::abs(json["figures"][0]["error"].get<double>()));
   }
   fs::remove_all(directory);
+  return worst;
+}
+
+TEST(EndToEndTest, CalibrateSimulateRunAndCompareOnTwoCpuRanks) {
+  double worst = 1.0;
+  for (int attempt = 1; attempt <= kAttempts && worst >= kStepTimeBound && !HasFailure(); ++attempt) {
+    std::printf("attempt %d of at most %d\n", attempt, kAttempts);
+    worst = calibrate_simulate_run_and_compare(fs::temp_directory_path() / "dtsim_end_to_end");
+  }
+  EXPECT_LT(worst, kStepTimeBound) << "step-time error of the worse scenario, in the last of " << kAttempts
+                                   << " attempts";
 }
 
 }  // namespace
