@@ -66,7 +66,7 @@ struct NetworkOptions {
   // costs L + 2o + (n − 1)·g + bytes·G, with L the path latency, n the most messages one
   // member sends in the step and G the inverse bottleneck bandwidth.
   bool logp = false;
-  double logp_overhead_s = 1e-6;  // o: engineering default; `dtsim calibrate` measures it
+  double logp_overhead_s = 1e-6;  // o: engineering default (`dtsim calibrate` does not measure it)
   double logp_gap_s = 1e-6;       // g: likewise
   // Packet model: report every member's algorithm steps (for the timeline).
   bool record_steps = false;
