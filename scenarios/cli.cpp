@@ -243,6 +243,7 @@ struct CompareOptions {
   std::string predicted;
   std::string measured;
   std::string json_output;
+  std::string ops_csv;
   bool json = false;
 };
 
@@ -259,6 +260,9 @@ int command_compare(const CompareOptions& options, std::ostream& out, std::ostre
   const nlohmann::json json = trace::comparison_to_json(comparison);
   if (!options.json_output.empty()) {
     write_file_atomically(options.json_output, [&](std::ostream& file) { file << json.dump(2) << "\n"; });
+  }
+  if (!options.ops_csv.empty()) {
+    write_file_atomically(options.ops_csv, [&](std::ostream& file) { file << trace::matched_ops_csv(comparison); });
   }
   out << (options.json ? json.dump(2) + "\n" : trace::format_comparison(comparison, options.predicted, options.measured));
   return 0;
@@ -329,6 +333,8 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
                       "measured timeline: a dtsim timeline or a PyTorch profiler trace")->required();
   compare->add_flag("--json", compare_options.json, "print the comparison as JSON instead of a table");
   compare->add_option("-o,--output", compare_options.json_output, "also write the JSON comparison to this file");
+  compare->add_option("--ops-csv", compare_options.ops_csv,
+                      "also write every matched op (rank, name, occurrence, kind, durations, error) to this CSV file");
 
   std::string calibrate_backend = "mpi", profile_output;
   CLI::App* calibrate = app.add_subcommand(

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
+#include <map>
+#include <numeric>
 #include <unordered_map>
 
 #include "sim/trace/report.h"
@@ -13,20 +15,55 @@ namespace {
 
 constexpr double kSecondsPerPs = 1e-12;
 
-// Per (rank, name): the durations of its spans in start order.
-std::unordered_map<std::string, std::vector<double>> durations_by_op(const Timeline& timeline) {
+// The category's name, for spans without a kind (a category name outlives any timeline).
+const std::string& category_name_string(Category category) {
+  static const auto names = [] {
+    std::vector<std::string> all;
+    for (std::size_t c = 0; c < kCategoryCount; ++c) all.emplace_back(category_name(static_cast<Category>(c)));
+    return all;
+  }();
+  return names[static_cast<std::size_t>(category)];
+}
+
+struct OpSpan {
+  double seconds = 0;
+  const std::string* kind = nullptr;
+};
+
+// Per (rank, name): its spans in start order.
+std::unordered_map<std::string, std::vector<OpSpan>> spans_by_op(const Timeline& timeline) {
   std::vector<const Span*> spans;
   spans.reserve(timeline.spans.size());
   for (const Span& span : timeline.spans) spans.push_back(&span);
   std::stable_sort(spans.begin(), spans.end(), [](const Span* a, const Span* b) {
     return std::tie(a->rank, a->start_ps) < std::tie(b->rank, b->start_ps);
   });
-  std::unordered_map<std::string, std::vector<double>> durations;
+  std::unordered_map<std::string, std::vector<OpSpan>> by_op;
   for (const Span* span : spans) {
-    durations[fmt::format("{}\n{}", span->rank, timeline.strings.at(span->name))].push_back(
-        static_cast<double>(span->duration_ps()) * kSecondsPerPs);
+    const std::string& kind = timeline.strings.at(span->kind);
+    by_op[fmt::format("{}\n{}", span->rank, timeline.strings.at(span->name))].push_back(
+        {static_cast<double>(span->duration_ps()) * kSecondsPerPs,
+         kind.empty() ? &category_name_string(span->category) : &kind});
   }
-  return durations;
+  return by_op;
+}
+
+std::vector<KindError> errors_by_kind(const std::vector<OpError>& errors) {
+  std::map<std::string, KindError> by_kind;
+  for (const OpError& op : errors) {
+    KindError& kind = by_kind[op.kind];
+    kind.kind = op.kind;
+    ++kind.ops;
+    kind.mape += std::abs(op.error());
+    kind.predicted_s += op.predicted_s;
+    kind.measured_s += op.measured_s;
+  }
+  std::vector<KindError> kinds;
+  for (auto& [name, kind] : by_kind) {
+    kind.mape /= static_cast<double>(kind.ops);
+    kinds.push_back(std::move(kind));
+  }
+  return kinds;
 }
 
 std::string percent(const std::optional<double>& fraction) {
@@ -42,33 +79,38 @@ Comparison compare_runs(const Timeline& predicted, const Timeline& measured) {
   comparison.predicted_ops = predicted.spans.size();
   comparison.measured_ops = measured.spans.size();
 
-  const auto measured_ops = durations_by_op(measured);
-  std::vector<OpError> errors;
-  for (const auto& [key, predicted_durations] : durations_by_op(predicted)) {
+  const auto measured_ops = spans_by_op(measured);
+  std::vector<OpError>& errors = comparison.matched;
+  for (const auto& [key, predicted_spans] : spans_by_op(predicted)) {
     const auto found = measured_ops.find(key);
     if (found == measured_ops.end()) continue;
     const std::size_t newline = key.find('\n');
     const std::int32_t rank = std::stoi(key.substr(0, newline));
     const std::string name = key.substr(newline + 1);
-    for (std::size_t k = 0; k < std::min(predicted_durations.size(), found->second.size()); ++k) {
-      if (found->second[k] <= 0) continue;
-      errors.push_back({rank, name, k, predicted_durations[k], found->second[k]});
+    for (std::size_t k = 0; k < std::min(predicted_spans.size(), found->second.size()); ++k) {
+      if (found->second[k].seconds <= 0) continue;
+      errors.push_back({rank, name, *predicted_spans[k].kind, k, predicted_spans[k].seconds, found->second[k].seconds});
     }
   }
+  const auto by_rank_name_occurrence = [](const OpError& a, const OpError& b) {
+    return std::tie(a.rank, a.name, a.occurrence) < std::tie(b.rank, b.name, b.occurrence);
+  };
+  std::sort(errors.begin(), errors.end(), by_rank_name_occurrence);
   comparison.matched_ops = errors.size();
-  if (!errors.empty()) {
-    double sum = 0;
-    for (const OpError& error : errors) sum += std::abs(error.error());
-    comparison.op_mape = sum / static_cast<double>(errors.size());
-    // Largest error first; ties by rank, name, occurrence so the output is deterministic.
-    std::sort(errors.begin(), errors.end(), [](const OpError& a, const OpError& b) {
-      const double x = std::abs(a.error()), y = std::abs(b.error());
-      if (x != y) return x > y;
-      return std::tie(a.rank, a.name, a.occurrence) < std::tie(b.rank, b.name, b.occurrence);
-    });
-    errors.resize(std::min(errors.size(), Comparison::kWorstOps));
-    comparison.worst_ops = std::move(errors);
-  }
+  if (errors.empty()) return comparison;
+  double sum = 0;
+  for (const OpError& error : errors) sum += std::abs(error.error());
+  comparison.op_mape = sum / static_cast<double>(errors.size());
+  comparison.by_kind = errors_by_kind(errors);
+  // Largest error first; ties in the matched order, so the output is deterministic.
+  std::vector<std::size_t> order(errors.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  const auto worst = order.begin() + static_cast<std::ptrdiff_t>(std::min(order.size(), Comparison::kWorstOps));
+  std::partial_sort(order.begin(), worst, order.end(), [&](std::size_t a, std::size_t b) {
+    const double x = std::abs(errors[a].error()), y = std::abs(errors[b].error());
+    return x != y ? x > y : a < b;
+  });
+  for (auto index = order.begin(); index != worst; ++index) comparison.worst_ops.push_back(errors[*index]);
   return comparison;
 }
 
@@ -85,7 +127,15 @@ std::string format_comparison(const Comparison& comparison, const std::string& p
     out += "no op is in both timelines (a PyTorch trace names kernels, not dtsim ops): figures only\n";
     return out;
   }
-  out += fmt::format("per-op MAPE: {:.1f} %\nlargest errors:\n", *comparison.op_mape * 100);
+  out += fmt::format("per-op MAPE: {:.1f} %\n", *comparison.op_mape * 100);
+  out += fmt::format("{:>24} {:>6} {:>10} {:>14} {:>14} {:>10}\n", "by op kind", "ops", "MAPE", "predicted", "measured",
+                     "error");
+  for (const KindError& kind : comparison.by_kind) {
+    out += fmt::format("{:>24} {:>6} {:>8.1f} % {:>14} {:>14} {:>10}\n", kind.kind, kind.ops, kind.mape * 100,
+                       human_seconds(kind.predicted_s), human_seconds(kind.measured_s),
+                       percent((kind.predicted_s - kind.measured_s) / kind.measured_s));
+  }
+  out += "largest errors:\n";
   for (const OpError& op : comparison.worst_ops) {
     out += fmt::format("  rank {:>4}  {:<48} #{:<4} {:>12} {:>12} {:>10}\n", op.rank, op.name, op.occurrence,
                        human_seconds(op.predicted_s), human_seconds(op.measured_s), percent(op.error()));
@@ -107,9 +157,18 @@ nlohmann::json comparison_to_json(const Comparison& comparison) {
     worst.push_back({{"rank", op.rank},
                      {"op", op.name},
                      {"occurrence", op.occurrence},
+                     {"kind", op.kind},
                      {"predicted_s", op.predicted_s},
                      {"measured_s", op.measured_s},
                      {"error", op.error()}});
+  }
+  nlohmann::json kinds = nlohmann::json::object();
+  for (const KindError& kind : comparison.by_kind) {
+    kinds[kind.kind] = {{"ops", kind.ops},
+                        {"mape", kind.mape},
+                        {"predicted_s", kind.predicted_s},
+                        {"measured_s", kind.measured_s},
+                        {"error", (kind.predicted_s - kind.measured_s) / kind.measured_s}};
   }
   return {{"figures", figures},
           {"ops",
@@ -117,7 +176,19 @@ nlohmann::json comparison_to_json(const Comparison& comparison) {
             {"measured", comparison.measured_ops},
             {"matched", comparison.matched_ops},
             {"mape", comparison.op_mape ? nlohmann::json(*comparison.op_mape) : nlohmann::json(nullptr)},
+            {"by_kind", kinds},
             {"largest_errors", worst}}}};
+}
+
+std::string matched_ops_csv(const Comparison& comparison) {
+  std::string csv = "rank,op,occurrence,kind,predicted_s,measured_s,error\n";
+  for (const OpError& op : comparison.matched) {
+    std::string quoted_name;  // RFC 4180: quotes doubled inside a quoted field
+    for (const char c : op.name) quoted_name += c == '"' ? std::string("\"\"") : std::string(1, c);
+    csv += fmt::format("{},\"{}\",{},{},{:.9g},{:.9g},{:.6g}\n", op.rank, quoted_name, op.occurrence, op.kind,
+                       op.predicted_s, op.measured_s, op.error());
+  }
+  return csv;
 }
 
 }  // namespace trace

@@ -6,7 +6,8 @@
 //   per-op errors  = for every op both timelines have — matched by rank, name and
 //                    occurrence (the k-th span of that name on that rank in start order) —
 //                    (predicted − measured) / measured of its duration; their mean absolute
-//                    value is the MAPE.
+//                    value is the MAPE, overall and per op kind (matmul, norm, all_reduce, …:
+//                    which part of the model is off).
 #pragma once
 
 #include <cstdint>
@@ -23,10 +24,20 @@ namespace trace {
 struct OpError {
   std::int32_t rank = 0;
   std::string name;
+  std::string kind;            // the predicted span's kind ("matmul", "all_reduce", …), else its category
   std::size_t occurrence = 0;  // 0 for the first span of this name on this rank
   double predicted_s = 0;
   double measured_s = 0;
   double error() const { return (predicted_s - measured_s) / measured_s; }
+};
+
+// The matched ops of one kind: how many, their MAPE, and their summed durations.
+struct KindError {
+  std::string kind;
+  std::size_t ops = 0;
+  double mape = 0;
+  double predicted_s = 0;
+  double measured_s = 0;
 };
 
 struct Comparison {
@@ -38,6 +49,8 @@ struct Comparison {
   std::optional<double> op_mape;       // none when no op matched
   std::vector<OpError> worst_ops;      // the largest |error| first, at most kWorstOps
   static constexpr std::size_t kWorstOps = 10;
+  std::vector<KindError> by_kind;      // by kind name
+  std::vector<OpError> matched;        // every matched op, by rank, name and occurrence
 };
 
 Comparison compare_runs(const Timeline& predicted, const Timeline& measured);
@@ -45,5 +58,7 @@ Comparison compare_runs(const Timeline& predicted, const Timeline& measured);
 // A table for the terminal; `predicted` and `measured` name the two inputs.
 std::string format_comparison(const Comparison& comparison, const std::string& predicted, const std::string& measured);
 nlohmann::json comparison_to_json(const Comparison& comparison);
+// Every matched op, one line each: rank,op,occurrence,kind,predicted_s,measured_s,error.
+std::string matched_ops_csv(const Comparison& comparison);
 
 }  // namespace trace

@@ -64,8 +64,9 @@ namespace {
 
 TEST(ComparisonTest, OpsMatchByRankNameAndOccurrenceAndGiveTheMape) {
   test_support::TimelineMaker predicted({0, 0}, {"compute", "comm"});
-  predicted.add(0, 0, Category::kForward, "f", 0, 110);     // +10 %
-  predicted.add(0, 0, Category::kForward, "f", 200, 280);   // second "f": −20 %
+  const trace::StringId matmul = predicted.timeline->strings.intern("matmul");
+  predicted.add(0, 0, Category::kForward, "f", 0, 110).kind = matmul;    // +10 %
+  predicted.add(0, 0, Category::kForward, "f", 200, 280).kind = matmul;  // second "f": −20 %
   predicted.add(1, 1, Category::kAllReduce, "ar", 0, 50);   // +25 %
   predicted.add(1, 1, Category::kAllReduce, "only_predicted", 60, 70);
   test_support::TimelineMaker measured({0, 0}, {"compute", "comm"});
@@ -87,6 +88,21 @@ TEST(ComparisonTest, OpsMatchByRankNameAndOccurrenceAndGiveTheMape) {
   const auto json = trace::comparison_to_json(comparison);
   EXPECT_EQ(json["ops"]["matched"], 3);
   EXPECT_NEAR(json["figures"][0]["error"].get<double>(), 0.12, 1e-12);
+
+  // By the predicted span's kind, else its category (these spans of "ar" have no kind).
+  ASSERT_EQ(comparison.by_kind.size(), 2u);
+  EXPECT_EQ(comparison.by_kind[0].kind, "all_reduce");
+  EXPECT_EQ(comparison.by_kind[0].ops, 1u);
+  EXPECT_NEAR(comparison.by_kind[0].mape, 0.25, 1e-12);
+  EXPECT_EQ(comparison.by_kind[1].kind, "matmul");
+  EXPECT_EQ(comparison.by_kind[1].ops, 2u);
+  EXPECT_NEAR(comparison.by_kind[1].mape, (0.10 + 0.20) / 2, 1e-12);
+  EXPECT_NEAR(json["ops"]["by_kind"]["matmul"]["error"].get<double>(), (190.0 - 200.0) / 200.0, 1e-12);
+  EXPECT_EQ(trace::matched_ops_csv(comparison),
+            "rank,op,occurrence,kind,predicted_s,measured_s,error\n"
+            "0,\"f\",0,matmul,1.1e-10,1e-10,0.1\n"
+            "0,\"f\",1,matmul,8e-11,1e-10,-0.2\n"
+            "1,\"ar\",0,all_reduce,5e-11,4e-11,0.25\n");
 }
 
 }  // namespace
