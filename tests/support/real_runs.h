@@ -92,7 +92,11 @@ inline nlohmann::json compare_and_print(const std::string& label, const std::fil
   for (const auto& figure : json["figures"]) {
     if (!figure["error"].is_null()) line << "  " << figure["figure"].get<std::string>() << " " << 100 * figure["error"].get<double>() << " %";
   }
-  line << "  per-op MAPE " << 100 * json["ops"]["mape"].get<double>() << " %\n";
+  line << "  per-op MAPE " << 100 * json["ops"]["mape"].get<double>() << " %\n  by op kind (summed error, MAPE):";
+  for (const auto& [kind, errors] : json["ops"]["by_kind"].items()) {
+    line << "  " << kind << " " << 100 * errors["error"].get<double>() << " % (" << 100 * errors["mape"].get<double>() << " %)";
+  }
+  line << "\n";
   std::fputs(line.str().c_str(), stdout);
   return json;
 }
