@@ -370,6 +370,11 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   } catch (const ScenarioError& error) {
     err << "dtsim: error: " << error.what() << "\n";
     return kExitBadInput;
+  } catch (const sim::SimulationTooLong& error) {
+    err << "dtsim: error: " << (options.scenario.empty() ? std::string() : options.scenario + ": ") << error.what()
+        << " (hint: a rate, bandwidth or efficiency set near zero, or a model or batch far too large? check the values "
+           "set in the file and with --set)\n";
+    return kExitBadInput;
   } catch (const sim::SimulationError& error) {
     err << "dtsim: simulation failed: " << error.what() << "\n";
     return kExitFailure;

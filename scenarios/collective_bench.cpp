@@ -18,6 +18,7 @@ namespace scenarios {
 namespace {
 
 constexpr std::int64_t kMaxBytes = std::int64_t{1} << 40;
+constexpr std::int64_t kMaxRows = 10000;
 
 std::vector<std::string> split(const std::string& text, char separator) {
   std::vector<std::string> parts;
@@ -113,6 +114,13 @@ CollectiveBenchResult run_collective_bench(const CollectiveBenchOptions& options
     bad("--sizes", fmt::format("cannot read \"{}\"", options.sizes), "MIN:MAX, e.g. 8:8G or 1M:1G");
   }
   if (min_bytes < 1 || max_bytes < min_bytes) bad("--sizes", "expected 1 <= MIN <= MAX");
+  const double rows = std::floor(std::log(static_cast<double>(max_bytes) / static_cast<double>(min_bytes)) /
+                                 std::log(options.factor)) + 1;
+  if (rows > static_cast<double>(kMaxRows)) {
+    bad("--factor", fmt::format("{} to {} bytes by a factor of {} is {:.3g} rows, more than {}", min_bytes, max_bytes,
+                                options.factor, rows, kMaxRows),
+        "a larger factor, e.g. 2, or a narrower --sizes");
+  }
 
   const topology::ClusterSpec spec = cluster_for(options);
   const topology::Cluster cluster(spec);
@@ -144,6 +152,7 @@ CollectiveBenchResult run_collective_bench(const CollectiveBenchOptions& options
     algorithms.push_back(*algorithm);
     result.algorithms.push_back(name);
   }
+  if (algorithms.empty()) bad("--algo", "expected at least one algorithm", "ring, tree, hd, hier, direct or auto");
 
   for (double bytes = static_cast<double>(min_bytes); bytes <= static_cast<double>(max_bytes) * (1 + 1e-9);
        bytes *= options.factor) {

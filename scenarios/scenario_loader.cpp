@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <filesystem>
 #include <fstream>
@@ -62,6 +63,14 @@ namespace {
 
 constexpr double kGiga = 1e9;
 constexpr std::int64_t kLargestCount = std::int64_t{1} << 30;
+// A quadrillion parameters, hundreds of times today's largest models: byte counts of model
+// states (16 bytes per parameter with Adam) stay far below 2^63.
+constexpr double kLargestParameterCount = 1e15;
+constexpr double kLargestNumber = std::numeric_limits<double>::max();
+constexpr std::int64_t kLargestSweep = 10000;  // points of one [sweep]
+// No scenario quantity comes near this in its unit; unit conversions (at most × 1e12) then
+// stay finite.
+constexpr double kLargestMagnitude = 1e30;
 // Sizes beyond any machine or model built today.
 constexpr std::int64_t kMaxNodes = 16384;
 constexpr std::int64_t kMaxPerNode = 64;
@@ -135,7 +144,13 @@ class TableReader {
     const toml::node* value = node(key);
     if (value == nullptr) return std::nullopt;
     if (const auto* integer = value->as_integer()) return static_cast<double>(integer->get());
-    if (const auto* floating = value->as_floating_point()) return floating->get();
+    if (const auto* floating = value->as_floating_point()) {
+      if (!(std::abs(floating->get()) <= kLargestMagnitude)) {
+        fail(key, fmt::format("expected a finite number of magnitude at most {:g}, got {}", kLargestMagnitude,
+                              node_text(*value)));
+      }
+      return floating->get();
+    }
     fail(key, fmt::format("expected a number, got {}", node_text(*value)));
   }
 
@@ -181,9 +196,12 @@ class TableReader {
     if (!(value > 0)) fail(key, fmt::format("expected a positive number, got {}", value));
     return value;
   }
-  std::optional<double> optional_positive(std::string_view key) {
+  std::optional<double> optional_positive(std::string_view key, double maximum = kLargestNumber) {
     const auto value = number(key);
-    if (value && !(*value > 0)) fail(key, fmt::format("expected a positive number, got {}", *value));
+    if (value && !(*value > 0 && *value <= maximum)) {
+      fail(key, maximum == kLargestNumber ? fmt::format("expected a positive number, got {}", *value)
+                                          : fmt::format("expected a positive number up to {:g}, got {:g}", maximum, *value));
+    }
     return value;
   }
   double non_negative(std::string_view key, double fallback) {
@@ -403,7 +421,7 @@ strategies::ModelSpec read_model(TableReader reader) {
   model.learned_positions = reader.boolean("learned_positions").value_or(model.learned_positions);
   model.causal = reader.boolean("causal").value_or(model.causal);
   model.dropout = reader.boolean("dropout").value_or(model.dropout);
-  if (auto count = reader.optional_positive("parameter_count")) model.parameter_count = *count;
+  if (auto count = reader.optional_positive("parameter_count", kLargestParameterCount)) model.parameter_count = *count;
   if (model.hidden % model.heads != 0) {
     reader.fail("heads", fmt::format("hidden size {} is not divisible by {} heads", model.hidden, model.heads));
   }
@@ -744,7 +762,7 @@ void read_efficiency_by_size(TableReader& reader, const char* key, const char* s
     const auto* pair = entry.as_array();
     const auto size = pair && pair->size() == 2 ? pair->get(0)->value<double>() : std::nullopt;
     const auto value = pair && pair->size() == 2 ? pair->get(1)->value<double>() : std::nullopt;
-    if (!size || !value || *size <= 0 || *value <= 0 || *value > 1 ||
+    if (!size || !value || !std::isfinite(*size) || !(*size > 0) || !(*value > 0 && *value <= 1) ||
         (!curve.empty() && *size <= curve.points.back().first)) {
       reader.fail(key, fmt::format("{}, got {}", expected, node_text(entry)));
     }
@@ -789,6 +807,14 @@ std::vector<SweepAxis> read_sweep_axes(TableReader reader, const toml::table* ta
     SweepAxis axis{name, {}};
     for (const toml::node& entry : *values) axis.values.push_back(node_text(entry));
     axes.push_back(std::move(axis));
+  }
+  double points = 1;
+  for (const SweepAxis& axis : axes) points *= static_cast<double>(axis.values.size());
+  if (points > static_cast<double>(kLargestSweep)) {
+    throw ScenarioError(reader.location(), "sweep",
+                        fmt::format("{:.4g} points (the product of the axes' lengths), more than {}", points,
+                                    kLargestSweep),
+                        "sweep fewer keys or fewer values at a time");
   }
   return axes;
 }

@@ -70,7 +70,7 @@ class Simulator {
     for (std::int32_t rank = 0; rank < program_.world_size; ++rank) try_start(rank);
     run_events();
     if (engine_.now() == Time::max()) {
-      throw SimulationError("the simulated run exceeds the simulator's 106 days of simulated time");
+      throw SimulationTooLong();
     }
     check_finished();
     for (RankState& state : ranks_) {

@@ -74,6 +74,14 @@ class SimulationError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The simulated run would last longer than the engine's clock spans: the scenario's numbers
+// (a rate, bandwidth or efficiency near zero, a model or batch far too large) are absurd.
+class SimulationTooLong : public SimulationError {
+ public:
+  SimulationTooLong()
+      : SimulationError("the simulated run exceeds the simulator's 106 days of simulated time") {}
+};
+
 // The run was stopped by SimulationOptions::progress.
 class SimulationCancelled : public SimulationError {
  public:
