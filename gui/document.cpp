@@ -33,7 +33,7 @@ std::shared_ptr<const Document> load_document(const std::string& path) {
     std::string title = timeline.title.empty() ? std::filesystem::path(path).filename().string() : timeline.title;
     return make_document(std::move(title), path, std::move(timeline));
   } catch (const trace::TraceFormatError& failure) {
-    throw LoadError(fmt::format("{}: {}", path, failure.what()));
+    throw LoadError(failure.what());  // names the file
   } catch (const std::bad_alloc&) {
     throw LoadError(fmt::format("{}: not enough memory to load this trace", path));
   } catch (const std::length_error& failure) {

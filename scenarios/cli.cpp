@@ -20,6 +20,7 @@
 #include "sim/trace/chrome_trace.h"
 #include "sim/trace/comparison.h"
 #include "strategies/model.h"
+#include "strategies/program_builder.h"
 #include "topology/presets.h"
 
 namespace scenarios {
@@ -90,6 +91,9 @@ int command_execute(const RunOptions& options, std::ostream& out, std::ostream& 
     return 0;
   } catch (const ScenarioError& error) {
     if (mpi.rank() == 0) err << "dtsim: error: " << error.what() << "\n";
+    return kExitBadInput;
+  } catch (const OutputError& error) {
+    if (mpi.rank() == 0) err << "dtsim: error: " << error.what() << " (hint: -o DIR names a directory to write)\n";
     return kExitBadInput;
   } catch (const backend::ExecutionError& error) {
     if (mpi.rank() == 0) err << "dtsim: cannot execute: " << error.what() << "\n";
@@ -253,8 +257,14 @@ int command_compare(const CompareOptions& options, std::ostream& out, std::ostre
     predicted = trace::read_chrome_trace_file(options.predicted);
     measured = trace::read_chrome_trace_file(options.measured);
   } catch (const trace::TraceFormatError& error) {
-    err << "dtsim: error: " << error.what() << "\n";
+    err << "dtsim: error: " << error.what() << "\n";  // names the file
     return kExitBadInput;
+  }
+  for (const auto& [path, timeline] : {std::pair{&options.predicted, &predicted}, std::pair{&options.measured, &measured}}) {
+    if (timeline->spans.empty()) {
+      err << "dtsim: error: " << *path << ": the trace holds no spans (no \"X\" or \"B\"/\"E\" events) to compare\n";
+      return kExitBadInput;
+    }
   }
   const trace::Comparison comparison = trace::compare_runs(predicted, measured);
   const nlohmann::json json = trace::comparison_to_json(comparison);
@@ -352,6 +362,8 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     const int code = app.exit(error, out, err);
     return code == 0 ? 0 : kExitBadInput;
   }
+  // Scenarios too large for the simulator are named by file (their keys are each valid).
+  const auto of_scenario = [&] { return options.scenario.empty() ? std::string() : options.scenario + ": "; };
   try {
     if (*run) return options.backend.empty() ? command_run(options, out) : command_execute(options, out, err);
     if (*sweep) return command_sweep(options, out, err);
@@ -370,9 +382,14 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   } catch (const ScenarioError& error) {
     err << "dtsim: error: " << error.what() << "\n";
     return kExitBadInput;
+  } catch (const OutputError& error) {
+    err << "dtsim: error: " << error.what() << " (hint: -o names a directory, or a file for compare, to write)\n";
+    return kExitBadInput;
+  } catch (const strategies::ProgramTooLarge& error) {
+    err << "dtsim: error: " << of_scenario() << error.what() << "\n";
+    return kExitBadInput;
   } catch (const sim::SimulationTooLong& error) {
-    err << "dtsim: error: " << (options.scenario.empty() ? std::string() : options.scenario + ": ") << error.what()
-        << " (hint: a rate, bandwidth or efficiency set near zero, or a model or batch far too large? check the values "
+    err << "dtsim: error: " << of_scenario() << error.what() << " (hint: a rate, bandwidth or efficiency set near zero, or a model or batch far too large? check the values "
            "set in the file and with --set)\n";
     return kExitBadInput;
   } catch (const sim::SimulationError& error) {

@@ -36,11 +36,20 @@ std::function<program::Algorithm(const program::CollectiveOp&, const std::string
 // With options.verify, the tensor-parallel check runs on one layer of the scenario's model.
 RunResult execute_scenario(const Scenario& scenario, backend::ExecutionOptions options);
 
-// Writes timeline.json (Chrome trace) and report.json into `directory`, creating it. Each file
-// is written to a temporary name and renamed, so a failure leaves no half-written file.
+// An output that cannot be written (a path that is a file, a directory without permission);
+// what() names the path and the reason.
+class OutputError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Writes timeline.json (Chrome trace) and report.json into `directory`, creating it. Both are
+// written to temporary names first and renamed once both are complete, so a failure while
+// writing leaves neither, nor any temporary file. Throws OutputError.
 void write_outputs(const RunResult& result, const std::filesystem::path& directory);
 
-// Writes a file through a temporary file and a rename: `write` fills the stream.
+// Writes a file through a temporary file and a rename: `write` fills the stream. Throws
+// OutputError, leaving no temporary file behind.
 void write_file_atomically(const std::filesystem::path& path,
                            const std::function<void(std::ostream&)>& write);
 

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <variant>
 #include <numeric>
 #include <filesystem>
 #include <fstream>
@@ -76,6 +77,7 @@ constexpr std::int64_t kMaxNodes = 16384;
 constexpr std::int64_t kMaxPerNode = 64;
 constexpr std::int64_t kMaxDimension = std::int64_t{1} << 24;
 constexpr std::int64_t kMaxSteps = 10000;
+constexpr std::int64_t kMaxLayers = 10000;  // the deepest published transformers have a few hundred
 constexpr double kMaxStepSeconds = 1e6;
 constexpr double kTera = 1e12;
 constexpr double kMicro = 1e-6;
@@ -393,11 +395,11 @@ strategies::ModelSpec read_model(TableReader reader) {
     model.name = "custom";
   }
   const std::string hint = preset ? "" : "set model.preset to a named model or give every dimension";
-  auto dimension = [&](std::string_view key, std::int64_t& field) {
+  auto dimension = [&](std::string_view key, std::int64_t& field, std::int64_t maximum = kMaxDimension) {
     if (!preset && reader.node(key) == nullptr) reader.fail(key, "missing required key", hint);
-    field = reader.count(key, field, 1, kMaxDimension);
+    field = reader.count(key, field, 1, maximum);
   };
-  dimension("layers", model.layers);
+  dimension("layers", model.layers, kMaxLayers);
   dimension("hidden", model.hidden);
   dimension("heads", model.heads);
   if (!preset) model.kv_heads = reader.integer("kv_heads").value_or(model.heads);
@@ -903,6 +905,21 @@ void merge_profile(toml::table& root, const toml::table& profile, const std::str
   }
 }
 
+// The text of a regular file of at most kLargestInputFile bytes; otherwise why not.
+constexpr std::uintmax_t kLargestInputFile = 64u << 20;
+std::variant<std::string, std::string_view> read_input_file(const std::filesystem::path& path) {
+  std::error_code error;
+  if (!std::filesystem::is_regular_file(path, error)) {
+    return std::string_view(std::filesystem::exists(path, error) ? "not a regular file" : "no such file");
+  }
+  if (std::filesystem::file_size(path, error) > kLargestInputFile) return std::string_view("larger than 64 MiB");
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  if (!in.good() && !in.eof()) return std::string_view("cannot be read");
+  return text.str();
+}
+
 // [scenario] hardware_profile = "FILE" (relative to the scenario): a TOML file of measured
 // hardware keys, as `dtsim calibrate` writes, under the scenario's own.
 void apply_hardware_profile(toml::table& root, const std::string& scenario_file, Origins& origins) {
@@ -913,16 +930,14 @@ void apply_hardware_profile(toml::table& root, const std::string& scenario_file,
       fmt::format("{}:{}:{}", scenario_file, path_node->source().begin.line, path_node->source().begin.column);
   if (path == nullptr) throw ScenarioError(location, "scenario.hardware_profile", "expected the path of a profile TOML");
   const std::filesystem::path file = std::filesystem::path(scenario_file).parent_path() / path->get();
-  std::ifstream in(file);
-  if (!in) {
-    throw ScenarioError(location, "scenario.hardware_profile", fmt::format("cannot read {}", file.string()),
+  const auto text = read_input_file(file);
+  if (const auto* why = std::get_if<std::string_view>(&text)) {
+    throw ScenarioError(location, "scenario.hardware_profile", fmt::format("cannot read {}: {}", file.string(), *why),
                         "dtsim calibrate writes one; the path is relative to the scenario");
   }
-  std::stringstream text;
-  text << in.rdbuf();
   toml::table profile;
   try {
-    profile = toml::parse(text.str(), file.string());
+    profile = toml::parse(std::get<std::string>(text), file.string());
   } catch (const toml::parse_error& error) {
     throw ScenarioError(fmt::format("{}:{}:{}", file.string(), error.source().begin.line, error.source().begin.column), "",
                         fmt::format("TOML syntax error: {}", error.description()));
@@ -933,16 +948,12 @@ void apply_hardware_profile(toml::table& root, const std::string& scenario_file,
 }  // namespace
 
 ScenarioDocument ScenarioDocument::from_file(const std::string& path) {
-  std::error_code error;
-  if (!std::filesystem::is_regular_file(path, error)) {
-    throw ScenarioError(path, "", "cannot read the scenario: no such file",
+  const auto text = read_input_file(path);
+  if (const auto* why = std::get_if<std::string_view>(&text)) {
+    throw ScenarioError(path, "", fmt::format("cannot read the scenario: {}", *why),
                         "scenarios/ holds examples, e.g. scenarios/default.toml");
   }
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  if (!in.good() && !in.eof()) throw ScenarioError(path, "", "cannot read the scenario file");
-  ScenarioDocument document = from_string(text.str(), path);
+  ScenarioDocument document = from_string(std::get<std::string>(text), path);
   apply_hardware_profile(document.state_->root, path, document.state_->origins);
   return document;
 }
@@ -1015,6 +1026,13 @@ Scenario ScenarioDocument::read() const {
 
   TableReader meta = root.child("scenario");
   scenario.name = meta.text("name").value_or(std::filesystem::path(s.file).stem().string());
+  // The name is the default output directory, out/<name>: one plain path component.
+  if (scenario.name.empty() || scenario.name.size() > 200 || scenario.name == "." || scenario.name == ".." ||
+      std::any_of(scenario.name.begin(), scenario.name.end(),
+                  [](char c) { return c == '/' || c == '\\' || static_cast<unsigned char>(c) < 0x20; })) {
+    meta.fail("name", "expected 1 to 200 characters without '/', '\\' or control characters, not \".\" or \"..\"",
+              "the name is the default output directory out/<name>");
+  }
   scenario.description = meta.text("description").value_or("");
   meta.text("hardware_profile");  // applied when the file was read (apply_hardware_profile)
   meta.finish();

@@ -72,6 +72,7 @@ program::Program lower_parallel(const LoweringInput& input) {
   const std::int32_t dp = parallel.dp, tp = parallel.tp, pp = parallel.pp;
 
   program::Program program;
+  OpBudget budget;
   const ParallelLayout layout(dp, tp, pp);
   program.world_size = layout.world();
   program.group_families = layout.group_families();
@@ -156,7 +157,7 @@ program::Program lower_parallel(const LoweringInput& input) {
       }
       policies.push_back(make_data_parallel_policy(context));
     }
-    RankProgramBuilder builder;
+    RankProgramBuilder builder(budget);
     const auto chunk_names = [&](std::int32_t chunk) {
       builder.set_name_prefix(chunks > 1 ? fmt::format("chunk{}.", chunk) : "");
     };

@@ -75,13 +75,13 @@ struct PsSetup {
   std::string update_name() const { return fmt::format("ps.update.{}", name_of(input.training.optimizer)); }
 };
 
-void lower_bsp(const PsSetup& setup, program::Program& program) {
+void lower_bsp(const PsSetup& setup, program::Program& program, OpBudget& budget) {
   const std::int32_t steps = setup.input.training.steps;
   const auto push = ps_transfer(program::CollectiveKind::kPsPush, setup.ps_group, setup.gradient_bytes(),
                                 setup.replica.gradient_dtype, setup.servers);
   const auto pull = ps_transfer(program::CollectiveKind::kPsPull, setup.ps_group, setup.parameter_bytes(),
                                 setup.replica.dtype, setup.servers);
-  RankProgramBuilder worker;
+  RankProgramBuilder worker(budget);
   setup.allocate_worker(worker);
   std::vector<OpIndex> wait_for;
   for (std::int32_t step = 0; step < steps; ++step) {
@@ -90,7 +90,7 @@ void lower_bsp(const PsSetup& setup, program::Program& program) {
     wait_for.push_back(worker.add("ps.pull_parameters", kComm, pull));
   }
   // Servers: update their shard between everyone's push and everyone's pull.
-  RankProgramBuilder server;
+  RankProgramBuilder server(budget);
   setup.allocate_server(server);
   program::ProgramInfo::ParameterServer& info = *program.info.parameter_server;
   for (std::int32_t step = 0; step < steps; ++step) {
@@ -109,7 +109,7 @@ void lower_bsp(const PsSetup& setup, program::Program& program) {
   }
 }
 
-void lower_asynchronous(const PsSetup& setup, program::Program& program) {
+void lower_asynchronous(const PsSetup& setup, program::Program& program, OpBudget& budget) {
   const std::int32_t steps = setup.input.training.steps;
   const std::int32_t workers = setup.workers, servers = setup.servers;
   const double push_bytes = setup.gradient_bytes() / servers;
@@ -119,7 +119,7 @@ void lower_asynchronous(const PsSetup& setup, program::Program& program) {
   const std::int32_t staleness = setup.input.ps.staleness;
   // Ranks: workers 0..W−1, then servers; peers are addressed by offset in the "ps" group.
   for (std::int32_t w = 0; w < workers; ++w) {
-    RankProgramBuilder worker;
+    RankProgramBuilder worker(budget);
     setup.allocate_worker(worker);
     std::vector<OpIndex> wait_for;
     for (std::int32_t step = 0; step < steps; ++step) {
@@ -135,7 +135,7 @@ void lower_asynchronous(const PsSetup& setup, program::Program& program) {
   }
   for (std::int32_t s = 0; s < servers; ++s) {
     const std::int32_t rank = workers + s;
-    RankProgramBuilder server;
+    RankProgramBuilder server(budget);
     setup.allocate_server(server);
     std::vector<std::vector<OpIndex>> received(static_cast<std::size_t>(workers));
     for (std::int32_t step = 0; step < steps; ++step) {
@@ -188,6 +188,7 @@ program::Program lower_parameter_server(const LoweringInput& input) {
   program.group_families.push_back(program::make_group_family("ps", world, {all}));
   program.placement = all;  // workers on GPUs 0..W-1, servers on the server endpoints after them
 
+  OpBudget budget;
   PsSetup setup{input, workers, servers, *program.find_family("ps"), replica_model(input.model, training), {}};
   for (const Block& block : setup.replica.blocks) setup.blocks.push_back(&block);
 
@@ -197,9 +198,9 @@ program::Program lower_parameter_server(const LoweringInput& input) {
   program.info.parameter_server = program::ProgramInfo::ParameterServer{
       consistency, workers, workers, std::vector<std::vector<OpIndex>>(workers), std::vector<std::vector<OpIndex>>(workers)};
   if (input.ps.consistency == PsConsistency::kBsp) {
-    lower_bsp(setup, program);
+    lower_bsp(setup, program, budget);
   } else {
-    lower_asynchronous(setup, program);
+    lower_asynchronous(setup, program, budget);
   }
   set_step_facts(program.info, input.model, training, workers);
   program.info.description = fmt::format(

@@ -8,6 +8,7 @@ namespace strategies {
 program::OpIndex RankProgramBuilder::add(std::string name, program::StreamId stream,
                                          program::OpBody body,
                                          std::vector<program::OpIndex> deps) {
+  budget_->spend();
   program_.ops.push_back(program::Op{prefix_ + std::move(name), stream, std::move(deps), std::move(body)});
   return static_cast<program::OpIndex>(program_.ops.size() - 1);
 }

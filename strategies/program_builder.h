@@ -1,6 +1,8 @@
 // Small helpers for lowering code: appending ops to one rank's program by stream name.
 #pragma once
 
+#include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -8,8 +10,36 @@
 
 namespace strategies {
 
+// A Program too large to build: more ops than one lowering's OpBudget.
+class ProgramTooLarge : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// The ops one lowering may create, summed over its distinct rank programs (≈ 250 bytes each
+// with their names and dependencies: 4 million ≈ 1 GB), so that a scenario whose Program would
+// not fit in memory — ten thousand steps, millions of micro-batches or layers — is refused
+// while it is built, not by the allocator. The largest example scenario (3D parallelism on
+// 1,024 GPUs) needs 96,601.
+class OpBudget {
+ public:
+  static constexpr std::int64_t kOps = 4'000'000;
+  // Counts one op; throws ProgramTooLarge past the budget.
+  void spend() {
+    if (++spent_ > kOps) {
+      throw ProgramTooLarge(
+          "the Program would have more than 4,000,000 ops: fewer steps, micro-batches or layers, please (one step "
+          "gives the step time)");
+    }
+  }
+
+ private:
+  std::int64_t spent_ = 0;
+};
+
 class RankProgramBuilder {
  public:
+  explicit RankProgramBuilder(OpBudget& budget) : budget_(&budget) {}
   program::OpIndex add(std::string name, program::StreamId stream, program::OpBody body,
                        std::vector<program::OpIndex> deps = {});
   program::OpIndex allocate(std::string tensor, program::StreamId stream,
@@ -25,6 +55,7 @@ class RankProgramBuilder {
   program::OpIndex next_index() const { return static_cast<program::OpIndex>(program_.ops.size()); }
 
  private:
+  OpBudget* budget_;
   program::RankProgram program_;
   std::string prefix_;
 };

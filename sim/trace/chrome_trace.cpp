@@ -480,11 +480,11 @@ class MappedFile {
  public:
   explicit MappedFile(const std::string& path) {
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) throw TraceFormatError("cannot open " + path + ": " + std::strerror(errno));
+    if (fd < 0) throw TraceFormatError(std::string("cannot open: ") + std::strerror(errno));
     struct stat status {};
     if (::fstat(fd, &status) != 0 || !S_ISREG(status.st_mode)) {
       ::close(fd);
-      throw TraceFormatError("cannot read " + path + ": not a regular file");
+      throw TraceFormatError("cannot read: not a regular file");
     }
     size_ = static_cast<std::size_t>(status.st_size);
     const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
@@ -498,7 +498,7 @@ class MappedFile {
       region = MAP_FAILED;
     }
     ::close(fd);
-    if (region == MAP_FAILED) throw TraceFormatError("cannot map " + path + " into memory: " + std::strerror(failure));
+    if (region == MAP_FAILED) throw TraceFormatError(std::string("cannot map into memory: ") + std::strerror(failure));
     data_ = static_cast<const char*>(region);
     ::madvise(region, capacity_, MADV_SEQUENTIAL);
   }
@@ -557,8 +557,12 @@ Timeline read_chrome_trace(std::istream& in) {
 }
 
 Timeline read_chrome_trace_file(const std::string& path) {
-  const MappedFile file(path);
-  return parse(file.view());
+  try {
+    const MappedFile file(path);
+    return parse(file.view());
+  } catch (const TraceFormatError& error) {
+    throw TraceFormatError(path + ": " + error.what());
+  }
 }
 
 }  // namespace trace

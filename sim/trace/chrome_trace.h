@@ -26,6 +26,7 @@ class TraceFormatError : public std::runtime_error {
 void write_chrome_trace(const Timeline& timeline, std::ostream& out);
 // Throws TraceFormatError with a message saying what is wrong and where.
 Timeline read_chrome_trace(std::istream& in);
+// The same from a file; the message starts with the file's path.
 Timeline read_chrome_trace_file(const std::string& path);
 
 }  // namespace trace
