@@ -18,6 +18,7 @@
 
 #include "sim/collectives/schedule.h"
 #include "sim/net/network_model.h"
+#include "strategies/lowering.h"
 #include "strategies/model.h"
 #include "topology/presets.h"
 
@@ -100,6 +101,8 @@ std::string node_text(const toml::node& node) {
     out << '[';
     for (std::size_t i = 0; i < array->size(); ++i) out << (i ? ", " : "") << node_text(*array->get(i));
     out << ']';
+  } else if (node.is_table()) {
+    out << "a table";  // its keys would spread the message over lines
   } else {
     node.visit([&out](const auto& value) { out << value; });
   }
@@ -721,7 +724,14 @@ void read_collectives(TableReader reader, sim::CollectiveOverrides& overrides) {
   read_algorithm_table(reader, "", overrides);
   TableReader groups = reader.child("groups");
   if (const toml::node* table = groups.present() ? reader.node("groups") : nullptr) {
+    const std::vector<std::string> families = strategies::group_family_names();
     for (auto&& [family, value] : *table->as_table()) {
+      const std::string name(family.str());
+      if (std::find(families.begin(), families.end(), name) == families.end()) {
+        const std::string suggestion = closest_match(name, families);
+        groups.fail(name, fmt::format("no strategy makes a group family \"{}\"; expected one of: {}", name, join(families)),
+                    suggestion.empty() ? "" : fmt::format("did you mean \"{}\"?", suggestion));
+      }
       TableReader group = groups.child(family.str());
       read_algorithm_table(group, std::string(family.str()), overrides);
       group.finish();
@@ -822,19 +832,21 @@ std::vector<SweepAxis> read_sweep_axes(TableReader reader, const toml::table* ta
 }
 
 // Inserts `value` (a toml::value<T>, table or array) at a dotted path, creating tables on
-// the way.
+// the way; the value and the tables it created are located at `origin` in errors.
 template <typename Node>
-void assign(toml::table& root, const std::string& dotted_key, Node&& value,
-            const std::string& origin) {
+void assign(toml::table& root, const std::string& dotted_key, Node&& value, const std::string& origin,
+            Origins& origins) {
   toml::table* table = &root;
   std::size_t start = 0;
   for (std::size_t dot = dotted_key.find('.'); dot != std::string::npos;
        start = dot + 1, dot = dotted_key.find('.', start)) {
     const std::string part = dotted_key.substr(start, dot - start);
+    if (part.empty()) throw ScenarioError(origin, dotted_key, "a dotted key with an empty part", "e.g. ddp.bucket_cap_mb");
     toml::node* child = table->get(part);
     if (child == nullptr) {
       table->insert(part, toml::table{});
       child = table->get(part);
+      origins[dotted_key.substr(0, dot)] = origin;
     }
     if (!child->is_table()) {
       throw ScenarioError(origin, dotted_key.substr(0, dot), "is a value, not a table",
@@ -843,8 +855,9 @@ void assign(toml::table& root, const std::string& dotted_key, Node&& value,
     table = child->as_table();
   }
   const std::string last = dotted_key.substr(start);
-  if (last.empty()) throw ScenarioError(origin, dotted_key, "empty key");
+  if (last.empty()) throw ScenarioError(origin, dotted_key, "a dotted key with an empty part", "e.g. ddp.bucket_cap_mb");
   table->insert_or_assign(last, std::forward<Node>(value));
+  origins[dotted_key] = origin;
 }
 
 }  // namespace
@@ -899,8 +912,7 @@ void merge_profile(toml::table& root, const toml::table& profile, const std::str
       merge_profile(root, *table, key, file, origins);
     } else if (!stated_by_scenario(root, key)) {
       const std::string origin = fmt::format("{}:{}:{}", file, node.source().begin.line, node.source().begin.column);
-      node.visit([&](const auto& value) { assign(root, key, value, origin); });
-      origins[key] = origin;
+      node.visit([&](const auto& value) { assign(root, key, value, origin, origins); });
     }
   }
 }
@@ -973,8 +985,7 @@ void ScenarioDocument::set(const std::string& assignment, const std::string& ori
     parsed = toml::table{{"value", text}};  // not TOML: a bare string
   }
   parsed.get("value")->visit(
-      [&](auto& value) { assign(state_->root, key, std::move(value), origin); });
-  state_->origins[key] = origin;
+      [&](auto& value) { assign(state_->root, key, std::move(value), origin, state_->origins); });
 }
 
 ScenarioDocument ScenarioDocument::variant(const std::vector<std::string>& assignments, const std::string& origin) const {
@@ -1007,8 +1018,7 @@ std::vector<ScenarioDocument> ScenarioDocument::sweep_points() const {
       const std::string origin =
           fmt::format("{}:{}:{} ([sweep] {} = {})", state_->file, value.source().begin.line,
                       value.source().begin.column, axes[a].key, axes[a].values[index[a]]);
-      value.visit([&](const auto& copy) { assign(state->root, axes[a].key, copy, origin); });
-      state->origins[axes[a].key] = origin;
+      value.visit([&](const auto& copy) { assign(state->root, axes[a].key, copy, origin, state->origins); });
     }
     points.push_back(ScenarioDocument(std::move(state)));
     std::size_t a = axes.size();

@@ -10,6 +10,10 @@ namespace strategies {
 
 std::vector<std::string> strategy_names() { return {"ddp", "zero", "fsdp", "ps"}; }
 
+std::vector<std::string> group_family_names() {
+  return {"world", "dp", "tp", "pp", "pp_wrap", "dp_shard", "dp_replicate", "ps"};
+}
+
 program::Program lower(const LoweringInput& input) {
   const std::string& strategy = input.parallel.strategy;
   if (strategy == "ddp" || strategy == "zero" || strategy == "fsdp") return lower_parallel(input);

@@ -24,6 +24,8 @@ struct LoweringInput {
 };
 
 std::vector<std::string> strategy_names();
+// Every rank-group family a lowering may create ([collectives.groups.<family>] keys).
+std::vector<std::string> group_family_names();
 // Throws std::invalid_argument for an unknown strategy.
 program::Program lower(const LoweringInput& input);
 

@@ -6,10 +6,12 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <string>
 
 #include "scenarios/run_scenario.h"
 #include "scenarios/scenario_loader.h"
+#include "strategies/lowering.h"
 
 namespace {
 
@@ -428,6 +430,33 @@ TEST(ParameterServerTest, StragglersAreSeeded) {
   EXPECT_NE(first.report.step_time_s, other.report.step_time_s);
   const auto even = run_ps({"stragglers.distribution=\"none\""});
   EXPECT_LT(even.report.parameter_server->idle_max_s - even.report.parameter_server->idle_min_s, 0.01);
+}
+
+}  // namespace
+
+namespace {
+
+// [collectives.groups.<family>] accepts only strategies::group_family_names(): every family a
+// lowering creates must be in that list, or its algorithm could not be fixed.
+TEST(GroupFamiliesTest, EveryFamilyALoweringCreatesIsOneTheLoaderAccepts) {
+  const std::vector<std::string> accepted = strategies::group_family_names();
+  const std::vector<std::pair<std::string, std::vector<std::string>>> lowerings = {
+      {kNode, {"parallel.tp=2"}},
+      {kNode, {"cluster.nodes=2", "training.global_batch=16", "parallel.strategy=\"fsdp\"",
+               "fsdp.sharding_strategy=\"HYBRID_SHARD\""}},
+      {kPipeline, {"parallel.pipeline_schedule=\"interleaved-1f1b\"", "parallel.virtual_stages=2"}},
+  };
+  std::vector<program::Program> programs;
+  for (const auto& [text, overrides] : lowerings) programs.push_back(run(text, overrides).program);
+  programs.push_back(scenarios::run_scenario(scenarios::load_scenario(kPsScenario)).program);
+  std::set<std::string> seen;
+  for (const program::Program& program : programs) {
+    for (const program::GroupFamily& family : program.group_families) {
+      EXPECT_NE(std::find(accepted.begin(), accepted.end(), family.name), accepted.end()) << family.name;
+      seen.insert(family.name);
+    }
+  }
+  EXPECT_EQ(seen.size(), accepted.size());  // and the list names nothing no lowering makes
 }
 
 }  // namespace
