@@ -359,8 +359,9 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
-    const int code = app.exit(error, out, err);
-    return code == 0 ? 0 : kExitBadInput;
+    if (error.get_exit_code() == 0) return app.exit(error, out, err);  // --help, --version
+    err << "dtsim: error: " << error.what() << " (see dtsim --help, or dtsim <command> --help)\n";
+    return kExitBadInput;
   }
   // Scenarios too large for the simulator are named by file (their keys are each valid).
   const auto of_scenario = [&] { return options.scenario.empty() ? std::string() : options.scenario + ": "; };

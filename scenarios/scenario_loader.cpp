@@ -360,7 +360,7 @@ topology::ClusterSpec read_cluster(TableReader reader) {
                        "1 is a non-blocking fat-tree, 2 halves the uplinks");
   }
   const double uplinks = fabric.leaf_down_ports / fabric.oversubscription;
-  if (std::abs(uplinks - std::round(uplinks)) > 1e-9) {
+  if (std::round(uplinks) < 1 || std::abs(uplinks - std::round(uplinks)) > 1e-9) {
     fabric_reader.fail("oversubscription",
                        fmt::format("{} down ports at {}:1 would need {:.2f} uplinks per leaf", fabric.leaf_down_ports,
                                    fabric.oversubscription, uplinks),
@@ -824,7 +824,8 @@ std::vector<SweepAxis> read_sweep_axes(TableReader reader, const toml::table* ta
   for (const SweepAxis& axis : axes) points *= static_cast<double>(axis.values.size());
   if (points > static_cast<double>(kLargestSweep)) {
     throw ScenarioError(reader.location(), "sweep",
-                        fmt::format("{:.4g} points (the product of the axes' lengths), more than {}", points,
+                        fmt::format("{} points (the product of the axes' lengths), more than {}",
+                                    points < 1e15 ? fmt::format("{:.0f}", points) : fmt::format("{:.3g}", points),
                                     kLargestSweep),
                         "sweep fewer keys or fewer values at a time");
   }

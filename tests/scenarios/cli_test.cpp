@@ -233,3 +233,54 @@ TEST_F(CliTest, CompareReportsFigureAndPerOpErrorsOnScreenAndInJson) {
 }
 
 }  // namespace
+
+namespace {
+
+// Inputs a fuzzer found crashing, hanging, exhausting memory or exiting 0 with nonsense; each
+// now gets one message and exit 2, and nothing is written.
+TEST_F(CliTest, AbsurdInputsGetOneMessageAndExitTwo) {
+  const fs::path inputs = fs::temp_directory_path() / "dtsim_cli_absurd_inputs";
+  fs::create_directories(inputs);
+  std::ofstream(inputs / "zero_profile.toml") << "[scenario]\nhardware_profile = \"/dev/zero\"\n";
+  std::ofstream(inputs / "escape.toml") << "[scenario]\nname = \"../escape\"\n";
+  std::ofstream(inputs / "empty_trace.json") << R"({"traceEvents": []})";
+  {
+    std::ofstream sweep(inputs / "huge_sweep.toml");
+    sweep << slurp(kSource + "/scenarios/real/small_1gpu.toml") << "\n[sweep]\n";
+    for (int axis = 0; axis < 14; ++axis) sweep << "\"ddp.k" << axis << "\" = [1, 2]\n";  // 16,384 points
+  }
+  const std::string default_toml = kSource + "/scenarios/default.toml", out = directory_.string();
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"run", default_toml, "--set", "cluster.nvlink.bandwidth_gbyte_s=inf", "-o", out}, "expected a finite number"},
+      {{"run", default_toml, "--set", "cluster.nvlink.bandwidth_gbyte_s=1e300", "-o", out}, "magnitude at most 1e+30"},
+      {{"run", default_toml, "--set", "compute.matmul_efficiency_by_size=[[1,nan]]", "-o", out}, "got [1, nan]"},
+      {{"run", default_toml, "--set", "model.parameter_count=1e20", "-o", out}, "up to 1e+15"},
+      {{"run", default_toml, "--set", "model.layers=16777216", "-o", out}, "between 1 and 10000"},
+      {{"run", default_toml, "--set", "cluster.gpu.bf16_tflops=1e-30", "-o", out}, "106 days"},
+      {{"run", default_toml, "--set", "training.steps=10000", "-o", out}, "more than 4,000,000 ops"},
+      {{"run", default_toml, "--set", "a..b=1", "-o", out}, "empty part"},
+      {{"run", default_toml, "--set", "collectives.groups.dq.all_reduce=\"ring\"", "-o", out}, "did you mean \"dp\"?"},
+      {{"run", (inputs / "zero_profile.toml").string(), "-o", out}, "/dev/zero: not a regular file"},
+      {{"run", (inputs / "escape.toml").string()}, "scenario.name"},
+      {{"run", default_toml, "-o", "/dev/null"}, "cannot create the output directory /dev/null"},
+      {{"sweep", (inputs / "huge_sweep.toml").string(), "-o", out}, "16384 points"},
+      {{"collective", "--algo", ""}, "expected at least one algorithm"},
+      {{"collective", "--sizes", "8:1M", "--factor", "1.0000001"}, "rows, more than 10000"},
+      {{"collective", "--ranks", "abc"}, "--ranks"},
+      {{"compare", (inputs / "empty_trace.json").string(), (inputs / "empty_trace.json").string()}, "holds no spans"},
+  };
+  for (const auto& [args, fragment] : cases) {
+    const CliRun run = dtsim(args);
+    const std::string what = args[0] + " " + args[args.size() > 2 ? 2 : 1];
+    EXPECT_EQ(run.code, 2) << what << ": " << run.err;
+    EXPECT_EQ(run.err.rfind("dtsim: error: ", 0), 0u) << what << ": " << run.err;
+    EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << what << ": " << run.err;
+    EXPECT_NE(run.err.find(fragment), std::string::npos) << what << ": " << run.err;
+    EXPECT_TRUE(run.out.empty()) << what;
+    EXPECT_FALSE(fs::exists(directory_)) << what;
+  }
+  EXPECT_FALSE(fs::exists(fs::path("out") / ".." / "escape"));
+  fs::remove_all(inputs);
+}
+
+}  // namespace
