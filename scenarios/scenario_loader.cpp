@@ -1046,6 +1046,10 @@ Scenario ScenarioDocument::read() const {
   }
   scenario.description = meta.text("description").value_or("");
   meta.text("hardware_profile");  // applied when the file was read (apply_hardware_profile)
+  if (s.origins.count("scenario.hardware_profile") != 0) {
+    meta.fail("hardware_profile", "a profile is taken in when the file is read: --set and [sweep] cannot change it",
+              "write it in the scenario file, or sweep the profile's keys themselves");
+  }
   meta.finish();
 
   scenario.cluster = read_cluster(root.child("cluster"));

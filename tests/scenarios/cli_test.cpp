@@ -261,6 +261,7 @@ TEST_F(CliTest, AbsurdInputsGetOneMessageAndExitTwo) {
       {{"run", default_toml, "--set", "a..b=1", "-o", out}, "empty part"},
       {{"run", default_toml, "--set", "collectives.groups.dq.all_reduce=\"ring\"", "-o", out}, "did you mean \"dp\"?"},
       {{"run", (inputs / "zero_profile.toml").string(), "-o", out}, "/dev/zero: not a regular file"},
+      {{"run", default_toml, "--set", "scenario.hardware_profile=\"x.toml\"", "-o", out}, "cannot change it"},
       {{"run", (inputs / "escape.toml").string()}, "scenario.name"},
       {{"run", default_toml, "-o", "/dev/null"}, "cannot create the output directory /dev/null"},
       {{"sweep", (inputs / "huge_sweep.toml").string(), "-o", out}, "16384 points"},
