@@ -389,6 +389,9 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   } catch (const strategies::ProgramTooLarge& error) {
     err << "dtsim: error: " << of_scenario() << error.what() << "\n";
     return kExitBadInput;
+  } catch (const sim::NetworkWorkLimit& error) {
+    err << "dtsim: error: " << of_scenario() << error.what() << "\n";
+    return kExitBadInput;
   } catch (const sim::SimulationTooLong& error) {
     err << "dtsim: error: " << of_scenario() << error.what() << " (hint: a rate, bandwidth or efficiency set near zero, or a model or batch far too large? check the values "
            "set in the file and with --set)\n";

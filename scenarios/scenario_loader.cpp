@@ -24,10 +24,21 @@
 
 namespace scenarios {
 
+namespace {
+
+// A part of a one-line message, cut short when a pasted value makes it unreadable.
+std::string abbreviated(const std::string& text) {
+  constexpr std::size_t kLongest = 240, kKept = 200;
+  if (text.size() <= kLongest) return text;
+  return fmt::format("{}… ({} characters)", text.substr(0, kKept), text.size());
+}
+
+}  // namespace
+
 ScenarioError::ScenarioError(std::string location, std::string key, std::string message,
                              std::string hint)
-    : std::runtime_error(location + ": " + (key.empty() ? "" : key + ": ") + message +
-                         (hint.empty() ? "" : " (" + hint + ")")),
+    : std::runtime_error(abbreviated(location) + ": " + (key.empty() ? "" : abbreviated(key) + ": ") +
+                         abbreviated(message) + (hint.empty() ? "" : " (" + abbreviated(hint) + ")")),
       location_(std::move(location)),
       key_(std::move(key)),
       message_(std::move(message)),

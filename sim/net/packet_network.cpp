@@ -1,6 +1,8 @@
 // Chunk-by-chunk simulation of schedule steps through FIFO links (see packet_network.h).
 #include "sim/net/packet_network.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -64,7 +66,12 @@ void PacketNetwork::arrive(std::uint32_t id, std::uint32_t transfer, std::uint32
   const Time begin = max(engine_.now(), link_free_at_[path[hop]]);
   const Time end = max(begin + Time::from_seconds(bytes / link.spec.effective_bandwidth()), tail);
   link_free_at_[path[hop]] = end;
-  ++chunk_hops_;
+  if (++chunk_hops_ > planner_.options().packet_chunk_hop_limit) {
+    throw NetworkWorkLimit(fmt::format(
+        "the packet model would move more than {} chunks link by link: raise network.chunk_kib (now {}) or use "
+        "network.model = \"flow\"",
+        planner_.options().packet_chunk_hop_limit, planner_.options().chunk_bytes / 1024));
+  }
   const Time latency = Time::from_seconds(link.spec.latency);
   engine_.schedule_at(begin + latency, [this, id, transfer, hop, bytes, tail_next = end + latency] {
     arrive(id, transfer, hop + 1, bytes, tail_next);

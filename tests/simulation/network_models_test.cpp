@@ -282,3 +282,26 @@ TYPED_TEST(NetworkModelTest, EveryBytesSentIsReported) {
 }
 
 }  // namespace
+
+namespace {
+
+// The packet model refuses work past its limit instead of running for hours (network.chunk_kib = 1
+// on the default scenario would take about half an hour).
+TEST(PacketNetworkTest, MoreChunkMovesThanTheLimitThrowInsteadOfRunningForHours) {
+  sim::NetworkOptions options;
+  options.model = "packet";
+  options.packet_chunk_hop_limit = 1000;
+  const topology::Cluster cluster(test_support::hgx_cluster(1));
+  sim::Engine engine;
+  auto model = sim::make_network_model(options, engine, cluster);
+  // A ring all-reduce of 64 MiB on 8 GPUs: 14 steps × 8 transfers × 16 chunks of 512 KiB, 2 links each.
+  model->start(collective(CollectiveKind::kAllReduce, Algorithm::kRing, range(0, 8), 64 << 20), [](const sim::CommResult&) {});
+  try {
+    engine.run();
+    FAIL() << "expected NetworkWorkLimit";
+  } catch (const sim::NetworkWorkLimit& error) {
+    EXPECT_NE(std::string(error.what()).find("raise network.chunk_kib (now 512)"), std::string::npos) << error.what();
+  }
+}
+
+}  // namespace
