@@ -285,8 +285,8 @@ TYPED_TEST(NetworkModelTest, EveryBytesSentIsReported) {
 
 namespace {
 
-// The packet model refuses work past its limit instead of running for hours (network.chunk_kib = 1
-// on the default scenario would take about half an hour).
+// The packet model refuses work past its limit instead of running on and on (network.chunk_kib = 1
+// on the default scenario had not finished after 120 s).
 TEST(PacketNetworkTest, MoreChunkMovesThanTheLimitThrowInsteadOfRunningForHours) {
   sim::NetworkOptions options;
   options.model = "packet";
