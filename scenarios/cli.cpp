@@ -363,8 +363,11 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     err << "dtsim: error: " << error.what() << " (see dtsim --help, or dtsim <command> --help)\n";
     return kExitBadInput;
   }
-  // Scenarios too large for the simulator are named by file (their keys are each valid).
-  const auto of_scenario = [&] { return options.scenario.empty() ? std::string() : options.scenario + ": "; };
+  // A scenario too large for the simulator is named by its file (its keys are each valid).
+  const auto too_large = [&](const std::exception& error) {
+    err << "dtsim: error: " << (options.scenario.empty() ? "" : options.scenario + ": ") << error.what() << "\n";
+    return kExitBadInput;
+  };
   try {
     if (*run) return options.backend.empty() ? command_run(options, out) : command_execute(options, out, err);
     if (*sweep) return command_sweep(options, out, err);
@@ -387,15 +390,11 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     err << "dtsim: error: " << error.what() << " (hint: -o names a directory, or a file for compare, to write)\n";
     return kExitBadInput;
   } catch (const strategies::ProgramTooLarge& error) {
-    err << "dtsim: error: " << of_scenario() << error.what() << "\n";
-    return kExitBadInput;
+    return too_large(error);
   } catch (const sim::NetworkWorkLimit& error) {
-    err << "dtsim: error: " << of_scenario() << error.what() << "\n";
-    return kExitBadInput;
+    return too_large(error);
   } catch (const sim::SimulationTooLong& error) {
-    err << "dtsim: error: " << of_scenario() << error.what() << " (hint: a rate, bandwidth or efficiency set near zero, or a model or batch far too large? check the values "
-           "set in the file and with --set)\n";
-    return kExitBadInput;
+    return too_large(error);
   } catch (const sim::SimulationError& error) {
     err << "dtsim: simulation failed: " << error.what() << "\n";
     return kExitFailure;

@@ -252,41 +252,37 @@ namespace {
 
 std::filesystem::path temporary_of(const std::filesystem::path& path) { return path.string() + ".partial"; }
 
-// Writes `path`'s temporary file; throws OutputError (and removes it) when that fails.
-void write_temporary(const std::filesystem::path& path, const std::function<void(std::ostream&)>& write) {
-  const std::filesystem::path temporary = temporary_of(path);
-  std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-  const bool opened = out.is_open();
-  if (opened) write(out);
-  out.close();
-  if (!opened || !out) {
-    std::error_code ignored;
-    std::filesystem::remove(temporary, ignored);
-    throw OutputError(fmt::format("cannot write {}{}", path.string(), opened ? "" : ": cannot create a file there"));
-  }
-}
-
-// Renames the temporary files of `paths` onto them; on a failure removes every temporary left.
-void commit_temporaries(const std::vector<std::filesystem::path>& paths) {
-  std::error_code error;
-  const std::filesystem::path* failed = nullptr;
-  for (const std::filesystem::path& path : paths) {
-    if (failed == nullptr) std::filesystem::rename(temporary_of(path), path, error);
-    if (error && failed == nullptr) failed = &path;
-    if (failed != nullptr) {
-      std::error_code ignored;
-      std::filesystem::remove(temporary_of(path), ignored);
-    }
-  }
-  if (failed != nullptr) throw OutputError(fmt::format("cannot write {}: {}", failed->string(), error.message()));
+void remove_temporaries(const std::vector<FileWriter>& files) {
+  std::error_code ignored;
+  for (const auto& [path, write] : files) std::filesystem::remove(temporary_of(path), ignored);
 }
 
 }  // namespace
 
+void write_files_atomically(const std::vector<FileWriter>& files) {
+  for (const auto& [path, write] : files) {
+    std::ofstream out(temporary_of(path), std::ios::binary | std::ios::trunc);
+    const bool opened = out.is_open();
+    if (opened) write(out);
+    out.close();
+    if (!opened || !out) {
+      remove_temporaries(files);
+      throw OutputError(fmt::format("cannot write {}{}", path.string(), opened ? "" : ": cannot create a file there"));
+    }
+  }
+  for (const auto& [path, write] : files) {
+    std::error_code error;
+    std::filesystem::rename(temporary_of(path), path, error);
+    if (error) {
+      remove_temporaries(files);
+      throw OutputError(fmt::format("cannot write {}: {}", path.string(), error.message()));
+    }
+  }
+}
+
 void write_file_atomically(const std::filesystem::path& path,
                            const std::function<void(std::ostream&)>& write) {
-  write_temporary(path, write);
-  commit_temporaries({path});
+  write_files_atomically({{path, write}});
 }
 
 void write_outputs(const RunResult& result, const std::filesystem::path& directory) {
@@ -296,15 +292,9 @@ void write_outputs(const RunResult& result, const std::filesystem::path& directo
     throw OutputError(fmt::format("cannot create the output directory {}: {}", directory.string(),
                                   error ? error.message() : "a file of that name exists"));
   }
-  const std::filesystem::path timeline = directory / "timeline.json", report = directory / "report.json";
-  write_temporary(timeline, [&](std::ostream& out) { trace::write_chrome_trace(result.simulation.timeline, out); });
-  try {
-    write_temporary(report, [&](std::ostream& out) { out << trace::report_to_json(result.report).dump(2) << "\n"; });
-  } catch (const OutputError&) {
-    std::filesystem::remove(temporary_of(timeline), error);
-    throw;
-  }
-  commit_temporaries({timeline, report});
+  write_files_atomically(
+      {{directory / "timeline.json", [&](std::ostream& out) { trace::write_chrome_trace(result.simulation.timeline, out); }},
+       {directory / "report.json", [&](std::ostream& out) { out << trace::report_to_json(result.report).dump(2) << "\n"; }}});
 }
 
 }  // namespace scenarios

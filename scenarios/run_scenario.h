@@ -6,6 +6,8 @@
 #include <functional>
 #include <ostream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "backend/executor.h"
 #include "scenarios/scenario.h"
@@ -43,13 +45,18 @@ class OutputError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// Writes timeline.json (Chrome trace) and report.json into `directory`, creating it. Both are
-// written to temporary names first and renamed once both are complete, so a failure while
-// writing leaves neither, nor any temporary file. Throws OutputError.
+// Writes timeline.json (Chrome trace) and report.json into `directory`, creating it, with
+// write_files_atomically. Throws OutputError.
 void write_outputs(const RunResult& result, const std::filesystem::path& directory);
 
-// Writes a file through a temporary file and a rename: `write` fills the stream. Throws
-// OutputError, leaving no temporary file behind.
+// A file to write and what fills it.
+using FileWriter = std::pair<std::filesystem::path, std::function<void(std::ostream&)>>;
+
+// Writes every file to a temporary name, then renames them all once all are written: a failure
+// while writing leaves none of them and no temporary file. Throws OutputError.
+void write_files_atomically(const std::vector<FileWriter>& files);
+
+// The same for one file.
 void write_file_atomically(const std::filesystem::path& path,
                            const std::function<void(std::ostream&)>& write);
 

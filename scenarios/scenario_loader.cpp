@@ -848,12 +848,15 @@ std::vector<SweepAxis> read_sweep_axes(TableReader reader, const toml::table* ta
 template <typename Node>
 void assign(toml::table& root, const std::string& dotted_key, Node&& value, const std::string& origin,
             Origins& origins) {
+  if (dotted_key.empty() || dotted_key.front() == '.' || dotted_key.back() == '.' ||
+      dotted_key.find("..") != std::string::npos) {
+    throw ScenarioError(origin, dotted_key, "a dotted key with an empty part", "e.g. ddp.bucket_cap_mb");
+  }
   toml::table* table = &root;
   std::size_t start = 0;
   for (std::size_t dot = dotted_key.find('.'); dot != std::string::npos;
        start = dot + 1, dot = dotted_key.find('.', start)) {
     const std::string part = dotted_key.substr(start, dot - start);
-    if (part.empty()) throw ScenarioError(origin, dotted_key, "a dotted key with an empty part", "e.g. ddp.bucket_cap_mb");
     toml::node* child = table->get(part);
     if (child == nullptr) {
       table->insert(part, toml::table{});
@@ -866,9 +869,7 @@ void assign(toml::table& root, const std::string& dotted_key, Node&& value, cons
     }
     table = child->as_table();
   }
-  const std::string last = dotted_key.substr(start);
-  if (last.empty()) throw ScenarioError(origin, dotted_key, "a dotted key with an empty part", "e.g. ddp.bucket_cap_mb");
-  table->insert_or_assign(last, std::forward<Node>(value));
+  table->insert_or_assign(dotted_key.substr(start), std::forward<Node>(value));
   origins[dotted_key] = origin;
 }
 

@@ -79,7 +79,10 @@ class SimulationError : public std::runtime_error {
 class SimulationTooLong : public SimulationError {
  public:
   SimulationTooLong()
-      : SimulationError("the simulated run exceeds the simulator's 106 days of simulated time") {}
+      : SimulationError(
+            "the simulated run exceeds the simulator's 106 days of simulated time (hint: a rate, bandwidth or "
+            "efficiency set near zero, or a model or batch far too large? check the values set in the file and with "
+            "--set)") {}
 };
 
 // The run was stopped by SimulationOptions::progress.
