@@ -66,15 +66,15 @@ trace::Timeline execute(const program::Program& program, const ExecutionOptions&
     records.push_back(runner->run(options.verify && options.warmup_runs == 0 && run == 0));
     host_seconds.push_back(records.back().host_seconds);
   }
-  const std::vector<double> host_run_s = job::mean_over_ranks(host_seconds, options.timeout_s);
+  const std::vector<double> host_run_s = job::max_over_ranks(host_seconds, options.timeout_s);
   const std::size_t median = job::agreed_median_index(host_run_s, options.timeout_s);
   const std::string verified =
       options.verify ? job::verify_tensor_parallel(program, options, runner->results_checked()) : "";
   trace::Timeline timeline = job::gather_timeline(program, records[median].timings, nodes, options);
   if (timeline.ranks.empty()) return timeline;  // not rank 0
   timeline.metadata["executed_on"] = runner->description();
-  timeline.metadata["host_run_time_s"] = fmt::format("{:.9g}", host_run_s[median]);
-  timeline.metadata["host_run_times_s"] = fmt::format("{:.9g}", fmt::join(host_run_s, ","));
+  timeline.metadata["host_run_time_s"] = fmt::format("{:.17g}", host_run_s[median]);
+  timeline.metadata["host_run_times_s"] = fmt::format("{:.17g}", fmt::join(host_run_s, ","));
   if (!verified.empty()) timeline.metadata["verification"] = verified;
   return timeline;
 }

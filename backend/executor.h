@@ -14,8 +14,8 @@
 //    one world communicator; each Program stream is a CUDA stream, dependencies across
 //    streams are CUDA events, and spans come from CUDA events.
 // In both, an op starts once its dependencies have finished, ranks start at a common barrier,
-// and each run is host-timed (barrier → all work done, averaged over ranks: the nccl-tests
-// method). After the warm-up, the Program runs ExecutionOptions::measured_runs times and the
+// and each run is host-timed (barrier → all work done on the slowest rank, each rank by its own
+// clock from its barrier exit, the origin of its spans: no span ends after it). After the warm-up, the Program runs ExecutionOptions::measured_runs times and the
 // timeline is the median run's: a shared machine's stray pauses land in one run, not in the
 // figure. Metadata "host_run_time_s" is the median run's time, "host_run_times_s" every run's.
 //

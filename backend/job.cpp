@@ -272,16 +272,13 @@ trace::Timeline gather_timeline(const program::Program& program, const std::vect
   return timeline;
 }
 
-std::vector<double> mean_over_ranks(const std::vector<double>& values, double timeout_s) {
-  int size = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  std::vector<double> means(values.size());
+std::vector<double> max_over_ranks(const std::vector<double>& values, double timeout_s) {
+  std::vector<double> largest(values.size());
   MPI_Request request = MPI_REQUEST_NULL;
-  MPI_Iallreduce(values.data(), means.data(), static_cast<int>(values.size()), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD,
+  MPI_Iallreduce(values.data(), largest.data(), static_cast<int>(values.size()), MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD,
                  &request);
-  wait_for_job(request, timeout_s, "averaging over ranks");
-  for (double& mean : means) mean /= size;
-  return means;
+  wait_for_job(request, timeout_s, "taking the slowest rank's time");
+  return largest;
 }
 
 std::size_t agreed_median_index(const std::vector<double>& values, double timeout_s) {

@@ -126,8 +126,8 @@ trace::Timeline gather_timeline(const program::Program& program, const std::vect
 std::string verify_tensor_parallel(const program::Program& program, const ExecutionOptions& options,
                                    std::int64_t checked_here);
 
-// Per element, the mean over ranks of each rank's values (the same length on every rank).
-std::vector<double> mean_over_ranks(const std::vector<double>& values, double timeout_s);
+// Per element, the largest over ranks of each rank's values (the same length on every rank).
+std::vector<double> max_over_ranks(const std::vector<double>& values, double timeout_s);
 
 // The index of the median of `values` (the lower middle for an even count), decided by rank 0
 // and broadcast, so every rank keeps the same run.

@@ -208,7 +208,7 @@ std::string format_report(const Report& r) {
                          human_seconds(*slowest));
     }
     line("host-timed step",
-         human_seconds(*r.host_step_time_s) + fmt::format("  ({}barrier to all work done, mean over ranks)", runs));
+         human_seconds(*r.host_step_time_s) + fmt::format("  ({}barrier to all work done, slowest rank)", runs));
   }
   line("throughput", fmt::format("{:.0f} tokens/s", r.tokens_per_s));
   line("MFU", fmt::format("{:.1f} %", r.mfu * 100));

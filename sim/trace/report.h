@@ -61,7 +61,8 @@ struct RunFacts {
   double pipeline_bubble = 0;      // its textbook bubble fraction
   std::int32_t pipeline_chunks = 1;  // model chunks per stage (interleaved 1F1B)
   std::optional<ParameterServerFacts> parameter_server;
-  // Real runs: barrier → all work done by the host clock, mean over ranks (nccl-tests' method),
+  // Real runs: barrier → all work done by the host clock, on the slowest rank (whose spans all
+  // end before it),
   // for all `steps` together: the median recorded run (the one the timeline shows), and every run.
   std::optional<double> host_run_time_s;
   std::vector<double> host_run_times_s;

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "tests/support/real_runs.h"
+#include "tests/support/temporary_directory.h"
 
 namespace {
 
@@ -39,8 +40,8 @@ TEST(GpuExecutorTest, WithoutAGpuTheRunStopsWithOneMessageAndWritesNothing) {
   // A build with CUDA fails on the rank (exit 3); one without refuses before running (exit 2).
   const int expected_code = built_with_cuda ? 3 : 2;
   const std::string expected = built_with_cuda ? "dtsim: rank 0: no GPU visible" : "built without CUDA and NCCL";
-  const fs::path output = fs::temp_directory_path() / "dtsim_gpu_none";
-  fs::remove_all(output);
+  const test_support::TemporaryDirectory scratch("dtsim-gpu-none");
+  const fs::path output = scratch / "out";
   const CommandResult result =
       run(mpirun(1) + " run " + kSource + "/scenarios/real/small_1gpu.toml --backend nccl -o " + output.string());
   EXPECT_EQ(result.code, expected_code) << result.output;
@@ -48,7 +49,7 @@ TEST(GpuExecutorTest, WithoutAGpuTheRunStopsWithOneMessageAndWritesNothing) {
   EXPECT_NE(result.output.find("--backend mpi"), std::string::npos) << result.output;
   EXPECT_FALSE(fs::exists(output));
 
-  const fs::path profile = fs::temp_directory_path() / "dtsim_gpu_none.toml";
+  const fs::path profile = scratch / "profile.toml";
   const CommandResult calibration = run(mpirun(1) + " calibrate --backend nccl -o " + profile.string());
   EXPECT_EQ(calibration.code, expected_code) << calibration.output;
   EXPECT_NE(calibration.output.find(expected), std::string::npos) << calibration.output;
@@ -59,9 +60,7 @@ TEST(GpuExecutorTest, WithoutAGpuTheRunStopsWithOneMessageAndWritesNothing) {
 // a profile the simulator reads.
 TEST(GpuCalibrationTest, OneGpuCalibratesComputeIntoAProfileScenariosRead) {
   SKIP_WITHOUT_GPUS(1);
-  const fs::path directory = fs::temp_directory_path() / "dtsim_gpu_calibration";
-  fs::remove_all(directory);
-  fs::create_directories(directory);
+  const test_support::TemporaryDirectory directory("dtsim-gpu-calibration");
   const CommandResult calibration = run(mpirun(1) + " calibrate --backend nccl -o " + (directory / "profile.toml").string());
   ASSERT_EQ(calibration.code, 0) << calibration.output;
   std::fputs(calibration.output.c_str(), stdout);
@@ -73,7 +72,6 @@ TEST(GpuCalibrationTest, OneGpuCalibratesComputeIntoAProfileScenariosRead) {
   const CommandResult simulated = run(test_support::dtsim() + " run " + (directory / "scenario.toml").string() + " -o " +
                                       (directory / "sim").string());
   EXPECT_EQ(simulated.code, 0) << simulated.output;
-  fs::remove_all(directory);
 }
 
 // One GPU: every op of a bf16 step runs once, in dependency order, on its stream; the one-rank
@@ -81,8 +79,7 @@ TEST(GpuCalibrationTest, OneGpuCalibratesComputeIntoAProfileScenariosRead) {
 // the GPU's own preset (printed, not bounded: the bound comes with a calibrated profile).
 TEST(GpuExecutorTest, OneGpuRunsEveryOpOnceInDependencyOrderAndVerifies) {
   SKIP_WITHOUT_GPUS(1);
-  const fs::path directory = fs::temp_directory_path() / "dtsim_gpu_one";
-  fs::remove_all(directory);
+  const test_support::TemporaryDirectory directory("dtsim-gpu-one");
   const std::string scenario = kSource + "/scenarios/real/small_1gpu.toml";
   const std::string node = std::getenv("DTSIM_GPU_NODE") != nullptr ? std::getenv("DTSIM_GPU_NODE") : "hgx-h100";
   const CommandResult real = run(mpirun(1) + " run " + scenario + " --set cluster.node=" + node +
@@ -102,9 +99,9 @@ TEST(GpuExecutorTest, OneGpuRunsEveryOpOnceInDependencyOrderAndVerifies) {
 // (and the TP forward against the unsharded one), then a hang caught by the watchdog.
 TEST(GpuExecutorTest, TwoGpusRunDataAndTensorParallelStepsAndTheWatchdogFires) {
   SKIP_WITHOUT_GPUS(2);
-  const fs::path directory = fs::temp_directory_path() / "dtsim_gpu_two";
+  const test_support::TemporaryDirectory scratch("dtsim-gpu-two");
   for (const std::string name : {"tiny_ddp_2ranks", "tiny_tp_2ranks"}) {
-    fs::remove_all(directory);
+    const fs::path directory = scratch / name;
     const std::string scenario = kSource + "/scenarios/real/" + name + ".toml";
     const CommandResult real = run(mpirun(2) + " run " + scenario + " --backend nccl --verify -o " + (directory / "real").string());
     ASSERT_EQ(real.code, 0) << name << "\n" << real.output;
@@ -118,7 +115,6 @@ TEST(GpuExecutorTest, TwoGpusRunDataAndTensorParallelStepsAndTheWatchdogFires) {
   EXPECT_EQ(hang.code, 3) << hang.output;
   // Either rank's watchdog may fire first: the hung rank's, or its peer's.
   EXPECT_NE(hang.output.find("op 'ddp.bucket0.all_reduce' did not finish within 5 s"), std::string::npos) << hang.output;
-  fs::remove_all(directory);
 }
 
 }  // namespace

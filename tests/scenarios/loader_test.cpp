@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "tests/support/temporary_directory.h"
+
 namespace {
 
 const std::string kSource = DTSIM_SOURCE_DIR;
@@ -167,8 +169,7 @@ TEST(ScenarioOverrideTest, CalibratedCurvesInterpolateInLogSize) {
 
 TEST(HardwareProfileTest, TheScenariosOwnEfficiencyBeatsTheProfilesCurve) {
   // A profile's memory curve replaces memory_efficiency — unless the scenario states that.
-  const auto directory = std::filesystem::temp_directory_path() / "dtsim_profile_precedence";
-  std::filesystem::create_directories(directory);
+  const test_support::TemporaryDirectory directory("dtsim-profile");
   std::ofstream(directory / "profile.toml") << "[compute]\nmemory_efficiency_by_size = [[65536, 1.0], [67108864, 0.25]]\n";
   const std::string scenario = "[scenario]\nhardware_profile = \"profile.toml\"\n[cluster]\nnodes = 1\n"
                                "[model]\npreset = \"tiny-256\"\n[training]\nglobal_batch = 8\n";
@@ -178,7 +179,6 @@ TEST(HardwareProfileTest, TheScenariosOwnEfficiencyBeatsTheProfilesCurve) {
   const scenarios::Scenario stated = scenarios::load_scenario((directory / "scalar.toml").string());
   EXPECT_TRUE(stated.efficiency.memory_by_size.empty());
   EXPECT_DOUBLE_EQ(stated.efficiency.memory_for(67108864), 0.7);
-  std::filesystem::remove_all(directory);
 }
 
 TEST(ScenarioOverrideTest, ABadOverrideNamesTheCommandLine) {

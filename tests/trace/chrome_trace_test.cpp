@@ -9,6 +9,8 @@
 #include <set>
 #include <sstream>
 
+#include "tests/support/temporary_directory.h"
+
 namespace {
 
 trace::Timeline sample_timeline() {
@@ -193,15 +195,16 @@ TEST(ChromeTraceTest, LenientWhereChromeTracesVary) {
 }
 
 TEST(ChromeTraceTest, FilesAreReadThroughTheSameChecks) {
-  const std::string directory = ::testing::TempDir();
-  const std::string trace_path = directory + "/dtsim_chrome_trace_test.json";
+  const test_support::TemporaryDirectory scratch("dtsim-chrome-trace");
+  const std::string directory = scratch.path().string();
+  const std::string trace_path = directory + "/trace.json";
   {
     std::ofstream out(trace_path);
     trace::write_chrome_trace(sample_timeline(), out);
   }
   EXPECT_EQ(trace::read_chrome_trace_file(trace_path).spans.size(), 3u);
 
-  const std::string empty_path = directory + "/dtsim_chrome_trace_empty.json";
+  const std::string empty_path = directory + "/empty.json";
   std::ofstream(empty_path).close();
   EXPECT_THROW(trace::read_chrome_trace_file(empty_path), trace::TraceFormatError);
   EXPECT_THROW(trace::read_chrome_trace_file(directory + "/no_such_trace.json"), trace::TraceFormatError);
