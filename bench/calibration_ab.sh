@@ -13,8 +13,8 @@ mode="${1:?usage: bench/calibration_ab.sh collective-efficiency|memory-by-size [
 runs="${2:-3}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
+source "$root/bench/real_runs_lib.sh"
 cd "$work"
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mpirun --oversubscribe -np 2 "$dtsim" calibrate -o measured.toml >/dev/null
 case "$mode" in
   collective-efficiency) sed 's/^efficiency = 0.*/efficiency = 1.0/' measured.toml >without.toml ;;
@@ -24,18 +24,9 @@ case "$mode" in
   *) echo "unknown mode $mode" >&2; exit 2 ;;
 esac
 diff measured.toml without.toml || true
-errors() {  # errors PREDICTED_DIR MEASURED_DIR: step, compute, communication errors and per-op MAPE
-  "$dtsim" compare "$1/timeline.json" "$2/timeline.json" --json | python3 -c '
-import json, sys
-comparison = json.load(sys.stdin)
-figures = {f["figure"]: f["error"] for f in comparison["figures"]}
-print("step %+.1f %%, compute %+.1f %%, communication %+.1f %%, per-op MAPE %.1f %%" % (
-    100 * figures["step time"], 100 * figures["compute"], 100 * figures["communication"],
-    100 * comparison["ops"]["mape"]))'
-}
 for scenario in tiny_ddp_2ranks tiny_tp_2ranks; do
   for profile in measured without; do
-    sed "s|^\[scenario\]|[scenario]\nhardware_profile = \"$profile.toml\"|" "$root/scenarios/real/$scenario.toml" >"$scenario-$profile.toml"
+    with_profile "$scenario" "$profile.toml" "$scenario-$profile.toml"
     "$dtsim" run "$scenario-$profile.toml" -o "sim-$scenario-$profile" >/dev/null
   done
   for run in $(seq "$runs"); do
