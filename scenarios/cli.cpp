@@ -206,7 +206,7 @@ int command_sweep(const RunOptions& options, std::ostream& out, std::ostream& er
   const SweepResult result =
       run_sweep(document, options.threads, [&](std::size_t done, std::size_t total) { progress(done, total); });
   const auto directory = output_directory(options.output, base.name);
-  std::filesystem::create_directories(directory);
+  prepare_output_directory(directory);
   write_file_atomically(directory / "sweep.csv", [&](std::ostream& file) { file << sweep_csv(result); });
   out << format_sweep_table(result);
   out << fmt::format("\n{} points; CSV: {}\n", result.rows.size(), (directory / "sweep.csv").string());
@@ -268,12 +268,14 @@ int command_compare(const CompareOptions& options, std::ostream& out, std::ostre
   }
   const trace::Comparison comparison = trace::compare_runs(predicted, measured);
   const nlohmann::json json = trace::comparison_to_json(comparison);
+  std::vector<FileWriter> outputs;  // written together: both or neither
   if (!options.json_output.empty()) {
-    write_file_atomically(options.json_output, [&](std::ostream& file) { file << json.dump(2) << "\n"; });
+    outputs.push_back({options.json_output, [&](std::ostream& file) { file << json.dump(2) << "\n"; }});
   }
   if (!options.ops_csv.empty()) {
-    write_file_atomically(options.ops_csv, [&](std::ostream& file) { file << trace::matched_ops_csv(comparison); });
+    outputs.push_back({options.ops_csv, [&](std::ostream& file) { file << trace::matched_ops_csv(comparison); }});
   }
+  write_files_atomically(outputs);
   out << (options.json ? json.dump(2) + "\n" : trace::format_comparison(comparison, options.predicted, options.measured));
   return 0;
 }

@@ -248,53 +248,23 @@ RunResult execute_scenario(const Scenario& scenario, backend::ExecutionOptions o
   return result;
 }
 
-namespace {
-
-std::filesystem::path temporary_of(const std::filesystem::path& path) { return path.string() + ".partial"; }
-
-void remove_temporaries(const std::vector<FileWriter>& files) {
-  std::error_code ignored;
-  for (const auto& [path, write] : files) std::filesystem::remove(temporary_of(path), ignored);
-}
-
-}  // namespace
-
-void write_files_atomically(const std::vector<FileWriter>& files) {
-  for (const auto& [path, write] : files) {
-    std::ofstream out(temporary_of(path), std::ios::binary | std::ios::trunc);
-    const bool opened = out.is_open();
-    if (opened) write(out);
-    out.close();
-    if (!opened || !out) {
-      remove_temporaries(files);
-      throw OutputError(fmt::format("cannot write {}{}", path.string(), opened ? "" : ": cannot create a file there"));
-    }
-  }
-  for (const auto& [path, write] : files) {
-    std::error_code error;
-    std::filesystem::rename(temporary_of(path), path, error);
-    if (error) {
-      remove_temporaries(files);
-      throw OutputError(fmt::format("cannot write {}: {}", path.string(), error.message()));
-    }
-  }
-}
-
-void write_file_atomically(const std::filesystem::path& path,
-                           const std::function<void(std::ostream&)>& write) {
-  write_files_atomically({{path, write}});
-}
-
 void write_outputs(const RunResult& result, const std::filesystem::path& directory) {
-  std::error_code error;
-  std::filesystem::create_directories(directory, error);
-  if (error || !std::filesystem::is_directory(directory)) {
-    throw OutputError(fmt::format("cannot create the output directory {}: {}", directory.string(),
-                                  error ? error.message() : "a file of that name exists"));
-  }
+  prepare_output_directory(directory);
+  std::uint64_t timeline_digest = 0;
   write_files_atomically(
-      {{directory / "timeline.json", [&](std::ostream& out) { trace::write_chrome_trace(result.simulation.timeline, out); }},
-       {directory / "report.json", [&](std::ostream& out) { out << trace::report_to_json(result.report).dump(2) << "\n"; }}});
+      {{directory / "timeline.json",
+        [&](std::ostream& out) {
+          DigestingBuffer digesting(out.rdbuf());
+          std::ostream through(&digesting);
+          trace::write_chrome_trace(result.simulation.timeline, through);
+          if (!through) out.setstate(std::ios::badbit);
+          timeline_digest = digesting.digest();
+        }},
+       {directory / "report.json", [&](std::ostream& out) {
+          nlohmann::json report = trace::report_to_json(result.report);
+          report["timeline_digest"] = format_digest(timeline_digest);
+          out << report.dump(2) << "\n";
+        }}});
 }
 
 }  // namespace scenarios

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backend/executor.h"
+#include "scenarios/output_files.h"
 #include "scenarios/scenario.h"
 #include "sim/run/program_simulator.h"
 #include "sim/trace/report.h"
@@ -38,26 +39,9 @@ std::function<program::Algorithm(const program::CollectiveOp&, const std::string
 // With options.verify, the tensor-parallel check runs on one layer of the scenario's model.
 RunResult execute_scenario(const Scenario& scenario, backend::ExecutionOptions options);
 
-// An output that cannot be written (a path that is a file, a directory without permission);
-// what() names the path and the reason.
-class OutputError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
 // Writes timeline.json (Chrome trace) and report.json into `directory`, creating it, with
-// write_files_atomically. Throws OutputError.
+// write_files_atomically; report.json's "timeline_digest" is the digest of the timeline.json
+// written with it (format_digest). Throws OutputError.
 void write_outputs(const RunResult& result, const std::filesystem::path& directory);
-
-// A file to write and what fills it.
-using FileWriter = std::pair<std::filesystem::path, std::function<void(std::ostream&)>>;
-
-// Writes every file to a temporary name, then renames them all once all are written: a failure
-// while writing leaves none of them and no temporary file. Throws OutputError.
-void write_files_atomically(const std::vector<FileWriter>& files);
-
-// The same for one file.
-void write_file_atomically(const std::filesystem::path& path,
-                           const std::function<void(std::ostream&)>& write);
 
 }  // namespace scenarios

@@ -8,6 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "tests/support/temporary_directory.h"
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -35,15 +37,11 @@ std::string slurp(const fs::path& path) {
   return text.str();
 }
 
+// directory_ is the output folder a test asks for; it does not exist until dtsim makes it.
 class CliTest : public testing::Test {
  protected:
-  void SetUp() override {
-    directory_ = fs::temp_directory_path() /
-                 ("dtsim_cli_" + std::string(testing::UnitTest::GetInstance()->current_test_info()->name()));
-    fs::remove_all(directory_);
-  }
-  void TearDown() override { fs::remove_all(directory_); }
-  fs::path directory_;
+  test_support::TemporaryDirectory scratch_{"dtsim-cli"};
+  fs::path directory_ = scratch_ / "out";
 };
 
 TEST_F(CliTest, RunWritesTheTimelineAndTheReport) {
@@ -106,6 +104,18 @@ TEST_F(CliTest, SweepPrintsATableAndWritesACsvRowPerPoint) {
   const std::string csv = slurp(directory_ / "sweep.csv");
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 3);
   EXPECT_EQ(csv.rfind("compute.step_compute_time_s,step_time_s,", 0), 0u);
+}
+
+TEST_F(CliTest, SweepIntoAFileIsBadInputLikeRun) {
+  fs::create_directories(directory_);
+  std::ofstream(directory_ / "a_file") << "x";
+  for (const std::string command : {"run", "sweep"}) {
+    const CliRun run = dtsim({command, kSource + "/scenarios/c2_7b_ddp_comm_compute_ratio.toml", "-o",
+                              (directory_ / "a_file").string()});
+    EXPECT_EQ(run.code, 2) << command << ": " << run.err;
+    EXPECT_EQ(run.err.rfind("dtsim: error: cannot create the output directory ", 0), 0u) << command << ": " << run.err;
+    EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << command << ": " << run.err;
+  }
 }
 
 TEST_F(CliTest, SweepWithoutASweepTableIsBadInput) {
@@ -230,6 +240,15 @@ TEST_F(CliTest, CompareReportsFigureAndPerOpErrorsOnScreenAndInJson) {
   const CliRun broken = dtsim({"compare", (flow / "timeline.json").string(), (directory_ / "missing.json").string()});
   EXPECT_EQ(broken.code, 2);
   EXPECT_NE(broken.err.find("missing.json"), std::string::npos) << broken.err;
+
+  // Both outputs or neither: an unwritable CSV path leaves no JSON behind (it used to).
+  const fs::path both = directory_ / "both.json";
+  const CliRun unwritable = dtsim({"compare", (flow / "timeline.json").string(), (flow / "timeline.json").string(), "-o",
+                                   both.string(), "--ops-csv", (directory_ / "no" / "such" / "ops.csv").string()});
+  EXPECT_EQ(unwritable.code, 2);
+  EXPECT_EQ(std::count(unwritable.err.begin(), unwritable.err.end(), '\n'), 1) << unwritable.err;
+  EXPECT_NE(unwritable.err.find("ops.csv"), std::string::npos) << unwritable.err;
+  EXPECT_FALSE(fs::exists(both));
 }
 
 }  // namespace
@@ -239,7 +258,7 @@ namespace {
 // Inputs a fuzzer found crashing, hanging, exhausting memory or exiting 0 with nonsense; each
 // now gets one message and exit 2, and nothing is written.
 TEST_F(CliTest, AbsurdInputsGetOneMessageAndExitTwo) {
-  const fs::path inputs = fs::temp_directory_path() / "dtsim_cli_absurd_inputs";
+  const fs::path inputs = scratch_ / "inputs";
   fs::create_directories(inputs);
   std::ofstream(inputs / "zero_profile.toml") << "[scenario]\nhardware_profile = \"/dev/zero\"\n";
   std::ofstream(inputs / "escape.toml") << "[scenario]\nname = \"../escape\"\n";
@@ -281,7 +300,6 @@ TEST_F(CliTest, AbsurdInputsGetOneMessageAndExitTwo) {
     EXPECT_FALSE(fs::exists(directory_)) << what;
   }
   EXPECT_FALSE(fs::exists(fs::path("out") / ".." / "escape"));
-  fs::remove_all(inputs);
 }
 
 }  // namespace
