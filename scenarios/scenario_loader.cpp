@@ -5,11 +5,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
-#include <limits>
-#include <variant>
-#include <numeric>
 #include <filesystem>
+#include <limits>
+#include <numeric>
+#include <string_view>
+#include <variant>
 #include <fstream>
 #include <map>
 #include <set>
@@ -63,6 +65,10 @@ std::string closest_match(const std::string& word, const std::vector<std::string
   std::string best;
   std::size_t best_distance = std::max<std::size_t>(2, word.size() / 3) + 1;
   for (const std::string& candidate : candidates) {
+    // The distance is at least the difference in length: a pasted 20 MB value costs nothing.
+    const std::size_t length_difference =
+        word.size() > candidate.size() ? word.size() - candidate.size() : candidate.size() - word.size();
+    if (length_difference >= best_distance) continue;
     const std::size_t distance = edit_distance(word, candidate);
     if (distance < best_distance) {
       best = candidate;
@@ -843,8 +849,82 @@ std::vector<SweepAxis> read_sweep_axes(TableReader reader, const toml::table* ta
   return axes;
 }
 
+// Limits on the text, checked before toml++ reads it: toml++ recurses once per part of a dotted
+// key (a key of ~50,000 parts overflowed the stack) and keeps every string whole.
+constexpr std::size_t kMaxKeyParts = 32;        // dtsim's deepest keys have 4 parts
+constexpr std::size_t kMaxStringBytes = 65536;  // paths and descriptions fit many times over
+const char* const kLimitsHint = "see \"Limits\" in docs/scenario.md";
+
+// Refuses a dotted key of more than kMaxKeyParts parts (in a key or a table header) and a string
+// of more than kMaxStringBytes bytes, naming source:line:column. A light TOML lexer: comments
+// and strings are skipped as toml++ reads them; a run of key parts (bare words or strings)
+// joined by dots counts as one dotted key (a float such as 2.5 is a run of two). Anything it
+// does not understand it leaves to toml++, which reports syntax errors.
+void check_text_limits(std::string_view text, const std::string& source_name) {
+  std::size_t line = 1, line_start = 0, parts = 0;
+  bool after_part = false, after_dot = false;
+  const auto where = [&](std::size_t at) { return fmt::format("{}:{}:{}", source_name, line, at - line_start + 1); };
+  const auto is_bare = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-'; };
+  const auto part_ends_at = [&](std::size_t start, std::size_t end) {
+    parts = after_dot ? parts + 1 : 1;
+    after_part = true;
+    after_dot = false;
+    if (parts > kMaxKeyParts) {
+      throw ScenarioError(where(start), "", fmt::format("a dotted key of more than {} parts", kMaxKeyParts), kLimitsHint);
+    }
+    return end;
+  };
+  for (std::size_t i = 0; i < text.size();) {
+    const char c = text[i];
+    if (c == '\n') {
+      ++line;
+      line_start = ++i;
+      parts = 0;
+      after_part = after_dot = false;
+    } else if (c == ' ' || c == '\t' || c == '\r') {
+      ++i;
+    } else if (c == '#') {
+      while (i < text.size() && text[i] != '\n') ++i;
+    } else if (c == '.' && after_part) {
+      after_part = false;
+      after_dot = true;
+      ++i;
+    } else if (c == '"' || c == '\'') {
+      const std::size_t start = i, start_line = line, start_line_start = line_start;
+      const bool multiline = text.compare(i, 3, std::string(3, c)) == 0;
+      i += multiline ? 3 : 1;
+      const std::size_t content = i;
+      while (i < text.size() && !(multiline ? text.compare(i, 3, std::string(3, c)) == 0 : text[i] == c || text[i] == '\n')) {
+        if (text[i] == '\\' && c == '"') ++i;  // an escaped character
+        if (i < text.size() && text[i] == '\n') {
+          ++line;
+          line_start = i + 1;
+        }
+        ++i;
+      }
+      if (i - content > kMaxStringBytes) {
+        line = start_line;
+        line_start = start_line_start;
+        throw ScenarioError(where(start), "",
+                            fmt::format("a string of {} bytes; at most {} are read", i - content, kMaxStringBytes),
+                            kLimitsHint);
+      }
+      i = part_ends_at(start, std::min(text.size(), i + (multiline ? 3 : 1)));
+    } else if (is_bare(c)) {
+      const std::size_t start = i;
+      while (i < text.size() && is_bare(text[i])) ++i;
+      i = part_ends_at(start, i);
+    } else {
+      parts = 0;
+      after_part = after_dot = false;
+      ++i;
+    }
+  }
+}
+
 // Inserts `value` (a toml::value<T>, table or array) at a dotted path, creating tables on
-// the way; the value and the tables it created are located at `origin` in errors.
+// the way; the value and the first table it created are located at `origin` in errors (the
+// tables below that one take their location from it). Linear in the key's length.
 template <typename Node>
 void assign(toml::table& root, const std::string& dotted_key, Node&& value, const std::string& origin,
             Origins& origins) {
@@ -852,7 +932,11 @@ void assign(toml::table& root, const std::string& dotted_key, Node&& value, cons
       dotted_key.find("..") != std::string::npos) {
     throw ScenarioError(origin, dotted_key, "a dotted key with an empty part", "e.g. ddp.bucket_cap_mb");
   }
+  if (static_cast<std::size_t>(std::count(dotted_key.begin(), dotted_key.end(), '.')) >= kMaxKeyParts) {
+    throw ScenarioError(origin, dotted_key, fmt::format("a dotted key of more than {} parts", kMaxKeyParts), kLimitsHint);
+  }
   toml::table* table = &root;
+  bool created = false;
   std::size_t start = 0;
   for (std::size_t dot = dotted_key.find('.'); dot != std::string::npos;
        start = dot + 1, dot = dotted_key.find('.', start)) {
@@ -861,7 +945,8 @@ void assign(toml::table& root, const std::string& dotted_key, Node&& value, cons
     if (child == nullptr) {
       table->insert(part, toml::table{});
       child = table->get(part);
-      origins[dotted_key.substr(0, dot)] = origin;
+      if (!created) origins[dotted_key.substr(0, dot)] = origin;
+      created = true;
     }
     if (!child->is_table()) {
       throw ScenarioError(origin, dotted_key.substr(0, dot), "is a value, not a table",
@@ -889,6 +974,7 @@ ScenarioDocument::~ScenarioDocument() = default;
 ScenarioDocument ScenarioDocument::from_string(const std::string& text, const std::string& source_name) {
   auto state = std::make_unique<State>();
   state->file = source_name;
+  check_text_limits(text, source_name);
   try {
     state->root = toml::parse(text, source_name);
   } catch (const toml::parse_error& error) {
@@ -961,6 +1047,7 @@ void apply_hardware_profile(toml::table& root, const std::string& scenario_file,
                         "dtsim calibrate writes one; the path is relative to the scenario");
   }
   toml::table profile;
+  check_text_limits(std::get<std::string>(text), file.string());
   try {
     profile = toml::parse(std::get<std::string>(text), file.string());
   } catch (const toml::parse_error& error) {
@@ -991,6 +1078,11 @@ void ScenarioDocument::set(const std::string& assignment, const std::string& ori
   }
   const std::string key = assignment.substr(0, equals);
   const std::string text = assignment.substr(equals + 1);
+  if (text.size() > kMaxStringBytes) {
+    throw ScenarioError(origin, key, fmt::format("a value of {} bytes; at most {} are read", text.size(), kMaxStringBytes),
+                        kLimitsHint);
+  }
+  check_text_limits("value = " + text, origin);
   toml::table parsed;
   try {
     parsed = toml::parse("value = " + text);

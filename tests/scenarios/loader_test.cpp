@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 #include "tests/support/temporary_directory.h"
 
@@ -278,6 +279,73 @@ TEST(EditDistanceTest, SuggestionsAreCloseMatchesOnly) {
   EXPECT_EQ(scenarios::edit_distance("kitten", "sitting"), 3u);
   EXPECT_EQ(scenarios::closest_match("bucket_cap_mbb", {"bucket_cap_mb", "no_sync"}), "bucket_cap_mb");
   EXPECT_EQ(scenarios::closest_match("zzzzzz", {"bucket_cap_mb", "no_sync"}), "");
+}
+
+}  // namespace
+
+namespace {
+
+// Hostile TOML is refused before toml++ reads it: a key of ~50,000 dotted parts overflowed its
+// stack (the CLI and the viewer crashed), a 20 MB value took seconds before its error, and a
+// dotted --set key cost memory quadratic in its length (a 120 KB key: 10.6 GB).
+std::string error_of(const std::function<void()>& load) {
+  try {
+    load();
+  } catch (const scenarios::ScenarioError& error) {
+    const std::string what = error.what();
+    EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+    return what;
+  }
+  ADD_FAILURE() << "accepted";
+  return "";
+}
+
+std::string repeated(const std::string& text, int times) {
+  std::string out;
+  for (int i = 0; i < times; ++i) out += text;
+  return out;
+}
+
+TEST(TextLimitsTest, DeepKeysHugeStringsAndLongOverridesGetOneMessage) {
+  const auto from_text = [](const std::string& text) {
+    return error_of([&] { scenarios::ScenarioDocument::from_string(text, "x.toml").read(); });
+  };
+  EXPECT_EQ(from_text("a" + repeated(".a", 50000) + " = 1\n"),
+            "x.toml:1:65: a dotted key of more than 32 parts (see \"Limits\" in docs/scenario.md)");
+  EXPECT_EQ(from_text("\n[" + repeated("a.", 50000) + "a]\n").rfind("x.toml:2:66: a dotted key of more than 32 parts", 0), 0u);
+  EXPECT_EQ(from_text("[x]\ny = {" + repeated("\"b\" . ", 40) + "c = 1}\n").rfind("x.toml:2:", 0), 0u);
+  EXPECT_EQ(from_text("[network]\nmodel = \"" + std::string(20'000'000, 'x') + "\"\n"),
+            "x.toml:2:9: a string of 20000000 bytes; at most 65536 are read (see \"Limits\" in docs/scenario.md)");
+  EXPECT_EQ(from_text("a = '''\n\n" + std::string(70'000, '.') + "'''").rfind("x.toml:1:5: a string of 70002 bytes", 0), 0u);
+
+  EXPECT_NE(error_of([] { scenarios::load_scenario(kDefault, {"a" + repeated(".a", 20000) + "=1"}); })
+                .find("a dotted key of more than 32 parts"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { scenarios::load_scenario(kDefault, {"network.model=" + std::string(1'000'000, 'x')}); })
+                .find("a value of 1000000 bytes; at most 65536 are read"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { scenarios::load_scenario(kDefault, {"network.model=[" + repeated("x.", 40) + "x]"}); })
+                .find("a dotted key of more than 32 parts"),
+            std::string::npos);
+  // 31 parts of 4,000 characters: created once each, the first table located at the --set.
+  const std::string long_key = repeated(std::string(4000, 'k') + ".", 30) + "k";
+  const std::string unknown = error_of([&] { scenarios::load_scenario(kDefault, {long_key + "=1"}); });
+  EXPECT_EQ(unknown.rfind("--set kkkk", 0), 0u) << unknown.substr(0, 300);
+  EXPECT_NE(unknown.find("unknown key"), std::string::npos) << unknown.substr(0, 300);
+  EXPECT_LT(unknown.size(), 1000u);
+}
+
+// What the limits must not refuse: dots in strings and comments, floats, dates, arrays of many
+// floats, a sweep over a quoted dotted key, 32-part keys.
+TEST(TextLimitsTest, DotsInValuesStringsAndCommentsAreNotKeyParts) {
+  const std::string floats = "[" + repeated("1.5, ", 2000) + "2.5]";
+  std::string text = "[scenario]\ndescription = \"" + repeated("a.", 1000) + "\"  # " + repeated("b.", 1000) + "\n";
+  text += "name = '''\n" + repeated("c.", 10) + "'''\n";
+  text += "[model]\npreset = \"tiny-256\"\n[cluster]\nnodes = 1\n[training]\nglobal_batch = 8\n";
+  text += "[sweep]\n\"ddp.bucket_cap_mb\" = " + floats + "\n";
+  EXPECT_NO_THROW(scenarios::ScenarioDocument::from_string(text, "x.toml").sweep_axes());
+  EXPECT_NO_THROW(scenarios::ScenarioDocument::from_string(
+      "when = 1979-05-27T07:32:00.999Z\n" + repeated("k.", 31) + "k = 1\n", "x.toml"));
 }
 
 }  // namespace
