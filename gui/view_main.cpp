@@ -12,6 +12,7 @@
 #include <iostream>
 
 #include "gui/main_window.h"
+#include "scenarios/one_line.h"
 #include "scenarios/run_scenario.h"
 #include "scenarios/scenario_loader.h"
 #include "sim/trace/chrome_trace.h"
@@ -20,6 +21,9 @@ namespace {
 
 constexpr int kExitBadInput = 1;
 constexpr int kExitUsage = 2;
+
+// One line of valid UTF-8 on stderr (the message may echo a path or a value of the user's).
+void print_error(const std::string& message) { std::cerr << "dtsim-view: " << scenarios::one_line(message, 2000, 1600) << "\n"; }
 
 struct Options {
   QStringList files;
@@ -170,7 +174,7 @@ int main(int argc, char** argv) {
   window.setAttribute(Qt::WA_DontShowOnScreen);
   window.show();
   if (!load_inputs(window, *options)) {
-    std::cerr << "dtsim-view: " << window.error_text().toStdString() << "\n";
+    print_error(window.error_text().toStdString());
     return kExitBadInput;
   }
   prepare_view(window, *options);
@@ -178,16 +182,16 @@ int main(int argc, char** argv) {
   if (!options->export_png.isEmpty()) {
     window.view()->resize(options->size);
     if (!window.export_png(options->export_png)) {
-      std::cerr << "dtsim-view: " << window.error_text().toStdString() << "\n";
+      print_error(window.error_text().toStdString());
       return kExitBadInput;
     }
   }
   if (!options->export_json.isEmpty() && !window.export_chrome_json(options->export_json)) {
-    std::cerr << "dtsim-view: " << window.error_text().toStdString() << "\n";
+    print_error(window.error_text().toStdString());
     return kExitBadInput;
   }
   if (!options->screenshot.isEmpty() && !window.grab().save(options->screenshot, "PNG")) {
-    std::cerr << "dtsim-view: cannot write " << options->screenshot.toStdString() << "\n";
+    print_error("cannot write " + options->screenshot.toStdString());
     return kExitBadInput;
   }
   return 0;

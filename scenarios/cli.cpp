@@ -13,6 +13,7 @@
 #include "backend/capabilities.h"
 #include "scenarios/advise.h"
 #include "scenarios/collective_bench.h"
+#include "scenarios/one_line.h"
 #include "scenarios/run_scenario.h"
 #include "scenarios/scenario_loader.h"
 #include "scenarios/sweep.h"
@@ -28,6 +29,12 @@ namespace {
 
 constexpr int kExitBadInput = 2;
 constexpr int kExitFailure = 1;
+
+// Prints "dtsim: KIND: MESSAGE" as one line of valid UTF-8 (MESSAGE may echo user input).
+void print_error(std::ostream& err, std::string_view kind, const std::string& message) {
+  constexpr std::size_t kLongestLine = 2000, kKept = 1600;
+  err << "dtsim: " << kind << ": " << one_line(message, kLongestLine, kKept) << "\n";
+}
 
 std::filesystem::path output_directory(const std::string& requested, const std::string& name) {
   return requested.empty() ? std::filesystem::path("out") / name : std::filesystem::path(requested);
@@ -66,7 +73,7 @@ void print_result(const RunResult& result, const std::filesystem::path& director
 // rank 0 alone writes the outputs and prints, and reports errors (which every rank meets alike).
 int command_execute(const RunOptions& options, std::ostream& out, std::ostream& err) {
   if (options.backend != "mpi" && options.backend != "nccl") {
-    err << "dtsim: error: --backend " << options.backend << ": expected mpi (CPU ranks) or nccl (one GPU per rank)\n";
+    print_error(err, "error", "--backend " + options.backend + ": expected mpi (CPU ranks) or nccl (one GPU per rank)");
     return kExitBadInput;
   }
   const backend::MpiSession mpi(nullptr, nullptr);
@@ -90,13 +97,13 @@ int command_execute(const RunOptions& options, std::ostream& out, std::ostream& 
     }
     return 0;
   } catch (const ScenarioError& error) {
-    if (mpi.rank() == 0) err << "dtsim: error: " << error.what() << "\n";
+    if (mpi.rank() == 0) print_error(err, "error", error.what());
     return kExitBadInput;
   } catch (const OutputError& error) {
-    if (mpi.rank() == 0) err << "dtsim: error: " << error.what() << " (hint: -o DIR names a directory to write)\n";
+    if (mpi.rank() == 0) print_error(err, "error", std::string(error.what()) + " (hint: -o DIR names a directory to write)");
     return kExitBadInput;
   } catch (const backend::ExecutionError& error) {
-    if (mpi.rank() == 0) err << "dtsim: cannot execute: " << error.what() << "\n";
+    if (mpi.rank() == 0) print_error(err, "cannot execute", error.what());
     return kExitBadInput;
   }
 }
@@ -147,7 +154,7 @@ std::string hardware_profile_toml(const backend::Calibration& calibration) {
 
 int command_calibrate(const std::string& backend_name, const std::string& output, std::ostream& out, std::ostream& err) {
   if (backend_name != "mpi" && backend_name != "nccl") {
-    err << "dtsim: error: --backend " << backend_name << ": expected mpi (CPU ranks) or nccl (one GPU per rank)\n";
+    print_error(err, "error", "--backend " + backend_name + ": expected mpi (CPU ranks) or nccl (one GPU per rank)");
     return kExitBadInput;
   }
   const backend::MpiSession mpi(nullptr, nullptr);
@@ -155,7 +162,7 @@ int command_calibrate(const std::string& backend_name, const std::string& output
   try {
     calibration = backend_name == "nccl" ? backend::calibrate_gpus() : backend::calibrate();
   } catch (const backend::ExecutionError& error) {
-    if (mpi.rank() == 0) err << "dtsim: cannot calibrate: " << error.what() << "\n";
+    if (mpi.rank() == 0) print_error(err, "cannot calibrate", error.what());
     return kExitBadInput;
   }
   if (mpi.rank() != 0) return 0;
@@ -257,12 +264,12 @@ int command_compare(const CompareOptions& options, std::ostream& out, std::ostre
     predicted = trace::read_chrome_trace_file(options.predicted);
     measured = trace::read_chrome_trace_file(options.measured);
   } catch (const trace::TraceFormatError& error) {
-    err << "dtsim: error: " << error.what() << "\n";  // names the file
+    print_error(err, "error", error.what());  // names the file
     return kExitBadInput;
   }
   for (const auto& [path, timeline] : {std::pair{&options.predicted, &predicted}, std::pair{&options.measured, &measured}}) {
     if (timeline->spans.empty()) {
-      err << "dtsim: error: " << *path << ": the trace holds no spans (no \"X\" or \"B\"/\"E\" events) to compare\n";
+      print_error(err, "error", *path + ": the trace holds no spans (no \"X\" or \"B\"/\"E\" events) to compare");
       return kExitBadInput;
     }
   }
@@ -362,12 +369,12 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
     if (error.get_exit_code() == 0) return app.exit(error, out, err);  // --help, --version
-    err << "dtsim: error: " << error.what() << " (see dtsim --help, or dtsim <command> --help)\n";
+    print_error(err, "error", std::string(error.what()) + " (see dtsim --help, or dtsim <command> --help)");
     return kExitBadInput;
   }
   // A scenario too large for the simulator is named by its file (its keys are each valid).
   const auto too_large = [&](const std::exception& error) {
-    err << "dtsim: error: " << (options.scenario.empty() ? "" : options.scenario + ": ") << error.what() << "\n";
+    print_error(err, "error", (options.scenario.empty() ? "" : options.scenario + ": ") + error.what());
     return kExitBadInput;
   };
   try {
@@ -386,10 +393,10 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       return 0;
     }
   } catch (const ScenarioError& error) {
-    err << "dtsim: error: " << error.what() << "\n";
+    print_error(err, "error", error.what());
     return kExitBadInput;
   } catch (const OutputError& error) {
-    err << "dtsim: error: " << error.what() << " (hint: -o names a directory, or a file for compare, to write)\n";
+    print_error(err, "error", std::string(error.what()) + " (hint: -o names a directory, or a file for compare, to write)");
     return kExitBadInput;
   } catch (const strategies::ProgramTooLarge& error) {
     return too_large(error);
@@ -398,10 +405,10 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   } catch (const sim::SimulationTooLong& error) {
     return too_large(error);
   } catch (const sim::SimulationError& error) {
-    err << "dtsim: simulation failed: " << error.what() << "\n";
+    print_error(err, "simulation failed", error.what());
     return kExitFailure;
   } catch (const std::exception& error) {
-    err << "dtsim: internal error: " << error.what() << "\n";
+    print_error(err, "internal error", error.what());
     return kExitFailure;
   }
   return kExitFailure;

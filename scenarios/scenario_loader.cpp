@@ -2,6 +2,8 @@
 // docs/scenario.md). The only file in dtsim that includes toml++.
 #include "scenarios/scenario_loader.h"
 
+#include "scenarios/one_line.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -26,21 +28,10 @@
 
 namespace scenarios {
 
-namespace {
-
-// A part of a one-line message, cut short when a pasted value makes it unreadable.
-std::string abbreviated(const std::string& text) {
-  constexpr std::size_t kLongest = 240, kKept = 200;
-  if (text.size() <= kLongest) return text;
-  return fmt::format("{}… ({} characters)", text.substr(0, kKept), text.size());
-}
-
-}  // namespace
-
 ScenarioError::ScenarioError(std::string location, std::string key, std::string message,
                              std::string hint)
-    : std::runtime_error(abbreviated(location) + ": " + (key.empty() ? "" : abbreviated(key) + ": ") +
-                         abbreviated(message) + (hint.empty() ? "" : " (" + abbreviated(hint) + ")")),
+    : std::runtime_error(one_line(location) + ": " + (key.empty() ? "" : one_line(key) + ": ") + one_line(message) +
+                         (hint.empty() ? "" : " (" + one_line(hint) + ")")),
       location_(std::move(location)),
       key_(std::move(key)),
       message_(std::move(message)),

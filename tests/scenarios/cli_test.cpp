@@ -302,4 +302,30 @@ TEST_F(CliTest, AbsurdInputsGetOneMessageAndExitTwo) {
   EXPECT_FALSE(fs::exists(fs::path("out") / ".." / "escape"));
 }
 
+// Echoed values, paths and arguments are one line of valid UTF-8 in every message.
+TEST_F(CliTest, ErrorMessagesAreOneLineOfValidUtf8) {
+  const std::string default_toml = kSource + "/scenarios/default.toml";
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"run", default_toml, "--set", "network.model=a\nb\x01\xff"}, "unknown value \"a\\nb\\x01\\xff\""},
+      {{"run", "no\nsuch\xc0.toml"}, "no\\nsuch\\xc0.toml: cannot read"},
+      {{"run", default_toml, "--bad\nflag"}, "--bad\\nflag"},
+      {{"compare", "a\n.json", "b.json"}, "a\\n.json"},
+  };
+  for (const auto& [args, fragment] : cases) {
+    const CliRun run = dtsim(args);
+    EXPECT_EQ(run.code, 2) << run.err;
+    EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << run.err;
+    EXPECT_NE(run.err.find(fragment), std::string::npos) << run.err;
+  }
+  // A long value of two-byte characters is cut between characters, not inside one.
+  std::string long_value;
+  for (int i = 0; i < 300; ++i) long_value += "é";
+  const CliRun run = dtsim({"run", default_toml, "--set", "network.model=" + long_value});
+  EXPECT_EQ(run.code, 2);
+  // "unknown value \"" (15 characters), then 185 of the 300, of a message of 357 characters.
+  std::string kept;
+  for (int i = 0; i < 185; ++i) kept += "é";
+  EXPECT_NE(run.err.find("unknown value \"" + kept + "… (357 characters)"), std::string::npos) << run.err;
+}
+
 }  // namespace
