@@ -5,6 +5,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 
 #include "backend/executor.h"
@@ -25,30 +26,38 @@ MpiSession::MpiSession(int* argc, char*** argv) {
 
 MpiSession::~MpiSession() { MPI_Finalize(); }
 
+const char* fault_kind_name(ExecutionOptions::Fault::Kind kind) {
+  switch (kind) {
+    case ExecutionOptions::Fault::Kind::kHang: return "hang";
+    case ExecutionOptions::Fault::Kind::kCrash: return "crash";
+    case ExecutionOptions::Fault::Kind::kOutOfMemory: return "oom";
+    case ExecutionOptions::Fault::Kind::kCorrupt: return "corrupt";
+  }
+  return "?";
+}
+
 ExecutionOptions::Fault parse_fault(const std::string& text) {
   const std::size_t first = text.find(':');
   const std::size_t second = first == std::string::npos ? first : text.find(':', first + 1);
-  const char* expected =
-      "expected KIND:RANK:OP with KIND hang, crash, oom or corrupt, e.g. hang:1:ddp.bucket0.all_reduce";
-  if (second == std::string::npos) throw ExecutionError(fmt::format("--inject-fault {}: {}", text, expected));
+  const auto malformed = [&] {
+    return ExecutionError(fmt::format(
+        "--inject-fault {}: expected KIND:RANK:OP with KIND hang, crash, oom or corrupt, e.g. hang:1:ddp.bucket0.all_reduce",
+        text));
+  };
+  if (second == std::string::npos || second + 1 == text.size()) throw malformed();
   ExecutionOptions::Fault fault;
   const std::string kind = text.substr(0, first);
-  if (kind == "hang") {
-    fault.kind = ExecutionOptions::Fault::Kind::kHang;
-  } else if (kind == "crash") {
-    fault.kind = ExecutionOptions::Fault::Kind::kCrash;
-  } else if (kind == "oom") {
-    fault.kind = ExecutionOptions::Fault::Kind::kOutOfMemory;
-  } else if (kind == "corrupt") {
-    fault.kind = ExecutionOptions::Fault::Kind::kCorrupt;
-  } else {
-    throw ExecutionError(fmt::format("--inject-fault {}: {}", text, expected));
+  bool known = false;
+  for (const auto candidate : {ExecutionOptions::Fault::Kind::kHang, ExecutionOptions::Fault::Kind::kCrash,
+                               ExecutionOptions::Fault::Kind::kOutOfMemory, ExecutionOptions::Fault::Kind::kCorrupt}) {
+    if (kind == fault_kind_name(candidate)) {
+      fault.kind = candidate;
+      known = true;
+    }
   }
-  try {
-    fault.rank = std::stoi(text.substr(first + 1, second - first - 1));
-  } catch (const std::exception&) {
-    throw ExecutionError(fmt::format("--inject-fault {}: {}", text, expected));
-  }
+  const std::string rank = text.substr(first + 1, second - first - 1);
+  const auto [end, error] = std::from_chars(rank.data(), rank.data() + rank.size(), fault.rank);
+  if (!known || error != std::errc() || end != rank.data() + rank.size()) throw malformed();
   fault.op = text.substr(second + 1);
   return fault;
 }

@@ -100,7 +100,11 @@ struct ExecutionOptions {
 };
 
 // Parses "hang|crash|oom|corrupt:RANK:OP_NAME" (dtsim run --inject-fault). Throws ExecutionError.
+// Whether the rank and op exist in the job is checked when the job starts.
 ExecutionOptions::Fault parse_fault(const std::string& text);
+
+// The name --inject-fault gives a fault kind: hang, crash, oom or corrupt.
+const char* fault_kind_name(ExecutionOptions::Fault::Kind kind);
 
 // The exit status of a job ended by a failure (an MPI error, a timeout, an allocation).
 inline constexpr int kExitRunFailed = 3;

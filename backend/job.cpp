@@ -38,8 +38,13 @@ void fail(int rank, const std::string& message) {
   std::abort();  // MPI_Abort does not return
 }
 
+void wait_before_timeout_report() {
+  std::this_thread::sleep_for(std::chrono::duration<double>(kTimeoutReportStagger_s * std::min(world_rank(), 3)));
+}
+
 void wait_for_job(MPI_Request& request, double timeout_s, const char* what) {
   if (wait_within(request, timeout_s)) return;
+  wait_before_timeout_report();
   fail(world_rank(), fmt::format("{} did not finish within {} s (timeout): another rank stopped", what, timeout_s));
 }
 
@@ -76,6 +81,41 @@ int local_rank() {
   return local;
 }
 
+namespace {
+
+// --inject-fault names a rank of the job, an op of that rank, and for `corrupt` an op whose
+// result --verify checks, with --verify on: otherwise the fault would silently never happen.
+void check_fault(const program::Program& program, const ExecutionOptions& options) {
+  if (!options.fault) return;
+  const ExecutionOptions::Fault& fault = *options.fault;
+  const auto refuse = [&](const std::string& why) {
+    throw ExecutionError(fmt::format("--inject-fault {}:{}:{}: {}", fault_kind_name(fault.kind), fault.rank, fault.op, why));
+  };
+  if (fault.rank < 0 || fault.rank >= program.world_size) {
+    refuse(fmt::format("rank {} is not in this job of {} ranks (0 to {})", fault.rank, program.world_size,
+                       program.world_size - 1));
+  }
+  const std::vector<program::Op>& ops = program.ranks[static_cast<std::size_t>(fault.rank)]->ops;
+  const auto op = std::find_if(ops.begin(), ops.end(), [&](const program::Op& candidate) { return candidate.name == fault.op; });
+  if (op == ops.end()) {
+    const auto example = [&](auto is_kind) {
+      const auto found = std::find_if(ops.begin(), ops.end(), [&](const program::Op& candidate) { return is_kind(candidate.body); });
+      return found == ops.end() ? std::string("none") : "'" + found->name + "'";
+    };
+    refuse(fmt::format(
+        "rank {} has no op of that name (the timeline of a simulated run lists them; e.g. compute {}, collective {})",
+        fault.rank, example([](const auto& body) { return std::holds_alternative<program::ComputeOp>(body); }),
+        example([](const auto& body) { return std::holds_alternative<program::CollectiveOp>(body); })));
+  }
+  if (fault.kind != ExecutionOptions::Fault::Kind::kCorrupt) return;
+  if (!options.verify) refuse("a corrupted result is seen only by the check: add --verify");
+  if (!std::holds_alternative<program::CollectiveOp>(op->body) && !std::holds_alternative<program::SendRecvOp>(op->body)) {
+    refuse("--verify checks the results of collectives and transfers, not of compute or memory ops: corrupt one of those");
+  }
+}
+
+}  // namespace
+
 void check_program(const program::Program& program, const ExecutionOptions& options,
                    const std::function<std::int64_t(const program::Op&)>& bytes_of, const char* device,
                    const std::function<std::string(const program::Op&)>& refusal) {
@@ -85,6 +125,7 @@ void check_program(const program::Program& program, const ExecutionOptions& opti
     throw ExecutionError(fmt::format("the scenario has {} ranks but mpirun started {}: run mpirun -np {}",
                                      program.world_size, size, program.world_size));
   }
+  check_fault(program, options);
   if (const std::vector<std::string> problems = program::validate(program); !problems.empty()) {
     throw ExecutionError("the program is malformed: " + problems.front());
   }

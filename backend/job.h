@@ -66,6 +66,13 @@ void wait_for_job(MPI_Request& request, double timeout_s, const char* what);
 // kExitRunFailed.
 [[noreturn]] void fail(int rank, const std::string& message);
 
+// Called by a rank that timed out, before it reports: waits kTimeoutReportStagger_s times
+// min(world rank, 3). The peers of one hung rank time out together; staggered, the first of
+// them reports and its MPI_Abort ends the others before they print, so a hang gives one
+// message (a parameter server's workers each printed one).
+void wait_before_timeout_report();
+inline constexpr double kTimeoutReportStagger_s = 2.0;  // ≫ mpirun's teardown after MPI_Abort (~0.1 s)
+
 // Which node each world rank runs on: ranks on one host share a node, numbered in order of
 // first appearance.
 std::vector<std::int32_t> nodes_of_ranks(double timeout_s);
@@ -74,7 +81,9 @@ std::vector<std::int32_t> nodes_of_ranks(double timeout_s);
 int local_rank();
 
 // Everything that would fail mid-run, refused before any rank starts and identically on every
-// rank (they hold the same Program): world size, a malformed Program, ops larger than
+// rank (they hold the same Program): world size, an --inject-fault that could not happen (a
+// rank outside the job, an op the rank lacks, corrupt without --verify or on an op whose
+// result --verify does not check), a malformed Program, ops larger than
 // `options.max_op_bytes` by `bytes_of` (when given; `device` names where, e.g. "on a CPU"), and op kinds
 // the executor cannot run (`refusal` returns why, or an empty string).
 void check_program(const program::Program& program, const ExecutionOptions& options,

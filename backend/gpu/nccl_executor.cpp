@@ -590,6 +590,7 @@ class GpuExecutor final : public job::RankRunner {
         }
       }
       if (remaining > 0 && std::chrono::duration<double>(Clock::now() - progress).count() > options_.timeout_s) {
+        job::wait_before_timeout_report();
         fail(fmt::format("op '{}' did not finish within {} s (timeout): a peer never reached it, or stopped", oldest(),
                          options_.timeout_s));
       }

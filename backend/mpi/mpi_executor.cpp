@@ -219,6 +219,7 @@ class RankExecutor final : public job::RankRunner {
   // it has not finished after the timeout.
   void wait_yielding(MPI_Request& request, const program::Op& op, const char* what) const {
     if (job::wait_within(request, options_.timeout_s)) return;
+    job::wait_before_timeout_report();
     fail(fmt::format("op '{}': {} did not finish within {} s (timeout), or failed: a peer never reached it, or stopped",
                      op.name, what, options_.timeout_s));
   }

@@ -18,6 +18,13 @@ using test_support::mpirun;
 using test_support::run;
 const std::string kSource = test_support::source_dir();
 
+// dtsim's messages in a job's output ("dtsim: …" lines; mpirun adds its own about the exit code).
+std::size_t count_messages(const std::string& output) {
+  std::size_t messages = 0;
+  for (std::size_t at = output.find("dtsim: "); at != std::string::npos; at = output.find("dtsim: ", at + 1)) ++messages;
+  return messages;
+}
+
 struct RealScenario {
   const char* name;
   int ranks;
@@ -100,13 +107,7 @@ TEST(MpiExecutorErrorsTest, AWrongRankCountOrAFullSizeModelIsRefusedWithOneMessa
                        " --set model.heads=64 --backend mpi");
   EXPECT_NE(huge.code, 0);
   EXPECT_NE(huge.output.find("scaled-down"), std::string::npos) << huge.output;
-  // Rank 0 alone reports (mpirun adds its own lines about the exit code).
-  std::size_t messages = 0;
-  for (std::size_t at = huge.output.find("dtsim: "); at != std::string::npos; at = huge.output.find("dtsim: ", at + 1)) {
-    ++messages;
-  }
-  EXPECT_EQ(messages, 1u) << huge.output;
-
+  EXPECT_EQ(count_messages(huge.output), 1u) << huge.output;  // rank 0 alone reports
 }
 
 }  // namespace
@@ -191,9 +192,41 @@ TEST(MpiExecutorFaultsTest, HangsCrashesAndFailedAllocationsStopTheJobNamingRank
     EXPECT_LT(seconds, 60) << c.fault;  // the 2 s watchdog, mpirun's start and teardown
     EXPECT_FALSE(fs::exists(output)) << c.fault;
   }
-  const CommandResult bad = run(mpirun(2) + " run " + scenario + " --backend mpi --inject-fault explode:1:x");
-  EXPECT_EQ(bad.code, 2);
-  EXPECT_NE(bad.output.find("expected KIND:RANK:OP"), std::string::npos) << bad.output;
+  // A parameter server that hangs: both workers time out waiting for it, one of them reports.
+  const CommandResult server = run(mpirun(3) + " run " + kSource + "/scenarios/real/tiny_ps_3ranks.toml --backend mpi " +
+                                   "--timeout 2 --inject-fault hang:2:ps.push_gradients -o " + output.string());
+  EXPECT_EQ(server.code, 3) << server.output;
+  EXPECT_EQ(count_messages(server.output), 1u) << server.output;
+  EXPECT_NE(server.output.find("op 'ps.push_gradients': the rendezvous of its group did not finish within 2 s"),
+            std::string::npos)
+      << server.output;
+  EXPECT_FALSE(fs::exists(output));
+}
+
+// A fault that could never happen is refused before anything runs (it used to be ignored, and
+// the run exited 0): one message from rank 0, exit 2, nothing written.
+TEST(MpiExecutorFaultsTest, AFaultThatCannotHappenIsRefused) {
+  const std::string scenario = kSource + "/scenarios/real/tiny_ddp_2ranks.toml";
+  const test_support::TemporaryDirectory scratch("dtsim-mpi-bad-fault");
+  const fs::path output = scratch / "out";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"explode:1:x", "expected KIND:RANK:OP with KIND hang, crash, oom or corrupt"},
+      {"hang:1x:ddp.bucket0.all_reduce", "expected KIND:RANK:OP"},
+      {"hang:2:ddp.bucket0.all_reduce", "rank 2 is not in this job of 2 ranks (0 to 1)"},
+      {"hang:-1:ddp.bucket0.all_reduce", "rank -1 is not in this job of 2 ranks"},
+      {"crash:1:no.such.op", "rank 1 has no op of that name (the timeline of a simulated run lists them; e.g. compute '"},
+      {"corrupt:1:ddp.bucket0.all_reduce", "a corrupted result is seen only by the check: add --verify"},
+      {"corrupt:1:layer0.fwd.qkv --verify", "--verify checks the results of collectives and transfers, not of compute"},
+  };
+  for (const auto& [fault, message] : cases) {
+    const CommandResult result =
+        run(mpirun(2) + " run " + scenario + " --backend mpi --inject-fault " + fault + " -o " + output.string());
+    EXPECT_EQ(result.code, 2) << fault << "\n" << result.output;
+    EXPECT_NE(result.output.find("dtsim: cannot execute: --inject-fault "), std::string::npos) << fault << "\n" << result.output;
+    EXPECT_NE(result.output.find(message), std::string::npos) << fault << "\n" << result.output;
+    EXPECT_EQ(count_messages(result.output), 1u) << fault << "\n" << result.output;
+    EXPECT_FALSE(fs::exists(output)) << fault;
+  }
 }
 
 }  // namespace
