@@ -9,6 +9,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libfmt-dev libcli11-dev nlohmann-json3-dev libsimdjson-dev
   libopenmpi-dev openmpi-bin libopenblas-dev
+  clang libclang-rt-14-dev  # ./dev.sh sanitize and fuzz: ASan, UBSan, libFuzzer
 )
 
 missing=()

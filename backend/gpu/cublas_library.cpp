@@ -10,8 +10,10 @@
 namespace backend::gpu {
 namespace {
 
-// The spelled-out type is the C function's (the header's overload set includes it).
-[[maybe_unused]] constexpr GemmStridedBatchedEx kDeclared = &cublasGemmStridedBatchedEx;
+// The spelled-out type is the C function's (the header's overload set includes it). Checked in
+// an unevaluated operand: taking the address for real would need libcublas at link time, which
+// an -O0 (Debug) build does not optimise away.
+static_assert(sizeof(static_cast<GemmStridedBatchedEx>(&cublasGemmStridedBatchedEx)) == sizeof(GemmStridedBatchedEx));
 
 template <typename Function>
 void resolve(void* library, const char* name, Function& function) {

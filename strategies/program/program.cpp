@@ -128,7 +128,8 @@ std::vector<std::string> validate(const Program& program) {
       problems.push_back(fmt::format("rank {} has no program", rank));
       continue;
     }
-    auto [it, inserted] = summaries.try_emplace(rank_program);
+    const auto [it, inserted] = summaries.try_emplace(rank_program);
+    auto& summary = it->second;  // a lambda below refers to it: clang 14 cannot capture a binding
     if (inserted) {
       const auto& ops = rank_program->ops;
       for (std::size_t i = 0; i < ops.size(); ++i) {
@@ -147,19 +148,19 @@ std::vector<std::string> validate(const Program& program) {
             problems.push_back(fmt::format("rank {} op {} ({}): unknown group", rank, i, op.name));
             return false;
           }
-          it->second.groups.insert(family_id);
+          summary.groups.insert(family_id);
           return true;
         };
         if (const auto* collective = std::get_if<CollectiveOp>(&op.body)) {
           if (uses(collective->group)) {
-            it->second.collectives[collective->group].emplace_back(collective->kind, collective->bytes);
+            summary.collectives[collective->group].emplace_back(collective->kind, collective->bytes);
           }
         } else if (const auto* p2p = std::get_if<SendRecvOp>(&op.body)) {
           uses(p2p->group);
         }
       }
     }
-    for (GroupFamilyId family_id : it->second.groups) {
+    for (GroupFamilyId family_id : summary.groups) {
       if (program.family(family_id).instance_of_rank[rank] < 0) {
         problems.push_back(fmt::format("rank {}: its program uses {} groups but the rank is in none", rank,
                                        program.family(family_id).name));
