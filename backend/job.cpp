@@ -109,8 +109,18 @@ void check_fault(const program::Program& program, const ExecutionOptions& option
   }
   if (fault.kind != ExecutionOptions::Fault::Kind::kCorrupt) return;
   if (!options.verify) refuse("a corrupted result is seen only by the check: add --verify");
-  if (!std::holds_alternative<program::CollectiveOp>(op->body) && !std::holds_alternative<program::SendRecvOp>(op->body)) {
-    refuse("--verify checks the results of collectives and transfers, not of compute or memory ops: corrupt one of those");
+  const auto* collective = std::get_if<program::CollectiveOp>(&op->body);
+  const auto* transfer = std::get_if<program::SendRecvOp>(&op->body);
+  const bool checked =
+      (transfer != nullptr && !transfer->is_send) ||
+      (collective != nullptr && !options.own_schedules &&
+       verification::checks_result(*collective,
+                                   program.family(collective->group).index_in_instance[static_cast<std::size_t>(fault.rank)]));
+  if (!checked) {
+    refuse(fmt::format("--verify does not check this op's result on rank {}: it checks received transfers and the "
+                       "collectives MPI or NCCL run, not sends, barriers, parameter-server push and pull, collectives "
+                       "run as dtsim's schedules, a reduce off its root, or compute: corrupt another op",
+                       fault.rank));
   }
 }
 
@@ -125,13 +135,13 @@ void check_program(const program::Program& program, const ExecutionOptions& opti
     throw ExecutionError(fmt::format("the scenario has {} ranks but mpirun started {}: run mpirun -np {}",
                                      program.world_size, size, program.world_size));
   }
-  check_fault(program, options);
   if (const std::vector<std::string> problems = program::validate(program); !problems.empty()) {
     throw ExecutionError("the program is malformed: " + problems.front());
   }
+  check_fault(program, options);
   for (std::int32_t rank = 0; rank < program.world_size; ++rank) {
     for (const program::Op& op : program.ranks[static_cast<std::size_t>(rank)]->ops) {
-      if (const std::string why = refusal(op); !why.empty()) {
+      if (const std::string why = refusal ? refusal(op) : ""; !why.empty()) {
         throw ExecutionError(fmt::format("rank {}, op '{}': {}", rank, op.name, why));
       }
       if (bytes_of && bytes_of(op) > options.max_op_bytes) {

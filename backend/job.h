@@ -71,7 +71,7 @@ void wait_for_job(MPI_Request& request, double timeout_s, const char* what);
 // them reports and its MPI_Abort ends the others before they print, so a hang gives one
 // message (a parameter server's workers each printed one).
 void wait_before_timeout_report();
-inline constexpr double kTimeoutReportStagger_s = 2.0;  // ≫ mpirun's teardown after MPI_Abort (~0.1 s)
+inline constexpr double kTimeoutReportStagger_s = 5.0;  // ≫ mpirun's teardown after MPI_Abort (~0.1 s)
 
 // Which node each world rank runs on: ranks on one host share a node, numbered in order of
 // first appearance.
@@ -85,7 +85,7 @@ int local_rank();
 // rank outside the job, an op the rank lacks, corrupt without --verify or on an op whose
 // result --verify does not check), a malformed Program, ops larger than
 // `options.max_op_bytes` by `bytes_of` (when given; `device` names where, e.g. "on a CPU"), and op kinds
-// the executor cannot run (`refusal` returns why, or an empty string).
+// the executor cannot run (`refusal`, when given, returns why, or an empty string).
 void check_program(const program::Program& program, const ExecutionOptions& options,
                    const std::function<std::int64_t(const program::Op&)>& bytes_of, const char* device,
                    const std::function<std::string(const program::Op&)>& refusal);

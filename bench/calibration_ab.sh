@@ -7,14 +7,9 @@
 #                              bandwidth) to 1.0;
 #       memory-by-size         B prices every size at the largest pass's rate (one DRAM rate).
 set -euo pipefail
-root="$(cd "$(dirname "$0")/.." && pwd)"
-dtsim="$root/build/scenarios/dtsim"
 mode="${1:?usage: bench/calibration_ab.sh collective-efficiency|memory-by-size [RUNS]}"
 runs="${2:-3}"
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
-source "$root/bench/real_runs_lib.sh"
-cd "$work"
+source "$(dirname "$0")/real_runs_lib.sh"
 mpirun --oversubscribe -np 2 "$dtsim" calibrate -o measured.toml >/dev/null
 case "$mode" in
   collective-efficiency) sed 's/^efficiency = 0.*/efficiency = 1.0/' measured.toml >without.toml ;;

@@ -7,14 +7,9 @@
 # error and whether it meets TARGET.
 #   bench/e2e_accuracy.sh [REPEATS] [TARGET_PERCENT]   (defaults 5 and 25; needs ./dev.sh build)
 set -euo pipefail
-root="$(cd "$(dirname "$0")/.." && pwd)"
-dtsim="$root/build/scenarios/dtsim"
 repeats="${1:-5}"
 target="${2:-25}"
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
-source "$root/bench/real_runs_lib.sh"
-cd "$work"
+source "$(dirname "$0")/real_runs_lib.sh"
 scenarios=(tiny_ddp_2ranks tiny_tp_2ranks)
 echo "$(date -u +%F) $(nproc) cores, $repeats repeats, target ±$target %"
 for repeat in $(seq "$repeats"); do

@@ -1,6 +1,12 @@
 # Shared by the benchmark scripts that compare simulated and measured CPU runs (sourced, not
-# run). Expects $dtsim (the dtsim binary) and $root (the repository).
+# run, after their arguments are read): sets $root (the repository) and $dtsim (build/'s
+# binary), and moves into a temporary folder removed on exit.
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+dtsim="$root/build/scenarios/dtsim"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+cd "$work"
 
 # with_profile SCENARIO PROFILE OUT: writes OUT, scenarios/real/SCENARIO.toml priced with PROFILE
 # (a path relative to OUT's folder).

@@ -8,8 +8,9 @@
 
 namespace scenarios {
 
-// `text` with every control character escaped (\n, \r, \t, or \xNN; DEL too) and every byte
-// that is not part of valid UTF-8 written as \xNN; a text of more than `longest` characters
+// `text` with every control character escaped (\n, \r, \t, or \xNN; DEL too; the C1 controls
+// and the line and paragraph separators as \uNNNN) and every byte that is not part of valid
+// UTF-8 written as \xNN; a text of more than `longest` characters
 // (after escaping) is cut after `kept` of them, on a character boundary, with
 // "… (N characters)" appended, N counting the original's.
 std::string one_line(std::string_view text, std::size_t longest = 240, std::size_t kept = 200);

@@ -1,12 +1,15 @@
 // Writing dtsim's output files so that they survive concurrent and interrupted runs:
 //  * every file is written to a temporary of a unique name in its target folder, and all of a
-//    call's files are renamed into place only once all are written (with SIGINT, SIGTERM and
-//    SIGHUP held back while they are renamed, so a run's files land together);
+//    call's files are renamed into place only once all are written (SIGINT, SIGTERM or SIGHUP
+//    while they are renamed is raised once all are, so a run's files land together);
 //  * an advisory lock (flock) on each target folder serialises writers: a second dtsim writing
-//    into the same folder waits for the first (up to kOutputLockWaitSeconds, then refuses);
+//    into the same folder says so on stderr and waits for the first (up to
+//    kOutputLockWaitSeconds, then refuses);
 //  * SIGINT, SIGTERM or SIGHUP while a file is written removes the temporaries, then ends the
 //    process as the signal would have (a signal the process ignores stays ignored);
-//  * any failure leaves none of the call's files and no temporary behind.
+//  * any failure while writing leaves none of the call's files and no temporary behind; what
+//    could make a rename fail is checked before the first (a rename that fails anyway leaves
+//    the files renamed before it).
 #pragma once
 
 #include <cstdint>

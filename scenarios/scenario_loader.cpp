@@ -847,14 +847,17 @@ constexpr std::size_t kMaxStringBytes = 65536;  // paths and descriptions fit ma
 const char* const kLimitsHint = "see \"Limits\" in docs/scenario.md";
 
 // Refuses a dotted key of more than kMaxKeyParts parts (in a key or a table header) and a string
-// of more than kMaxStringBytes bytes, naming source:line:column. A light TOML lexer: comments
+// of more than kMaxStringBytes bytes, naming source:line:column (or only `source_name` when the
+// text is not the user's as written, e.g. a --set value). A light TOML lexer: comments
 // and strings are skipped as toml++ reads them; a run of key parts (bare words or strings)
 // joined by dots counts as one dotted key (a float such as 2.5 is a run of two). Anything it
 // does not understand it leaves to toml++, which reports syntax errors.
-void check_text_limits(std::string_view text, const std::string& source_name) {
+void check_text_limits(std::string_view text, const std::string& source_name, bool with_positions = true) {
   std::size_t line = 1, line_start = 0, parts = 0;
   bool after_part = false, after_dot = false;
-  const auto where = [&](std::size_t at) { return fmt::format("{}:{}:{}", source_name, line, at - line_start + 1); };
+  const auto where = [&](std::size_t at) {
+    return with_positions ? fmt::format("{}:{}:{}", source_name, line, at - line_start + 1) : source_name;
+  };
   const auto is_bare = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-'; };
   const auto part_ends_at = [&](std::size_t start, std::size_t end) {
     parts = after_dot ? parts + 1 : 1;
@@ -882,10 +885,11 @@ void check_text_limits(std::string_view text, const std::string& source_name) {
       ++i;
     } else if (c == '"' || c == '\'') {
       const std::size_t start = i, start_line = line, start_line_start = line_start;
-      const bool multiline = text.compare(i, 3, std::string(3, c)) == 0;
+      const std::string triple(3, c);
+      const bool multiline = text.compare(i, 3, triple) == 0;
       i += multiline ? 3 : 1;
       const std::size_t content = i;
-      while (i < text.size() && !(multiline ? text.compare(i, 3, std::string(3, c)) == 0 : text[i] == c || text[i] == '\n')) {
+      while (i < text.size() && !(multiline ? text.compare(i, 3, triple) == 0 : text[i] == c || text[i] == '\n')) {
         if (text[i] == '\\' && c == '"') ++i;  // an escaped character
         if (i < text.size() && text[i] == '\n') {
           ++line;
@@ -893,6 +897,9 @@ void check_text_limits(std::string_view text, const std::string& source_name) {
         }
         ++i;
       }
+      // Up to two quotes before a closing triple belong to the string ("""a"""" is a").
+      for (int extra = 0; multiline && extra < 2 && i + 3 < text.size() && text[i + 3] == c; ++extra) ++i;
+      const bool closed = i < text.size() && text[i] == c;  // else unterminated: toml++ says so
       if (i - content > kMaxStringBytes) {
         line = start_line;
         line_start = start_line_start;
@@ -900,7 +907,7 @@ void check_text_limits(std::string_view text, const std::string& source_name) {
                             fmt::format("a string of {} bytes; at most {} are read", i - content, kMaxStringBytes),
                             kLimitsHint);
       }
-      i = part_ends_at(start, std::min(text.size(), i + (multiline ? 3 : 1)));
+      i = part_ends_at(start, closed ? i + (multiline ? 3 : 1) : i);
     } else if (is_bare(c)) {
       const std::size_t start = i;
       while (i < text.size() && is_bare(text[i])) ++i;
@@ -1073,7 +1080,7 @@ void ScenarioDocument::set(const std::string& assignment, const std::string& ori
     throw ScenarioError(origin, key, fmt::format("a value of {} bytes; at most {} are read", text.size(), kMaxStringBytes),
                         kLimitsHint);
   }
-  check_text_limits("value = " + text, origin);
+  check_text_limits("value = " + text, origin, /*with_positions=*/false);
   toml::table parsed;
   try {
     parsed = toml::parse("value = " + text);

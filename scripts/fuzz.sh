@@ -11,7 +11,7 @@ build="${1:?usage: scripts/fuzz.sh BUILD_DIR SECONDS}"
 seconds="${2:?usage: scripts/fuzz.sh BUILD_DIR SECONDS}"
 
 declare -A seeds=(
-  [scenario]="scenarios tests/scenarios/broken fuzz/regressions/scenario"
+  [scenario]="scenarios tests/scenarios/broken fuzz/seeds/scenario fuzz/regressions/scenario"
   [trace]="tests/data fuzz/seeds/trace fuzz/regressions/trace"
   [compare]="tests/data fuzz/seeds/trace fuzz/regressions/compare"
 )
@@ -29,8 +29,7 @@ for target in scenario trace compare; do
     tail -n 40 "$build/fuzz-$target.log"
     failed+=("$target")
   fi
-  grep -E "^(stat::number_of_executed_units|stat::peak_rss_mb|#[0-9]+ +DONE)" "$build/fuzz-$target.log" | tr '\n' ' '
-  echo
+  echo "  $(grep -E "^stat::(number_of_executed_units|peak_rss_mb)|DONE" "$build/fuzz-$target.log" | tr -s ' \t\n' ' ' || true)"
 done
 if [ ${#failed[@]} -gt 0 ]; then
   echo "fuzz: findings in ${failed[*]}: each file in $build/fuzz-findings/<target>/ is an input that broke dtsim." >&2

@@ -21,7 +21,12 @@ namespace backend::verification {
 // Fills what member `member` of a group of `size` sends for this collective (`in`, and for a
 // broadcast the root's buffer).
 void fill_collective(const program::CollectiveOp& collective, int member, int size, char* in);
-// The first wrong element of the result on `member`, described; none when all are right.
+// Whether check_collective checks `member`'s result of this collective: not a barrier's (no
+// result), a parameter server's push or pull (run as dtsim's schedules), nor a reduce's off
+// its root (no result there).
+bool checks_result(const program::CollectiveOp& collective, int member);
+// The first wrong element of the result on `member`, described; none when all are right (or
+// when checks_result is false).
 std::optional<std::string> check_collective(const program::CollectiveOp& collective, int member, int size,
                                             const char* in, const char* out);
 

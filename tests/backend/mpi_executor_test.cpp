@@ -216,7 +216,9 @@ TEST(MpiExecutorFaultsTest, AFaultThatCannotHappenIsRefused) {
       {"hang:-1:ddp.bucket0.all_reduce", "rank -1 is not in this job of 2 ranks"},
       {"crash:1:no.such.op", "rank 1 has no op of that name (the timeline of a simulated run lists them; e.g. compute '"},
       {"corrupt:1:ddp.bucket0.all_reduce", "a corrupted result is seen only by the check: add --verify"},
-      {"corrupt:1:layer0.fwd.qkv --verify", "--verify checks the results of collectives and transfers, not of compute"},
+      {"corrupt:1:layer0.fwd.qkv --verify", "--verify does not check this op's result on rank 1"},
+      {"corrupt:1:ddp.bucket0.all_reduce --verify --set backend.collectives=dtsim",
+       "not sends, barriers, parameter-server push and pull, collectives run as dtsim's schedules"},
   };
   for (const auto& [fault, message] : cases) {
     const CommandResult result =
@@ -258,7 +260,7 @@ TEST(MpiExecutorVerifyTest, EveryResultIsCheckedAndTensorParallelismMatchesTheUn
                                       "/scenarios/real/tiny_ps_3ranks.toml --backend mpi --verify --inject-fault "
                                       "corrupt:2:ps.push_gradients");
   EXPECT_EQ(unchecked.code, 2) << unchecked.output;
-  EXPECT_NE(unchecked.output.find("op 'ps.push_gradients': runs as dtsim's schedule, whose result --verify does not check"),
+  EXPECT_NE(unchecked.output.find("--inject-fault corrupt:2:ps.push_gradients: --verify does not check this op's result"),
             std::string::npos)
       << unchecked.output;
 }

@@ -1,7 +1,7 @@
 // Every seed and every regression input of the fuzz targets (fuzz/fuzz_targets.h) run through
 // them, in every build: an input a fuzzer once broke dtsim with stays fixed, and the seeds keep
 // being inputs dtsim reads or refuses cleanly. Seeds: the example scenarios, the broken-scenario
-// corpus, the traces of tests/data and fuzz/seeds; regressions: fuzz/regressions/<target>/,
+// corpus, the traces of tests/data, fuzz/seeds; regressions: fuzz/regressions/<target>/,
 // one file per finding (sanitizers/README.md says how to add one).
 #include <gtest/gtest.h>
 
@@ -50,7 +50,8 @@ TEST_P(FuzzCorpusTest, EverySeedAndRegressionInputIsReadOrRefusedCleanly) {
 
 INSTANTIATE_TEST_SUITE_P(
     Targets, FuzzCorpusTest,
-    testing::Values(Corpus{"scenario", fuzz::scenario, {"scenarios", "tests/scenarios/broken", "fuzz/regressions/scenario"}},
+    testing::Values(Corpus{"scenario", fuzz::scenario,
+                           {"scenarios", "tests/scenarios/broken", "fuzz/seeds/scenario", "fuzz/regressions/scenario"}},
                     Corpus{"trace", fuzz::trace, {"tests/data", "fuzz/seeds/trace", "fuzz/regressions/trace"}},
                     Corpus{"compare", fuzz::compare, {"tests/data", "fuzz/seeds/trace", "fuzz/regressions/compare"}}),
     [](const auto& test) { return std::string(test.param.target); });

@@ -18,6 +18,8 @@ TEST(OneLineTest, ControlCharactersAreEscaped) {
   EXPECT_EQ(one_line("a\nb\r\tc"), "a\\nb\\r\\tc");
   EXPECT_EQ(one_line(std::string("x\0y\x1b[31m\x7f", 9)), "x\\x00y\\x1b[31m\\x7f");
   EXPECT_EQ(one_line("plain ascii: 100 % (ok)"), "plain ascii: 100 % (ok)");
+  EXPECT_EQ(one_line("a\u0085b\u009b2J\u2028c\u2029"), "a\\u0085b\\u009b2J\\u2028c\\u2029");  // C1, separators
+  EXPECT_EQ(one_line("\u00a0\u00ff"), "\u00a0\u00ff");  // printable, kept
 }
 
 TEST(OneLineTest, ValidUtf8StaysAndInvalidBytesAreEscaped) {
@@ -35,6 +37,8 @@ TEST(OneLineTest, LongTextIsCutOnACharacterBoundary) {
   EXPECT_EQ(one_line(repeated("é", 241)), repeated("é", 200) + "… (241 characters)");
   EXPECT_EQ(one_line(repeated("😀", 10), 5, 3), "😀😀😀… (10 characters)");
   EXPECT_EQ(one_line(repeated("\n", 10), 5, 3), "\\n\\n\\n… (10 characters)");
+  EXPECT_EQ(one_line(std::string(10'000'000, 'k')), std::string(200, 'k') + "… (10000000 characters)");
+  EXPECT_EQ(one_line(""), "");
 }
 
 }  // namespace

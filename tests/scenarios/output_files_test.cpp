@@ -1,6 +1,6 @@
 // Outputs that survive concurrent and interrupted runs: `dtsim run` processes writing into one
-// folder at once, a run interrupted while it writes, a folder another writer holds, and the
-// temporaries every failure must take away.
+// folder at once, writes and runs interrupted by a signal, a folder another writer holds, and
+// the temporaries every failure must take away.
 #include "scenarios/output_files.h"
 
 #include <fcntl.h>
@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -29,8 +30,9 @@ namespace fs = std::filesystem;
 using test_support::TemporaryDirectory;
 const std::string kSource = DTSIM_SOURCE_DIR;
 
-// Starts `dtsim ARGS…` with its output thrown away; returns its pid.
-pid_t start_dtsim(const std::vector<std::string>& args) {
+// Starts `dtsim ARGS…` with its output thrown away, or its stderr readable from
+// *error_pipe when that is given; returns its pid.
+pid_t start_dtsim(const std::vector<std::string>& args, int* error_pipe = nullptr) {
   std::vector<std::string> words = {DTSIM_PATH};
   words.insert(words.end(), args.begin(), args.end());
   std::vector<char*> argv;
@@ -39,7 +41,12 @@ pid_t start_dtsim(const std::vector<std::string>& args) {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+  int pipe_ends[2] = {-1, -1};
+  if (error_pipe != nullptr && pipe2(pipe_ends, O_CLOEXEC) == 0) {
+    posix_spawn_file_actions_adddup2(&actions, pipe_ends[1], STDERR_FILENO);
+  } else {
+    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+  }
   // The signals the tests send act as they do on a fresh terminal, whatever the test runner set.
   posix_spawnattr_t attributes;
   posix_spawnattr_init(&attributes);
@@ -48,6 +55,7 @@ pid_t start_dtsim(const std::vector<std::string>& args) {
   posix_spawnattr_setsigmask(&attributes, &signals);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGHUP);
   posix_spawnattr_setsigdefault(&attributes, &signals);
   posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   pid_t pid = -1;
@@ -55,6 +63,10 @@ pid_t start_dtsim(const std::vector<std::string>& args) {
   posix_spawnattr_destroy(&attributes);
   posix_spawn_file_actions_destroy(&actions);
   EXPECT_EQ(error, 0) << argv[0];
+  if (pipe_ends[1] >= 0) {
+    close(pipe_ends[1]);
+    *error_pipe = pipe_ends[0];
+  }
   return pid;
 }
 
@@ -114,51 +126,83 @@ TEST(OutputFilesTest, ConcurrentRunsIntoOneFolderLeaveOneRunsCompleteFiles) {
   }
 }
 
-// SIGINT while the timeline is being written: the temporaries go, the previous run's files
-// stay as they were, and the process ends as SIGINT ends it.
-TEST(OutputFilesTest, AnInterruptedWriteLeavesThePreviousFilesAndNoTemporary) {
+// A signal while a write is under way (deterministically: the writer of the second file tells
+// the parent it is writing, then waits): the temporaries go, the previous files stay as they
+// were, and the process ends as the signal ends it.
+TEST(OutputFilesTest, ASignalDuringAWriteRemovesTheTemporariesAndEndsTheProcess) {
   const TemporaryDirectory scratch("dtsim-interrupted");
-  const fs::path out = scratch / "out";
-  ASSERT_EQ(wait_for(start_dtsim({"run", kDefault, "-o", out.string()})), 0);
-  const std::string previous_timeline = slurp(out / "timeline.json");
-  const std::string previous_report = slurp(out / "report.json");
-
-  for (const int signal : {SIGINT, SIGTERM}) {
-    // 30 steps: a ~200 MB timeline, written over a good fraction of a second.
-    const pid_t pid = start_dtsim({"run", kDefault, "--set", "training.steps=30", "-o", out.string()});
-    bool writing = false;
-    int status = 0;
-    while (!writing && waitpid(pid, &status, WNOHANG) == 0) {
-      for (const auto& entry : fs::directory_iterator(out)) {
-        writing = writing || entry.path().filename().string().rfind(".timeline.json.", 0) == 0;
-      }
-      if (!writing) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  const fs::path a = scratch / "a.json", b = scratch / "b.json";
+  scenarios::write_files_atomically({{a, [](std::ostream& out) { out << "old a"; }}, {b, [](std::ostream& out) { out << "old b"; }}});
+  for (const int signal : {SIGINT, SIGTERM, SIGHUP}) {
+    int writing[2];
+    ASSERT_EQ(pipe(writing), 0);
+    const pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      std::signal(signal, SIG_DFL);
+      close(writing[0]);
+      scenarios::write_files_atomically({{a, [](std::ostream& out) { out << "new a"; }},
+                                         {b, [&](std::ostream& out) {
+                                            out << "new b, half" << std::flush;
+                                            (void)!write(writing[1], "w", 1);
+                                            for (;;) pause();
+                                          }}});
+      _exit(0);
     }
-    ASSERT_TRUE(writing) << "the run ended before its temporary was seen, status " << status;
-    kill(pid, signal);
-    status = wait_for(pid);
+    close(writing[1]);
+    char byte = 0;
+    ASSERT_EQ(read(writing[0], &byte, 1), 1) << "the child never started writing";
+    close(writing[0]);
+    kill(child, signal);
+    const int status = wait_for(child);
     EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == signal) << "status " << status;
-    expect_one_runs_outputs(out);
-    EXPECT_EQ(slurp(out / "timeline.json"), previous_timeline);
-    EXPECT_EQ(slurp(out / "report.json"), previous_report);
+    std::vector<std::string> names;
+    for (const auto& entry : fs::directory_iterator(scratch.path())) names.push_back(entry.path().filename().string());
+    std::sort(names.begin(), names.end());
+    EXPECT_EQ(names, (std::vector<std::string>{"a.json", "b.json"}));  // no temporary left
+    EXPECT_EQ(slurp(a), "old a");
+    EXPECT_EQ(slurp(b), "old b");
   }
 }
 
-// A folder another writer holds: a run waits for it, then writes; nothing is written while the
-// lock is held.
+// `dtsim run` interrupted at any moment — while it simulates, writes or renames — leaves a
+// folder with one run's complete pair of files, the previous run's or its own, and no
+// temporary; the process ends by the signal or, when the signal came after it finished, with 0.
+TEST(OutputFilesTest, ARunInterruptedAtAnyMomentLeavesOneRunsCompleteFiles) {
+  const TemporaryDirectory scratch("dtsim-interrupted-run");
+  const fs::path out = scratch / "out";
+  ASSERT_EQ(wait_for(start_dtsim({"run", kDefault, "-o", out.string()})), 0);
+  for (int delay_ms = 0; delay_ms <= 1000; delay_ms += 100) {
+    // 10 steps: a ~65 MB timeline, simulated and written in about half a second here.
+    const pid_t pid = start_dtsim({"run", kDefault, "--set", "training.steps=10", "-o", out.string()});
+    std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+    kill(pid, SIGINT);
+    const int status = wait_for(pid);
+    EXPECT_TRUE((WIFSIGNALED(status) && WTERMSIG(status) == SIGINT) || (WIFEXITED(status) && WEXITSTATUS(status) == 0))
+        << "after " << delay_ms << " ms: status " << status;
+    expect_one_runs_outputs(out);
+  }
+}
+
+// A folder another writer holds: a run says it waits, writes nothing while the lock is held,
+// and writes once it is released.
 TEST(OutputFilesTest, ARunWaitsForAnotherWriterOfItsFolder) {
   const TemporaryDirectory scratch("dtsim-locked");
   const fs::path out = scratch / "out";
   fs::create_directories(out);
   const int held = open(out.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);  // not inherited by dtsim
   ASSERT_EQ(flock(held, LOCK_EX), 0);
-  const pid_t pid = start_dtsim({"run", kDefault, "-o", out.string()});
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-  int status = 0;
-  EXPECT_EQ(waitpid(pid, &status, WNOHANG), 0) << "the run ended while another writer held its folder";
+  int error_pipe = -1;
+  const pid_t pid = start_dtsim({"run", kDefault, "-o", out.string()}, &error_pipe);
+  std::string said;
+  char byte = 0;
+  while (said.find('\n') == std::string::npos && read(error_pipe, &byte, 1) == 1) said += byte;
+  EXPECT_EQ(said, "dtsim: waiting for another dtsim writing into " + out.string() + "\n");
   EXPECT_FALSE(fs::exists(out / "timeline.json"));
+  EXPECT_FALSE(fs::exists(out / "report.json"));
   close(held);  // releases the lock
-  status = wait_for(pid);
+  const int status = wait_for(pid);
+  close(error_pipe);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
   expect_one_runs_outputs(out);
 }
@@ -177,8 +221,9 @@ TEST(OutputFilesTest, AFolderHeldTooLongIsRefusedWithOneMessage) {
   EXPECT_TRUE(fs::is_empty(scratch.path()));
 }
 
-// A writer that fails (here: the second file's folder does not exist) leaves none of the files
-// and no temporary; one that throws mid-write the same.
+// A write that cannot start (the second file's folder does not exist) or whose writer throws
+// while the first file's temporary exists leaves none of the files and no temporary; a
+// directory where a file should go is refused.
 TEST(OutputFilesTest, AFailedWriteLeavesNothing) {
   const TemporaryDirectory scratch("dtsim-failed");
   const auto write_x = [](std::ostream& out) { out << "x"; };
