@@ -28,6 +28,8 @@ for run in $(seq "$runs"); do
     failed=$((failed + 1))
   fi
   echo "run $run: $result, $((SECONDS - start)) s, load average $(cut -d' ' -f1 /proc/loadavg)"
+  # The end-to-end test's step-time errors (predicted vs measured under this load), from ctest's log.
+  grep -E "^tiny_(ddp|tp)_2ranks: +step time" build/Testing/Temporary/LastTest.log | sed 's/  compute.*//; s/^/  /' || true
 done
 echo "$failed of $runs runs failed"
 [ "$failed" -eq 0 ]

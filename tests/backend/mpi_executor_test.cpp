@@ -117,10 +117,12 @@ namespace {
 // Issue #6's pipeline on CPU ranks: calibrate this machine, simulate the scaled-down DDP and TP
 // steps priced with that profile, run them for real (the median of 5 runs), compare. This test
 // checks the pipeline, not the accuracy: every simulated op is matched by a measured one, every
-// error is finite, and the step times agree within a factor a busy machine cannot break (other
-// tenants slowed real runs by up to ~2.3× and calibrations alike, BENCHMARKS.md). The accuracy
+// error is finite, and the step times agree within a factor no load breaks but a wiring or unit
+// error does (a microsecond priced as a millisecond is 1000× off). Other tenants slowed the
+// real runs by up to 4× against their calibration (two CPU hogs on the two cores: every
+// collective waits for both ranks to be scheduled; BENCHMARKS.md), hence 20×. The accuracy
 // itself (the 25 % target) is measured on an idle machine by bench/e2e_accuracy.sh.
-constexpr double kStepTimeFactorBound = 3.0;
+constexpr double kStepTimeFactorBound = 20.0;
 
 TEST(EndToEndTest, CalibrateSimulateRunAndCompareOnTwoCpuRanks) {
   const test_support::TemporaryDirectory directory("dtsim-end-to-end");
