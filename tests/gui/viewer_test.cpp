@@ -368,6 +368,19 @@ TEST(ViewerCommandLineTest, ExportsExitZeroAndBadInputExitsNonZeroWritingNothing
   EXPECT_FALSE(QFile::exists(out));
   EXPECT_EQ(run_viewer({bad, "--export-png", out, "--size", "12"}, &errors), 2);
   EXPECT_TRUE(errors.contains("--size"));
+
+  // A scenario key of 50,000 dotted parts overflowed toml++'s stack and crashed the viewer.
+  const QString deep = directory.filePath("deep.toml");
+  {
+    std::ofstream text(deep.toStdString());
+    text << "a";
+    for (int part = 0; part < 50'000; ++part) text << ".a";
+    text << " = 1\n";
+  }
+  EXPECT_EQ(run_viewer({"--scenario", deep, "--export-png", out}, &errors), 1);
+  EXPECT_TRUE(errors.contains("a dotted key of more than 32 parts")) << errors.toStdString();
+  EXPECT_EQ(errors.count("dtsim-view: "), 1) << errors.toStdString();  // Qt adds lines of its own
+  EXPECT_FALSE(QFile::exists(out));
 }
 
 }  // namespace
