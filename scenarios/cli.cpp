@@ -17,6 +17,7 @@
 #include "scenarios/run_scenario.h"
 #include "scenarios/scenario_loader.h"
 #include "scenarios/sweep.h"
+#include "scenarios/validation.h"
 #include "sim/run/program_simulator.h"
 #include "sim/trace/chrome_trace.h"
 #include "sim/trace/comparison.h"
@@ -225,6 +226,12 @@ int command_advise(const RunOptions& options, std::ostream& out) {
   return 0;
 }
 
+int command_validate(const std::string& manifest, bool json, unsigned threads, std::ostream& out) {
+  const ValidationResult result = run_validation(manifest, threads);
+  out << (json ? validation_to_json(result).dump(2) + "\n" : format_validation(result));
+  return 0;
+}
+
 int command_presets(std::ostream& out) {
   out << "GPUs ([cluster.gpu] preset):\n";
   for (const auto& name : topology::device_preset_names()) {
@@ -362,6 +369,14 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       ->capture_default_str();
   calibrate->add_option("-o,--output", profile_output, "write the profile TOML here too");
 
+  std::string manifest = "tests/validation/cases.toml";
+  bool validation_json = false;
+  CLI::App* validate = app.add_subcommand(
+      "validate", "the validation suite: published measurements of real runs beside dtsim's predictions");
+  validate->add_option("manifest", manifest, "validation manifest ([[case]] tables)")->capture_default_str();
+  validate->add_flag("--json", validation_json, "print the cases and summaries as JSON");
+  validate->add_option("-j,--threads", options.threads, "worker threads (default: all cores)");
+
   CLI::App* presets = app.add_subcommand("presets", "list hardware and model presets");
   CLI::App* info = app.add_subcommand("info", "what this build can execute: MPI, BLAS, CUDA, NCCL, GPUs");
 
@@ -387,6 +402,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       out << format_collective_bench(run_collective_bench(bench));
       return 0;
     }
+    if (*validate) return command_validate(manifest, validation_json, options.threads, out);
     if (*presets) return command_presets(out);
     if (*info) {
       out << backend::describe(backend::probe_capabilities());

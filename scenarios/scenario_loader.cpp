@@ -3,6 +3,7 @@
 #include "scenarios/scenario_loader.h"
 
 #include "scenarios/one_line.h"
+#include "scenarios/validation.h"
 
 #include <fmt/format.h>
 
@@ -1191,6 +1192,56 @@ Scenario ScenarioDocument::read() const {
   scenario.sweep = read_sweep_axes(root.child("sweep"), sweep ? sweep->as_table() : nullptr);
   root.finish();
   return scenario;
+}
+
+std::vector<ValidationCase> read_validation_manifest(const std::string& path) {
+  const auto text = read_input_file(path);
+  if (const auto* why = std::get_if<std::string_view>(&text)) {
+    throw ScenarioError(path, "", fmt::format("cannot read the validation manifest: {}", *why),
+                        "tests/validation/cases.toml is dtsim's");
+  }
+  const ScenarioDocument document = ScenarioDocument::from_string(std::get<std::string>(text), path);
+  const ScenarioDocument::State& s = *document.state_;
+  TableReader root(&s.root, "", s.file, s.origins, s.file);
+  const toml::node* cases = root.node("case");
+  root.finish();
+  if (cases == nullptr || !cases->is_array_of_tables() || cases->as_array()->empty()) {
+    root.fail("case", "expected one [[case]] table per published measurement", "see docs/validation.md");
+  }
+  const std::filesystem::path folder = std::filesystem::path(path).parent_path();
+  std::vector<ValidationCase> out;
+  for (const toml::node& node : *cases->as_array()) {
+    TableReader reader(node.as_table(), "case", s.file, s.origins,
+                       fmt::format("{}:{}:{}", s.file, node.source().begin.line, node.source().begin.column));
+    ValidationCase c;
+    const auto required_text = [&](std::string_view key) {
+      std::optional<std::string> value = reader.text(key);
+      if (!value || value->empty()) reader.fail(key, "missing required key (a non-empty string)");
+      return *value;
+    };
+    c.name = required_text("name");
+    c.group = reader.choice("group", {"throughput", "collective"}).value_or("");
+    if (c.group.empty()) reader.fail("group", "missing required key", "\"throughput\" or \"collective\"");
+    c.scenario = (folder / required_text("scenario")).string();
+    const std::vector<std::string> metrics = c.group == "throughput"
+                                                 ? std::vector<std::string>{"megatron_tflops_per_gpu"}
+                                                 : std::vector<std::string>{"bus_bandwidth_gbyte_s", "time_us"};
+    c.metric = reader.choice("metric", metrics).value_or("");
+    if (c.metric.empty()) reader.fail("metric", "missing required key", "one of: " + join(metrics));
+    const std::optional<double> published = reader.optional_positive("published");
+    if (!published) reader.fail("published", "missing required key (the published figure, > 0)");
+    c.published = *published;
+    c.source = required_text("source");
+    c.setup = reader.text("setup").value_or("");
+    if (c.group == "collective") {
+      c.op = required_text("op");
+      c.ranks = static_cast<std::int32_t>(reader.required_count("ranks", kMaxNodes * kMaxPerNode, "e.g. ranks = 8"));
+      c.bytes = reader.required_count("bytes", std::int64_t{1} << 40, "the message size, e.g. bytes = 1073741824");
+    }
+    reader.finish();
+    out.push_back(std::move(c));
+  }
+  return out;
 }
 
 Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides) {

@@ -13,6 +13,8 @@
 namespace scenarios {
 
 // A parsed TOML document plus overrides, from which scenarios (and sweep points) are read.
+struct ValidationCase;
+
 class ScenarioDocument {
  public:
   static ScenarioDocument from_file(const std::string& path);
@@ -37,6 +39,7 @@ class ScenarioDocument {
   std::vector<SweepAxis> sweep_axes() const;
 
  private:
+  friend std::vector<ValidationCase> read_validation_manifest(const std::string& path);
   struct State;
   explicit ScenarioDocument(std::unique_ptr<State> state);
   std::unique_ptr<State> state_;

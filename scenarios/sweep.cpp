@@ -46,11 +46,11 @@ std::vector<trace::Report> run_all(const std::vector<Scenario>& scenarios, unsig
   std::vector<std::thread> pool;
   for (unsigned t = 0; t < threads; ++t) pool.emplace_back(worker);
   while (done.load() < total) {
-    progress(done.load(), total);
+    if (progress) progress(done.load(), total);
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   for (std::thread& thread : pool) thread.join();
-  progress(total, total);
+  if (progress) progress(total, total);
   if (failure) std::rethrow_exception(failure);
   return reports;
 }

@@ -25,7 +25,7 @@ struct SweepResult {
 using Progress = std::function<void(std::size_t done, std::size_t total)>;
 
 // Runs scenarios on `threads` threads (0: all cores) and returns their reports in order;
-// `progress` is called from the calling thread. The first failure is rethrown.
+// `progress`, when set, is called from the calling thread. The first failure is rethrown.
 std::vector<trace::Report> run_all(const std::vector<Scenario>& scenarios, unsigned threads, const Progress& progress);
 
 // Reads every point first (throws ScenarioError naming the point), then runs them (run_all).

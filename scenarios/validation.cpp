@@ -1,0 +1,138 @@
+// `dtsim validate` (see validation.h).
+#include "scenarios/validation.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+
+#include "scenarios/collective_bench.h"
+#include "scenarios/scenario_loader.h"
+#include "scenarios/sweep.h"
+#include "sim/collectives/schedule.h"
+
+namespace scenarios {
+
+namespace {
+
+bool is_throughput_metric(const std::string& metric) { return metric == "megatron_tflops_per_gpu"; }
+
+double summary_median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  return n == 0 ? 0 : (n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2);
+}
+
+}  // namespace
+
+// Megatron-LM's FLOPs per iteration (Narayanan et al., SC'21, equation 3), activation
+// recomputation included: F = 96·B·s·l·h²·(1 + s/(6h) + V/(16·l·h)); TFLOP/s per GPU =
+// F / (T · N) for an iteration of T seconds on N GPUs. B is the global batch.
+double megatron_tflops_per_gpu(const Scenario& scenario, double step_seconds) {
+  const auto& model = scenario.lowering.model;
+  const double batch = static_cast<double>(scenario.lowering.training.global_batch);
+  const double s = static_cast<double>(scenario.lowering.training.sequence);
+  const double l = static_cast<double>(model.layers);
+  const double h = static_cast<double>(model.hidden);
+  const double vocab = static_cast<double>(model.vocab);
+  const double flops = 96 * batch * s * l * h * h * (1 + s / (6 * h) + vocab / (16 * l * h));
+  return flops / (step_seconds * scenario.cluster.gpu_count()) / 1e12;
+}
+
+std::string validation_unit(const std::string& metric) {
+  if (metric == "megatron_tflops_per_gpu") return "TFLOP/s per GPU";
+  if (metric == "bus_bandwidth_gbyte_s") return "GB/s bus bandwidth";
+  if (metric == "time_us") return "µs";
+  return "";
+}
+
+ValidationResult run_validation(const std::string& manifest, unsigned threads) {
+  ValidationResult result;
+  result.manifest = manifest;
+  const std::vector<ValidationCase> cases = read_validation_manifest(manifest);
+  std::vector<Scenario> runs;
+  std::vector<std::size_t> run_of_case(cases.size(), 0);
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    if (!is_throughput_metric(cases[i].metric)) continue;
+    run_of_case[i] = runs.size();
+    runs.push_back(load_scenario(cases[i].scenario));
+  }
+  const std::vector<trace::Report> reports = run_all(runs, threads, {});
+
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const ValidationCase& c = cases[i];
+    ValidationRow row{c, 0, 0};
+    if (is_throughput_metric(c.metric)) {
+      row.predicted = megatron_tflops_per_gpu(runs[run_of_case[i]], reports[run_of_case[i]].step_time_s);
+    } else {
+      CollectiveBenchOptions bench;
+      bench.op = c.op;
+      bench.ranks = c.ranks;
+      bench.sizes = fmt::format("{}:{}", c.bytes, c.bytes);
+      bench.scenario = c.scenario;
+      bench.model = load_scenario(c.scenario).network.model;
+      const CollectiveBenchResult measured = run_collective_bench(bench);
+      const double seconds = measured.rows.front().seconds.front();
+      row.predicted = c.metric == "time_us" ? seconds * 1e6
+                                            : static_cast<double>(c.bytes) / seconds *
+                                                  collectives::bus_bandwidth_factor(measured.kind, c.ranks) / 1e9;
+    }
+    row.error = (row.predicted - c.published) / c.published;
+    result.rows.push_back(std::move(row));
+  }
+
+  for (const ValidationRow& row : result.rows) {
+    const auto found = std::find_if(result.summaries.begin(), result.summaries.end(),
+                                    [&](const ValidationSummary& s) { return s.group == row.validation_case.group; });
+    if (found == result.summaries.end()) result.summaries.push_back({row.validation_case.group});
+  }
+  for (ValidationSummary& summary : result.summaries) {
+    std::vector<double> errors;
+    for (const ValidationRow& row : result.rows) {
+      if (row.validation_case.group == summary.group) errors.push_back(std::abs(row.error));
+    }
+    summary.cases = errors.size();
+    summary.median_abs_error = summary_median(errors);
+    summary.max_abs_error = *std::max_element(errors.begin(), errors.end());
+  }
+  return result;
+}
+
+std::string format_validation(const ValidationResult& result) {
+  std::vector<std::vector<std::string>> rows;
+  for (const ValidationRow& row : result.rows) {
+    rows.push_back({row.validation_case.name, validation_unit(row.validation_case.metric),
+                    fmt::format("{:.1f}", row.validation_case.published), fmt::format("{:.1f}", row.predicted),
+                    fmt::format("{:+.1f} %", 100 * row.error)});
+  }
+  std::string out = fmt::format("dtsim validate: {} published measurements ({})\n\n", result.rows.size(), result.manifest);
+  out += format_table({"case", "figure", "published", "predicted", "error"}, rows);
+  out += "\n";
+  for (const ValidationSummary& summary : result.summaries) {
+    out += fmt::format("{}: median |error| {:.1f} %, max {:.1f} % over {} cases\n", summary.group,
+                       100 * summary.median_abs_error, 100 * summary.max_abs_error, summary.cases);
+  }
+  out += "error = (predicted − published) / published; sources: dtsim validate --json, or the manifest\n";
+  return out;
+}
+
+nlohmann::json validation_to_json(const ValidationResult& result) {
+  nlohmann::json json = {{"manifest", result.manifest}, {"cases", nlohmann::json::array()},
+                         {"summaries", nlohmann::json::array()}};
+  for (const ValidationRow& row : result.rows) {
+    const ValidationCase& c = row.validation_case;
+    json["cases"].push_back({{"name", c.name}, {"group", c.group}, {"scenario", c.scenario}, {"metric", c.metric},
+                             {"unit", validation_unit(c.metric)}, {"published", c.published},
+                             {"predicted", row.predicted}, {"error", row.error}, {"source", c.source},
+                             {"setup", c.setup}});
+  }
+  for (const ValidationSummary& summary : result.summaries) {
+    json["summaries"].push_back({{"group", summary.group}, {"cases", summary.cases},
+                                 {"median_abs_error", summary.median_abs_error},
+                                 {"max_abs_error", summary.max_abs_error}});
+  }
+  return json;
+}
+
+}  // namespace scenarios

@@ -1,0 +1,76 @@
+// The validation suite (tests/validation/cases.toml, `dtsim validate`): the manifest reads,
+// every published measurement gets a finite prediction, the metrics follow their sources'
+// formulas, and the errors stay within the bounds docs/validation.md records for today.
+#include "scenarios/validation.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+
+#include "scenarios/scenario_loader.h"
+#include "tests/support/temporary_directory.h"
+
+namespace {
+
+const std::string kSource = DTSIM_SOURCE_DIR;
+const std::string kManifest = kSource + "/tests/validation/cases.toml";
+
+// Equation 3 of Narayanan et al. (SC'21) for GPT 1.7B (B 512, s 2048, l 24, h 2304, V 51,200)
+// on 32 GPUs, worked by hand: F = 1.54668e16 FLOPs per iteration, 483.34 TFLOP/s per GPU for a
+// one-second iteration; the paper's 137 TFLOP/s is an iteration of 3.53 s.
+TEST(ValidationTest, MegatronThroughputIsThePapersEquationThree) {
+  const scenarios::Scenario gpt = scenarios::load_scenario(kSource + "/tests/validation/megatron_sc21/gpt_1.7b.toml");
+  EXPECT_NEAR(scenarios::megatron_tflops_per_gpu(gpt, 1.0), 483.338, 1e-3);
+  EXPECT_NEAR(scenarios::megatron_tflops_per_gpu(gpt, 483.338 / 137), 137, 1e-3);
+}
+
+TEST(ValidationTest, TheManifestNamesEverySourceAndEveryScenarioLoads) {
+  const auto cases = scenarios::read_validation_manifest(kManifest);
+  ASSERT_GE(cases.size(), 18u);
+  for (const scenarios::ValidationCase& c : cases) {
+    EXPECT_FALSE(c.source.empty()) << c.name;
+    EXPECT_GT(c.published, 0) << c.name;
+    EXPECT_NO_THROW(scenarios::load_scenario(c.scenario)) << c.name;
+  }
+}
+
+TEST(ValidationTest, AManifestMistakeIsOneMessageNamingTheKey) {
+  const test_support::TemporaryDirectory scratch("dtsim-validation");
+  std::ofstream(scratch / "cases.toml") << "[[case]]\nname = \"x\"\ngroup = \"throughput\"\nscenario = \"x.toml\"\n"
+                                        << "metric = \"bus_bandwidth_gbyte_s\"\npublished = 1\nsource = \"s\"\n";
+  try {
+    scenarios::read_validation_manifest((scratch / "cases.toml").string());
+    FAIL() << "accepted";
+  } catch (const scenarios::ScenarioError& error) {
+    EXPECT_EQ(error.key(), "case.metric");
+    EXPECT_NE(error.message().find("megatron_tflops_per_gpu"), std::string::npos) << error.what();
+  }
+}
+
+// The accuracy dtsim has today on the development set, as docs/validation.md records it: a
+// change that makes any group worse fails here. Issue #13's targets (median ≤ 5 %, max ≤ 10 %)
+// replace these bounds once the models meet them.
+struct GroupBound {
+  const char* group;
+  double median;
+  double max;
+};
+// Measured 2026-12-01: throughput median 33.1 %, max 57.2 %; collective median 24.3 %, max 80.6 %.
+constexpr GroupBound kTodaysBounds[] = {{"throughput", 0.35, 0.60}, {"collective", 0.30, 0.85}};
+
+TEST(ValidationTest, EveryCaseRunsAndEachGroupStaysWithinTodaysBounds) {
+  const scenarios::ValidationResult result = scenarios::run_validation(kManifest, 0);
+  for (const scenarios::ValidationRow& row : result.rows) {
+    EXPECT_TRUE(std::isfinite(row.predicted) && row.predicted > 0) << row.validation_case.name;
+  }
+  ASSERT_EQ(result.summaries.size(), std::size(kTodaysBounds));
+  for (std::size_t g = 0; g < result.summaries.size(); ++g) {
+    EXPECT_EQ(result.summaries[g].group, kTodaysBounds[g].group);
+    EXPECT_LE(result.summaries[g].median_abs_error, kTodaysBounds[g].median) << result.summaries[g].group;
+    EXPECT_LE(result.summaries[g].max_abs_error, kTodaysBounds[g].max) << result.summaries[g].group;
+  }
+  std::fputs(scenarios::format_validation(result).c_str(), stdout);
+}
+
+}  // namespace
