@@ -1,6 +1,7 @@
 // Shared lowering pieces (see training_step.h).
 #include "strategies/training_step.h"
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <utility>
@@ -125,6 +126,14 @@ OpIndex emit_backward(RankProgramBuilder& builder, const std::vector<const Block
       emit.memory(block.name + ".recomputed_activations", MemoryCategory::kActivations, block.saved_bytes(), true);
       emit.forward_steps(block, true);
     }
+    // Selective recompute: the attention core runs forward again before the first of its
+    // backward ops, and its scores are freed after the last.
+    std::size_t first_core = block.backward.size(), last_core = 0;
+    for (std::size_t i = 0; i < block.backward.size(); ++i) {
+      if (!block.backward[i].attention_core) continue;
+      first_core = std::min(first_core, i);
+      last_core = i;
+    }
     std::vector<OpIndex> index_of(block.backward.size(), 0);
     for (std::size_t i = 0; i < block.backward.size(); ++i) {
       const BackwardStep& step = block.backward[i];
@@ -132,7 +141,7 @@ OpIndex emit_backward(RankProgramBuilder& builder, const std::vector<const Block
         index_of[i] = emit.collective(step.name, *collective, step.overlapped);
         continue;
       }
-      if (selective && step.attention_core) {  // recompute the attention core's scores
+      if (selective && i == first_core) {  // recompute the attention core's scores
         emit.memory(block.name + ".recomputed_scores", MemoryCategory::kActivations, block.score_bytes(), true);
         emit.forward_steps(block, true, true);
       }
@@ -140,7 +149,7 @@ OpIndex emit_backward(RankProgramBuilder& builder, const std::vector<const Block
       for (std::size_t w : step.waits_for) waits.push_back(index_of[w]);
       index_of[i] = emit.compute(step.name, std::get<program::ComputeOp>(step.op), std::move(waits));
       if (!step.grads_ready.empty()) on_gradients(block, step, index_of[i]);
-      if (selective && step.attention_core) {
+      if (selective && i == last_core) {
         emit.memory(block.name + ".recomputed_scores", MemoryCategory::kActivations, block.score_bytes(), false);
       }
     }

@@ -105,14 +105,18 @@ class BlockBuilder {
     block_.forward.push_back(std::move(step));
   }
 
+  // FlashAttention: one fused kernel, the scores never in device memory.
   void attention(const ModelSpec& model) {
+    if (model.attention == AttentionKind::kStandard) {
+      standard_attention(model);
+      return;
+    }
     const std::int64_t b = shape_.micro_batch;
     const std::int64_t s = shape_.sequence;
     const double tp = static_cast<double>(t());
     const double tokens_d = static_cast<double>(tokens());
     const double h = static_cast<double>(model.hidden);
     const double kv = static_cast<double>(model.kv_dim());
-    const double scores = static_cast<double>(b * model.heads) * static_cast<double>(s) * static_cast<double>(s) / tp;
     ComputeOp op = make(ComputeKind::kAttention,
                         Shape::of({b, model.heads / t(), model.kv_heads / t(), s, model.head_dim()}));
     op.flops = 4.0 * static_cast<double>(b) * static_cast<double>(s) * static_cast<double>(s) * h *
@@ -120,17 +124,53 @@ class BlockBuilder {
     const double qkvo_bytes = (2 * tokens_d * h + 2 * tokens_d * kv) * e() / tp;
     ForwardStep step{"attention", op};
     step.attention_core = true;
-    if (model.attention == AttentionKind::kFlash) {
-      step.compute->bytes = qkvo_bytes;
-      // Q, K, V, the output, and the fp32 log-sum-exp per query and head.
-      step.saved_bytes = qkvo_bytes + kFp32Bytes * static_cast<double>(b * model.heads / t() * s);
-    } else {
-      step.compute->bytes = qkvo_bytes + 2 * scores * e();
-      // Q, K, V and the softmax output; with dropout its mask and its output too.
-      step.score_bytes = scores * e() + (model.dropout ? scores * (kMaskBytes + e()) : 0);
-      step.saved_bytes = (tokens_d * h + 2 * tokens_d * kv) * e() / tp + step.score_bytes;
-    }
+    step.compute->bytes = qkvo_bytes;
+    // Q, K, V, the output, and the fp32 log-sum-exp per query and head.
+    step.saved_bytes = qkvo_bytes + kFp32Bytes * static_cast<double>(b * model.heads / t() * s);
     block_.forward.push_back(std::move(step));
+  }
+
+  // Megatron-LM's unfused attention core (see the header): four kernels, each keeping what its
+  // backward needs — Q and K; the softmax output; the dropout mask; V and the dropout output.
+  // Together that is Korthikanti et al.'s 5·a·s²·b of scores (e = 2) besides Q, K and V.
+  void standard_attention(const ModelSpec& model) {
+    const std::int64_t s = shape_.sequence;
+    const std::int64_t d = model.head_dim();
+    const std::int64_t batch = shape_.micro_batch * model.heads / t();  // one GEMM per (sequence, head)
+    const double tokens_d = static_cast<double>(tokens());
+    const double q_bytes = tokens_d * static_cast<double>(model.hidden) * e() / static_cast<double>(t());
+    const double kv_bytes = tokens_d * static_cast<double>(model.kv_dim()) * e() / static_cast<double>(t());
+    const double scores = static_cast<double>(batch) * static_cast<double>(s) * static_cast<double>(s);
+    const auto attention_step = [&](std::string name, ComputeOp op, double saved, double score_bytes) {
+      ForwardStep step{std::move(name), std::move(op)};
+      step.saved_bytes = saved;
+      step.score_bytes = score_bytes;
+      step.attention_core = true;
+      return step;
+    };
+    const auto batched_gemm = [&](std::int64_t m, std::int64_t n, std::int64_t k) {
+      ComputeOp op = make(ComputeKind::kMatmul, Shape::of({batch, m, n, k}));
+      op.flops = 2.0 * static_cast<double>(batch) * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+      op.bytes = static_cast<double>(batch) * static_cast<double>(m * k + k * n + m * n) * e();
+      return op;
+    };
+    block_.forward.push_back(attention_step("attention_scores", batched_gemm(s, s, d), q_bytes + kv_bytes, 0));
+    ComputeOp softmax = make(ComputeKind::kElementwise, Shape::of({batch * s * s}));
+    softmax.bytes = 2 * scores * e();  // reads the scores, writes the probabilities
+    ForwardStep softmax_step = attention_step("attention_softmax", softmax, scores * e(), scores * e());
+    softmax_step.backward_bytes = 3 * scores * e();
+    block_.forward.push_back(std::move(softmax_step));
+    double context_scores = 0;  // the probabilities the context GEMM keeps, unless softmax's are them
+    if (model.dropout) {
+      ComputeOp dropout = make(ComputeKind::kElementwise, Shape::of({batch * s * s}));
+      dropout.bytes = scores * (2 * e() + kMaskBytes);  // reads, writes the output and the mask
+      ForwardStep dropout_step = attention_step("attention_dropout", dropout, scores * kMaskBytes, scores * kMaskBytes);
+      dropout_step.backward_bytes = dropout.bytes;  // reads the gradient and the mask, writes one
+      block_.forward.push_back(std::move(dropout_step));
+      context_scores = scores * e();
+    }
+    block_.forward.push_back(
+        attention_step("attention_context", batched_gemm(s, d, s), kv_bytes + context_scores, context_scores));
   }
 
   Block finish(const ModelSpec& model) {
@@ -150,20 +190,21 @@ class BlockBuilder {
     const ComputeOp& fwd = *forward.compute;
     auto& backward = block_.backward;
     if (fwd.kind == ComputeKind::kMatmul) {
-      const std::int64_t m = fwd.shape[1], n = fwd.shape[2], k = fwd.shape[3];
-      ComputeOp dgrad = backward_of(fwd, Shape::of({1, m, k, n}));
-      ComputeOp wgrad = backward_of(fwd, Shape::of({1, k, n, m}));
+      const std::int64_t batch = fwd.shape[0], m = fwd.shape[1], n = fwd.shape[2], k = fwd.shape[3];
+      ComputeOp dgrad = backward_of(fwd, Shape::of({batch, m, k, n}));
+      ComputeOp wgrad = backward_of(fwd, Shape::of({batch, k, n, m}));
       std::vector<std::size_t> waits;
       if (forward.regather) {  // gathered while the input gradient is computed
         waits.push_back(backward.size());
         backward.push_back({forward.name + ".regather", *forward.regather, {}, false, true, {}});
       }
-      backward.push_back({forward.name + ".dgrad", dgrad, {}, false, false, {}});
-      backward.push_back({forward.name + ".wgrad", wgrad, forward.params, false, false, std::move(waits)});
+      backward.push_back({forward.name + ".dgrad", dgrad, {}, forward.attention_core, false, {}});
+      backward.push_back(
+          {forward.name + ".wgrad", wgrad, forward.params, forward.attention_core, false, std::move(waits)});
       return;
     }
     ComputeOp bwd = backward_of(fwd, fwd.shape);
-    bwd.bytes = fwd.bytes * kMemoryBoundBackwardFactor;
+    bwd.bytes = forward.backward_bytes.value_or(fwd.bytes * kMemoryBoundBackwardFactor);
     if (fwd.kind == ComputeKind::kAttention) {
       bwd.flops = fwd.flops * (model.attention == AttentionKind::kFlash ? kFlashBackwardFactor
                                                                          : kStandardBackwardFactor);

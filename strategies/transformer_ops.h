@@ -4,9 +4,13 @@
 // gradients each backward op completes.
 //
 // FLOPs: a matmul [M,K]·[K,N] is 2·M·N·K; attention scores and the weighted sum are
-// 2·b·s²·h each (halved under a causal mask, whose blocks fused kernels skip). Backward of a
-// matmul is two matmuls of the same FLOPs (input gradient, weight gradient); backward of
-// attention is 2× its forward, 2.5× for FlashAttention, which recomputes the scores.
+// 2·b·s²·h each. FlashAttention (one fused kernel) skips the blocks a causal mask hides, so
+// its FLOPs are halved; its backward is 2.5× its forward, as it recomputes the scores. Standard
+// (unfused) attention runs as Megatron-LM runs it, one kernel per pass over the b·a·s² scores:
+// Q·Kᵀ as a batched GEMM (scaled inside, baddbmm), the fused scale-mask-softmax, dropout, and
+// the probabilities times V (bmm). Its GEMMs compute every score, masked ones included: no
+// causal halving (Megatron's equation 3 counts them so too). Backward of a matmul is two
+// matmuls of the same FLOPs (the gradients of both operands).
 //
 // Tensor parallelism (Megatron-LM; Shoeybi et al., 2019): QKV and the MLP's gate/up are
 // column-parallel (output features split over t ranks), the attention output and MLP down
@@ -69,6 +73,9 @@ struct ForwardStep {
   std::vector<std::size_t> params = {};  // indices into Block::params this op uses
   bool has_backward = true;         // residual adds pass gradients through without a kernel
   bool attention_core = false;      // recomputed by selective activation checkpointing
+  // A memory-bound op's backward bytes when they are not twice its forward's (softmax reads
+  // its output and the output gradient and writes the input gradient: 3 passes, not 4).
+  std::optional<double> backward_bytes = {};
 };
 
 struct BackwardStep {

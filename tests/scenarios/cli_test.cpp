@@ -276,7 +276,7 @@ TEST_F(CliTest, AbsurdInputsGetOneMessageAndExitTwo) {
       {{"run", default_toml, "--set", "model.parameter_count=1e20", "-o", out}, "up to 1e+15"},
       {{"run", default_toml, "--set", "model.layers=16777216", "-o", out}, "between 1 and 10000"},
       {{"run", default_toml, "--set", "cluster.gpu.bf16_tflops=1e-30", "-o", out}, "106 days"},
-      {{"run", default_toml, "--set", "training.steps=10000", "-o", out}, "more than 4,000,000 ops"},
+      {{"run", default_toml, "--set", "training.steps=10000", "-o", out}, "more than 8,000,000 ops"},
       {{"run", default_toml, "--set", "a..b=1", "-o", out}, "empty part"},
       {{"run", default_toml, "--set", "collectives.groups.dq.all_reduce=\"ring\"", "-o", out}, "did you mean \"dp\"?"},
       {{"run", (inputs / "zero_profile.toml").string(), "-o", out}, "/dev/zero: not a regular file"},
