@@ -1233,6 +1233,7 @@ std::vector<ValidationCase> read_validation_manifest(const std::string& path) {
     c.published = *published;
     c.source = required_text("source");
     c.setup = reader.text("setup").value_or("");
+    c.sets_constant = reader.text("sets_constant").value_or("");
     if (c.group == "collective") {
       c.op = required_text("op");
       c.ranks = static_cast<std::int32_t>(reader.required_count("ranks", kMaxNodes * kMaxPerNode, "e.g. ranks = 8"));

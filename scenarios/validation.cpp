@@ -90,25 +90,31 @@ ValidationResult run_validation(const std::string& manifest, unsigned threads) {
   for (ValidationSummary& summary : result.summaries) {
     std::vector<double> errors;
     for (const ValidationRow& row : result.rows) {
-      if (row.validation_case.group == summary.group) errors.push_back(std::abs(row.error));
+      if (row.validation_case.group == summary.group && row.validation_case.sets_constant.empty()) {
+        errors.push_back(std::abs(row.error));
+      }
     }
     summary.cases = errors.size();
     summary.median_abs_error = summary_median(errors);
-    summary.max_abs_error = *std::max_element(errors.begin(), errors.end());
+    summary.max_abs_error = errors.empty() ? 0 : *std::max_element(errors.begin(), errors.end());
   }
   return result;
 }
 
 std::string format_validation(const ValidationResult& result) {
   std::vector<std::vector<std::string>> rows;
+  bool any_sets = false;
   for (const ValidationRow& row : result.rows) {
-    rows.push_back({row.validation_case.name, validation_unit(row.validation_case.metric),
+    const bool sets = !row.validation_case.sets_constant.empty();
+    any_sets = any_sets || sets;
+    rows.push_back({row.validation_case.name + (sets ? " *" : ""), validation_unit(row.validation_case.metric),
                     fmt::format("{:.1f}", row.validation_case.published), fmt::format("{:.1f}", row.predicted),
                     fmt::format("{:+.1f} %", 100 * row.error)});
   }
   std::string out = fmt::format("dtsim validate: {} published measurements ({})\n\n", result.rows.size(), result.manifest);
   out += format_table({"case", "figure", "published", "predicted", "error"}, rows);
   out += "\n";
+  if (any_sets) out += "* sets a model constant (its source is cited where the constant is): not counted below\n";
   for (const ValidationSummary& summary : result.summaries) {
     out += fmt::format("{}: median |error| {:.1f} %, max {:.1f} % over {} cases\n", summary.group,
                        100 * summary.median_abs_error, 100 * summary.max_abs_error, summary.cases);
@@ -125,7 +131,7 @@ nlohmann::json validation_to_json(const ValidationResult& result) {
     json["cases"].push_back({{"name", c.name}, {"group", c.group}, {"scenario", c.scenario}, {"metric", c.metric},
                              {"unit", validation_unit(c.metric)}, {"published", c.published},
                              {"predicted", row.predicted}, {"error", row.error}, {"source", c.source},
-                             {"setup", c.setup}});
+                             {"setup", c.setup}, {"sets_constant", c.sets_constant}});
   }
   for (const ValidationSummary& summary : result.summaries) {
     json["summaries"].push_back({{"group", summary.group}, {"cases", summary.cases},

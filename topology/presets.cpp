@@ -14,10 +14,17 @@
 //   (32 FP32 FLOP): 2 sockets × 96 × 2.4 GHz × 32 = 14.7 TFLOP/s; 1.5 TB of DDR5.
 // Links — PCIe Gen4 x16 ≈ 32 GB/s and Gen5 x16 ≈ 64 GB/s per direction; InfiniBand HDR
 //   200 Gb/s and NDR 400 Gb/s per port; one NIC per GPU on DGX/HGX nodes (VALIDATION.md).
-// Efficiencies — the chapter's H100 baseline (§6.1.7): NVLink used at its 450 GB/s line
-//   rate (efficiency 1.0); InfiniBand NDR 400 "effectively about 40 GB/s including NCCL
-//   overhead" = 40/50 = 0.8. RoCE is given the same 0.8 for want of a published figure;
-//   `dtsim calibrate` measures the real value on a given machine.
+// Efficiencies — what NCCL's collectives reach, as nccl-tests bus bandwidth over line rate
+//   (docs/research/published_components.md):
+//   NVLink 3 (A100): 230.8 / 300 = 0.77 — all_reduce of 1 GiB on 8 × A100 SXM, 230.8 GB/s
+//     (NVIDIA/nccl issue #527, 2022-07-25; NVIDIA's "≈ 230 GB/s" in nccl-tests #149);
+//   NVLink 4 (H100, H200): 365.6 / 450 = 0.81 — all_reduce of 8 GiB on 8 × H200 with NVLink
+//     SHARP off, 365.6 GB/s (stas00/ml-engineering network/README.md, NCCL 2.27.7);
+//   InfiniBand HDR: 24 / 25 = 0.96 — "about 24 GB/s per HDR NIC" (nccl-tests #160);
+//   InfiniBand NDR: 47.5 / 50 = 0.95 — 46–49 GB/s per NDR NIC (nccl-tests #290, #267).
+//   RoCE takes InfiniBand's figure at the same speed, for want of a published one. The
+//   chapter's baseline (§6.1.7: NVLink at line rate, NDR at 0.8) is stated in its worked-example
+//   scenarios; `dtsim calibrate` measures a given machine.
 // Latencies — per link, chosen so that GPU-to-GPU paths add up to NCCL's per-hop latency
 //   model (src/graph/tuning.cc, hwLat, ring/LL): NVLink ≈ 0.6 µs (GPU–NVSwitch–GPU, 2 × 0.3),
 //   PCIe ≈ 1.0 µs through the host (GPU–switch–host–switch–GPU, 4 × 0.25), network ≈ 2.7 µs
@@ -43,7 +50,10 @@ constexpr double kNvlinkLatency = 0.3 * kMicro;
 constexpr double kPcieLatency = 0.25 * kMicro;
 constexpr double kNicLatency = 0.85 * kMicro;
 constexpr double kSwitchLatency = 0.2 * kMicro;
-constexpr double kChapterNetworkEfficiency = 40.0 / 50.0;
+constexpr double kNvlink3Efficiency = 230.8 / 300.0;
+constexpr double kNvlink4Efficiency = 365.6 / 450.0;
+constexpr double kHdrEfficiency = 24.0 / 25.0;
+constexpr double kNdrEfficiency = 47.5 / 50.0;
 
 const std::vector<std::pair<std::string, DeviceSpec>>& devices() {
   static const std::vector<std::pair<std::string, DeviceSpec>> table = {
@@ -72,14 +82,14 @@ const std::vector<std::pair<std::string, DeviceSpec>>& devices() {
 LinkSpec pcie_gen4() { return {32 * kGiga, kPcieLatency, 1.0}; }
 LinkSpec pcie_gen5() { return {64 * kGiga, kPcieLatency, 1.0}; }
 
-NodeSpec nvswitch_node(std::string name, const char* device, LinkSpec pcie) {
+NodeSpec nvswitch_node(std::string name, const char* device, LinkSpec pcie, double nvlink_efficiency) {
   NodeSpec node;
   node.name = std::move(name);
   node.kind = NodeKind::kNvSwitch;
   node.gpu = *device_preset(device);
   node.gpus = 8;
   node.nics = 8;
-  node.nvlink = {node.gpu.nvlink_bandwidth, kNvlinkLatency, 1.0};
+  node.nvlink = {node.gpu.nvlink_bandwidth, kNvlinkLatency, nvlink_efficiency};
   node.pcie = pcie;
   return node;
 }
@@ -99,9 +109,10 @@ NodeSpec pcie_node(std::string name, const char* device, int nics, LinkSpec pcie
 const std::vector<std::pair<std::string, NodeSpec>>& nodes() {
   static const std::vector<std::pair<std::string, NodeSpec>> table = {
       {"dgx-a100", nvswitch_node("DGX A100 (8 × A100 SXM4 80GB, NVSwitch)", "a100-sxm4-80gb",
-                                 pcie_gen4())},
-      {"hgx-h100", nvswitch_node("HGX H100 (8 × H100 SXM5, NVSwitch)", "h100-sxm5", pcie_gen5())},
-      {"hgx-h200", nvswitch_node("HGX H200 (8 × H200 SXM, NVSwitch)", "h200-sxm", pcie_gen5())},
+                                 pcie_gen4(), kNvlink3Efficiency)},
+      {"hgx-h100",
+       nvswitch_node("HGX H100 (8 × H100 SXM5, NVSwitch)", "h100-sxm5", pcie_gen5(), kNvlink4Efficiency)},
+      {"hgx-h200", nvswitch_node("HGX H200 (8 × H200 SXM, NVSwitch)", "h200-sxm", pcie_gen5(), kNvlink4Efficiency)},
       {"pcie-h100", pcie_node("PCIe server (8 × H100 PCIe, no NVLink, 4 NICs)", "h100-pcie", 4,
                               pcie_gen5())},
       {"pcie-l40s", pcie_node("PCIe server (8 × L40S, no NVLink, 2 NICs)", "l40s", 2,
@@ -110,12 +121,12 @@ const std::vector<std::pair<std::string, NodeSpec>>& nodes() {
   return table;
 }
 
-FabricSpec fat_tree(std::string name, FabricKind kind, double line_rate) {
+FabricSpec fat_tree(std::string name, FabricKind kind, double line_rate, double efficiency) {
   FabricSpec fabric;
   fabric.name = std::move(name);
   fabric.kind = kind;
-  fabric.nic = {line_rate, kNicLatency, kChapterNetworkEfficiency};
-  fabric.uplink = {line_rate, kSwitchLatency, kChapterNetworkEfficiency};
+  fabric.nic = {line_rate, kNicLatency, efficiency};
+  fabric.uplink = {line_rate, kSwitchLatency, efficiency};
   fabric.leaf_down_ports = 32;
   fabric.oversubscription = 1.0;
   fabric.rail_optimized = false;
@@ -124,10 +135,10 @@ FabricSpec fat_tree(std::string name, FabricKind kind, double line_rate) {
 
 const std::vector<std::pair<std::string, FabricSpec>>& fabrics() {
   static const std::vector<std::pair<std::string, FabricSpec>> table = {
-      {"ib-hdr", fat_tree("InfiniBand HDR 200 Gb/s fat-tree", FabricKind::kInfiniBand, gbit(200))},
-      {"ib-ndr", fat_tree("InfiniBand NDR 400 Gb/s fat-tree", FabricKind::kInfiniBand, gbit(400))},
-      {"roce-200", fat_tree("RoCE 200 GbE fat-tree", FabricKind::kRoCE, gbit(200))},
-      {"roce-400", fat_tree("RoCE 400 GbE fat-tree", FabricKind::kRoCE, gbit(400))},
+      {"ib-hdr", fat_tree("InfiniBand HDR 200 Gb/s fat-tree", FabricKind::kInfiniBand, gbit(200), kHdrEfficiency)},
+      {"ib-ndr", fat_tree("InfiniBand NDR 400 Gb/s fat-tree", FabricKind::kInfiniBand, gbit(400), kNdrEfficiency)},
+      {"roce-200", fat_tree("RoCE 200 GbE fat-tree", FabricKind::kRoCE, gbit(200), kHdrEfficiency)},
+      {"roce-400", fat_tree("RoCE 400 GbE fat-tree", FabricKind::kRoCE, gbit(400), kNdrEfficiency)},
   };
   return table;
 }
@@ -137,7 +148,7 @@ const std::vector<std::pair<std::string, LinkSpec>>& server_nics() {
       {"eth-25g", {gbit(25), kNicLatency, 1.0}},
       {"eth-100g", {gbit(100), kNicLatency, 1.0}},
       {"eth-200g", {gbit(200), kNicLatency, 1.0}},
-      {"ib-ndr", {gbit(400), kNicLatency, kChapterNetworkEfficiency}},
+      {"ib-ndr", {gbit(400), kNicLatency, kNdrEfficiency}},
   };
   return table;
 }

@@ -56,8 +56,8 @@ struct GroupBound {
   double median;
   double max;
 };
-// Measured 2026-12-01: throughput median 21.5 %, max 27.2 %; collective median 24.3 %, max 80.6 %.
-constexpr GroupBound kTodaysBounds[] = {{"throughput", 0.25, 0.30}, {"collective", 0.30, 0.85}};
+// Measured 2026-12-01: throughput median 17.7 %, max 23.9 %; collective median 22.7 %, max 80.6 %.
+constexpr GroupBound kTodaysBounds[] = {{"throughput", 0.20, 0.25}, {"collective", 0.25, 0.85}};
 
 TEST(ValidationTest, EveryCaseRunsAndEachGroupStaysWithinTodaysBounds) {
   const scenarios::ValidationResult result = scenarios::run_validation(kManifest, 0);
