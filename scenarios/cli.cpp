@@ -348,6 +348,8 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   collective->add_option("--fabric", bench.fabric, "fabric preset")->capture_default_str();
   collective->add_option("--scenario", bench.scenario, "take the cluster from a scenario instead");
   collective->add_option("--model", bench.model, "network model: analytic, flow or packet")->capture_default_str();
+  collective->add_option("--library", bench.library, "collective library priced: nccl (its algorithms, protocols and latencies) or ideal (any schedule, α-β)")
+      ->capture_default_str();
   collective->add_option("--channels", bench.channels, "rings per ring collective: auto or a number")
       ->capture_default_str();
 

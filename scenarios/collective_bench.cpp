@@ -126,6 +126,10 @@ CollectiveBenchResult run_collective_bench(const CollectiveBenchOptions& options
   const topology::Cluster cluster(spec);
   sim::NetworkOptions network;
   network.model = options.model;
+  if (options.library != "nccl" && options.library != "ideal") {
+    bad("--library", fmt::format("unknown collective library \"{}\"", options.library), "nccl or ideal");
+  }
+  network.library = options.library;
   if (options.channels != "auto") {
     try {
       network.ring_channels = std::stoi(options.channels);
@@ -148,6 +152,9 @@ CollectiveBenchResult run_collective_bench(const CollectiveBenchOptions& options
       if (auto reason = collectives::unsupported_reason(sim::collective_spec(cluster, network, request, *algorithm))) {
         bad("--algo", *reason);
       }
+      if (network.library == "nccl" && sim::nccl::chooses_algorithm(result.kind) && !sim::nccl::runs(result.kind, *algorithm)) {
+        bad("--algo", fmt::format("NCCL has no \"{}\" {}", name, options.op), "--library ideal prices every schedule dtsim has");
+      }
     }
     algorithms.push_back(*algorithm);
     result.algorithms.push_back(name);
@@ -167,19 +174,21 @@ CollectiveBenchResult run_collective_bench(const CollectiveBenchOptions& options
       model->start(request, [&outcome](const sim::CommResult& done) { outcome = done; });
       engine.run();
       row.seconds.push_back((outcome.end - outcome.start).seconds());
-      row.chosen.emplace_back(program::algorithm_name(outcome.algorithm));
+      std::string chosen(program::algorithm_name(outcome.algorithm));
+      if (outcome.protocol) chosen += fmt::format("/{}", sim::nccl::protocol_name(*outcome.protocol));
+      row.chosen.push_back(std::move(chosen));
     }
     result.rows.push_back(std::move(row));
   }
-  result.title = fmt::format("{} on {} ranks — {} × {}, {}, {} model", options.op, options.ranks, spec.nodes,
-                             spec.node.name, spec.fabric.name, options.model);
+  result.title = fmt::format("{} on {} ranks — {} × {}, {}, {} model, {} library", options.op, options.ranks,
+                             spec.nodes, spec.node.name, spec.fabric.name, options.model, options.library);
   return result;
 }
 
 std::string format_collective_bench(const CollectiveBenchResult& result) {
   std::string out = fmt::format("# {}\n#\n# {:>10} {:>12} {:>6}", result.title, "size", "count", "type");
   for (const std::string& algorithm : result.algorithms) {
-    out += fmt::format(" | {:>6} {:>12} {:>11} {:>11}", "algo", "time(us)", "algbw(GB/s)", "busbw(GB/s)");
+    out += fmt::format(" | {:>12} {:>12} {:>11} {:>11}", "algo", "time(us)", "algbw(GB/s)", "busbw(GB/s)");
     (void)algorithm;
   }
   out += "\n";
@@ -190,7 +199,7 @@ std::string format_collective_bench(const CollectiveBenchResult& result) {
     std::size_t best = 0;
     for (std::size_t a = 0; a < row.seconds.size(); ++a) {
       const double algbw = row.seconds[a] > 0 ? static_cast<double>(row.bytes) / row.seconds[a] / 1e9 : 0;
-      out += fmt::format(" | {:>6} {:>12.2f} {:>11.2f} {:>11.2f}", row.chosen[a], row.seconds[a] * 1e6, algbw,
+      out += fmt::format(" | {:>12} {:>12.2f} {:>11.2f} {:>11.2f}", row.chosen[a], row.seconds[a] * 1e6, algbw,
                          algbw * factor);
       if (row.seconds[a] < row.seconds[best]) best = a;
     }

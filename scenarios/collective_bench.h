@@ -25,12 +25,13 @@ struct CollectiveBenchOptions {
   std::string scenario;             // take the cluster from this scenario instead
   std::string model = "flow";
   std::string channels = "auto";
+  std::string library = "nccl";     // collectives.library: nccl or ideal
 };
 
 struct CollectiveBenchRow {
   std::int64_t bytes = 0;
   std::vector<double> seconds;            // per algorithm asked for
-  std::vector<std::string> chosen;        // the algorithm that ran (differs for "auto")
+  std::vector<std::string> chosen;        // the algorithm (and NCCL protocol) that ran; differs for "auto"
 };
 
 struct CollectiveBenchResult {

@@ -185,7 +185,8 @@ RunResult run_scenario(const Scenario& scenario, const std::function<bool(double
     result.simulation = sim::simulate(result.program, cluster, options);
   } catch (const sim::InvalidOverride& error) {
     throw ScenarioError(error.origin, error.key, error.what(),
-                        "choose an algorithm that runs on this group, or \"auto\"");
+                        "choose an algorithm that runs on this group, or \"auto\"; collectives.library = \"ideal\" "
+                        "prices every schedule dtsim has");
   }
 
   trace::Timeline& timeline = result.simulation.timeline;

@@ -729,7 +729,8 @@ void read_algorithm_table(TableReader& reader, const std::string& family,
   }
 }
 
-void read_collectives(TableReader reader, sim::CollectiveOverrides& overrides) {
+void read_collectives(TableReader reader, sim::CollectiveOverrides& overrides, std::string& library) {
+  library = reader.choice("library", {"nccl", "ideal"}).value_or(library);
   read_algorithm_table(reader, "", overrides);
   TableReader groups = reader.child("groups");
   if (const toml::node* table = groups.present() ? reader.node("groups") : nullptr) {
@@ -1174,7 +1175,7 @@ Scenario ScenarioDocument::read() const {
   read_ps(root.child("ps"), scenario.lowering.ps);
   read_stragglers(root.child("stragglers"), scenario.stragglers);
   read_network(root.child("network"), scenario.network);
-  read_collectives(root.child("collectives"), scenario.collectives);
+  read_collectives(root.child("collectives"), scenario.collectives, scenario.network.library);
   read_ddp(root.child("ddp"), scenario.lowering.ddp);
 
   read_compute(root.child("compute"), scenario);

@@ -11,6 +11,7 @@ CommResult AnalyticNetwork::cost(const CommRequest& request) {
   const CommPlan& plan = planner_.plan(request);
   CommResult result;
   result.algorithm = plan.schedule.algorithm;
+  result.protocol = plan.protocol;
   result.latency_seconds = plan.latency_seconds + plan.logp_overhead_seconds;
   result.bandwidth_seconds = plan.bandwidth_seconds;
   result.bytes_sent = plan.bytes_sent;

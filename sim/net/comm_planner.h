@@ -4,18 +4,22 @@
 //
 // The automatic choice prices every algorithm that can run the collective on this group with
 // the α-β model on the actual routes — step latency plus bytes over the most loaded link —
-// and takes the cheapest, in the spirit of NCCL's tuner (latency + size / bandwidth per
-// algorithm, src/graph/tuning.cc) but on the cluster graph. Direct schedules (P² transfers)
-// are considered only for all-to-all, where nothing else runs.
+// and takes the cheapest, as NCCL's tuner does (latency + size / bandwidth per algorithm and
+// protocol, src/graph/tuning.cc), but on the cluster graph. With collectives.library = "nccl"
+// (the default) the candidates are the algorithms NCCL runs and the latency is NCCL's, with the
+// cheapest protocol (nccl_model.h); with "ideal", every dtsim schedule and the links' α. Direct
+// schedules (P² transfers) are considered only for all-to-all, where nothing else runs.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <unordered_map>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "sim/collectives/schedule.h"
+#include "sim/net/nccl_model.h"
 #include "sim/net/network_model.h"
 #include "topology/cluster.h"
 
@@ -37,7 +41,15 @@ struct CommPlan {
   double latency_seconds = 0;           // α-β total: Σ steps · α
   double logp_overhead_seconds = 0;     // Σ steps · LogGP overhead (analytic model only)
   double bandwidth_seconds = 0;         // α-β total: Σ steps · bytes · seconds_per_byte
+  // collectives.library = "nccl": the protocol NCCL would run and its bytes on the wire per
+  // byte of data (nccl_model.h); 1 otherwise.
+  std::optional<nccl::Protocol> protocol;
+  double wire_factor = 1.0;
   double seconds() const { return latency_seconds + bandwidth_seconds; }
+  // The bytes one transfer of a phase puts on the wire.
+  double wire_bytes_per_transfer(std::size_t phase) const {
+    return schedule.phases[phase].bytes_per_transfer * wire_factor;
+  }
 };
 
 // The schedule specification of a collective request: members' locations (node, GPU index)
@@ -59,6 +71,11 @@ class CommPlanner {
 
  private:
   CommPlan price(collectives::Schedule schedule, const std::vector<std::int32_t>& endpoints);
+  // collectives.library = "nccl": NCCL's latency and the cheapest protocol in place of the
+  // links' α (nccl_model.h).
+  void price_as_nccl(CommPlan& plan, const CommRequest& request, program::Algorithm algorithm) const;
+  // Plans `algorithm` for the request, priced as the library does.
+  std::unique_ptr<CommPlan> plan_with(const CommRequest& request, program::Algorithm algorithm);
 
   const topology::Cluster& cluster_;
   NetworkOptions options_;

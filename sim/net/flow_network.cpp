@@ -40,7 +40,7 @@ void FlowNetwork::begin_phase(std::uint32_t id) {
 void FlowNetwork::add_flows(std::uint32_t id) {
   Comm& comm = comms_[id];
   const collectives::Phase& phase = comm.plan->schedule.phases[comm.phase];
-  const double bytes = phase.steps * phase.bytes_per_transfer;
+  const double bytes = phase.steps * comm.plan->wire_bytes_per_transfer(comm.phase);
   const auto& paths = comm.plan->paths[comm.phase];
   // Links no other traffic uses: replay the phase's solo trajectory.
   bool isolated = true;
@@ -88,7 +88,7 @@ const FlowNetwork::Trajectory& FlowNetwork::trajectory(const CommPlan& plan, std
   for (std::size_t link = 0; link < planner_.cluster().link_count(); ++link) {
     solver.add_constraint(planner_.cluster().link(static_cast<topology::LinkId>(link)).spec.effective_bandwidth());
   }
-  const double bytes = phase.steps * phase.bytes_per_transfer;
+  const double bytes = phase.steps * plan.wire_bytes_per_transfer(phase_index);
   std::vector<double> remaining(routes.size(), 0);
   std::vector<std::optional<MaxMinSolver::VariableId>> variables(routes.size());
   for (std::size_t t = 0; t < routes.size(); ++t) {
@@ -140,7 +140,7 @@ void FlowNetwork::materialize_solo(std::uint32_t id) {
   const collectives::Phase& phase = comm.plan->schedule.phases[comm.phase];
   const auto& routes = comm.plan->paths[comm.phase];
   const double elapsed = (engine_.now() - solo.started).seconds();
-  std::vector<double> remaining(routes.size(), phase.steps * phase.bytes_per_transfer);
+  std::vector<double> remaining(routes.size(), phase.steps * comm.plan->wire_bytes_per_transfer(comm.phase));
   double round_start = 0;
   for (std::size_t r = 0; r < solo.trajectory->round_end_s.size() && round_start < elapsed; ++r) {
     const double span = std::min(solo.trajectory->round_end_s[r], elapsed) - round_start;

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "sim/core/engine.h"
+#include "sim/net/nccl_model.h"
 #include "strategies/program/program.h"
 #include "topology/cluster.h"
 
@@ -47,6 +48,7 @@ struct CommResult {
   Time start;
   Time end;
   program::Algorithm algorithm = program::Algorithm::kRing;
+  std::optional<nccl::Protocol> protocol;  // the protocol NCCL would run (collectives.library = "nccl")
   double latency_seconds = 0;    // α part of the duration
   double bandwidth_seconds = 0;  // the rest: bytes over (shared) bandwidth
   std::vector<double> bytes_sent;  // per member, in group order
@@ -56,6 +58,10 @@ struct CommResult {
 // Options every network model understands.
 struct NetworkOptions {
   std::string model = "flow";
+  // The collective library priced (collectives.library): "nccl" — the algorithms NCCL runs,
+  // its latencies and protocols (nccl_model.h) — or "ideal": any of dtsim's schedules, the
+  // links' α-β only.
+  std::string library = "nccl";
   // Rings a ring collective runs in parallel ("channels"). 0: one per NIC of a node, as NCCL
   // opens at least one ring per NIC so that every NIC carries traffic; 1: the textbook
   // single ring.

@@ -39,10 +39,11 @@ void PacketNetwork::start_step(std::uint32_t id) {
   // kSmallestPacket) so that transfers sharing a link interleave nearly as finely as a fluid.
   constexpr double kMinPackets = 8;
   constexpr double kSmallestPacket = 4096;
+  const double transfer_bytes = comm.plan->wire_bytes_per_transfer(comm.phase);
   const double chunk = std::min(static_cast<double>(planner_.options().chunk_bytes),
-                                std::max(kSmallestPacket, phase.bytes_per_transfer / kMinPackets));
-  const auto chunks = static_cast<std::uint32_t>(std::max(1.0, std::ceil(phase.bytes_per_transfer / chunk)));
-  const double chunk_bytes = phase.bytes_per_transfer / chunks;
+                                std::max(kSmallestPacket, transfer_bytes / kMinPackets));
+  const auto chunks = static_cast<std::uint32_t>(std::max(1.0, std::ceil(transfer_bytes / chunk)));
+  const double chunk_bytes = transfer_bytes / chunks;
   comm.chunks_in_flight = static_cast<std::uint64_t>(chunks) * phase.transfers.size();
   // Round-robin over transfers so that transfers sharing a first link interleave fairly.
   for (std::uint32_t c = 0; c < chunks; ++c) {

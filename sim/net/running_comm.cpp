@@ -9,6 +9,7 @@ RunningComm::RunningComm(const CommPlan& plan_in, Time now, std::function<void(c
     : plan(&plan_in), done(std::move(done_in)) {
   result.start = now;
   result.algorithm = plan_in.schedule.algorithm;
+  result.protocol = plan_in.protocol;
   result.bytes_sent = plan_in.bytes_sent;
 }
 

@@ -161,13 +161,14 @@ TEST_F(CliTest, TheSameScenarioWritesTheSameTimelineTwice) {
 namespace {
 
 TEST_F(CliTest, CollectivePrintsAnNcclTestsTableAndTheCrossover) {
-  // 64 ranks on 8 nodes: the tree's log-depth latency wins for small messages (26 µs against
-  // the ring's 126 steps of 3.1 µs), the ring's bandwidth for large ones (its NIC traffic is
-  // 2(P−1)/P · M/8 per NIC, the double tree's slightly more), and the table says where.
+  // 64 ranks on 8 nodes, α-β pricing: the tree's log-depth latency wins for small messages
+  // (26 µs against the ring's 126 steps of 3.1 µs), the ring's bandwidth for large ones (its
+  // NIC traffic is 2(P−1)/P · M/8 per NIC, the double tree's slightly more), and the table says
+  // where.
   const CliRun run = dtsim({"collective", "--op", "all_reduce", "--algo", "ring,tree", "--ranks", "64",
-                            "--sizes", "4K:4G", "--factor", "4", "--model", "flow"});
+                            "--sizes", "4K:4G", "--factor", "4", "--model", "flow", "--library", "ideal"});
   ASSERT_EQ(run.code, 0) << run.err;
-  EXPECT_NE(run.out.find("size        count   type |   algo     time(us) algbw(GB/s) busbw(GB/s)"),
+  EXPECT_NE(run.out.find("size        count   type |         algo     time(us) algbw(GB/s) busbw(GB/s)"),
             std::string::npos);
   EXPECT_NE(run.out.find("# crossover: tree is faster up to"), std::string::npos) << run.out;
   EXPECT_NE(run.out.find(", ring from "), std::string::npos) << run.out;
@@ -184,9 +185,24 @@ TEST_F(CliTest, CollectiveBusBandwidthIsAlgbwTimesTheNcclTestsFactor) {
   std::string size, count, type, bar, algo;
   double time_us = 0, algbw = 0, busbw = 0;
   row >> size >> count >> type >> bar >> algo >> time_us >> algbw >> busbw;
-  EXPECT_EQ(algo, "ring");
+  EXPECT_EQ(algo, "ring/Simple");
   EXPECT_NEAR(algbw, 1073741824.0 / (time_us * 1e-6) / 1e9, 0.01);
   EXPECT_NEAR(busbw, algbw * 7.0 / 8, 0.01);
+}
+
+TEST_F(CliTest, CollectiveShowsTheProtocolNcclWouldRunBySize) {
+  // NCCL's tuner: LL's low latency for 8 bytes, Simple's full bandwidth for 8 GiB; --library
+  // ideal prices dtsim's schedules with no protocol.
+  const CliRun nccl = dtsim({"collective", "--ranks", "8", "--sizes", "8:8G", "--factor", "1024"});
+  ASSERT_EQ(nccl.code, 0) << nccl.err;
+  EXPECT_NE(nccl.out.find("nccl library"), std::string::npos) << nccl.out;
+  EXPECT_NE(nccl.out.find("/LL "), std::string::npos) << nccl.out;
+  EXPECT_NE(nccl.out.find("ring/Simple"), std::string::npos) << nccl.out;
+  const CliRun ideal = dtsim({"collective", "--ranks", "8", "--sizes", "8:8G", "--factor", "1024", "--library", "ideal"});
+  ASSERT_EQ(ideal.code, 0) << ideal.err;
+  EXPECT_EQ(ideal.out.find("/LL"), std::string::npos) << ideal.out;
+  EXPECT_EQ(dtsim({"collective", "--library", "gloo"}).code, 2);
+  EXPECT_EQ(dtsim({"collective", "--algo", "hd", "--ranks", "16"}).code, 2);  // NCCL has no halving-doubling
 }
 
 TEST_F(CliTest, CollectiveRejectsWhatCannotRun) {
@@ -195,7 +211,7 @@ TEST_F(CliTest, CollectiveRejectsWhatCannotRun) {
     args.insert(args.end(), extra.begin(), extra.end());
     return dtsim(args);
   };
-  const CliRun hier = run({"--algo", "hier"});  // 8 ranks: one node
+  const CliRun hier = run({"--algo", "hier", "--library", "ideal"});  // 8 ranks: one node
   EXPECT_EQ(hier.code, 2);
   EXPECT_NE(hier.err.find("--algo: algorithm \"hier\" needs a group spread over two or more nodes"), std::string::npos)
       << hier.err;

@@ -247,8 +247,9 @@ global_batch = 8
 
 TEST(CollectiveOverrideTest, AnAlgorithmThatCannotRunOnItsGroupNamesTheKey) {
   // default.toml's DDP all-reduces span two nodes, but a per-kind override also applies to the
-  // single-node case: 1 node makes "hier" impossible.
-  const std::vector<std::string> set = {"cluster.nodes=1", "training.global_batch=16", "collectives.all_reduce=hier"};
+  // single-node case: 1 node makes "hier" impossible (the ideal library has it; NCCL does not).
+  const std::vector<std::string> set = {"cluster.nodes=1", "training.global_batch=16", "collectives.library=ideal",
+                                        "collectives.all_reduce=hier"};
   try {
     scenarios::run_scenario(scenarios::load_scenario(kDefault, set));
     FAIL();
@@ -259,6 +260,17 @@ TEST(CollectiveOverrideTest, AnAlgorithmThatCannotRunOnItsGroupNamesTheKey) {
               std::string::npos)
         << error.what();
   }
+  try {  // NCCL, the default library, runs ring and tree only
+    scenarios::run_scenario(scenarios::load_scenario(kDefault, {"collectives.all_reduce=hd"}));
+    FAIL();
+  } catch (const scenarios::ScenarioError& error) {
+    EXPECT_EQ(error.key(), "collectives.all_reduce");
+    EXPECT_NE(error.message().find("NCCL (collectives.library = \"nccl\") has no \"hd\" all_reduce: it runs ring and tree"),
+              std::string::npos)
+        << error.what();
+    EXPECT_NE(error.hint().find("collectives.library = \"ideal\""), std::string::npos) << error.what();
+  }
+  EXPECT_THROW(scenarios::load_scenario(kDefault, {"collectives.library=mpi"}), scenarios::ScenarioError);
   EXPECT_THROW(scenarios::load_scenario(kDefault, {"collectives.all_to_all=ring"}), scenarios::ScenarioError);
   EXPECT_THROW(scenarios::load_scenario(kDefault, {"collectives.groups.dp.all_reduce=spiral"}),
                scenarios::ScenarioError);
@@ -266,7 +278,7 @@ TEST(CollectiveOverrideTest, AnAlgorithmThatCannotRunOnItsGroupNamesTheKey) {
 
 TEST(CollectiveOverrideTest, PerGroupBeatsPerKind) {
   const scenarios::Scenario s = scenarios::load_scenario(
-      kDefault, {"collectives.all_reduce=ring", "collectives.groups.dp.all_reduce=hier"});
+      kDefault, {"collectives.library=ideal", "collectives.all_reduce=ring", "collectives.groups.dp.all_reduce=hier"});
   const auto result = scenarios::run_scenario(s);
   for (const auto& span : result.simulation.timeline.spans) {
     if (span.category == trace::Category::kAllReduce) {

@@ -57,7 +57,7 @@ struct GroupBound {
   double max;
 };
 // Measured 2026-12-01: throughput median 17.7 %, max 23.9 %; collective median 22.7 %, max 80.6 %.
-constexpr GroupBound kTodaysBounds[] = {{"throughput", 0.20, 0.25}, {"collective", 0.25, 0.85}};
+constexpr GroupBound kTodaysBounds[] = {{"throughput", 0.20, 0.25}, {"collective", 0.25, 0.50}};
 
 TEST(ValidationTest, EveryCaseRunsAndEachGroupStaysWithinTodaysBounds) {
   const scenarios::ValidationResult result = scenarios::run_validation(kManifest, 0);

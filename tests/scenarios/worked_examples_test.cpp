@@ -317,7 +317,8 @@ TEST(WorkedExampleTest, BarrierCostGrowsLinearlyWithTheNumberOfRanks) {
     const std::vector<std::string> set = {"cluster.nodes=" + std::to_string(nodes),
                                           "cluster.fabric.leaf_down_ports=64",
                                           "training.global_batch=" + std::to_string(8 * nodes),
-                                          "ddp.barrier_every_step=true", "collectives.barrier=ring"};
+                                          "ddp.barrier_every_step=true", "collectives.barrier=ring",
+                                          "collectives.library=\"ideal\""};  // the chapter's α-β
     return report_of("default.toml", set).time_by_category_s.at("barrier");
   };
   EXPECT_NEAR(barrier_time(2), 2 * 15 * 2.7e-6, 0.01 * 2 * 15 * 2.7e-6);  // 16 ranks
@@ -330,7 +331,8 @@ namespace {
 
 // A front end (the viewer) follows a long run and may stop it.
 TEST(RunScenarioTest, ProgressRisesToCompletionAndCanCancel) {
-  const scenarios::Scenario scenario = scenarios::load_scenario(kScenarios + "default.toml");
+  // Eight micro-steps: enough events for several progress reports (one per 4,096 events).
+  const scenarios::Scenario scenario = scenarios::load_scenario(kScenarios + "default.toml", {"training.global_batch=128"});
   std::vector<double> fractions;
   scenarios::run_scenario(scenario, [&](double fraction) {
     fractions.push_back(fraction);

@@ -29,7 +29,7 @@ TEST(AnalyticNetworkTest, RingAllReduceInsideANodeIsTheTextbookFormula) {
   // T = 2(P−1)·α + 2(P−1)/P · M/B.
   const topology::Cluster cluster(test_support::hgx_cluster(1));
   sim::Engine engine;
-  sim::AnalyticNetwork network(engine, cluster, {});
+  sim::AnalyticNetwork network(engine, cluster, test_support::textbook_network_options());
   const std::int64_t m = 1'000'000'000;
   const sim::CommResult result = network.cost(all_reduce(8, m));
   EXPECT_NEAR(seconds(result), 14 * 0.6e-6 + 14.0 / 8 * m / 450e9, 1e-11);
@@ -43,7 +43,7 @@ TEST(AnalyticNetworkTest, ASingleRingAcrossNodesIsBoundByOneNic) {
   // (NDR 50 GB/s × 0.8); α = 2.7 µs (PCIe 0.5 + NIC 0.85, twice).
   const topology::Cluster cluster(test_support::hgx_cluster(2));
   sim::Engine engine;
-  sim::NetworkOptions options;
+  sim::NetworkOptions options = test_support::textbook_network_options();
   options.ring_channels = 1;
   sim::AnalyticNetwork network(engine, cluster, options);
   const std::int64_t m = 1'600'000'000;
@@ -54,7 +54,7 @@ TEST(AnalyticNetworkTest, OneRingPerNicUsesEveryNic) {
   // Eight rings (one per NIC) each carry M/8; each NIC carries one ring's hop per step.
   const topology::Cluster cluster(test_support::hgx_cluster(2));
   sim::Engine engine;
-  sim::AnalyticNetwork network(engine, cluster, {});  // ring_channels 0: one ring per NIC
+  sim::AnalyticNetwork network(engine, cluster, test_support::textbook_network_options());  // ring_channels 0: one ring per NIC
   const std::int64_t m = 1'600'000'000;
   EXPECT_NEAR(seconds(network.cost(all_reduce(16, m))), 30 * (2.7e-6 + m / 128.0 / 40e9), 1e-9);
 }
@@ -66,7 +66,7 @@ TEST(AnalyticNetworkTest, ParameterServerNicIsSharedByAllWorkers) {
   spec.parameter_servers.nic = *topology::server_nic_preset("eth-100g");
   const topology::Cluster cluster(spec);
   sim::Engine engine;
-  sim::AnalyticNetwork network(engine, cluster, {});
+  sim::AnalyticNetwork network(engine, cluster, test_support::textbook_network_options());
   sim::CommRequest push;
   push.kind = program::CollectiveKind::kPsPush;
   push.bytes = 1'000'000'000;
@@ -82,7 +82,7 @@ TEST(AnalyticNetworkTest, ParameterServerNicIsSharedByAllWorkers) {
 TEST(AnalyticNetworkTest, CompletionIsScheduledOnTheEngine) {
   const topology::Cluster cluster(test_support::hgx_cluster(1));
   sim::Engine engine;
-  sim::AnalyticNetwork network(engine, cluster, {});
+  sim::AnalyticNetwork network(engine, cluster, test_support::textbook_network_options());
   engine.run_until(sim::Time::from_us(5));
   sim::Time finished;
   network.start(all_reduce(4, 4'000'000), [&](const sim::CommResult& result) {

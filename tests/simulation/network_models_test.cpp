@@ -41,7 +41,7 @@ class NetworkModelTest : public testing::Test {
  protected:
   // Starts every request at time 0 and runs them to completion.
   std::vector<sim::CommResult> run(const topology::ClusterSpec& spec, const std::vector<sim::CommRequest>& requests,
-                                   sim::NetworkOptions options = {}) {
+                                   sim::NetworkOptions options = test_support::textbook_network_options()) {
     options.model = Model::kName;
     const topology::Cluster cluster(spec);
     sim::Engine engine;
@@ -53,7 +53,7 @@ class NetworkModelTest : public testing::Test {
     engine.run();
     return results;
   }
-  double seconds(const topology::ClusterSpec& spec, const sim::CommRequest& request, sim::NetworkOptions options = {}) {
+  double seconds(const topology::ClusterSpec& spec, const sim::CommRequest& request, sim::NetworkOptions options = test_support::textbook_network_options()) {
     const sim::CommResult result = run(spec, {request}, options)[0];
     return (result.end - result.start).seconds();
   }
@@ -193,7 +193,7 @@ TYPED_TEST(NetworkModelTest, GpusSharingANicShareItsBandwidth) {
   auto bandwidth_term = [&](int nics) {
     topology::ClusterSpec spec = test_support::hgx_cluster(2);
     spec.node.nics = nics;
-    sim::NetworkOptions options;
+    sim::NetworkOptions options = test_support::textbook_network_options();
     options.ring_channels = 8;
     const std::int64_t m = 256 << 20;
     return this->seconds(spec, collective(CollectiveKind::kAllReduce, Algorithm::kRing, range(0, 16), m), options) -
@@ -232,7 +232,7 @@ TYPED_TEST(NetworkModelTest, DataParallelTrafficContendsWithPipelineTrafficOnANi
   // send from GPU 7 to GPU 15 (node 1) uses the same NIC at the same time. The congestion-
   // aware models slow both; the analytic model prices each as if alone.
   const std::int64_t m = 256 << 20;
-  sim::NetworkOptions options;
+  sim::NetworkOptions options = test_support::textbook_network_options();
   options.ring_channels = 1;
   const auto all_reduce = collective(CollectiveKind::kAllReduce, Algorithm::kRing, range(0, 16), m);
   sim::CommRequest send;
@@ -288,7 +288,7 @@ namespace {
 // The packet model refuses work past its limit instead of running on and on (network.chunk_kib = 1
 // on the default scenario had not finished after 120 s).
 TEST(PacketNetworkTest, MoreChunkMovesThanTheLimitThrowInsteadOfRunningForHours) {
-  sim::NetworkOptions options;
+  sim::NetworkOptions options = test_support::textbook_network_options();
   options.model = "packet";
   options.packet_chunk_hop_limit = 1000;
   const topology::Cluster cluster(test_support::hgx_cluster(1));

@@ -52,6 +52,7 @@ sim::SimulationOptions options() {
   sim::SimulationOptions o;
   o.efficiency = sim::ComputeEfficiency::preset();
   o.efficiency.kernel_overhead_s = 0;
+  o.network = test_support::textbook_network_options();  // the closed forms below
   return o;
 }
 
@@ -228,7 +229,7 @@ TEST(AnalyticLogGpTest, EachStepAddsTwoOverheadsAndGapsForExtraMessages) {
   // adds 2o to each of the 14 steps' α; bytes are negligible.
   const topology::Cluster cluster(test_support::hgx_cluster(1));
   sim::Engine engine;
-  sim::NetworkOptions options;
+  sim::NetworkOptions options = test_support::textbook_network_options();
   options.model = "analytic";
   options.logp = true;
   options.logp_overhead_s = 2e-6;

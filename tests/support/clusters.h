@@ -4,6 +4,7 @@
 // round numbers, whatever the presets' measured efficiencies are.
 #pragma once
 
+#include "sim/net/network_model.h"
 #include "topology/hardware_spec.h"
 #include "topology/presets.h"
 
@@ -18,6 +19,14 @@ inline topology::ClusterSpec hgx_cluster(int nodes) {
   spec.fabric.nic.efficiency = 0.8;
   spec.fabric.uplink.efficiency = 0.8;
   return spec;
+}
+
+// Network options that price collectives with the links' α-β alone and any of dtsim's
+// schedules (collectives.library = "ideal"), the textbook model the closed forms describe.
+inline sim::NetworkOptions textbook_network_options() {
+  sim::NetworkOptions options;
+  options.library = "ideal";
+  return options;
 }
 
 }  // namespace test_support

@@ -1,0 +1,113 @@
+// NCCL's latency and protocol model (see nccl_model.h). Line numbers refer to NVIDIA/nccl
+// src/graph/tuning.cc at commit 5067397c (2.30.7).
+#include "sim/net/nccl_model.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace sim::nccl {
+
+namespace {
+
+using program::Algorithm;
+using program::CollectiveKind;
+
+constexpr double kMicro = 1e-6;
+
+// [LL, LL128, Simple], µs. baseLatencies (:150–155) and hwLatencies (:159–174) for the ring and
+// the tree.
+constexpr double kRingBase[3] = {6.6, 14.0, 8.4};
+constexpr double kTreeBase[3] = {6.8, 14.0, 8.4};
+constexpr double kRingNvlink[3] = {0.6, 1.9, 3.4};
+constexpr double kTreeNvlink[3] = {0.6, 1.25, 4.0};
+constexpr double kRingPci[3] = {1.0, 2.5, 5.7};
+constexpr double kTreePci[3] = {1.0, 1.9, 4.0};
+constexpr double kRingNet[3] = {2.7, 4.0, 14.0};
+constexpr double kTreeNet[3] = {5.0, 8.5, 14.0};
+// The network's per-post overhead on a multi-node ring's steps inside a node (:225–233): 1 µs
+// on Intel hosts (2 on AMD), ×3 for Simple (:408).
+constexpr double kNetOverhead = 1.0;
+constexpr double kSimpleOverheadFactor = 3.0;
+// A multi-node ring/Simple all-reduce of at least 64 bytes per channel and rank (:647–650).
+constexpr double kRingSimpleMultiNodeFactor = 1.4;
+constexpr double kMultiNodeFactorBytes = 64;
+// Bandwidth factors relative to ring/Simple (:330–375).
+constexpr double kRingLLFactor = 0.5;
+constexpr double kLL128Factor = 0.92;
+constexpr double kTreeFactor = 0.92;
+constexpr double kTreeLLDivisor = 3.8;
+constexpr double kTreeLL128OneNode = 7.0 / 9.0;
+constexpr double kTreeLL128MultiNode = 120.0 / 128.0;
+
+std::size_t index(Protocol protocol) { return static_cast<std::size_t>(protocol); }
+
+}  // namespace
+
+std::string_view protocol_name(Protocol protocol) {
+  switch (protocol) {
+    case Protocol::kLL: return "LL";
+    case Protocol::kLL128: return "LL128";
+    case Protocol::kSimple: return "Simple";
+  }
+  return "?";
+}
+
+bool chooses_algorithm(CollectiveKind kind) {
+  return runs(kind, Algorithm::kRing);
+}
+
+bool runs(CollectiveKind kind, Algorithm algorithm) {
+  switch (kind) {
+    case CollectiveKind::kAllReduce:
+    case CollectiveKind::kBarrier: return algorithm == Algorithm::kRing || algorithm == Algorithm::kTree;
+    case CollectiveKind::kAllGather:
+    case CollectiveKind::kReduceScatter:
+    case CollectiveKind::kBroadcast:
+    case CollectiveKind::kReduce: return algorithm == Algorithm::kRing;
+    default: return false;
+  }
+}
+
+double latency_s(CollectiveKind kind, Algorithm algorithm, Protocol protocol, const GroupShape& group, double bytes,
+                 std::int32_t channels) {
+  const std::size_t p = index(protocol);
+  const bool tree = algorithm == Algorithm::kTree;
+  const double intra = group.nvlink ? (tree ? kTreeNvlink : kRingNvlink)[p] : (tree ? kTreePci : kRingPci)[p];
+  const double inter = (tree ? kTreeNet : kRingNet)[p];
+  const double base = (tree ? kTreeBase : kRingBase)[p];
+  const bool all_reduce = kind == CollectiveKind::kAllReduce || kind == CollectiveKind::kBarrier;
+  if (tree) {  // :416
+    return (base + 2 * ((group.per_node - 1) * intra + std::log2(static_cast<double>(group.nodes)) * inter)) * kMicro;
+  }
+  const std::int32_t n = group.members;
+  const std::int32_t steps = all_reduce ? 2 * (n - 1) : n - 1;  // :289–291
+  const std::int32_t inter_steps =
+      group.nodes == 1 ? 0 : (all_reduce ? 2 * (group.nodes - 1) : group.nodes - 1);  // :404–412
+  const double overhead = kNetOverhead * (protocol == Protocol::kSimple ? kSimpleOverheadFactor : 1.0);
+  const double intra_step = group.nodes > 1 ? std::max(intra, overhead) : intra;
+  double latency = base + (steps - inter_steps) * intra_step + inter_steps * inter;
+  // NCCL's runtime channels are twice its graph's (src/transport/connect.cc).
+  if (all_reduce && protocol == Protocol::kSimple && group.nodes > 1 &&
+      bytes / (2.0 * channels * n) >= kMultiNodeFactorBytes) {
+    latency *= kRingSimpleMultiNodeFactor;
+  }
+  return latency * kMicro;
+}
+
+double wire_factor(Algorithm algorithm, Protocol protocol, const GroupShape& group) {
+  if (algorithm == Algorithm::kTree) {
+    switch (protocol) {
+      case Protocol::kLL: return kTreeLLDivisor / kTreeFactor;
+      case Protocol::kLL128: return 1 / (kTreeFactor * (group.nodes == 1 ? kTreeLL128OneNode : kTreeLL128MultiNode));
+      case Protocol::kSimple: return 1 / kTreeFactor;
+    }
+  }
+  switch (protocol) {
+    case Protocol::kLL: return 1 / kRingLLFactor;
+    case Protocol::kLL128: return 1 / kLL128Factor;
+    case Protocol::kSimple: return 1.0;
+  }
+  return 1.0;
+}
+
+}  // namespace sim::nccl

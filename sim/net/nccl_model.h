@@ -1,0 +1,58 @@
+// NCCL's own cost model, as its tuner prices a collective (NVIDIA/nccl 2.30.7, commit
+// 5067397c, src/graph/tuning.cc; notes in docs/research/nccl_tuning.md): for each algorithm
+// and protocol a latency — a base cost plus a per-step cost by the link the step crosses — and
+// a bandwidth factor; NCCL runs the cheapest. dtsim keeps its own schedules and network models
+// for the bytes (so that concurrent collectives still share links) and takes from NCCL:
+//   * which algorithms `auto` chooses among: ring and tree for all-reduce and barrier, ring for
+//     all-gather, reduce-scatter, broadcast and reduce (NCCL runs no halving-doubling or
+//     hierarchical schedule);
+//   * the latency of each (algorithm, protocol), replacing the links' α;
+//   * the protocol's bandwidth factor as extra bytes on the wire: LL moves 8 bytes of flags
+//     with every 8 of data (×2), LL128 120 of every 128 bytes (NCCL prices it at 0.92), Simple
+//     none; NCCL's tree runs at 0.92 of the ring's bandwidth, its LL at 1/3.8 and its LL128 at
+//     7/9 (one node) or 120/128.
+// Link efficiencies (topology/presets.cpp) are nccl-tests' ring/Simple bus bandwidths, so the
+// factors apply relative to Simple. Not modelled: NCCL's per-architecture bandwidth caps per
+// channel, the tree's size-correction table, NVLink SHARP (NVLS) and CollNet.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "strategies/program/program.h"
+
+namespace sim::nccl {
+
+enum class Protocol : std::uint8_t { kLL, kLL128, kSimple };
+std::string_view protocol_name(Protocol protocol);
+inline constexpr Protocol kProtocols[] = {Protocol::kLL, Protocol::kLL128, Protocol::kSimple};
+
+// Where a collective's members sit: how many nodes, the most members on one node, whether the
+// GPUs of a node talk over NVLink (else PCIe).
+struct GroupShape {
+  std::int32_t members = 1;
+  std::int32_t nodes = 1;
+  std::int32_t per_node = 1;
+  bool nvlink = true;
+};
+
+// Whether NCCL chooses an algorithm for this kind: all-reduce, barrier (an all-reduce),
+// all-gather, reduce-scatter, broadcast and reduce; all-to-all is point-to-point sends to NCCL.
+bool chooses_algorithm(program::CollectiveKind kind);
+// Whether NCCL runs `algorithm` for this collective kind (ring and tree only; what `auto`
+// chooses among when collectives.library = "nccl").
+bool runs(program::CollectiveKind kind, program::Algorithm algorithm);
+
+// NCCL's latency, in seconds, of one collective of `bytes` with this algorithm and protocol on
+// this group (tuning.cc: base latency + per-step latencies, the network's post overhead on
+// steps inside a node of a multi-node ring, ×1.4 for a multi-node ring/Simple all-reduce past
+// 64 bytes per channel and rank). `channels`: the rings per collective (NCCL's graph channels).
+double latency_s(program::CollectiveKind kind, program::Algorithm algorithm, Protocol protocol, const GroupShape& group,
+                 double bytes, std::int32_t channels);
+
+// Bytes on the wire per byte of data: 1 / NCCL's bandwidth factor of the protocol on the
+// algorithm, relative to ring/Simple.
+double wire_factor(program::Algorithm algorithm, Protocol protocol, const GroupShape& group);
+
+}  // namespace sim::nccl

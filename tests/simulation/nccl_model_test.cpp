@@ -1,0 +1,95 @@
+// NCCL's cost model (sim/net/nccl_model.h) against NCCL's own formulas worked by hand from
+// src/graph/tuning.cc (docs/research/nccl_tuning.md §6), and the planner's use of it: `auto`
+// chooses only what NCCL runs, LL for small messages and Simple for large ones.
+#include <gtest/gtest.h>
+
+#include "sim/net/comm_planner.h"
+#include "sim/net/nccl_model.h"
+#include "tests/support/clusters.h"
+
+namespace {
+
+using program::Algorithm;
+using program::CollectiveKind;
+using sim::nccl::Protocol;
+
+constexpr double kMicro = 1e-6;
+
+sim::nccl::GroupShape shape(int nodes, int per_node) {
+  return {.members = nodes * per_node, .nodes = nodes, .per_node = per_node, .nvlink = true};
+}
+
+TEST(NcclModelTest, OneNodeRingAndTreeLatenciesAreBasePlusOneNvlinkHopPerStep) {
+  // 8 GPUs, all-reduce, 14 steps: ring LL 6.6 + 14·0.6, tree LL 6.8 + 2·7·0.6, ring Simple
+  // 8.4 + 14·3.4, tree LL128 14 + 2·7·1.25.
+  const auto group = shape(1, 8);
+  EXPECT_NEAR(sim::nccl::latency_s(CollectiveKind::kAllReduce, Algorithm::kRing, Protocol::kLL, group, 8, 12), 15.0 * kMicro, 1e-12);
+  EXPECT_NEAR(sim::nccl::latency_s(CollectiveKind::kAllReduce, Algorithm::kTree, Protocol::kLL, group, 8, 12), 15.2 * kMicro, 1e-12);
+  EXPECT_NEAR(sim::nccl::latency_s(CollectiveKind::kAllReduce, Algorithm::kRing, Protocol::kSimple, group, 1 << 30, 12), 56.0 * kMicro, 1e-12);
+  EXPECT_NEAR(sim::nccl::latency_s(CollectiveKind::kAllReduce, Algorithm::kTree, Protocol::kLL128, group, 8, 12), 31.5 * kMicro, 1e-12);
+  // All-gather: 7 steps.
+  EXPECT_NEAR(sim::nccl::latency_s(CollectiveKind::kAllGather, Algorithm::kRing, Protocol::kLL, group, 8, 12), (6.6 + 7 * 0.6) * kMicro, 1e-12);
+}
+
+TEST(NcclModelTest, TwoNodesAddNetworkHopsAndTheMultiNodeSimpleFactor) {
+  // 2 × 8 GPUs: tree LL 6.8 + 2(7·0.6 + 1·5.0); ring LL: 28 steps inside nodes at the network
+  // post overhead (1 µs > 0.6) and 2 across at 2.7; ring Simple: 28·max(3.4, 3·1) + 2·14, ×1.4
+  // once a channel's share of each rank passes 64 bytes.
+  const auto group = shape(2, 8);
+  EXPECT_NEAR(sim::nccl::latency_s(CollectiveKind::kAllReduce, Algorithm::kTree, Protocol::kLL, group, 8, 8), 25.2 * kMicro, 1e-12);
+  EXPECT_NEAR(sim::nccl::latency_s(CollectiveKind::kAllReduce, Algorithm::kRing, Protocol::kLL, group, 8, 8), 40.0 * kMicro, 1e-12);
+  EXPECT_NEAR(sim::nccl::latency_s(CollectiveKind::kAllReduce, Algorithm::kRing, Protocol::kSimple, group, 8, 8), 131.6 * kMicro, 1e-12);
+  EXPECT_NEAR(sim::nccl::latency_s(CollectiveKind::kAllReduce, Algorithm::kRing, Protocol::kSimple, group, 1 << 30, 8),
+              1.4 * 131.6 * kMicro, 1e-12);
+}
+
+TEST(NcclModelTest, ProtocolsPayTheirBandwidthFactorsAsBytesOnTheWire) {
+  const auto one_node = shape(1, 8);
+  EXPECT_DOUBLE_EQ(sim::nccl::wire_factor(Algorithm::kRing, Protocol::kSimple, one_node), 1.0);
+  EXPECT_DOUBLE_EQ(sim::nccl::wire_factor(Algorithm::kRing, Protocol::kLL, one_node), 2.0);
+  EXPECT_DOUBLE_EQ(sim::nccl::wire_factor(Algorithm::kRing, Protocol::kLL128, one_node), 1 / 0.92);
+  EXPECT_DOUBLE_EQ(sim::nccl::wire_factor(Algorithm::kTree, Protocol::kSimple, one_node), 1 / 0.92);
+  EXPECT_DOUBLE_EQ(sim::nccl::wire_factor(Algorithm::kTree, Protocol::kLL, one_node), 3.8 / 0.92);
+  EXPECT_DOUBLE_EQ(sim::nccl::wire_factor(Algorithm::kTree, Protocol::kLL128, one_node), 9.0 / 7.0 / 0.92);
+}
+
+TEST(NcclModelTest, NcclRunsRingAndTreeOnlyWhereItHasTheKernels) {
+  EXPECT_TRUE(sim::nccl::runs(CollectiveKind::kAllReduce, Algorithm::kTree));
+  EXPECT_FALSE(sim::nccl::runs(CollectiveKind::kAllReduce, Algorithm::kHalvingDoubling));
+  EXPECT_FALSE(sim::nccl::runs(CollectiveKind::kAllReduce, Algorithm::kHierarchical));
+  EXPECT_FALSE(sim::nccl::runs(CollectiveKind::kAllGather, Algorithm::kTree));
+  EXPECT_TRUE(sim::nccl::runs(CollectiveKind::kReduceScatter, Algorithm::kRing));
+}
+
+sim::CommRequest all_reduce(std::int32_t members, std::int64_t bytes) {
+  sim::CommRequest request;
+  request.kind = CollectiveKind::kAllReduce;
+  request.algorithm = Algorithm::kAuto;
+  request.bytes = bytes;
+  for (std::int32_t r = 0; r < members; ++r) request.endpoints.push_back(r);
+  return request;
+}
+
+TEST(NcclModelTest, AutoChoosesOnlyWhatNcclRunsAndTheProtocolBySize) {
+  const topology::Cluster cluster(test_support::hgx_cluster(8));
+  sim::NetworkOptions nccl;  // collectives.library = "nccl", the default
+  sim::CommPlanner planner(cluster, nccl);
+  for (std::int64_t bytes = 8; bytes <= (std::int64_t{1} << 32); bytes *= 8) {
+    const sim::CommPlan& plan = planner.plan(all_reduce(64, bytes));
+    EXPECT_TRUE(plan.schedule.algorithm == Algorithm::kRing || plan.schedule.algorithm == Algorithm::kTree) << bytes;
+    ASSERT_TRUE(plan.protocol.has_value()) << bytes;
+  }
+  EXPECT_EQ(*planner.plan(all_reduce(64, 8)).protocol, Protocol::kLL);
+  EXPECT_EQ(*planner.plan(all_reduce(64, std::int64_t{1} << 32)).protocol, Protocol::kSimple);
+  // The ideal library may choose a schedule NCCL does not have.
+  sim::CommPlanner ideal(cluster, test_support::textbook_network_options());
+  bool other = false;
+  for (std::int64_t bytes = 8; bytes <= (std::int64_t{1} << 32); bytes *= 8) {
+    const Algorithm chosen = ideal.plan(all_reduce(64, bytes)).schedule.algorithm;
+    other = other || (chosen != Algorithm::kRing && chosen != Algorithm::kTree);
+    EXPECT_FALSE(ideal.plan(all_reduce(64, bytes)).protocol.has_value());
+  }
+  EXPECT_TRUE(other);
+}
+
+}  // namespace
