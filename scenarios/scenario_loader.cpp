@@ -680,6 +680,7 @@ void read_ddp(TableReader reader, strategies::DdpSpec& ddp) {
   ddp.gradient_as_bucket_view = reader.boolean("gradient_as_bucket_view").value_or(ddp.gradient_as_bucket_view);
   ddp.no_sync = reader.boolean("no_sync").value_or(ddp.no_sync);
   ddp.barrier_every_step = reader.boolean("barrier_every_step").value_or(ddp.barrier_every_step);
+  ddp.overlap_grad_reduce = reader.boolean("overlap_grad_reduce").value_or(ddp.overlap_grad_reduce);
   reader.finish();
 }
 

@@ -41,7 +41,8 @@ program::CollectiveOp collective(CollectiveKind kind, program::GroupFamilyId gro
 }
 
 // Greedy bucket filling in gradient-ready order, as torch's Reducer does; each full bucket is
-// all-reduced (DDP) or reduce-scattered (ZeRO) right away.
+// all-reduced (DDP) or reduce-scattered (ZeRO) right away — or, without overlap_grad_reduce,
+// everything is one bucket flushed after the backward.
 class BucketFiller {
  public:
   BucketFiller(const DdpSpec& ddp, CollectiveKind kind, program::GroupFamilyId group, program::StreamId stream,
@@ -51,7 +52,7 @@ class BucketFiller {
   void add(RankProgramBuilder& builder, std::int64_t elements, OpIndex ready_after) {
     bytes_ += static_cast<double>(elements) * bytes_per_element_;
     const double limit = (index_ == 0 ? ddp_.first_bucket_mb : ddp_.bucket_cap_mb) * kMiB;
-    if (bytes_ >= limit) flush(builder, ready_after);
+    if (ddp_.overlap_grad_reduce && bytes_ >= limit) flush(builder, ready_after);
   }
   void flush(RankProgramBuilder& builder, OpIndex ready_after) {
     if (bytes_ <= 0) return;

@@ -142,6 +142,11 @@ struct DdpSpec {
   bool gradient_as_bucket_view = false;  // false: buckets are a second copy of the gradients
   bool no_sync = true;           // all-reduce only on the last micro-step of accumulation
   bool barrier_every_step = false;  // the chapter's anti-pattern (§6.2.5)
+  // true: buckets are all-reduced as backward fills them (PyTorch DDP, Megatron-LM's
+  // --overlap-grad-reduce); false: one all-reduce of every gradient after the whole backward,
+  // as Megatron-LM's "local" DDP did before it had that flag (megatron/training.py, train_step:
+  // model_module.allreduce_gradients() after forward_backward_func, 2021).
+  bool overlap_grad_reduce = true;
 };
 
 template <>

@@ -86,6 +86,26 @@ TEST(DdpLoweringTest, EachBucketWaitsOnlyForTheBackwardOpThatCompletesIt) {
   EXPECT_EQ(optimizer->deps, (std::vector<program::OpIndex>{static_cast<program::OpIndex>(buckets.back())}));
 }
 
+TEST(DdpLoweringTest, WithoutOverlapOneAllReduceFollowsTheWholeBackward) {
+  // Megatron-LM's local DDP: every gradient in one all-reduce, issued once the backward's last
+  // op is done.
+  strategies::LoweringInput input = ddp_input(8, 1);
+  input.ddp.overlap_grad_reduce = false;
+  const program::Program p = strategies::lower(input);
+  const auto& ops = p.ranks[0]->ops;
+  const auto buckets = collectives_of(*p.ranks[0], CollectiveKind::kAllReduce);
+  ASSERT_EQ(buckets.size(), 1u);
+  EXPECT_EQ(std::get<CollectiveOp>(ops[buckets[0]].body).bytes,
+            2 * strategies::architecture_parameters(*strategies::model_preset("llama-2-7b")));
+  ASSERT_EQ(ops[buckets[0]].deps.size(), 1u);
+  const program::OpIndex producer = ops[buckets[0]].deps[0];
+  for (program::OpIndex i = producer + 1; i < buckets[0]; ++i) {
+    const auto* compute = std::get_if<program::ComputeOp>(&ops[i].body);
+    EXPECT_TRUE(compute == nullptr || compute->phase != program::Phase::kBackward) << ops[i].name;
+  }
+  EXPECT_EQ(std::get<program::ComputeOp>(ops[producer].body).phase, program::Phase::kBackward);
+}
+
 TEST(DdpLoweringTest, NoSyncAllReducesOnlyOnTheLastMicroStep) {
   const program::Program with = strategies::lower(ddp_input(4, 4));
   const auto buckets = collectives_of(*with.ranks[0], CollectiveKind::kAllReduce);
