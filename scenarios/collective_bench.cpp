@@ -152,8 +152,8 @@ CollectiveBenchResult run_collective_bench(const CollectiveBenchOptions& options
       if (auto reason = collectives::unsupported_reason(sim::collective_spec(cluster, network, request, *algorithm))) {
         bad("--algo", *reason);
       }
-      if (network.library == "nccl" && sim::nccl::chooses_algorithm(result.kind) && !sim::nccl::runs(result.kind, *algorithm)) {
-        bad("--algo", fmt::format("NCCL has no \"{}\" {}", name, options.op), "--library ideal prices every schedule dtsim has");
+      if (const auto missing = sim::nccl::missing_algorithm(result.kind, *algorithm); missing && network.library == "nccl") {
+        bad("--algo", "NCCL " + *missing, "--library ideal prices every schedule dtsim has");
       }
     }
     algorithms.push_back(*algorithm);

@@ -12,9 +12,9 @@
 
 namespace scenarios {
 
-// A parsed TOML document plus overrides, from which scenarios (and sweep points) are read.
 struct ValidationCase;
 
+// A parsed TOML document plus overrides, from which scenarios (and sweep points) are read.
 class ScenarioDocument {
  public:
   static ScenarioDocument from_file(const std::string& path);

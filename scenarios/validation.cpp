@@ -71,7 +71,9 @@ ValidationResult run_validation(const std::string& manifest, unsigned threads) {
       bench.ranks = c.ranks;
       bench.sizes = fmt::format("{}:{}", c.bytes, c.bytes);
       bench.scenario = c.scenario;
-      bench.model = load_scenario(c.scenario).network.model;
+      const Scenario cluster_scenario = load_scenario(c.scenario);
+      bench.model = cluster_scenario.network.model;
+      bench.library = cluster_scenario.network.library;
       const CollectiveBenchResult measured = run_collective_bench(bench);
       const double seconds = measured.rows.front().seconds.front();
       row.predicted = c.metric == "time_us" ? seconds * 1e6

@@ -22,7 +22,7 @@ struct ValidationCase {
   std::string name;
   std::string group;       // "throughput" or "collective": the summaries are per group
   std::string scenario;    // the run's scenario (a collective row: its cluster), as a path
-  std::string metric;      // see kValidationMetrics in validation.cpp
+  std::string metric;      // megatron_tflops_per_gpu, bus_bandwidth_gbyte_s or time_us (docs/validation.md)
   double published = 0;
   std::string source;      // paper, table or figure, or repository file
   std::string setup;       // what the source says about the run, in a line

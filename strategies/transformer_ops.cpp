@@ -16,7 +16,6 @@ using program::Phase;
 using program::Shape;
 
 constexpr double kFlashBackwardFactor = 2.5;
-constexpr double kStandardBackwardFactor = 2.0;
 constexpr double kMemoryBoundBackwardFactor = 2.0;
 constexpr double kFp32Bytes = 4;
 constexpr double kMaskBytes = 1;       // dropout masks are stored as bytes
@@ -52,16 +51,22 @@ class BlockBuilder {
   // gathered again in backward under sequence parallelism with regather.
   void matmul(std::string name, std::int64_t m, std::int64_t n, std::int64_t k, double saved,
               std::vector<std::size_t> params, bool tensor_parallel_input = false) {
-    ComputeOp op = make(ComputeKind::kMatmul, Shape::of({1, m, n, k}));
-    op.flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
-    op.bytes = static_cast<double>(m * k + k * n + m * n) * e();
-    ForwardStep step{std::move(name), op, std::nullopt, std::nullopt, std::nullopt, saved, 0, std::move(params), true,
+    ForwardStep step{std::move(name), gemm(1, m, n, k), std::nullopt, std::nullopt, std::nullopt, saved, 0, std::move(params), true,
                      false};
     if (tensor_parallel_input && sequence_parallel() && shape_.tp.regather_in_backward) {
       step.saved_bytes = saved / static_cast<double>(t());
       step.regather = collective(CollectiveKind::kAllGather, saved);
     }
     block_.forward.push_back(std::move(step));
+  }
+
+  // `batch` independent [M,K]·[K,N] products: 2·batch·M·N·K FLOPs, each operand read and the
+  // result written once.
+  ComputeOp gemm(std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k) const {
+    ComputeOp op = make(ComputeKind::kMatmul, Shape::of({batch, m, n, k}));
+    op.flops = 2.0 * static_cast<double>(batch) * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+    op.bytes = static_cast<double>(batch) * static_cast<double>(m * k + k * n + m * n) * e();
+    return op;
   }
 
   void memory_bound(std::string name, ComputeKind kind, Shape shape, double bytes, double saved,
@@ -148,13 +153,7 @@ class BlockBuilder {
       step.attention_core = true;
       return step;
     };
-    const auto batched_gemm = [&](std::int64_t m, std::int64_t n, std::int64_t k) {
-      ComputeOp op = make(ComputeKind::kMatmul, Shape::of({batch, m, n, k}));
-      op.flops = 2.0 * static_cast<double>(batch) * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
-      op.bytes = static_cast<double>(batch) * static_cast<double>(m * k + k * n + m * n) * e();
-      return op;
-    };
-    block_.forward.push_back(attention_step("attention_scores", batched_gemm(s, s, d), q_bytes + kv_bytes, 0));
+    block_.forward.push_back(attention_step("attention_scores", gemm(batch, s, s, d), q_bytes + kv_bytes, 0));
     ComputeOp softmax = make(ComputeKind::kElementwise, Shape::of({batch * s * s}));
     softmax.bytes = 2 * scores * e();  // reads the scores, writes the probabilities
     ForwardStep softmax_step = attention_step("attention_softmax", softmax, scores * e(), scores * e());
@@ -170,12 +169,12 @@ class BlockBuilder {
       context_scores = scores * e();
     }
     block_.forward.push_back(
-        attention_step("attention_context", batched_gemm(s, d, s), kv_bytes + context_scores, context_scores));
+        attention_step("attention_context", gemm(batch, s, d, s), kv_bytes + context_scores, context_scores));
   }
 
-  Block finish(const ModelSpec& model) {
+  Block finish() {
     for (auto it = block_.forward.rbegin(); it != block_.forward.rend(); ++it) {
-      if (it->compute && it->has_backward) add_backward_of(model, *it);
+      if (it->compute && it->has_backward) add_backward_of(*it);
       if (it->backward_collective) {
         block_.backward.push_back({it->name, *it->backward_collective, {}, false, false, {}});
       }
@@ -186,7 +185,7 @@ class BlockBuilder {
   }
 
  private:
-  void add_backward_of(const ModelSpec& model, const ForwardStep& forward) {
+  void add_backward_of(const ForwardStep& forward) {
     const ComputeOp& fwd = *forward.compute;
     auto& backward = block_.backward;
     if (fwd.kind == ComputeKind::kMatmul) {
@@ -205,10 +204,7 @@ class BlockBuilder {
     }
     ComputeOp bwd = backward_of(fwd, fwd.shape);
     bwd.bytes = forward.backward_bytes.value_or(fwd.bytes * kMemoryBoundBackwardFactor);
-    if (fwd.kind == ComputeKind::kAttention) {
-      bwd.flops = fwd.flops * (model.attention == AttentionKind::kFlash ? kFlashBackwardFactor
-                                                                         : kStandardBackwardFactor);
-    }
+    if (fwd.kind == ComputeKind::kAttention) bwd.flops = fwd.flops * kFlashBackwardFactor;  // the fused kernel
     backward.push_back({forward.name, bwd, forward.params, forward.attention_core, false, {}});
   }
 
@@ -313,7 +309,7 @@ Block embedding_block(const ModelSpec& model, const BlockShape& shape) {
                        kTokenIdBytes * static_cast<double>(tokens), std::move(params));
   // Each tensor-parallel rank looked up only its part of the vocabulary: sum (or scatter).
   builder.leave_tensor_parallel("vocab_parallel", rows);
-  Block block = builder.finish(model);
+  Block block = builder.finish();
   for (BackwardStep& step : block.backward) {
     if (auto* op = std::get_if<ComputeOp>(&step.op); op && op->kind == ComputeKind::kEmbedding) {
       op->bytes = 2 * rows + static_cast<double>(builder.vocab_rows(model) * model.hidden) * builder.e();
@@ -368,7 +364,7 @@ Block transformer_layer_block(const ModelSpec& model, const BlockShape& shape, s
   builder.leave_tensor_parallel("mlp_g", token_row);
   add_dropout(builder, model, "mlp_dropout");
   add_residual(builder, model, "mlp_residual");
-  return builder.finish(model);
+  return builder.finish();
 }
 
 Block head_block(const ModelSpec& model, const BlockShape& shape) {
@@ -386,7 +382,7 @@ Block head_block(const ModelSpec& model, const BlockShape& shape) {
   builder.memory_bound("loss", ComputeKind::kLoss, Shape::of({tokens, builder.vocab_rows(model)}),
                        logits * (builder.e() + 2 * kFp32Bytes), logits * kFp32Bytes);
   builder.all_reduce("loss_statistics", kLossReductions * kFp32Bytes * static_cast<double>(tokens));
-  return builder.finish(model);
+  return builder.finish();
 }
 
 std::vector<Block> model_blocks(const ModelSpec& model, const BlockShape& shape) {

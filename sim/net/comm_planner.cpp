@@ -76,24 +76,23 @@ CommPlan CommPlanner::price(collectives::Schedule schedule, const std::vector<st
   return plan;
 }
 
-void CommPlanner::price_as_nccl(CommPlan& plan, const CommRequest& request, program::Algorithm algorithm) const {
+void CommPlanner::price_as_nccl(CommPlan& plan, const collectives::CollectiveSpec& spec) const {
   nccl::GroupShape group;
-  group.members = static_cast<std::int32_t>(request.endpoints.size());
+  group.members = spec.members;
   std::map<std::int32_t, std::int32_t> per_node;
-  for (const std::int32_t endpoint : request.endpoints) ++per_node[cluster_.node_of(endpoint)];
+  for (const collectives::MemberLocation& location : spec.locations) ++per_node[location.node];
   group.nodes = static_cast<std::int32_t>(per_node.size());
   for (const auto& [node, members] : per_node) group.per_node = std::max(group.per_node, members);
   group.nvlink = cluster_.spec().node.kind == topology::NodeKind::kNvSwitch;
   std::int32_t steps = 0;
   for (const collectives::Phase& phase : plan.schedule.phases) steps += phase.steps;
   if (steps == 0) return;
-  const std::int32_t channels = options_.ring_channels > 0 ? options_.ring_channels : std::max(1, cluster_.spec().node.nics);
   const double data_seconds = plan.bandwidth_seconds;
   double best = std::numeric_limits<double>::infinity();
   for (const nccl::Protocol protocol : nccl::kProtocols) {
-    const double latency =
-        nccl::latency_s(*request.kind, algorithm, protocol, group, static_cast<double>(request.bytes), channels);
-    const double wire = nccl::wire_factor(algorithm, protocol, group);
+    const double latency = nccl::latency_s(spec.kind, spec.algorithm, protocol, group,
+                                           static_cast<double>(spec.bytes), spec.channels);
+    const double wire = nccl::wire_factor(spec.algorithm, protocol, group);
     if (latency + data_seconds * wire >= best) continue;
     best = latency + data_seconds * wire;
     plan.protocol = protocol;
@@ -105,10 +104,10 @@ void CommPlanner::price_as_nccl(CommPlan& plan, const CommRequest& request, prog
   for (PhaseCost& cost : plan.costs) cost.step_latency_s = plan.latency_seconds / steps;  // spread over the steps
 }
 
-std::unique_ptr<CommPlan> CommPlanner::plan_with(const CommRequest& request, program::Algorithm algorithm) {
-  auto plan = std::make_unique<CommPlan>(
-      price(collectives::build_schedule(collective_spec(cluster_, options_, request, algorithm)), request.endpoints));
-  if (options_.library == "nccl" && nccl::runs(*request.kind, algorithm)) price_as_nccl(*plan, request, algorithm);
+std::unique_ptr<CommPlan> CommPlanner::plan_with(const collectives::CollectiveSpec& spec,
+                                                  const std::vector<std::int32_t>& endpoints) {
+  auto plan = std::make_unique<CommPlan>(price(collectives::build_schedule(spec), endpoints));
+  if (options_.library == "nccl" && nccl::runs(spec.kind, spec.algorithm)) price_as_nccl(*plan, spec);
   return plan;
 }
 
@@ -124,7 +123,7 @@ const CommPlan& CommPlanner::plan(const CommRequest& request) {
   if (!request.kind) {
     chosen = std::make_unique<CommPlan>(price(collectives::send_recv_schedule(request.bytes), request.endpoints));
   } else if (request.algorithm != program::Algorithm::kAuto) {
-    chosen = plan_with(request, request.algorithm);
+    chosen = plan_with(collective_spec(cluster_, options_, request, request.algorithm), request.endpoints);
   } else {
     auto candidates = collectives::algorithms_for(*request.kind);
     if (options_.library == "nccl" && nccl::chooses_algorithm(*request.kind)) {  // only what NCCL would run
@@ -133,8 +132,9 @@ const CommPlan& CommPlanner::plan(const CommRequest& request) {
     for (program::Algorithm algorithm : candidates) {
       const bool only_choice = candidates.size() == 1;
       if (algorithm == program::Algorithm::kDirect && !only_choice) continue;
-      if (collectives::unsupported_reason(collective_spec(cluster_, options_, request, algorithm))) continue;
-      auto candidate = plan_with(request, algorithm);
+      const collectives::CollectiveSpec spec = collective_spec(cluster_, options_, request, algorithm);
+      if (collectives::unsupported_reason(spec)) continue;
+      auto candidate = plan_with(spec, request.endpoints);
       if (!chosen || candidate->seconds() < chosen->seconds()) chosen = std::move(candidate);
     }
     if (!chosen) {  // nothing runs it: report why the first algorithm cannot

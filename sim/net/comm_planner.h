@@ -73,9 +73,9 @@ class CommPlanner {
   CommPlan price(collectives::Schedule schedule, const std::vector<std::int32_t>& endpoints);
   // collectives.library = "nccl": NCCL's latency and the cheapest protocol in place of the
   // links' α (nccl_model.h).
-  void price_as_nccl(CommPlan& plan, const CommRequest& request, program::Algorithm algorithm) const;
-  // Plans `algorithm` for the request, priced as the library does.
-  std::unique_ptr<CommPlan> plan_with(const CommRequest& request, program::Algorithm algorithm);
+  void price_as_nccl(CommPlan& plan, const collectives::CollectiveSpec& spec) const;
+  // Plans the collective `spec` describes, priced as the library does.
+  std::unique_ptr<CommPlan> plan_with(const collectives::CollectiveSpec& spec, const std::vector<std::int32_t>& endpoints);
 
   const topology::Cluster& cluster_;
   NetworkOptions options_;

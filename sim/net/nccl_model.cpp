@@ -2,6 +2,8 @@
 // src/graph/tuning.cc at commit 5067397c (2.30.7).
 #include "sim/net/nccl_model.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -66,6 +68,12 @@ bool runs(CollectiveKind kind, Algorithm algorithm) {
     case CollectiveKind::kReduce: return algorithm == Algorithm::kRing;
     default: return false;
   }
+}
+
+std::optional<std::string> missing_algorithm(CollectiveKind kind, Algorithm algorithm) {
+  if (!chooses_algorithm(kind) || runs(kind, algorithm)) return std::nullopt;
+  return fmt::format("has no \"{}\" {}: it runs ring{}", program::algorithm_name(algorithm),
+                     program::collective_name(kind), runs(kind, Algorithm::kTree) ? " and tree" : "");
 }
 
 double latency_s(CollectiveKind kind, Algorithm algorithm, Protocol protocol, const GroupShape& group, double bytes,

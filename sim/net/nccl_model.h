@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "strategies/program/program.h"
@@ -43,6 +44,9 @@ bool chooses_algorithm(program::CollectiveKind kind);
 // Whether NCCL runs `algorithm` for this collective kind (ring and tree only; what `auto`
 // chooses among when collectives.library = "nccl").
 bool runs(program::CollectiveKind kind, program::Algorithm algorithm);
+// Why NCCL cannot run `algorithm` for `kind` — `has no "hd" all_reduce: it runs ring and tree`
+// — or nothing when it can (or when NCCL chooses no algorithm for this kind).
+std::optional<std::string> missing_algorithm(program::CollectiveKind kind, program::Algorithm algorithm);
 
 // NCCL's latency, in seconds, of one collective of `bytes` with this algorithm and protocol on
 // this group (tuning.cc: base latency + per-step latencies, the network's post overhead on

@@ -236,10 +236,8 @@ class Simulator {
       const program::GroupFamily& family = program_.family(family_id);
       const CollectiveOverride* fixed = options_.collectives.find(kind, family.name);
       if (fixed == nullptr || fixed->algorithm == program::Algorithm::kAuto) continue;
-      if (options_.network.library == "nccl" && nccl::chooses_algorithm(kind) && !nccl::runs(kind, fixed->algorithm)) {
-        throw InvalidOverride(*fixed, fmt::format("NCCL (collectives.library = \"nccl\") has no \"{}\" {}: it runs ring{}",
-                                                  program::algorithm_name(fixed->algorithm), program::collective_name(kind),
-                                                  nccl::runs(kind, program::Algorithm::kTree) ? " and tree" : ""));
+      if (const auto missing = nccl::missing_algorithm(kind, fixed->algorithm); missing && options_.network.library == "nccl") {
+        throw InvalidOverride(*fixed, "NCCL (collectives.library = \"nccl\") " + *missing);
       }
       for (std::size_t instance = 0; instance < family.instances.size(); ++instance) {
         CommRequest request;
