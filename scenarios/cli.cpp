@@ -18,6 +18,7 @@
 #include "scenarios/scenario_loader.h"
 #include "scenarios/sweep.h"
 #include "scenarios/validation.h"
+#include "sim/compute/compute_model.h"
 #include "sim/run/program_simulator.h"
 #include "sim/trace/chrome_trace.h"
 #include "sim/trace/comparison.h"
@@ -232,10 +233,33 @@ int command_validate(const std::string& manifest, bool json, unsigned threads, s
   return 0;
 }
 
+// The compute model's GEMM curve for one GPU: the bf16 rate of square n³ GEMMs (tiles, waves,
+// the memory roofline and the launch overhead included) and the fraction of peak it is.
+std::string gemm_curve(const topology::DeviceSpec& device) {
+  const sim::ComputeModel model(device, sim::ComputeEfficiency::preset());
+  std::string text = fmt::format("ceiling {:.3f}, memory {:.3f}:", model.gemm_ceiling(program::DType::kBF16),
+                                 model.memory_efficiency(0));
+  for (const std::int64_t n : {512, 1024, 2048, 4096, 8192, 16384}) {
+    program::ComputeOp gemm;
+    gemm.kind = program::ComputeKind::kMatmul;
+    gemm.shape = program::Shape::of({1, n, n, n});
+    const double size = static_cast<double>(n);
+    gemm.flops = 2 * size * size * size;
+    gemm.bytes = 3 * size * size * static_cast<double>(program::dtype_bytes(gemm.dtype));
+    const double rate = gemm.flops / model.seconds(gemm);
+    text += fmt::format("  {} {:.0f} ({:.0f} %)", n, rate / 1e12, 100 * rate / device.bf16_flops);
+  }
+  return text;
+}
+
 int command_presets(std::ostream& out) {
   out << "GPUs ([cluster.gpu] preset):\n";
   for (const auto& name : topology::device_preset_names()) {
     out << fmt::format("  {:<16}{}\n", name, topology::describe(*topology::device_preset(name)));
+  }
+  out << "\nGEMM curve of the compute model (bf16 n × n × n: TFLOP/s and % of peak; sim/compute/gemm_model.h):\n";
+  for (const auto& name : topology::device_preset_names()) {
+    out << fmt::format("  {:<16}{}\n", name, gemm_curve(*topology::device_preset(name)));
   }
   out << "\nNodes ([cluster] node):\n";
   for (const auto& name : topology::node_preset_names()) {

@@ -85,6 +85,7 @@ constexpr double kLargestMagnitude = 1e30;
 // Sizes beyond any machine or model built today.
 constexpr std::int64_t kMaxNodes = 16384;
 constexpr std::int64_t kMaxPerNode = 64;
+constexpr std::int64_t kMaxStreamingMultiprocessors = 1024;  // far above any GPU (H100: 132)
 constexpr std::int64_t kMaxDimension = std::int64_t{1} << 24;
 constexpr std::int64_t kMaxSteps = 10000;
 constexpr std::int64_t kMaxLayers = 10000;  // the deepest published transformers have a few hundred
@@ -223,10 +224,11 @@ class TableReader {
     if (!(value >= 0)) fail(key, fmt::format("expected a number >= 0, got {}", value));
     return value;
   }
-  double fraction(std::string_view key, double fallback) {
-    const double value = number(key).value_or(fallback);
-    if (!(value > 0 && value <= 1)) {
-      fail(key, fmt::format("expected a fraction in (0, 1], got {}", value),
+  double fraction(std::string_view key, double fallback) { return optional_fraction(key).value_or(fallback); }
+  std::optional<double> optional_fraction(std::string_view key) {
+    const auto value = number(key);
+    if (value && !(*value > 0 && *value <= 1)) {
+      fail(key, fmt::format("expected a fraction in (0, 1], got {}", *value),
            "efficiencies are the share of the peak rate actually reached");
     }
     return value;
@@ -319,6 +321,7 @@ void read_device(TableReader reader, topology::DeviceSpec& device) {
   device.memory_bandwidth =
       reader.positive("memory_bandwidth_gbyte_s", device.memory_bandwidth / kGiga) * kGiga;
   device.nvlink_bandwidth = reader.non_negative("nvlink_gbyte_s", device.nvlink_bandwidth / kGiga) * kGiga;
+  device.sms = static_cast<int>(reader.count("sms", device.sms, 0, kMaxStreamingMultiprocessors));
   if (device.bf16_flops <= 0) reader.fail("bf16_tflops", "the device needs a positive bf16 rate");
   reader.finish();
 }
@@ -795,9 +798,9 @@ void read_efficiency_by_size(TableReader& reader, const char* key, const char* s
 
 void read_compute(TableReader reader, Scenario& scenario) {
   sim::ComputeEfficiency& efficiency = scenario.efficiency;
-  efficiency.matmul = reader.fraction("matmul_efficiency", efficiency.matmul);
+  if (auto matmul = reader.optional_fraction("matmul_efficiency")) efficiency.matmul = matmul;
   efficiency.attention = reader.fraction("attention_efficiency", efficiency.attention);
-  efficiency.memory = reader.fraction("memory_efficiency", efficiency.memory);
+  if (auto memory = reader.optional_fraction("memory_efficiency")) efficiency.memory = memory;
   efficiency.kernel_overhead_s =
       reader.non_negative("kernel_overhead_us", efficiency.kernel_overhead_s / kMicro) * kMicro;
   efficiency.fp32_matmul_on_tf32 = reader.boolean("allow_tf32").value_or(efficiency.fp32_matmul_on_tf32);

@@ -18,6 +18,12 @@ struct DeviceSpec {
   double memory_bytes = 0;
   double memory_bandwidth = 0;  // bytes/s
   double nvlink_bandwidth = 0;  // bytes/s per direction, all links of one GPU together; 0: none
+  // What the compute model needs beyond the datasheet (sim/compute/gemm_model.h); each preset
+  // cites its source. 0: not measured (the compute model's defaults apply).
+  int sms = 0;                     // streaming multiprocessors: GEMM tiles run in waves of this many
+  double gemm_efficiency = 0;      // best bf16/fp16 GEMM rate found by a search over shapes / peak
+  double fp8_gemm_efficiency = 0;  // the same for fp8 GEMMs / fp8 peak
+  double memory_efficiency = 0;    // what a streaming kernel reaches / memory bandwidth
 };
 
 // One class of physical link. `efficiency` is the fraction of `bandwidth` a collective

@@ -55,26 +55,69 @@ constexpr double kNvlink4Efficiency = 365.6 / 450.0;
 constexpr double kHdrEfficiency = 24.0 / 25.0;
 constexpr double kNdrEfficiency = 47.5 / 50.0;
 
+// The compute model's measured fractions (sim/compute/gemm_model.h, compute_model.h):
+//   SMs (NVIDIA whitepapers): A100 108, H100 SXM5 and H200 132, H100 PCIe 114, L40S 142.
+//   GEMM: the best rate a search over shapes found ("maximum achievable matmul FLOPS", mean of
+//   100 iterations per shape, torch + cuBLAS; Stas Bekman, stas00/ml-engineering
+//   compute/accelerator/README.md, table of 2025): the rate of a shape that fills whole waves.
+//     bf16: A100 SXM 271.2 of 312 TFLOP/s (at 1024 × 10240 × 5120, torch 2.6.0+cu126);
+//           H100 SXM 794.5 of 989 (at 2048 × 2048 × 13312, torch 2.7.0), "H200 is the same" —
+//           our own H200 ran an 8192³ bf16 GEMM at 769–798 (notes of 2026-10-28, 2026-11-04);
+//     fp8:  H100 SXM 1402.6 of 1979 (at 1024 × 9216 × 14336); H200 1453.4 (at 1280 × 4096 × 12032).
+//   Streaming kernels, fraction of the memory bandwidth: A100 80GB SXM 1.80 of 2.039 TB/s (a
+//     read kernel, NVIDIA developer forum thread 339083, "Trouble to reach peak bandwidth of
+//     A100"); H100 SXM 3.01 of 3.35 TB/s (an fp32 softmax at 16K × 131K, Dao-AILab/quack
+//     media/2025-07-10-membound-sol.md); H200 4.3 of 4.8 TB/s (a device-to-device copy on our
+//     H200). H100 PCIe and L40S have none published here: the compute model's defaults apply.
+DeviceSpec datasheet(std::string name, double bf16, double fp16, double fp32, double tf32, double fp8, double memory,
+                     double memory_bandwidth, double nvlink) {
+  DeviceSpec device;
+  device.name = std::move(name);
+  device.bf16_flops = bf16;
+  device.fp16_flops = fp16;
+  device.fp32_flops = fp32;
+  device.tf32_flops = tf32;
+  device.fp8_flops = fp8;
+  device.memory_bytes = memory;
+  device.memory_bandwidth = memory_bandwidth;
+  device.nvlink_bandwidth = nvlink;
+  return device;
+}
+
+DeviceSpec with_measurements(DeviceSpec device, int sms, double gemm_efficiency, double fp8_gemm_efficiency,
+                             double memory_efficiency) {
+  device.sms = sms;
+  device.gemm_efficiency = gemm_efficiency;
+  device.fp8_gemm_efficiency = fp8_gemm_efficiency;
+  device.memory_efficiency = memory_efficiency;
+  return device;
+}
+
 const std::vector<std::pair<std::string, DeviceSpec>>& devices() {
   static const std::vector<std::pair<std::string, DeviceSpec>> table = {
       {"a100-sxm4-80gb",
-       {"A100 SXM4 80GB", 312 * kTera, 312 * kTera, 19.5 * kTera, 156 * kTera, 0, 80 * kGiga,
-        2039 * kGiga, 300 * kGiga}},
+       with_measurements(datasheet("A100 SXM4 80GB", 312 * kTera, 312 * kTera, 19.5 * kTera, 156 * kTera, 0, 80 * kGiga,
+                          2039 * kGiga, 300 * kGiga),
+                         108, 271.2 / 312, 0, 1800.0 / 2039.0)},
       {"h100-sxm5",
-       {"H100 SXM5", 989.4 * kTera, 989.4 * kTera, 66.9 * kTera, 494.7 * kTera, 1978.9 * kTera,
-        80 * kGiga, 3350 * kGiga, 450 * kGiga}},
+       with_measurements(datasheet("H100 SXM5", 989.4 * kTera, 989.4 * kTera, 66.9 * kTera, 494.7 * kTera, 1978.9 * kTera,
+                          80 * kGiga, 3350 * kGiga, 450 * kGiga),
+                         132, 794.5 / 989.4, 1402.6 / 1978.9, 3.01 / 3.35)},
       {"h200-sxm",
-       {"H200 SXM", 989.4 * kTera, 989.4 * kTera, 66.9 * kTera, 494.7 * kTera, 1978.9 * kTera,
-        141 * kGiga, 4800 * kGiga, 450 * kGiga}},
+       with_measurements(datasheet("H200 SXM", 989.4 * kTera, 989.4 * kTera, 66.9 * kTera, 494.7 * kTera, 1978.9 * kTera,
+                          141 * kGiga, 4800 * kGiga, 450 * kGiga),
+                         132, 794.5 / 989.4, 1453.4 / 1978.9, 4.3 / 4.8)},
       {"h100-pcie",
-       {"H100 PCIe", 756 * kTera, 756 * kTera, 51.2 * kTera, 378 * kTera, 1513 * kTera,
-        80 * kGiga, 2000 * kGiga, 0}},
+       with_measurements(datasheet("H100 PCIe", 756 * kTera, 756 * kTera, 51.2 * kTera, 378 * kTera, 1513 * kTera,
+                          80 * kGiga, 2000 * kGiga, 0),
+                         114, 0, 0, 0)},
       {"l40s",
-       {"L40S", 362 * kTera, 362 * kTera, 91.6 * kTera, 183 * kTera, 733 * kTera, 48 * kGiga,
-        864 * kGiga, 0}},
+       with_measurements(datasheet("L40S", 362 * kTera, 362 * kTera, 91.6 * kTera, 183 * kTera, 733 * kTera, 48 * kGiga,
+                          864 * kGiga, 0),
+                         142, 0, 0, 0)},
       {"epyc-9654-2s",
-       {"2 × AMD EPYC 9654 (server host)", 14.7 * kTera, 14.7 * kTera, 14.7 * kTera, 14.7 * kTera,
-        0, 1536 * kGiga, 921.6 * kGiga, 0}},
+       datasheet("2 × AMD EPYC 9654 (server host)", 14.7 * kTera, 14.7 * kTera, 14.7 * kTera, 14.7 * kTera, 0,
+                 1536 * kGiga, 921.6 * kGiga, 0)},
   };
   return table;
 }

@@ -9,15 +9,38 @@ namespace sim {
 
 ComputeEfficiency ComputeEfficiency::preset() {
   ComputeEfficiency efficiency;
-  efficiency.matmul = 0.80;
   efficiency.attention = 0.50;
-  efficiency.memory = 0.90;
   efficiency.kernel_overhead_s = 2e-6;
   return efficiency;
 }
 
 ComputeModel::ComputeModel(topology::DeviceSpec device, ComputeEfficiency efficiency, topology::LinkSpec host_link)
-    : device_(std::move(device)), efficiency_(efficiency), host_link_(host_link) {}
+    : device_(std::move(device)), efficiency_(std::move(efficiency)), host_link_(host_link) {
+  gemm_ceiling_ = efficiency_.matmul.value_or(device_.gemm_efficiency > 0 ? device_.gemm_efficiency
+                                                                          : ComputeEfficiency::kUnmeasuredMatmul);
+  fp8_gemm_ceiling_ = !efficiency_.matmul && device_.fp8_gemm_efficiency > 0 ? device_.fp8_gemm_efficiency : gemm_ceiling_;
+  memory_efficiency_ = efficiency_.memory.value_or(
+      device_.memory_efficiency > 0 ? device_.memory_efficiency : ComputeEfficiency::kUnmeasuredMemory);
+}
+
+double ComputeModel::gemm_ceiling(program::DType dtype) const {
+  return dtype == program::DType::kFP8 && device_.fp8_flops > 0 ? fp8_gemm_ceiling_ : gemm_ceiling_;
+}
+
+double ComputeModel::memory_efficiency(double bytes) const {
+  return efficiency_.memory_by_size.empty() ? memory_efficiency_ : efficiency_.memory_by_size.at(bytes);
+}
+
+GemmPlan ComputeModel::gemm_plan(const GemmShape& shape, program::DType dtype) const {
+  const double peak = peak_flops(dtype);
+  if (!efficiency_.matmul_by_size.empty()) {  // measured on this machine by shape: no further model
+    const double flops = 2 * shape.batch * shape.m * shape.n * shape.k;
+    GemmPlan plan;
+    plan.seconds = flops / (peak * efficiency_.matmul_by_size.at(flops / shape.batch));
+    return plan;
+  }
+  return GemmModel(device_.sms, peak, gemm_ceiling(dtype), device_.memory_bandwidth * memory_efficiency_).plan(shape);
+}
 
 double ComputeModel::peak_flops(program::DType dtype) const {
   switch (dtype) {
@@ -47,12 +70,18 @@ double ComputeModel::seconds(const program::ComputeOp& op) const {
     const double rate = host_link_.effective_bandwidth();
     return (op.bytes > 0 && rate > 0 ? op.bytes / rate : 0) + host_link_.latency;
   }
-  const double gemms = op.kind == program::ComputeKind::kMatmul && op.shape.rank > 0 ? std::max(1.0, static_cast<double>(op.shape[0])) : 1;
-  double flop_efficiency = efficiency_.matmul_for(op.flops / gemms);
-  if (op.kind == program::ComputeKind::kAttention) flop_efficiency = efficiency_.attention;
-  const double flop_seconds = op.flops > 0 ? op.flops / (peak_flops(op.dtype) * flop_efficiency) : 0;
-  const double memory_seconds =
-      op.bytes > 0 ? op.bytes / (device_.memory_bandwidth * efficiency_.memory_for(op.bytes)) : 0;
+  double flop_seconds = 0;
+  if (op.flops > 0 && op.kind == program::ComputeKind::kMatmul && op.shape.rank == 4) {
+    flop_seconds = gemm_plan({static_cast<double>(op.shape[0]), static_cast<double>(op.shape[1]),
+                              static_cast<double>(op.shape[2]), static_cast<double>(op.shape[3])},
+                             op.dtype).seconds;
+  } else if (op.flops > 0) {
+    const double efficiency = op.kind == program::ComputeKind::kAttention ? efficiency_.attention
+                              : !efficiency_.matmul_by_size.empty()     ? efficiency_.matmul_by_size.at(op.flops)
+                                                                         : gemm_ceiling(op.dtype);
+    flop_seconds = op.flops / (peak_flops(op.dtype) * efficiency);
+  }
+  const double memory_seconds = op.bytes > 0 ? op.bytes / (device_.memory_bandwidth * memory_efficiency(op.bytes)) : 0;
   return (std::max(flop_seconds, memory_seconds) + efficiency_.kernel_overhead_s) * time_scale_;
 }
 

@@ -1,10 +1,12 @@
 // Compute cost model: how long one compute op takes on one device.
 //
 // Roofline (Williams, Waterman & Patterson, CACM 2009):
-//   t = max( FLOPs / (peak(dtype) × efficiency(kind)),  bytes / (memory bandwidth × η_mem) )
-//       + kernel launch overhead
-// Matmuls and attention are normally FLOP-bound, norms, element-wise ops and optimizer
-// updates bandwidth-bound; the max picks whichever bound applies to the op's shapes.
+//   t = max( math time,  bytes / (memory bandwidth × η_mem) ) + kernel launch overhead
+// where a GEMM's math time comes from its shape (GemmModel: tiles and waves over the GPU's
+// SMs at the device's measured tensor-core ceiling) and a fused attention kernel's from
+// FLOPs / (peak × attention efficiency). Matmuls and attention are normally FLOP-bound,
+// norms, element-wise ops and optimizer updates bandwidth-bound; the max picks whichever bound
+// applies to the op's shapes.
 // A host↔device copy (kMemcpy) is bound by the PCIe link instead:
 //   t = bytes / (PCIe bandwidth × PCIe efficiency) + PCIe latency.
 //
@@ -13,9 +15,11 @@
 // them on real hardware.
 #pragma once
 
+#include <optional>
 #include <utility>
 #include <vector>
 
+#include "sim/compute/gemm_model.h"
 #include "strategies/program/program.h"
 #include "topology/hardware_spec.h"
 
@@ -31,29 +35,35 @@ struct EfficiencyBySize {
 };
 
 struct ComputeEfficiency {
-  double matmul = 0;         // fraction of dense tensor-core peak a large GEMM reaches
+  // Fraction of dense tensor-core peak one SM sustains inside a full wave of GEMM tiles;
+  // unset: the device's published measurement (DeviceSpec::gemm_efficiency), else
+  // kUnmeasuredMatmul.
+  std::optional<double> matmul;
   double attention = 0;      // fraction of peak a fused (Flash) attention kernel reaches
-  double memory = 0;         // fraction of memory bandwidth a streaming kernel reaches
+  // Fraction of memory bandwidth a streaming kernel reaches; unset: the device's measurement
+  // (DeviceSpec::memory_efficiency), else kUnmeasuredMemory.
+  std::optional<double> memory;
   double kernel_overhead_s = 0;  // fixed cost per kernel (launch and tail)
   // fp32 matmuls on TF32 tensor cores (torch.backends.cuda.matmul.allow_tf32; off by default
   // in PyTorch, so fp32 matmuls run at the plain FP32 rate).
   bool fp32_matmul_on_tf32 = false;
   // Measured GEMM efficiency by the FLOPs of one GEMM; when given it replaces `matmul`.
   EfficiencyBySize matmul_by_size;
-  double matmul_for(double gemm_flops) const { return matmul_by_size.empty() ? matmul : matmul_by_size.at(gemm_flops); }
   // Measured memory efficiency by the bytes an op moves (caches make small ops faster than
   // large ones); when given it replaces `memory`.
   EfficiencyBySize memory_by_size;
-  double memory_for(double bytes) const { return memory_by_size.empty() ? memory : memory_by_size.at(bytes); }
 
   // Defaults:
-  //  matmul 0.80    — an 8192³ bf16 GEMM through PyTorch ran at 769–798 TFLOP/s of 989 on the
-  //                   H200 our team measures on (notes of 2026-10-28 and 2026-11-04);
-  //  memory 0.90    — a device-to-device copy moved 4.3 TB/s of 4.8 on that H200;
+  //  matmul, memory — each device's own measurement (topology/presets.cpp);
   //  attention 0.50 — lower end of FlashAttention-2's 50–73 % of A100 peak in the forward
   //                   pass (Dao, "FlashAttention-2", 2023, §4.1); backward is slower;
   //  overhead 2 µs  — lower end of the 2–5 µs launch-to-start latency of a CUDA kernel.
   static ComputeEfficiency preset();
+  // For a device with no published measurement: the H200 figures our team measured (an
+  // 8192³ bf16 GEMM through PyTorch at 769–798 TFLOP/s of 989, notes of 2026-10-28 and
+  // 2026-11-04; a device-to-device copy at 4.3 of 4.8 TB/s).
+  static constexpr double kUnmeasuredMatmul = 0.80;
+  static constexpr double kUnmeasuredMemory = 0.90;
 };
 
 class ComputeModel {
@@ -64,6 +74,12 @@ class ComputeModel {
   // Seconds for one op, times the current scale (1 unless set_time_scale was called; copies
   // are not scaled).
   double seconds(const program::ComputeOp& op) const;
+  // The math of one [batch, M, N, K] GEMM in `dtype`: tiles, waves, split-K.
+  GemmPlan gemm_plan(const GemmShape& shape, program::DType dtype) const;
+  // The fraction of peak a full wave of GEMM tiles sustains, and of memory bandwidth a
+  // streaming kernel reaches, after the scenario's overrides and the device's measurements.
+  double gemm_ceiling(program::DType dtype) const;
+  double memory_efficiency(double bytes) const;
   // Dense peak for a dtype: bf16/fp16 tensor cores, fp32 plain or on TF32 tensor cores
   // (fp32_matmul_on_tf32), fp8 where the device has it (else its bf16 rate).
   double peak_flops(program::DType dtype) const;
@@ -78,6 +94,9 @@ class ComputeModel {
   topology::DeviceSpec device_;
   ComputeEfficiency efficiency_;
   topology::LinkSpec host_link_;
+  double gemm_ceiling_;      // bf16/fp16/tf32/fp32
+  double fp8_gemm_ceiling_;
+  double memory_efficiency_;
   double time_scale_ = 1.0;
 };
 

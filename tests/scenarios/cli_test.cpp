@@ -290,6 +290,7 @@ TEST_F(CliTest, AbsurdInputsGetOneMessageAndExitTwo) {
       {{"run", default_toml, "--set", "cluster.nvlink.bandwidth_gbyte_s=1e300", "-o", out}, "magnitude at most 1e+30"},
       {{"run", default_toml, "--set", "compute.matmul_efficiency_by_size=[[1,nan]]", "-o", out}, "got [1, nan]"},
       {{"run", default_toml, "--set", "model.parameter_count=1e20", "-o", out}, "up to 1e+15"},
+      {{"run", default_toml, "--set", "cluster.gpu.sms=-1", "-o", out}, "between 0 and 1024, got -1"},
       {{"run", default_toml, "--set", "model.layers=16777216", "-o", out}, "between 1 and 10000"},
       {{"run", default_toml, "--set", "cluster.gpu.bf16_tflops=1e-30", "-o", out}, "106 days"},
       {{"run", default_toml, "--set", "training.steps=10000", "-o", out}, "more than 8,000,000 ops"},

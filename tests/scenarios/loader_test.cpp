@@ -154,7 +154,7 @@ TEST(ScenarioOverrideTest, SetOverridesTypedValuesAndBareStrings) {
   EXPECT_EQ(s.lowering.model.name, "Llama-2-70B");
   EXPECT_TRUE(s.cluster.fabric.rail_optimized);
   EXPECT_EQ(s.network.ring_channels, 2);
-  EXPECT_DOUBLE_EQ(s.efficiency.matmul, 0.6);
+  EXPECT_EQ(s.efficiency.matmul, 0.6);
 }
 
 TEST(ScenarioOverrideTest, CalibratedCurvesInterpolateInLogSize) {
@@ -162,10 +162,10 @@ TEST(ScenarioOverrideTest, CalibratedCurvesInterpolateInLogSize) {
   const scenarios::Scenario s = scenarios::load_scenario(
       kDefault, {"compute.memory_efficiency_by_size=[[65536, 1.0], [67108864, 0.25]]",
                  "compute.matmul_efficiency_by_size=[[1e6, 0.5], [1e9, 0.8]]"});
-  EXPECT_DOUBLE_EQ(s.efficiency.memory_for(2097152), 0.625);
-  EXPECT_DOUBLE_EQ(s.efficiency.memory_for(1024), 1.0);
-  EXPECT_DOUBLE_EQ(s.efficiency.memory_for(1e12), 0.25);
-  EXPECT_NEAR(s.efficiency.matmul_for(1e7), 0.6, 1e-12);  // a third of the way in log(FLOPs)
+  EXPECT_DOUBLE_EQ(s.efficiency.memory_by_size.at(2097152), 0.625);
+  EXPECT_DOUBLE_EQ(s.efficiency.memory_by_size.at(1024), 1.0);
+  EXPECT_DOUBLE_EQ(s.efficiency.memory_by_size.at(1e12), 0.25);
+  EXPECT_NEAR(s.efficiency.matmul_by_size.at(1e7), 0.6, 1e-12);  // a third of the way in log(FLOPs)
 }
 
 TEST(HardwareProfileTest, TheScenariosOwnEfficiencyBeatsTheProfilesCurve) {
@@ -176,10 +176,10 @@ TEST(HardwareProfileTest, TheScenariosOwnEfficiencyBeatsTheProfilesCurve) {
                                "[model]\npreset = \"tiny-256\"\n[training]\nglobal_batch = 8\n";
   std::ofstream(directory / "curve.toml") << scenario;
   std::ofstream(directory / "scalar.toml") << scenario << "[compute]\nmemory_efficiency = 0.7\n";
-  EXPECT_DOUBLE_EQ(scenarios::load_scenario((directory / "curve.toml").string()).efficiency.memory_for(67108864), 0.25);
+  EXPECT_DOUBLE_EQ(scenarios::load_scenario((directory / "curve.toml").string()).efficiency.memory_by_size.at(67108864), 0.25);
   const scenarios::Scenario stated = scenarios::load_scenario((directory / "scalar.toml").string());
   EXPECT_TRUE(stated.efficiency.memory_by_size.empty());
-  EXPECT_DOUBLE_EQ(stated.efficiency.memory_for(67108864), 0.7);
+  EXPECT_EQ(stated.efficiency.memory, 0.7);
 }
 
 TEST(ScenarioOverrideTest, ABadOverrideNamesTheCommandLine) {

@@ -56,8 +56,10 @@ struct GroupBound {
   double median;
   double max;
 };
-// Measured 2026-12-01: throughput median 17.7 %, max 23.9 %; collective median 22.7 %, max 80.6 %.
-constexpr GroupBound kTodaysBounds[] = {{"throughput", 0.20, 0.25}, {"collective", 0.25, 0.50}};
+// Measured 2026-12-01, after GEMMs took each GPU's own measured ceiling (A100 0.869, was the
+// H200's 0.80) and tile/wave quantisation: throughput median 22.1 %, max 27.1 %; collective
+// median 20.0 %, max 45.8 %.
+constexpr GroupBound kTodaysBounds[] = {{"throughput", 0.25, 0.30}, {"collective", 0.25, 0.50}};
 
 TEST(ValidationTest, EveryCaseRunsAndEachGroupStaysWithinTodaysBounds) {
   const scenarios::ValidationResult result = scenarios::run_validation(kManifest, 0);

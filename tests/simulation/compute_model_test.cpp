@@ -52,6 +52,46 @@ TEST(ComputeModelTest, PeakDependsOnTheDtype) {
   EXPECT_DOUBLE_EQ(h100.peak_flops(program::DType::kFP8), 1978.9e12);
 }
 
+program::ComputeOp gemm(std::int64_t m, std::int64_t n, std::int64_t k, program::DType dtype) {
+  program::ComputeOp o = op(program::ComputeKind::kMatmul, dtype, 2.0 * m * n * k, 0);
+  o.shape = program::Shape::of({1, m, n, k});
+  return o;
+}
+
+TEST(ComputeModelTest, AGemmRunsAtItsGpusOwnCeilingUnlessTheScenarioStatesOne) {
+  // 3456 × 8192 on an A100 fills 27 × 32 = 864 tiles of 128 × 256 = 8 whole waves of 108:
+  // no quantisation, so the rate is the A100 preset's ceiling, 271.2 of 312 TFLOP/s.
+  sim::ComputeEfficiency preset = sim::ComputeEfficiency::preset();
+  preset.kernel_overhead_s = 0;
+  const sim::ComputeModel a100(*topology::device_preset("a100-sxm4-80gb"), preset);
+  const auto full_waves = gemm(3456, 8192, 4096, program::DType::kBF16);
+  EXPECT_NEAR(a100.seconds(full_waves), full_waves.flops / 271.2e12, 1e-12);
+  sim::ComputeEfficiency stated = preset;
+  stated.matmul = 0.6;
+  EXPECT_NEAR(sim::ComputeModel(*topology::device_preset("a100-sxm4-80gb"), stated).seconds(full_waves),
+              full_waves.flops / (312e12 * 0.6), 1e-12);
+}
+
+TEST(ComputeModelTest, Fp8GemmsUseTheFp8CeilingAndEfficienciesComeFromTheDevice) {
+  const sim::ComputeModel h100(*topology::device_preset("h100-sxm5"), sim::ComputeEfficiency::preset());
+  EXPECT_DOUBLE_EQ(h100.gemm_ceiling(program::DType::kFP8), 1402.6 / 1978.9);
+  EXPECT_DOUBLE_EQ(h100.gemm_ceiling(program::DType::kBF16), 794.5 / 989.4);
+  EXPECT_DOUBLE_EQ(h100.memory_efficiency(1e9), 3.01 / 3.35);
+  const sim::ComputeModel l40s(*topology::device_preset("l40s"), sim::ComputeEfficiency::preset());
+  EXPECT_DOUBLE_EQ(l40s.gemm_ceiling(program::DType::kBF16), sim::ComputeEfficiency::kUnmeasuredMatmul);
+  EXPECT_DOUBLE_EQ(l40s.memory_efficiency(1e9), sim::ComputeEfficiency::kUnmeasuredMemory);
+}
+
+TEST(ComputeModelTest, ASmallGemmPaysForItsIdleSms) {
+  // 1024² output: 64 tiles of 128 × 128 on 108 SMs (split-K would make slices under 256 deep
+  // at K 256), so one wave with 44 SMs idle: 64/108 of the ceiling.
+  sim::ComputeEfficiency preset = sim::ComputeEfficiency::preset();
+  preset.kernel_overhead_s = 0;
+  const sim::ComputeModel a100(*topology::device_preset("a100-sxm4-80gb"), preset);
+  const auto small = gemm(1024, 1024, 256, program::DType::kBF16);
+  EXPECT_NEAR(a100.seconds(small), small.flops / (271.2e12 * 64.0 / 108.0), 1e-15);
+}
+
 TEST(ComputeModelTest, TimeScaleMultipliesEveryOp) {
   sim::ComputeModel model(*topology::device_preset("h100-sxm5"), efficiency());
   const auto matmul = op(program::ComputeKind::kMatmul, program::DType::kBF16, 1e12, 0);
