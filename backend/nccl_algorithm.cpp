@@ -26,8 +26,9 @@ std::optional<std::string_view> nccl_function(program::CollectiveKind kind) {
 std::string nccl_name(program::Algorithm algorithm, program::CollectiveKind kind, std::string& why_not) {
   if (algorithm == program::Algorithm::kRing) return "ring";
   if (algorithm == program::Algorithm::kTree && kind == program::CollectiveKind::kAllReduce) return "tree";
-  why_not = algorithm == program::Algorithm::kTree
-                ? "NCCL runs a tree for all-reduce only"
+  if (algorithm == program::Algorithm::kNvls && kind == program::CollectiveKind::kAllReduce) return "nvls";
+  why_not = algorithm == program::Algorithm::kTree || algorithm == program::Algorithm::kNvls
+                ? fmt::format("NCCL runs {} for all-reduce only", program::algorithm_name(algorithm))
                 : fmt::format("NCCL has no {} algorithm", program::algorithm_name(algorithm));
   return "";
 }

@@ -56,7 +56,7 @@ ScenarioPanel::ScenarioPanel(QWidget* parent)
   const std::pair<const char*, QStringList> choices[] = {
       {"fsdp.backward_prefetch", {"BACKWARD_PRE", "BACKWARD_POST", "NONE"}},
       {"network.model", {"analytic", "flow", "packet"}},
-      {"collectives.all_reduce", {"auto", "ring", "tree", "hd", "hier"}},
+      {"collectives.all_reduce", {"auto", "ring", "tree", "hd", "hier", "nvls"}},
   };
   for (const auto& [key, values] : choices) {
     auto* box = choice_box(values);

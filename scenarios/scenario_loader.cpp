@@ -348,6 +348,11 @@ topology::ClusterSpec read_cluster(TableReader reader) {
   }
   read_link(reader.child("nvlink"), node.nvlink);
   read_link(reader.child("pcie"), node.pcie);
+  node.nvlink_sharp = reader.boolean("nvlink_sharp").value_or(node.nvlink_sharp && node.kind == topology::NodeKind::kNvSwitch);
+  if (node.nvlink_sharp && node.kind != topology::NodeKind::kNvSwitch) {
+    reader.fail("nvlink_sharp", "NVLink SHARP reduces in an NVSwitch; these nodes have none (interconnect = \"pcie\")",
+                "drop nvlink_sharp, or use an NVSwitch node such as node = \"hgx-h100\"");
+  }
   if (node.kind == topology::NodeKind::kNvSwitch && node.nvlink.bandwidth <= 0) {
     reader.fail("interconnect",
                 fmt::format("an NVSwitch node needs NVLink, but {} has none", node.gpu.name),

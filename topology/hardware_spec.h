@@ -49,6 +49,9 @@ struct NodeSpec {
   int nics = 8;  // NICs (and PCIe switches) per node; GPU i uses NIC i·nics/gpus
   LinkSpec nvlink;  // GPU <-> NVSwitch; bandwidth defaults to gpu.nvlink_bandwidth
   LinkSpec pcie;    // GPU/NIC <-> PCIe switch and PCIe switch <-> host
+  // NVLink SHARP: the node's NVSwitches (third generation: HGX H100/H200) reduce in the switch,
+  // so NCCL can run its NVLS all-reduce (NCCL_NVLS_ENABLE; off: false).
+  bool nvlink_sharp = false;
 };
 
 enum class FabricKind { kInfiniBand, kRoCE };

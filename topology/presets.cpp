@@ -25,6 +25,8 @@
 //   RoCE takes InfiniBand's figure at the same speed, for want of a published one. The
 //   chapter's baseline (§6.1.7: NVLink at line rate, NDR at 0.8) is stated in its worked-example
 //   scenarios; `dtsim calibrate` measures a given machine.
+// NVLink SHARP — NVSwitch 3 (HGX H100/H200) reduces in the switch (NVIDIA Hopper architecture
+//   whitepaper, "NVLink SHARP"); NVSwitch 2 (DGX A100) does not.
 // Latencies — per link, chosen so that GPU-to-GPU paths add up to NCCL's per-hop latency
 //   model (src/graph/tuning.cc, hwLat, ring/LL): NVLink ≈ 0.6 µs (GPU–NVSwitch–GPU, 2 × 0.3),
 //   PCIe ≈ 1.0 µs through the host (GPU–switch–host–switch–GPU, 4 × 0.25), network ≈ 2.7 µs
@@ -125,7 +127,8 @@ const std::vector<std::pair<std::string, DeviceSpec>>& devices() {
 LinkSpec pcie_gen4() { return {32 * kGiga, kPcieLatency, 1.0}; }
 LinkSpec pcie_gen5() { return {64 * kGiga, kPcieLatency, 1.0}; }
 
-NodeSpec nvswitch_node(std::string name, const char* device, LinkSpec pcie, double nvlink_efficiency) {
+NodeSpec nvswitch_node(std::string name, const char* device, LinkSpec pcie, double nvlink_efficiency,
+                       bool nvlink_sharp) {
   NodeSpec node;
   node.name = std::move(name);
   node.kind = NodeKind::kNvSwitch;
@@ -134,6 +137,7 @@ NodeSpec nvswitch_node(std::string name, const char* device, LinkSpec pcie, doub
   node.nics = 8;
   node.nvlink = {node.gpu.nvlink_bandwidth, kNvlinkLatency, nvlink_efficiency};
   node.pcie = pcie;
+  node.nvlink_sharp = nvlink_sharp;
   return node;
 }
 
@@ -152,10 +156,11 @@ NodeSpec pcie_node(std::string name, const char* device, int nics, LinkSpec pcie
 const std::vector<std::pair<std::string, NodeSpec>>& nodes() {
   static const std::vector<std::pair<std::string, NodeSpec>> table = {
       {"dgx-a100", nvswitch_node("DGX A100 (8 × A100 SXM4 80GB, NVSwitch)", "a100-sxm4-80gb",
-                                 pcie_gen4(), kNvlink3Efficiency)},
+                                 pcie_gen4(), kNvlink3Efficiency, false)},
       {"hgx-h100",
-       nvswitch_node("HGX H100 (8 × H100 SXM5, NVSwitch)", "h100-sxm5", pcie_gen5(), kNvlink4Efficiency)},
-      {"hgx-h200", nvswitch_node("HGX H200 (8 × H200 SXM, NVSwitch)", "h200-sxm", pcie_gen5(), kNvlink4Efficiency)},
+       nvswitch_node("HGX H100 (8 × H100 SXM5, NVSwitch)", "h100-sxm5", pcie_gen5(), kNvlink4Efficiency, true)},
+      {"hgx-h200",
+       nvswitch_node("HGX H200 (8 × H200 SXM, NVSwitch)", "h200-sxm", pcie_gen5(), kNvlink4Efficiency, true)},
       {"pcie-h100", pcie_node("PCIe server (8 × H100 PCIe, no NVLink, 4 NICs)", "h100-pcie", 4,
                               pcie_gen5())},
       {"pcie-l40s", pcie_node("PCIe server (8 × L40S, no NVLink, 2 NICs)", "l40s", 2,

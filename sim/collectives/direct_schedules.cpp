@@ -1,5 +1,5 @@
-// Direct schedules (everyone to everyone in one step; all-to-all as pairwise exchange) and
-// parameter-server push/pull (see schedule.h).
+// Direct schedules (everyone to everyone in one step; all-to-all as pairwise exchange), NVLink
+// SHARP's in-switch all-reduce and parameter-server push/pull (see schedule.h).
 #include "sim/collectives/schedule_builders.h"
 
 namespace collectives::detail {
@@ -18,6 +18,15 @@ std::vector<Transfer> all_pairs(std::int32_t members) {
 }
 
 }  // namespace
+
+Schedule nvls_schedule(const CollectiveSpec& spec) {
+  Schedule schedule;
+  const std::int32_t p = spec.members;
+  if (p < 2) return schedule;
+  const double m = static_cast<double>(effective_bytes(spec));
+  schedule.phases.push_back({"nvls in-switch all-reduce", 1, (p + 1) * m / (static_cast<double>(p) * (p - 1)), all_pairs(p)});
+  return schedule;
+}
 
 Schedule direct_schedule(const CollectiveSpec& spec, const NodeGroups& groups) {
   Schedule schedule;

@@ -82,7 +82,7 @@ std::vector<Algorithm> algorithms_for(CollectiveKind kind) {
   switch (kind) {
     case CollectiveKind::kAllReduce:
       return {Algorithm::kRing, Algorithm::kTree, Algorithm::kHalvingDoubling,
-              Algorithm::kHierarchical, Algorithm::kDirect};
+              Algorithm::kHierarchical, Algorithm::kDirect, Algorithm::kNvls};
     case CollectiveKind::kAllGather:
     case CollectiveKind::kReduceScatter:
       return {Algorithm::kRing, Algorithm::kHalvingDoubling, Algorithm::kHierarchical,
@@ -122,6 +122,17 @@ std::optional<std::string> unsupported_reason(const CollectiveSpec& spec) {
                        "{} servers)",
                        kind, spec.members - spec.ps_servers, spec.ps_servers);
   }
+  if (spec.algorithm == Algorithm::kNvls) {
+    if (!spec.nvlink_sharp) {
+      return "algorithm \"nvls\" needs NVSwitches that reduce in the switch (NVLink SHARP: HGX H100/H200 nodes, "
+             "[cluster] nvlink_sharp = true); these nodes have none";
+    }
+    if (detail::group_by_node(spec).nodes.size() > 1) {
+      return fmt::format("algorithm \"nvls\" reduces inside one node's NVSwitch; this {} group spans nodes "
+                         "(NCCL's NVLS across nodes needs SHARP on the fabric, not modelled)",
+                         kind);
+    }
+  }
   if (spec.algorithm == Algorithm::kHierarchical) {
     const detail::NodeGroups groups = detail::group_by_node(spec);
     if (groups.nodes.size() < 2) {
@@ -148,6 +159,7 @@ Schedule build_schedule(const CollectiveSpec& spec) {
     case Algorithm::kHierarchical: schedule = detail::hierarchical_schedule(spec, groups); break;
     case Algorithm::kDirect: schedule = detail::direct_schedule(spec, groups); break;
     case Algorithm::kParameterServer: schedule = detail::parameter_server_schedule(spec); break;
+    case Algorithm::kNvls: schedule = detail::nvls_schedule(spec); break;
     case Algorithm::kAuto: throw UnsupportedCollective("build_schedule needs a concrete algorithm");
   }
   schedule.algorithm = spec.algorithm;

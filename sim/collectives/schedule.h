@@ -36,6 +36,12 @@
 //              all-reduce as both, broadcast and reduce to/from the root); all-to-all as
 //              pairwise exchange: P−1 steps, in step k member i sends M/P to i+k mod P. Both
 //              hold P² transfers: meant for groups of up to a few thousand ranks.
+//   nvls       NVLink SHARP all-reduce inside one node: each member's NVSwitch port carries
+//              the buffer up once to be reduced in the switch (multimem.ld_reduce) and its
+//              1/P shard of the sum; the switch multicasts every shard back (multimem.st):
+//              (P+1)/P·M up and (P+1)/P·M down per member, against the ring's 2(P−1)/P·M.
+//              One step in which every member sends (P+1)·M/(P·(P−1)) to each other member
+//              puts exactly that load on the GPU–switch links.
 //   ps         parameter server push/pull: every worker sends M/S to each of the S servers
 //              (range push: one merged message per pair) in one step; pull the reverse.
 //   barrier    is an all-reduce of one 4-byte element (PyTorch's NCCL barrier): 2(P−1)
@@ -87,6 +93,7 @@ struct CollectiveSpec {
   std::vector<MemberLocation> locations;
   std::int32_t channels = 1;               // rings run in parallel (ring algorithms)
   std::int64_t chunk_bytes = 1 << 20;      // pipelining granularity (chains and trees)
+  bool nvlink_sharp = false;               // the members' NVSwitch reduces in the switch (nvls)
 };
 
 class UnsupportedCollective : public std::invalid_argument {

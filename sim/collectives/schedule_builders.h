@@ -27,6 +27,7 @@ Schedule tree_schedule(const CollectiveSpec& spec, const NodeGroups& groups);
 Schedule halving_doubling_schedule(const CollectiveSpec& spec, const NodeGroups& groups);
 Schedule hierarchical_schedule(const CollectiveSpec& spec, const NodeGroups& groups);
 Schedule direct_schedule(const CollectiveSpec& spec, const NodeGroups& groups);
+Schedule nvls_schedule(const CollectiveSpec& spec);
 Schedule parameter_server_schedule(const CollectiveSpec& spec);
 
 // An edge of a pipeline and the step at which the first chunk crosses it (its wavefront).

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace sim::nccl {
 
@@ -40,6 +41,18 @@ constexpr double kTreeFactor = 0.92;
 constexpr double kTreeLLDivisor = 3.8;
 constexpr double kTreeLL128OneNode = 7.0 / 9.0;
 constexpr double kTreeLL128MultiNode = 120.0 / 128.0;
+// NVLS (NVLink SHARP, one node, Simple only): latency = the NVLink hardware latency alone, 25 µs,
+// no base (:161, :418–420). Bandwidth: NCCL prices an 8-GPU Hopper node's NVLS at 8 channels
+// × min(bwIntra 40 · nvlsEff 0.85 · 7/8 · 2, bwInter 60) = 476 GB/s of bus bandwidth against
+// its ring's 12 × 30 = 360 (:139–144, :337–345; channels from src/graph/search.cc, see
+// docs/research/nccl_tuning.md §5): NVLS reaches 476/360 of the ring's bus bandwidth. dtsim's
+// NVLS schedule loads each GPU's NVLink with (P+1)/P of the data against the ring's 2(P−1)/P,
+// i.e. 2(P−1)/(P+1) = 14/9 of the ring's bus bandwidth at P = 8 on ideal links; the wire
+// factor brings that to NCCL's ratio, and one factor serves every P (nccl-tests on 4–8 H200:
+// ml-engineering network/README.md §SHARP).
+constexpr double kNvlsLatency = 25.0;
+constexpr double kNvlsOverRingBusBandwidth = 476.0 / 360.0;
+constexpr double kNvlsWireFactor = (2.0 * 7.0 / 9.0) / kNvlsOverRingBusBandwidth;
 
 std::size_t index(Protocol protocol) { return static_cast<std::size_t>(protocol); }
 
@@ -60,8 +73,9 @@ bool chooses_algorithm(CollectiveKind kind) {
 
 bool runs(CollectiveKind kind, Algorithm algorithm) {
   switch (kind) {
-    case CollectiveKind::kAllReduce:
     case CollectiveKind::kBarrier: return algorithm == Algorithm::kRing || algorithm == Algorithm::kTree;
+    case CollectiveKind::kAllReduce:
+      return algorithm == Algorithm::kRing || algorithm == Algorithm::kTree || algorithm == Algorithm::kNvls;
     case CollectiveKind::kAllGather:
     case CollectiveKind::kReduceScatter:
     case CollectiveKind::kBroadcast:
@@ -72,12 +86,17 @@ bool runs(CollectiveKind kind, Algorithm algorithm) {
 
 std::optional<std::string> missing_algorithm(CollectiveKind kind, Algorithm algorithm) {
   if (!chooses_algorithm(kind) || runs(kind, algorithm)) return std::nullopt;
-  return fmt::format("has no \"{}\" {}: it runs ring{}", program::algorithm_name(algorithm),
-                     program::collective_name(kind), runs(kind, Algorithm::kTree) ? " and tree" : "");
+  const bool nvls = runs(kind, Algorithm::kNvls);
+  return fmt::format("has no \"{}\" {}: it runs ring{}{}", program::algorithm_name(algorithm),
+                     program::collective_name(kind), runs(kind, Algorithm::kTree) ? (nvls ? ", tree" : " and tree") : "",
+                     nvls ? " and nvls (on NVLink SHARP nodes)" : "");
 }
 
 double latency_s(CollectiveKind kind, Algorithm algorithm, Protocol protocol, const GroupShape& group, double bytes,
                  std::int32_t channels) {
+  if (algorithm == Algorithm::kNvls) {
+    return protocol == Protocol::kSimple ? kNvlsLatency * kMicro : std::numeric_limits<double>::infinity();
+  }
   const std::size_t p = index(protocol);
   const bool tree = algorithm == Algorithm::kTree;
   const double intra = group.nvlink ? (tree ? kTreeNvlink : kRingNvlink)[p] : (tree ? kTreePci : kRingPci)[p];
@@ -103,6 +122,7 @@ double latency_s(CollectiveKind kind, Algorithm algorithm, Protocol protocol, co
 }
 
 double wire_factor(Algorithm algorithm, Protocol protocol, const GroupShape& group) {
+  if (algorithm == Algorithm::kNvls) return kNvlsWireFactor;  // Simple only (latency_s)
   if (algorithm == Algorithm::kTree) {
     switch (protocol) {
       case Protocol::kLL: return kTreeLLDivisor / kTreeFactor;

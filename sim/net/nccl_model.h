@@ -3,7 +3,8 @@
 // and protocol a latency — a base cost plus a per-step cost by the link the step crosses — and
 // a bandwidth factor; NCCL runs the cheapest. dtsim keeps its own schedules and network models
 // for the bytes (so that concurrent collectives still share links) and takes from NCCL:
-//   * which algorithms `auto` chooses among: ring and tree for all-reduce and barrier, ring for
+//   * which algorithms `auto` chooses among: ring, tree and (on NVLink SHARP nodes, inside one
+//     node) NVLS for all-reduce, ring and tree for barrier, ring for
 //     all-gather, reduce-scatter, broadcast and reduce (NCCL runs no halving-doubling or
 //     hierarchical schedule);
 //   * the latency of each (algorithm, protocol), replacing the links' α;
@@ -13,7 +14,7 @@
 //     7/9 (one node) or 120/128.
 // Link efficiencies (topology/presets.cpp) are nccl-tests' ring/Simple bus bandwidths, so the
 // factors apply relative to Simple. Not modelled: NCCL's per-architecture bandwidth caps per
-// channel, the tree's size-correction table, NVLink SHARP (NVLS) and CollNet.
+// channel, the tree's size-correction table, NVLS across nodes, NVLSTree and CollNet.
 #pragma once
 
 #include <cstdint>
@@ -41,14 +42,15 @@ struct GroupShape {
 // Whether NCCL chooses an algorithm for this kind: all-reduce, barrier (an all-reduce),
 // all-gather, reduce-scatter, broadcast and reduce; all-to-all is point-to-point sends to NCCL.
 bool chooses_algorithm(program::CollectiveKind kind);
-// Whether NCCL runs `algorithm` for this collective kind (ring and tree only; what `auto`
-// chooses among when collectives.library = "nccl").
+// Whether NCCL runs `algorithm` for this collective kind (ring and tree, and NVLS for
+// all-reduce; what `auto` chooses among when collectives.library = "nccl").
 bool runs(program::CollectiveKind kind, program::Algorithm algorithm);
 // Why NCCL cannot run `algorithm` for `kind` — `has no "hd" all_reduce: it runs ring and tree`
 // — or nothing when it can (or when NCCL chooses no algorithm for this kind).
 std::optional<std::string> missing_algorithm(program::CollectiveKind kind, program::Algorithm algorithm);
 
-// NCCL's latency, in seconds, of one collective of `bytes` with this algorithm and protocol on
+// NCCL's latency, in seconds, of one collective of `bytes` with this algorithm and protocol
+// (infinite for a protocol the algorithm lacks: NVLS is Simple only) on
 // this group (tuning.cc: base latency + per-step latencies, the network's post overhead on
 // steps inside a node of a multi-node ring, ×1.4 for a multi-node ring/Simple all-reduce past
 // 64 bytes per channel and rank). `channels`: the rings per collective (NCCL's graph channels).

@@ -94,6 +94,7 @@ enum class Algorithm : std::uint8_t {
   kHierarchical,
   kDirect,
   kParameterServer,
+  kNvls,  // NVLink SHARP: the NVSwitch reduces in the switch (all-reduce inside one HGX H100/H200 node)
 };
 std::string_view algorithm_name(Algorithm algorithm);
 std::optional<Algorithm> algorithm_from_name(std::string_view name);

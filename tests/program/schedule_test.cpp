@@ -155,6 +155,29 @@ TEST(TreeScheduleTest, AllReduceChainsInsideNodesAndSplitsDataOverTwoTrees) {
   EXPECT_EQ(schedule.phases.front().name, "tree fill");
 }
 
+TEST(NvlsScheduleTest, EachMemberMovesItsBufferOnceUpAndOnceDownPlusOneShard) {
+  // 8 members, 8 MB: (8+1)/8 · 8 MB = 9 MB up per member (the buffer to be reduced, its shard
+  // of the sum), in one step of 9 MB / 7 to each other member.
+  CollectiveSpec s = spec(CollectiveKind::kAllReduce, Algorithm::kNvls, grid(1, 8), 8'000'000);
+  s.nvlink_sharp = true;
+  const auto schedule = collectives::build_schedule(s);
+  ASSERT_EQ(schedule.phases.size(), 1u);
+  EXPECT_EQ(schedule.phases[0].transfers.size(), 56u);
+  EXPECT_NEAR(schedule.phases[0].bytes_per_transfer, 9e6 / 7, 1e-6);
+  expect_each_sends(schedule, 8, 9e6);
+}
+
+TEST(NvlsScheduleTest, NeedsAnNvlinkSharpSwitchAndOneNode) {
+  CollectiveSpec no_sharp = spec(CollectiveKind::kAllReduce, Algorithm::kNvls, grid(1, 8), 1000);
+  EXPECT_NE(collectives::unsupported_reason(no_sharp).value_or("").find("NVLink SHARP"), std::string::npos);
+  CollectiveSpec two_nodes = spec(CollectiveKind::kAllReduce, Algorithm::kNvls, grid(2, 8), 1000);
+  two_nodes.nvlink_sharp = true;
+  EXPECT_NE(collectives::unsupported_reason(two_nodes).value_or("").find("spans nodes"), std::string::npos);
+  CollectiveSpec all_gather = spec(CollectiveKind::kAllGather, Algorithm::kNvls, grid(1, 8), 1000);
+  all_gather.nvlink_sharp = true;
+  EXPECT_THROW(collectives::build_schedule(all_gather), collectives::UnsupportedCollective);
+}
+
 TEST(HalvingDoublingScheduleTest, PowerOfTwoTakesTwoLog2PSteps) {
   const auto schedule =
       collectives::build_schedule(spec(CollectiveKind::kAllReduce, Algorithm::kHalvingDoubling, grid(2, 8), 16'000));

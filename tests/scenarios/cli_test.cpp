@@ -191,13 +191,14 @@ TEST_F(CliTest, CollectiveBusBandwidthIsAlgbwTimesTheNcclTestsFactor) {
 }
 
 TEST_F(CliTest, CollectiveShowsTheProtocolNcclWouldRunBySize) {
-  // NCCL's tuner: LL's low latency for 8 bytes, Simple's full bandwidth for 8 GiB; --library
-  // ideal prices dtsim's schedules with no protocol.
+  // NCCL's tuner: LL's low latency for 8 bytes, Simple's full bandwidth for 8 GiB (NVLS on an
+  // H100 node, NVLink SHARP's in-switch reduction); --library ideal prices dtsim's schedules
+  // with no protocol.
   const CliRun nccl = dtsim({"collective", "--ranks", "8", "--sizes", "8:8G", "--factor", "1024"});
   ASSERT_EQ(nccl.code, 0) << nccl.err;
   EXPECT_NE(nccl.out.find("nccl library"), std::string::npos) << nccl.out;
   EXPECT_NE(nccl.out.find("/LL "), std::string::npos) << nccl.out;
-  EXPECT_NE(nccl.out.find("ring/Simple"), std::string::npos) << nccl.out;
+  EXPECT_NE(nccl.out.find("nvls/Simple"), std::string::npos) << nccl.out;
   const CliRun ideal = dtsim({"collective", "--ranks", "8", "--sizes", "8:8G", "--factor", "1024", "--library", "ideal"});
   ASSERT_EQ(ideal.code, 0) << ideal.err;
   EXPECT_EQ(ideal.out.find("/LL"), std::string::npos) << ideal.out;
@@ -291,6 +292,10 @@ TEST_F(CliTest, AbsurdInputsGetOneMessageAndExitTwo) {
       {{"run", default_toml, "--set", "compute.matmul_efficiency_by_size=[[1,nan]]", "-o", out}, "got [1, nan]"},
       {{"run", default_toml, "--set", "model.parameter_count=1e20", "-o", out}, "up to 1e+15"},
       {{"run", default_toml, "--set", "cluster.gpu.sms=-1", "-o", out}, "between 0 and 1024, got -1"},
+      {{"run", default_toml, "--set", "cluster.interconnect=\"pcie\"", "--set", "cluster.nvlink_sharp=true", "-o", out},
+       "NVLink SHARP reduces in an NVSwitch"},
+      {{"run", default_toml, "--set", "cluster.node=\"dgx-a100\"", "--set", "collectives.all_reduce=\"nvls\"", "-o", out},
+       "needs NVSwitches that reduce in the switch"},
       {{"run", default_toml, "--set", "model.layers=16777216", "-o", out}, "between 1 and 10000"},
       {{"run", default_toml, "--set", "cluster.gpu.bf16_tflops=1e-30", "-o", out}, "106 days"},
       {{"run", default_toml, "--set", "training.steps=10000", "-o", out}, "more than 8,000,000 ops"},

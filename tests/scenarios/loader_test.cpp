@@ -260,12 +260,12 @@ TEST(CollectiveOverrideTest, AnAlgorithmThatCannotRunOnItsGroupNamesTheKey) {
               std::string::npos)
         << error.what();
   }
-  try {  // NCCL, the default library, runs ring and tree only
+  try {  // NCCL, the default library, runs ring, tree and NVLS only
     scenarios::run_scenario(scenarios::load_scenario(kDefault, {"collectives.all_reduce=hd"}));
     FAIL();
   } catch (const scenarios::ScenarioError& error) {
     EXPECT_EQ(error.key(), "collectives.all_reduce");
-    EXPECT_NE(error.message().find("NCCL (collectives.library = \"nccl\") has no \"hd\" all_reduce: it runs ring and tree"),
+    EXPECT_NE(error.message().find("NCCL (collectives.library = \"nccl\") has no \"hd\" all_reduce: it runs ring, tree and nvls"),
               std::string::npos)
         << error.what();
     EXPECT_NE(error.hint().find("collectives.library = \"ideal\""), std::string::npos) << error.what();

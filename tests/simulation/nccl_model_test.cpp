@@ -3,6 +3,8 @@
 // chooses only what NCCL runs, LL for small messages and Simple for large ones.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "sim/net/comm_planner.h"
 #include "sim/net/nccl_model.h"
 #include "tests/support/clusters.h"
@@ -90,6 +92,43 @@ TEST(NcclModelTest, AutoChoosesOnlyWhatNcclRunsAndTheProtocolBySize) {
     EXPECT_FALSE(ideal.plan(all_reduce(64, bytes)).protocol.has_value());
   }
   EXPECT_TRUE(other);
+}
+
+TEST(NcclModelTest, NvlsIsSimpleOnlyAtItsHardwareLatencyAndNcclsBandwidthRatio) {
+  const auto group = shape(1, 8);
+  EXPECT_NEAR(sim::nccl::latency_s(CollectiveKind::kAllReduce, Algorithm::kNvls, Protocol::kSimple, group, 1 << 30, 8),
+              25.0 * kMicro, 1e-12);
+  EXPECT_TRUE(std::isinf(sim::nccl::latency_s(CollectiveKind::kAllReduce, Algorithm::kNvls, Protocol::kLL, group, 8, 8)));
+  // NCCL's NVLS bus bandwidth over its ring's on an 8-GPU Hopper node: 8 · min(40·0.85·7/8·2, 60)
+  // over 12 · 30 = 476/360; dtsim's schedule alone would give 2·7/9 of the ring's.
+  EXPECT_DOUBLE_EQ(sim::nccl::wire_factor(Algorithm::kNvls, Protocol::kSimple, group), (14.0 / 9.0) / (476.0 / 360.0));
+  EXPECT_TRUE(sim::nccl::runs(CollectiveKind::kAllReduce, Algorithm::kNvls));
+  EXPECT_FALSE(sim::nccl::runs(CollectiveKind::kAllGather, Algorithm::kNvls));
+  EXPECT_NE(sim::nccl::missing_algorithm(CollectiveKind::kAllReduce, Algorithm::kHalvingDoubling).value_or("").find("nvls"),
+            std::string::npos);
+}
+
+TEST(NcclModelTest, AutoTakesNvlsForLargeAllReducesInsideOneSharpNode) {
+  // One HGX H100 node at NVLink line rate (450 GB/s): NVLS moves 9/8 of the data per link at
+  // NCCL's bandwidth factor, so its bus bandwidth is 450 · 476/360 GB/s, plus 25 µs.
+  const topology::Cluster cluster(test_support::hgx_cluster(1));
+  sim::CommPlanner planner(cluster, sim::NetworkOptions{});
+  const std::int64_t bytes = std::int64_t{1} << 33;
+  const sim::CommPlan& large = planner.plan(all_reduce(8, bytes));
+  EXPECT_EQ(large.schedule.algorithm, Algorithm::kNvls);
+  EXPECT_EQ(*large.protocol, Protocol::kSimple);
+  const double bus_gbyte_s = static_cast<double>(bytes) * 14 / 8 / (large.seconds() - 25 * kMicro) / 1e9;
+  EXPECT_NEAR(bus_gbyte_s, 450.0 * 476 / 360, 1e-6);
+  EXPECT_NE(planner.plan(all_reduce(8, 64 << 10)).schedule.algorithm, Algorithm::kNvls);  // latency-bound: ring/LL
+  // Across nodes, on a node without NVLink SHARP, or with the ideal library: never NVLS.
+  const topology::Cluster two_nodes(test_support::hgx_cluster(2));
+  EXPECT_NE(sim::CommPlanner(two_nodes, sim::NetworkOptions{}).plan(all_reduce(16, bytes)).schedule.algorithm, Algorithm::kNvls);
+  topology::ClusterSpec no_sharp = test_support::hgx_cluster(1);
+  no_sharp.node.nvlink_sharp = false;
+  const topology::Cluster plain(no_sharp);
+  EXPECT_NE(sim::CommPlanner(plain, sim::NetworkOptions{}).plan(all_reduce(8, bytes)).schedule.algorithm, Algorithm::kNvls);
+  EXPECT_NE(sim::CommPlanner(cluster, test_support::textbook_network_options()).plan(all_reduce(8, bytes)).schedule.algorithm,
+            Algorithm::kNvls);
 }
 
 }  // namespace
