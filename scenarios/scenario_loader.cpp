@@ -1170,6 +1170,10 @@ Scenario ScenarioDocument::read() const {
 
   TableReader training = root.child("training");
   scenario.lowering.training = read_training(training, scenario.lowering.model);
+  if (scenario.lowering.training.precision == strategies::Precision::kFP8 && scenario.cluster.node.gpu.fp8_flops <= 0) {
+    training.fail("precision", fmt::format("fp8 needs FP8 tensor cores; the {} has none", scenario.cluster.node.gpu.name),
+                  "use precision = \"mixed\" on this GPU, or an H100/H200/L40S node");
+  }
   TableReader parallel = root.child("parallel");
   read_parallel(parallel, scenario);
   check_batch(training, scenario.lowering.training, scenario.lowering.parallel.dp);

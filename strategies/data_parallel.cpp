@@ -172,7 +172,7 @@ class ShardedPolicy : public DataParallelPolicy {
     param_dtype_ = fsdp_.param_dtype.value_or(context.replica->dtype);
     reduce_dtype_ = fsdp_.reduce_dtype.value_or(param_dtype_);
     state_ = context.replica->state;
-    if (!zero3 && input_.training.precision == Precision::kMixed) {
+    if (!zero3 && keeps_fp32_master(input_.training.precision)) {
       // FSDP keeps the sharded parameters (and so their gradients) in fp32: no separate master.
       state_.parameters = 4;
       state_.gradients = 4;

@@ -10,7 +10,8 @@ namespace strategies {
 template <>
 std::span<const NamedValue<Precision>> named_values() {
   static constexpr NamedValue<Precision> kValues[] = {
-      {"mixed", Precision::kMixed}, {"bf16", Precision::kBF16}, {"fp16", Precision::kFP16}, {"fp32", Precision::kFP32}};
+      {"mixed", Precision::kMixed}, {"bf16", Precision::kBF16}, {"fp16", Precision::kFP16}, {"fp32", Precision::kFP32},
+      {"fp8", Precision::kFP8}};
   return kValues;
 }
 template <>
@@ -70,12 +71,14 @@ program::DType compute_dtype(Precision precision) {
 
 program::DType gradient_dtype(Precision precision) { return compute_dtype(precision); }
 
+bool keeps_fp32_master(Precision precision) { return precision == Precision::kMixed || precision == Precision::kFP8; }
+
 ModelStateBytes model_state_bytes(const TrainingSpec& training) {
   ModelStateBytes bytes;
   const double weight = static_cast<double>(program::dtype_bytes(compute_dtype(training.precision)));
   bytes.parameters = weight;
   bytes.gradients = weight;
-  const bool mixed = training.precision == Precision::kMixed;
+  const bool mixed = keeps_fp32_master(training.precision);
   bytes.master_weights = mixed ? 4 : 0;
   const double state = mixed ? 4 : weight;
   int moments = 0;

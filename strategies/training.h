@@ -4,7 +4,9 @@
 //   mixed  bf16 weights 2 + bf16 gradients 2 + fp32 master weights 4 + fp32 optimizer
 //          states 4 each (Adam: m and v) — the chapter's 16 bytes/parameter (§6.2.7, table 6-3);
 //   bf16 / fp16   everything in that dtype, no master copy (Adam: 2 + 2 + 2·2 = 8);
-//   fp32          everything in fp32, no master copy (Adam: 4 + 4 + 2·4 = 16).
+//   fp32          everything in fp32, no master copy (Adam: 4 + 4 + 2·4 = 16);
+//   fp8    Transformer Engine's FP8 training: model states as mixed (16 bytes/parameter), the
+//          transformer layers' linear GEMMs on FP8 tensor cores (transformer_ops.h).
 // Optimizers: Adam/AdamW keep two moments, SGD with momentum one, plain SGD none.
 #pragma once
 
@@ -19,7 +21,7 @@
 
 namespace strategies {
 
-enum class Precision { kMixed, kBF16, kFP16, kFP32 };
+enum class Precision { kMixed, kBF16, kFP16, kFP32, kFP8 };
 // Activation checkpointing (Korthikanti et al., MLSys 2023): none; full — keep each layer's
 // input, recompute the layer in backward; selective — recompute only the attention core.
 enum class Checkpointing { kNone, kFull, kSelective };
@@ -78,6 +80,8 @@ struct ModelStateBytes {
 ModelStateBytes model_state_bytes(const TrainingSpec& training);
 
 program::DType compute_dtype(Precision precision);
+// mixed and fp8 keep fp32 master weights and optimizer states beside bf16 weights.
+bool keeps_fp32_master(Precision precision);
 program::DType gradient_dtype(Precision precision);
 
 enum class PipelineSchedule { kGPipe, kOneFOneB, kInterleaved };

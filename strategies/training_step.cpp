@@ -15,7 +15,8 @@ ReplicaModel replica_model(const ModelSpec& model, const TrainingSpec& training,
   ReplicaModel replica;
   replica.dtype = compute_dtype(training.precision);
   replica.gradient_dtype = gradient_dtype(training.precision);
-  replica.blocks = model_blocks(model, BlockShape{training.micro_batch, training.sequence, replica.dtype, tensor_parallel});
+  replica.blocks = model_blocks(model, BlockShape{training.micro_batch, training.sequence, replica.dtype, tensor_parallel,
+                                                  training.precision == Precision::kFP8});
   replica.parameters = total_parameters(model);
   replica.state = model_state_bytes(training);
   return replica;

@@ -21,6 +21,7 @@ constexpr double kFp32Bytes = 4;
 constexpr double kMaskBytes = 1;       // dropout masks are stored as bytes
 constexpr double kTokenIdBytes = 8;    // int64 token ids
 constexpr double kLossReductions = 3;  // vocabulary-parallel cross-entropy: max, target logit, Σexp
+constexpr double kFp8CastBytes = 2 + 1 + 1;  // reads bf16, writes the FP8 tensor and its transpose
 
 // Builds one block's forward steps, then derives its backward steps.
 class BlockBuilder {
@@ -51,7 +52,14 @@ class BlockBuilder {
   // gathered again in backward under sequence parallelism with regather.
   void matmul(std::string name, std::int64_t m, std::int64_t n, std::int64_t k, double saved,
               std::vector<std::size_t> params, bool tensor_parallel_input = false) {
-    ForwardStep step{std::move(name), gemm(1, m, n, k), std::nullopt, std::nullopt, std::nullopt, saved, 0, std::move(params), true,
+    ComputeOp op = gemm(1, m, n, k);
+    if (shape_.fp8_linear) {  // cast the input to FP8 first (no backward of its own)
+      op.dtype = program::DType::kFP8;
+      op.bytes = gemm_bytes(op);
+      memory_bound(name + ".fp8_cast", ComputeKind::kElementwise, Shape::of({m * k}),
+                   static_cast<double>(m * k) * kFp8CastBytes, 0, {}, false);
+    }
+    ForwardStep step{std::move(name), op, std::nullopt, std::nullopt, std::nullopt, saved, 0, std::move(params), true,
                      false};
     if (tensor_parallel_input && sequence_parallel() && shape_.tp.regather_in_backward) {
       step.saved_bytes = saved / static_cast<double>(t());
@@ -65,8 +73,16 @@ class BlockBuilder {
   ComputeOp gemm(std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k) const {
     ComputeOp op = make(ComputeKind::kMatmul, Shape::of({batch, m, n, k}));
     op.flops = 2.0 * static_cast<double>(batch) * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
-    op.bytes = static_cast<double>(batch) * static_cast<double>(m * k + k * n + m * n) * e();
+    op.bytes = gemm_bytes(op);
     return op;
+  }
+  // A and B read, C written once; an FP8 GEMM's output is bf16.
+  double gemm_bytes(const ComputeOp& op) const {
+    const double batch = static_cast<double>(op.shape[0]), m = static_cast<double>(op.shape[1]),
+                 n = static_cast<double>(op.shape[2]), k = static_cast<double>(op.shape[3]);
+    const double operand = static_cast<double>(program::dtype_bytes(op.dtype));
+    const double output = op.dtype == program::DType::kFP8 ? e() : operand;
+    return batch * ((m * k + k * n) * operand + m * n * output);
   }
 
   void memory_bound(std::string name, ComputeKind kind, Shape shape, double bytes, double saved,
@@ -192,6 +208,16 @@ class BlockBuilder {
       const std::int64_t batch = fwd.shape[0], m = fwd.shape[1], n = fwd.shape[2], k = fwd.shape[3];
       ComputeOp dgrad = backward_of(fwd, Shape::of({batch, m, k, n}));
       ComputeOp wgrad = backward_of(fwd, Shape::of({batch, k, n, m}));
+      dgrad.bytes = gemm_bytes(dgrad);
+      wgrad.bytes = gemm_bytes(wgrad);
+      if (fwd.dtype == program::DType::kFP8) {  // the output gradient cast to FP8 for both GEMMs
+        ComputeOp cast = backward_of(fwd, Shape::of({batch * m * n}));
+        cast.kind = ComputeKind::kElementwise;
+        cast.dtype = shape_.dtype;
+        cast.flops = 0;
+        cast.bytes = static_cast<double>(batch * m * n) * kFp8CastBytes;
+        backward.push_back({forward.name + ".grad_fp8_cast", cast, {}, false, false, {}});
+      }
       std::vector<std::size_t> waits;
       if (forward.regather) {  // gathered while the input gradient is computed
         waits.push_back(backward.size());
@@ -368,7 +394,9 @@ Block transformer_layer_block(const ModelSpec& model, const BlockShape& shape, s
 }
 
 Block head_block(const ModelSpec& model, const BlockShape& shape) {
-  BlockBuilder builder("head", shape);
+  BlockShape bf16 = shape;
+  bf16.fp8_linear = false;  // Transformer Engine leaves the output layer in bf16
+  BlockBuilder builder("head", bf16);
   const std::int64_t tokens = builder.tokens();
   const double token_row = static_cast<double>(tokens * model.hidden) * builder.e();
   builder.set_input_bytes(static_cast<double>(builder.local_tokens() * model.hidden) * builder.e());

@@ -35,6 +35,17 @@
 // and the log-sum-exp are kept. Memory-bound backward ops move twice their forward bytes. The
 // loss keeps the logits in fp32 (as Hugging Face's Llama upcasts them before the
 // cross-entropy).
+//
+// FP8 (training.precision = "fp8", Transformer Engine's recipe; Micikevicius et al., "FP8
+// Formats for Deep Learning", 2022): the linear GEMMs of every transformer layer (QKV, output
+// projection, MLP) run on FP8 tensor cores with FP8 operands (1 byte) and a bf16 output, in
+// forward and in both backward GEMMs; attention, the LM head and everything else stay bf16.
+// Each FP8 GEMM first casts its input — and in backward its output gradient — with the amax
+// bookkeeping of delayed scaling: one pass reading bf16 and writing the FP8 tensor and its
+// transpose (2 + 1 + 1 bytes per element). Transformer Engine fuses some of these casts into
+// the LayerNorm and activation kernels; dtsim prices each as its own pass. Not modelled: the
+// per-step refresh of the FP8 weight copies, FP8 activations kept for backward (kept as bf16
+// here), the amax all-reduce.
 #pragma once
 
 #include <cstdint>
@@ -107,6 +118,7 @@ struct BlockShape {
   std::int64_t sequence = 1;
   program::DType dtype = program::DType::kBF16;
   TensorParallel tp;
+  bool fp8_linear = false;  // the transformer layers' linear GEMMs in FP8 (training.precision = "fp8")
 };
 
 Block embedding_block(const ModelSpec& model, const BlockShape& shape);

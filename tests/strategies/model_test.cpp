@@ -83,6 +83,44 @@ TEST(TransformerOpsTest, BackwardOfAMatmulIsTwoMatmulsOfTheSameFlops) {
   EXPECT_EQ(block.backward.back().name, "layer3.bwd.attn_norm");
 }
 
+TEST(TransformerOpsTest, Fp8RunsTheLayersLinearGemmsInFp8AfterACastOfEachInputAndOutputGradient) {
+  const ModelSpec model = *strategies::model_preset("llama-2-7b");
+  const std::int64_t b = 1, s = 256, h = model.hidden, tokens = b * s;
+  strategies::BlockShape shape{b, s, program::DType::kBF16, {}};
+  shape.fp8_linear = true;
+  const auto block = strategies::transformer_layer_block(model, shape, 0);
+  int fp8_gemms = 0, casts = 0;
+  for (const auto& step : block.forward) {
+    if (!step.compute) continue;
+    if (step.compute->kind == program::ComputeKind::kMatmul) {
+      ++fp8_gemms;
+      EXPECT_EQ(step.compute->dtype, program::DType::kFP8) << step.name;
+    }
+    if (step.name.ends_with(".fp8_cast")) ++casts;
+    if (step.name == "layer0.fwd.attn_out") {
+      // [T, h]·[h, h]: FP8 operands of 1 byte, a bf16 result of 2.
+      EXPECT_DOUBLE_EQ(step.compute->bytes, static_cast<double>(tokens * h + h * h) + 2.0 * static_cast<double>(tokens * h));
+    }
+    if (step.name == "layer0.fwd.attn_out.fp8_cast") {  // reads bf16, writes FP8 and its transpose
+      EXPECT_DOUBLE_EQ(step.compute->bytes, 4.0 * static_cast<double>(tokens * h));
+    }
+    if (step.compute->kind == program::ComputeKind::kAttention) {
+      EXPECT_EQ(step.compute->dtype, program::DType::kBF16);
+    }
+  }
+  EXPECT_EQ(fp8_gemms, 4);  // qkv, attn_out, mlp_gate_up, mlp_down
+  EXPECT_EQ(casts, 4);
+  int grad_casts = 0;
+  for (const auto& step : block.backward) grad_casts += step.name.ends_with(".grad_fp8_cast") ? 1 : 0;
+  EXPECT_EQ(grad_casts, 4);
+  // The LM head stays bf16.
+  for (const auto& step : strategies::head_block(model, shape).forward) {
+    if (step.compute && step.compute->kind == program::ComputeKind::kMatmul) {
+      EXPECT_EQ(step.compute->dtype, program::DType::kBF16);
+    }
+  }
+}
+
 TEST(TransformerOpsTest, GptLayerActivationsFollowKorthikanti) {
   // GPT layer, standard attention, dropout, fp16: Korthikanti et al. (MLSys 2023) eq. (1):
   // s·b·h·(34 + 5·a·s/h) bytes, plus the two LayerNorms' fp32 mean and 1/σ per token that the
