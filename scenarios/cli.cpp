@@ -237,8 +237,9 @@ int command_validate(const std::string& manifest, bool json, unsigned threads, s
 // the memory roofline and the launch overhead included) and the fraction of peak it is.
 std::string gemm_curve(const topology::DeviceSpec& device) {
   const sim::ComputeModel model(device, sim::ComputeEfficiency::preset());
-  std::string text = fmt::format("ceiling {:.3f}, memory {:.3f}:", model.gemm_ceiling(program::DType::kBF16),
-                                 model.memory_efficiency(0));
+  std::string text = fmt::format("ceiling {:.3f}, memory {:.3f}, attention at s 2048 {:.3f}:",
+                                 model.gemm_ceiling(program::DType::kBF16), model.memory_efficiency(0),
+                                 model.attention_efficiency(2048));
   for (const std::int64_t n : {512, 1024, 2048, 4096, 8192, 16384}) {
     program::ComputeOp gemm;
     gemm.kind = program::ComputeKind::kMatmul;
@@ -257,7 +258,7 @@ int command_presets(std::ostream& out) {
   for (const auto& name : topology::device_preset_names()) {
     out << fmt::format("  {:<16}{}\n", name, topology::describe(*topology::device_preset(name)));
   }
-  out << "\nGEMM curve of the compute model (bf16 n × n × n: TFLOP/s and % of peak; sim/compute/gemm_model.h):\n";
+  out << "\nCompute model per GPU: efficiencies, then bf16 n × n × n GEMMs in TFLOP/s and % of peak (sim/compute):\n";
   for (const auto& name : topology::device_preset_names()) {
     out << fmt::format("  {:<16}{}\n", name, gemm_curve(*topology::device_preset(name)));
   }

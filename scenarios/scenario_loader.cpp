@@ -804,7 +804,7 @@ void read_efficiency_by_size(TableReader& reader, const char* key, const char* s
 void read_compute(TableReader reader, Scenario& scenario) {
   sim::ComputeEfficiency& efficiency = scenario.efficiency;
   if (auto matmul = reader.optional_fraction("matmul_efficiency")) efficiency.matmul = matmul;
-  efficiency.attention = reader.fraction("attention_efficiency", efficiency.attention);
+  if (auto attention = reader.optional_fraction("attention_efficiency")) efficiency.attention = attention;
   if (auto memory = reader.optional_fraction("memory_efficiency")) efficiency.memory = memory;
   efficiency.kernel_overhead_s =
       reader.non_negative("kernel_overhead_us", efficiency.kernel_overhead_s / kMicro) * kMicro;
@@ -1238,7 +1238,7 @@ std::vector<ValidationCase> read_validation_manifest(const std::string& path) {
     if (c.group.empty()) reader.fail("group", "missing required key", "\"throughput\" or \"collective\"");
     c.scenario = (folder / required_text("scenario")).string();
     const std::vector<std::string> metrics = c.group == "throughput"
-                                                 ? std::vector<std::string>{"megatron_tflops_per_gpu"}
+                                                 ? std::vector<std::string>{"megatron_tflops_per_gpu", "tokens_per_second_per_gpu"}
                                                  : std::vector<std::string>{"bus_bandwidth_gbyte_s", "time_us"};
     c.metric = reader.choice("metric", metrics).value_or("");
     if (c.metric.empty()) reader.fail("metric", "missing required key", "one of: " + join(metrics));

@@ -16,7 +16,9 @@ namespace scenarios {
 
 namespace {
 
-bool is_throughput_metric(const std::string& metric) { return metric == "megatron_tflops_per_gpu"; }
+bool is_throughput_metric(const std::string& metric) {
+  return metric == "megatron_tflops_per_gpu" || metric == "tokens_per_second_per_gpu";
+}
 
 double summary_median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
@@ -42,6 +44,7 @@ double megatron_tflops_per_gpu(const Scenario& scenario, double step_seconds) {
 
 std::string validation_unit(const std::string& metric) {
   if (metric == "megatron_tflops_per_gpu") return "TFLOP/s per GPU";
+  if (metric == "tokens_per_second_per_gpu") return "tokens/s per GPU";
   if (metric == "bus_bandwidth_gbyte_s") return "GB/s bus bandwidth";
   if (metric == "time_us") return "µs";
   return "";
@@ -64,7 +67,12 @@ ValidationResult run_validation(const std::string& manifest, unsigned threads) {
     const ValidationCase& c = cases[i];
     ValidationRow row{c, 0, 0};
     if (is_throughput_metric(c.metric)) {
-      row.predicted = megatron_tflops_per_gpu(runs[run_of_case[i]], reports[run_of_case[i]].step_time_s);
+      const Scenario& run = runs[run_of_case[i]];
+      const double step_seconds = reports[run_of_case[i]].step_time_s;
+      row.predicted = c.metric == "megatron_tflops_per_gpu"
+                          ? megatron_tflops_per_gpu(run, step_seconds)
+                          : static_cast<double>(run.lowering.training.global_batch * run.lowering.training.sequence) /
+                                (step_seconds * run.cluster.gpu_count());
     } else {
       CollectiveBenchOptions bench;
       bench.op = c.op;

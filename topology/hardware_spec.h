@@ -4,6 +4,8 @@
 #pragma once
 
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace topology {
 
@@ -24,6 +26,9 @@ struct DeviceSpec {
   double gemm_efficiency = 0;      // best bf16/fp16 GEMM rate found by a search over shapes / peak
   double fp8_gemm_efficiency = 0;  // the same for fp8 GEMMs / fp8 peak
   double memory_efficiency = 0;    // what a streaming kernel reaches / memory bandwidth
+  // FlashAttention-2 forward + backward, causal, head dimension 128: (sequence length, FLOP/s /
+  // bf16 peak), ascending in sequence; empty: not measured.
+  std::vector<std::pair<double, double>> attention_by_sequence;
 };
 
 // One class of physical link. `efficiency` is the fraction of `bandwidth` a collective

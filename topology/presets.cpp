@@ -71,6 +71,12 @@ constexpr double kNdrEfficiency = 47.5 / 50.0;
 //     A100"); H100 SXM 3.01 of 3.35 TB/s (an fp32 softmax at 16K × 131K, Dao-AILab/quack
 //     media/2025-07-10-membound-sol.md); H200 4.3 of 4.8 TB/s (a device-to-device copy on our
 //     H200). H100 PCIe and L40S have none published here: the compute model's defaults apply.
+//   Attention: FlashAttention-2's forward + backward, causal mask, head dimension 128, batch ×
+//     sequence = 16k tokens, 2048 hidden (Dao-AILab/flash-attention README, "Performance",
+//     assets/flash2_a100_fwd_bwd_benchmark.png and flash2_h100_fwd_bwd_benchmark.png), TFLOP/s
+//     at sequence 512, 1k, 2k, 4k, 8k, 16k: A100 80GB SXM4 99, 133, 155, 173, 182, 189 (of 312);
+//     H100 SXM5 163, 221, 265, 294, 308, 328 (of 989.4). The H200 has the H100's SMs and clocks,
+//     and FlashAttention-2 is compute-bound: the H100's curve.
 DeviceSpec datasheet(std::string name, double bf16, double fp16, double fp32, double tf32, double fp8, double memory,
                      double memory_bandwidth, double nvlink) {
   DeviceSpec device;
@@ -86,8 +92,22 @@ DeviceSpec datasheet(std::string name, double bf16, double fp16, double fp32, do
   return device;
 }
 
+// (sequence, TFLOP/s) → (sequence, fraction of the device's bf16 peak).
+std::vector<std::pair<double, double>> fraction_of_peak(const DeviceSpec& device,
+                                                        std::initializer_list<std::pair<double, double>> tflops) {
+  std::vector<std::pair<double, double>> curve;
+  for (const auto& [sequence, rate] : tflops) curve.emplace_back(sequence, rate * kTera / device.bf16_flops);
+  return curve;
+}
+
+const std::initializer_list<std::pair<double, double>> kFlash2A100 = {
+    {512, 99}, {1024, 133}, {2048, 155}, {4096, 173}, {8192, 182}, {16384, 189}};
+const std::initializer_list<std::pair<double, double>> kFlash2H100 = {
+    {512, 163}, {1024, 221}, {2048, 265}, {4096, 294}, {8192, 308}, {16384, 328}};
+
 DeviceSpec with_measurements(DeviceSpec device, int sms, double gemm_efficiency, double fp8_gemm_efficiency,
-                             double memory_efficiency) {
+                             double memory_efficiency, std::initializer_list<std::pair<double, double>> flash2 = {}) {
+  device.attention_by_sequence = fraction_of_peak(device, flash2);
   device.sms = sms;
   device.gemm_efficiency = gemm_efficiency;
   device.fp8_gemm_efficiency = fp8_gemm_efficiency;
@@ -100,15 +120,15 @@ const std::vector<std::pair<std::string, DeviceSpec>>& devices() {
       {"a100-sxm4-80gb",
        with_measurements(datasheet("A100 SXM4 80GB", 312 * kTera, 312 * kTera, 19.5 * kTera, 156 * kTera, 0, 80 * kGiga,
                           2039 * kGiga, 300 * kGiga),
-                         108, 271.2 / 312, 0, 1800.0 / 2039.0)},
+                         108, 271.2 / 312, 0, 1800.0 / 2039.0, kFlash2A100)},
       {"h100-sxm5",
        with_measurements(datasheet("H100 SXM5", 989.4 * kTera, 989.4 * kTera, 66.9 * kTera, 494.7 * kTera, 1978.9 * kTera,
                           80 * kGiga, 3350 * kGiga, 450 * kGiga),
-                         132, 794.5 / 989.4, 1402.6 / 1978.9, 3.01 / 3.35)},
+                         132, 794.5 / 989.4, 1402.6 / 1978.9, 3.01 / 3.35, kFlash2H100)},
       {"h200-sxm",
        with_measurements(datasheet("H200 SXM", 989.4 * kTera, 989.4 * kTera, 66.9 * kTera, 494.7 * kTera, 1978.9 * kTera,
                           141 * kGiga, 4800 * kGiga, 450 * kGiga),
-                         132, 794.5 / 989.4, 1453.4 / 1978.9, 4.3 / 4.8)},
+                         132, 794.5 / 989.4, 1453.4 / 1978.9, 4.3 / 4.8, kFlash2H100)},
       {"h100-pcie",
        with_measurements(datasheet("H100 PCIe", 756 * kTera, 756 * kTera, 51.2 * kTera, 378 * kTera, 1513 * kTera,
                           80 * kGiga, 2000 * kGiga, 0),

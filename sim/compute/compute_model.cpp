@@ -9,7 +9,6 @@ namespace sim {
 
 ComputeEfficiency ComputeEfficiency::preset() {
   ComputeEfficiency efficiency;
-  efficiency.attention = 0.50;
   efficiency.kernel_overhead_s = 2e-6;
   return efficiency;
 }
@@ -25,6 +24,12 @@ ComputeModel::ComputeModel(topology::DeviceSpec device, ComputeEfficiency effici
 
 double ComputeModel::gemm_ceiling(program::DType dtype) const {
   return dtype == program::DType::kFP8 && device_.fp8_flops > 0 ? fp8_gemm_ceiling_ : gemm_ceiling_;
+}
+
+double ComputeModel::attention_efficiency(double sequence) const {
+  if (efficiency_.attention) return *efficiency_.attention;
+  if (device_.attention_by_sequence.empty()) return ComputeEfficiency::kUnmeasuredAttention;
+  return EfficiencyBySize{device_.attention_by_sequence}.at(sequence);
 }
 
 double ComputeModel::memory_efficiency(double bytes) const {
@@ -76,7 +81,9 @@ double ComputeModel::seconds(const program::ComputeOp& op) const {
                               static_cast<double>(op.shape[2]), static_cast<double>(op.shape[3])},
                              op.dtype).seconds;
   } else if (op.flops > 0) {
-    const double efficiency = op.kind == program::ComputeKind::kAttention ? efficiency_.attention
+    // A fused attention op's shape is [b, heads, kv heads, s, head dim].
+    const double sequence = op.shape.rank == 5 ? static_cast<double>(op.shape[3]) : 0;
+    const double efficiency = op.kind == program::ComputeKind::kAttention ? attention_efficiency(sequence)
                               : !efficiency_.matmul_by_size.empty()     ? efficiency_.matmul_by_size.at(op.flops)
                                                                          : gemm_ceiling(op.dtype);
     flop_seconds = op.flops / (peak_flops(op.dtype) * efficiency);

@@ -39,7 +39,10 @@ struct ComputeEfficiency {
   // unset: the device's published measurement (DeviceSpec::gemm_efficiency), else
   // kUnmeasuredMatmul.
   std::optional<double> matmul;
-  double attention = 0;      // fraction of peak a fused (Flash) attention kernel reaches
+  // Fraction of peak a fused (Flash) attention kernel reaches, forward and backward; unset: the
+  // device's FlashAttention-2 curve by sequence length (DeviceSpec::attention_by_sequence),
+  // else kUnmeasuredAttention.
+  std::optional<double> attention;
   // Fraction of memory bandwidth a streaming kernel reaches; unset: the device's measurement
   // (DeviceSpec::memory_efficiency), else kUnmeasuredMemory.
   std::optional<double> memory;
@@ -55,8 +58,7 @@ struct ComputeEfficiency {
 
   // Defaults:
   //  matmul, memory — each device's own measurement (topology/presets.cpp);
-  //  attention 0.50 — lower end of FlashAttention-2's 50–73 % of A100 peak in the forward
-  //                   pass (Dao, "FlashAttention-2", 2023, §4.1); backward is slower;
+  //  attention      — each device's FlashAttention-2 curve (topology/presets.cpp);
   //  overhead 2 µs  — lower end of the 2–5 µs launch-to-start latency of a CUDA kernel.
   static ComputeEfficiency preset();
   // For a device with no published measurement: the H200 figures our team measured (an
@@ -64,6 +66,9 @@ struct ComputeEfficiency {
   // 2026-11-04; a device-to-device copy at 4.3 of 4.8 TB/s).
   static constexpr double kUnmeasuredMatmul = 0.80;
   static constexpr double kUnmeasuredMemory = 0.90;
+  // Lower end of FlashAttention-2's 50–73 % of A100 peak in the forward pass (Dao,
+  // "FlashAttention-2", 2023, §4.1), for a device without a measured curve.
+  static constexpr double kUnmeasuredAttention = 0.50;
 };
 
 class ComputeModel {
@@ -80,6 +85,7 @@ class ComputeModel {
   // streaming kernel reaches, after the scenario's overrides and the device's measurements.
   double gemm_ceiling(program::DType dtype) const;
   double memory_efficiency(double bytes) const;
+  double attention_efficiency(double sequence) const;
   // Dense peak for a dtype: bf16/fp16 tensor cores, fp32 plain or on TF32 tensor cores
   // (fp32_matmul_on_tf32), fp8 where the device has it (else its bf16 rate).
   double peak_flops(program::DType dtype) const;

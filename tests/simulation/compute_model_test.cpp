@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "topology/presets.h"
 
 namespace {
@@ -80,6 +82,23 @@ TEST(ComputeModelTest, Fp8GemmsUseTheFp8CeilingAndEfficienciesComeFromTheDevice)
   const sim::ComputeModel l40s(*topology::device_preset("l40s"), sim::ComputeEfficiency::preset());
   EXPECT_DOUBLE_EQ(l40s.gemm_ceiling(program::DType::kBF16), sim::ComputeEfficiency::kUnmeasuredMatmul);
   EXPECT_DOUBLE_EQ(l40s.memory_efficiency(1e9), sim::ComputeEfficiency::kUnmeasuredMemory);
+}
+
+TEST(ComputeModelTest, FusedAttentionRunsAtTheGpusFlashAttention2RateForItsSequence) {
+  // FlashAttention-2 forward + backward, causal, head dim 128 (its README's benchmark): A100
+  // 155 TFLOP/s at s = 2k; H100 221 at 1k and, between 2k (265) and 4k (294), linear in log(s).
+  sim::ComputeEfficiency preset = sim::ComputeEfficiency::preset();
+  const sim::ComputeModel a100(*topology::device_preset("a100-sxm4-80gb"), preset);
+  const sim::ComputeModel h100(*topology::device_preset("h100-sxm5"), preset);
+  EXPECT_DOUBLE_EQ(a100.attention_efficiency(2048), 155e12 / 312e12);
+  EXPECT_DOUBLE_EQ(h100.attention_efficiency(1024), 221e12 / 989.4e12);
+  EXPECT_NEAR(h100.attention_efficiency(std::sqrt(2048.0 * 4096.0)), (265e12 + 294e12) / 2 / 989.4e12, 1e-12);
+  preset.kernel_overhead_s = 0;
+  program::ComputeOp attention = op(program::ComputeKind::kAttention, program::DType::kBF16, 1e12, 0);
+  attention.shape = program::Shape::of({1, 32, 32, 2048, 128});
+  EXPECT_NEAR(sim::ComputeModel(*topology::device_preset("a100-sxm4-80gb"), preset).seconds(attention), 1e12 / 155e12, 1e-12);
+  EXPECT_DOUBLE_EQ(sim::ComputeModel(*topology::device_preset("l40s"), preset).attention_efficiency(2048),
+                   sim::ComputeEfficiency::kUnmeasuredAttention);
 }
 
 TEST(ComputeModelTest, ASmallGemmPaysForItsIdleSms) {
