@@ -85,7 +85,8 @@ constexpr double kLargestMagnitude = 1e30;
 // Sizes beyond any machine or model built today.
 constexpr std::int64_t kMaxNodes = 16384;
 constexpr std::int64_t kMaxPerNode = 64;
-constexpr std::int64_t kMaxStreamingMultiprocessors = 1024;  // far above any GPU (H100: 132)
+constexpr std::int64_t kMaxStreamingMultiprocessors = 1024;
+constexpr double kMaxOverlapSlowdown = 10;  // an overlapped op 11× slower: far beyond any measurement  // far above any GPU (H100: 132)
 constexpr std::int64_t kMaxDimension = std::int64_t{1} << 24;
 constexpr std::int64_t kMaxSteps = 10000;
 constexpr std::int64_t kMaxLayers = 10000;  // the deepest published transformers have a few hundred
@@ -809,6 +810,11 @@ void read_compute(TableReader reader, Scenario& scenario) {
   efficiency.kernel_overhead_s =
       reader.non_negative("kernel_overhead_us", efficiency.kernel_overhead_s / kMicro) * kMicro;
   efficiency.fp32_matmul_on_tf32 = reader.boolean("allow_tf32").value_or(efficiency.fp32_matmul_on_tf32);
+  efficiency.overlap_slowdown = reader.non_negative("overlap_slowdown", efficiency.overlap_slowdown);
+  if (efficiency.overlap_slowdown > kMaxOverlapSlowdown) {
+    reader.fail("overlap_slowdown", fmt::format("expected at most {}, got {}", kMaxOverlapSlowdown, efficiency.overlap_slowdown),
+                "a fraction: 0.189 makes an overlapped op 18.9 % slower");
+  }
   read_efficiency_by_size(reader, "matmul_efficiency_by_size", "GEMM FLOPs", efficiency.matmul_by_size);
   read_efficiency_by_size(reader, "memory_efficiency_by_size", "bytes moved", efficiency.memory_by_size);
   scenario.step_compute_time_s = reader.optional_positive("step_compute_time_s");

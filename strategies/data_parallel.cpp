@@ -219,7 +219,7 @@ class ShardedPolicy : public DataParallelPolicy {
       if (!unit_started_[u]) unit_started_[u] = builder.next_index();
       last = emit_forward(builder, {block}, context_.streams, input_.training.checkpointing, std::move(block_deps));
       if (!units_[u].root && block == units_[u].blocks.back() && reshard_) {
-        freed_[u] = release(builder, u, "gathered_parameters", MemoryCategory::kParameters, param_bytes(u), {last});
+        freed_[u] = release(builder, u, "gathered_parameters", MemoryCategory::kGatheredParameters, param_bytes(u), {last});
         gathered_[u].reset();
       }
     }
@@ -254,7 +254,7 @@ class ShardedPolicy : public DataParallelPolicy {
       }
       if (!gradients_allocated[u]) {
         builder.allocate(fmt::format("{}.unsharded_gradients", units_[u].name), context_.streams.compute,
-                         MemoryCategory::kGradients, units_[u].elements * dtype_size(param_dtype_));
+                         MemoryCategory::kUnshardedGradients, units_[u].elements * dtype_size(param_dtype_));
         gradients_allocated[u] = true;
       }
       std::vector<OpIndex> block_deps = std::exchange(pending, {});
@@ -265,9 +265,9 @@ class ShardedPolicy : public DataParallelPolicy {
       // The unit's backward is complete: reduce its gradients and free what it gathered.
       previous_unit_end = last;
       previous_unit_reduced = reduce(builder, u, last);
-      unit_freed[u] = release(builder, u, "gathered_parameters", MemoryCategory::kParameters, param_bytes(u),
+      unit_freed[u] = release(builder, u, "gathered_parameters", MemoryCategory::kGatheredParameters, param_bytes(u),
                               {*previous_unit_reduced}, context_.dp_reduce);
-      release(builder, u, "unsharded_gradients", MemoryCategory::kGradients,
+      release(builder, u, "unsharded_gradients", MemoryCategory::kUnshardedGradients,
               units_[u].elements * dtype_size(param_dtype_), {*previous_unit_reduced}, context_.dp_reduce);
       gathered_[u].reset();
       previous_unit = u;
@@ -341,7 +341,7 @@ class ShardedPolicy : public DataParallelPolicy {
       copy.bytes = unit.elements / shards_ * state_.parameters;
       deps.push_back(builder.add(fmt::format("{}.{}.shard_to_gpu", unit.name, pass), context_.host_to_device, copy, deps));
     }
-    builder.allocate(fmt::format("{}.gathered_parameters", unit.name), context_.dp_gather, MemoryCategory::kParameters,
+    builder.allocate(fmt::format("{}.gathered_parameters", unit.name), context_.dp_gather, MemoryCategory::kGatheredParameters,
                      param_bytes(u), deps);
     return builder.add(fmt::format("{}.{}.all_gather", unit.name, pass), context_.dp_gather,
                        collective(CollectiveKind::kAllGather, group_, param_bytes(u), param_dtype_));

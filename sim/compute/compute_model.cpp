@@ -10,6 +10,7 @@ namespace sim {
 ComputeEfficiency ComputeEfficiency::preset() {
   ComputeEfficiency efficiency;
   efficiency.kernel_overhead_s = 2e-6;
+  efficiency.overlap_slowdown = 0.189;
   return efficiency;
 }
 

@@ -47,6 +47,13 @@ struct ComputeEfficiency {
   // (DeviceSpec::memory_efficiency), else kUnmeasuredMemory.
   std::optional<double> memory;
   double kernel_overhead_s = 0;  // fixed cost per kernel (launch and tail)
+  // How much longer a GPU compute op takes when it starts while its rank has a collective or a
+  // transfer in flight: NCCL's kernels take SMs and memory bandwidth from it. Default 0.189 —
+  // the mean slowdown of compute overlapped with communication across 4 × A100, 4 × H100,
+  // MI250 and MI210 on GPT and LLaMA (Lee et al., "Characterizing Compute-Communication
+  // Overlap in GPU-Accelerated Distributed Deep Learning", arXiv 2507.03114, 2025: 18.9 % on
+  // average, 40.0 % at most).
+  double overlap_slowdown = 0;
   // fp32 matmuls on TF32 tensor cores (torch.backends.cuda.matmul.allow_tf32; off by default
   // in PyTorch, so fp32 matmuls run at the plain FP32 rate).
   bool fp32_matmul_on_tf32 = false;
@@ -59,7 +66,8 @@ struct ComputeEfficiency {
   // Defaults:
   //  matmul, memory — each device's own measurement (topology/presets.cpp);
   //  attention      — each device's FlashAttention-2 curve (topology/presets.cpp);
-  //  overhead 2 µs  — lower end of the 2–5 µs launch-to-start latency of a CUDA kernel.
+  //  overhead 2 µs  — lower end of the 2–5 µs launch-to-start latency of a CUDA kernel;
+  //  overlap_slowdown 0.189 (above).
   static ComputeEfficiency preset();
   // For a device with no published measurement: the H200 figures our team measured (an
   // 8192³ bf16 GEMM through PyTorch at 769–798 TFLOP/s of 989, notes of 2026-10-28 and

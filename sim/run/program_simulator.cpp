@@ -56,7 +56,10 @@ class Simulator {
         host_compute_(cluster.spec().parameter_servers.host, host_efficiency(options.efficiency)),
         offload_compute_(host_share(cluster.spec()), host_efficiency(options.efficiency)),
         network_(make_network_model(with_step_recording(options.network), engine_, cluster)),
-        options_(options) {
+        options_(options),
+        // A stated compute time is the compute time: nothing slows it further.
+        overlap_slowdown_(options.step_compute_time_s || options.compute_time_scale ? 0.0
+                                                                                     : options.efficiency.overlap_slowdown) {
     if (options.step_compute_time_s) {
       scale_compute_to(*options.step_compute_time_s);
     } else if (options.compute_time_scale) {
@@ -92,6 +95,8 @@ class Simulator {
     std::vector<std::uint8_t> busy;
     std::vector<Time> started;                       // per stream: when its running ops began
     std::vector<OpIndex> chain_last;                 // per stream: the last op of its running run
+    std::vector<double> stretch;                     // per stream: its running run's overlap slowdown
+    std::int32_t communicating = 0;                  // collectives in flight
     std::vector<OpIndex> waiting_on;                 // per stream: a dependency its head waits for
     std::vector<std::uint32_t> collective_sequence;  // per group family
     std::vector<std::int64_t> memory;                // per memory category
@@ -207,6 +212,7 @@ class Simulator {
       state.busy.assign(streams, 0);
       state.started.assign(streams, Time::zero());
       state.chain_last.assign(streams, 0);
+      state.stretch.assign(streams, 1.0);
       state.waiting_on.assign(streams, kNotWaiting);
       state.collective_sequence.assign(program_.group_families.size(), 0);
       state.memory.assign(program::kMemoryCategoryCount, 0);
@@ -327,9 +333,14 @@ class Simulator {
       const RankPlan& plan = *state.plan;
       // Successors nobody else waits for, ready now, run on in the same event: the same
       // spans at the same times, fewer events.
+      // Started beside a collective of this rank: NCCL's kernels slow it. The slowdown is
+      // decided when an op starts, so beside a collective ops start one by one.
+      const bool on_gpu = cluster_.is_gpu(program_.placement[rank]) && !std::get<program::ComputeOp>(op.body).on_host;
+      const bool beside_collective = on_gpu && state.communicating > 0 && overlap_slowdown_ > 0;
+      state.stretch[op.stream] = beside_collective ? 1 + overlap_slowdown_ : 1.0;
       OpIndex last = index;
       Time end = engine_.now() + duration_of(rank, index);
-      while (plan.chains_into_next[last]) {
+      while (!beside_collective && plan.chains_into_next[last]) {
         const OpIndex next = plan.next_on_stream[last];
         const auto& deps = op_of(rank, next).deps;
         if (!std::all_of(deps.begin(), deps.end(), [&](OpIndex dep) { return dep == last || state.done[dep] != 0; })) break;
@@ -348,9 +359,12 @@ class Simulator {
   }
 
   Time duration_of(std::int32_t rank, OpIndex index) const {
-    const Time duration = ranks_[rank].plan->durations[index];
-    if (options_.compute_slowdown.empty() || options_.compute_slowdown[rank] == 1.0) return duration;
-    return Time::from_seconds(duration.seconds() * options_.compute_slowdown[rank]);
+    const RankState& state = ranks_[rank];
+    const Time duration = state.plan->durations[index];
+    const double factor = (options_.compute_slowdown.empty() ? 1.0 : options_.compute_slowdown[rank]) *
+                          state.stretch[op_of(rank, index).stream];
+    if (factor == 1.0) return duration;
+    return Time::from_seconds(duration.seconds() * factor);
   }
 
   // The compute ops a stream started in one event have finished, one after the other.
@@ -427,8 +441,12 @@ class Simulator {
 
   void start_communication(const CommRequest& request, trace::StringId group_name,
                            std::vector<std::int32_t> members, std::vector<OpIndex> ops) {
+    const bool collective = request.kind.has_value();  // point-to-point transfers take few SMs: not counted
+    if (collective) {
+      for (std::int32_t member : members) ++ranks_[member].communicating;
+    }
     try {
-      network_->start(request, [this, group_name, members = std::move(members),
+      network_->start(request, [this, group_name, collective, members = std::move(members),
                                 ops = std::move(ops)](const CommResult& result) {
         const trace::StringId algorithm =
             result_.timeline.strings.intern(program::algorithm_name(result.algorithm));
@@ -442,6 +460,9 @@ class Simulator {
           result_.comm_bandwidth_s[members[m]] += result.bandwidth_seconds;
         }
         record_steps(result, members, ops);
+        if (collective) {
+          for (std::int32_t member : members) --ranks_[member].communicating;
+        }
         for (std::size_t m = 0; m < members.size(); ++m) complete(members[m], ops[m]);
         for (std::int32_t member : members) try_start(member);
       });
@@ -566,6 +587,7 @@ class Simulator {
   ComputeModel offload_compute_;
   std::unique_ptr<NetworkModel> network_;
   SimulationOptions options_;
+  double overlap_slowdown_;  // ComputeEfficiency::overlap_slowdown, 0 under a stated compute time
   std::vector<RankState> ranks_;
   std::map<std::pair<const program::RankProgram*, bool>, RankPlan> plans_;
   std::map<std::pair<program::GroupFamilyId, std::int32_t>, trace::StringId> group_names_;

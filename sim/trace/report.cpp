@@ -20,6 +20,16 @@ std::map<std::string, std::int64_t> breakdown_of(const Timeline& timeline, const
   return breakdown;
 }
 
+// The memory series that are resident model states (program::MemoryCategory's first four).
+std::int64_t model_state_bytes(const std::map<std::string, std::int64_t>& breakdown) {
+  std::int64_t total = 0;
+  for (const char* series : {"parameters", "gradients", "master_weights", "optimizer_states"}) {
+    const auto found = breakdown.find(series);
+    if (found != breakdown.end()) total += found->second;
+  }
+  return total;
+}
+
 std::string human_bytes(double bytes) {
   if (bytes >= 1e9) return fmt::format("{:.2f} GB", bytes / 1e9);
   if (bytes >= 1e6) return fmt::format("{:.2f} MB", bytes / 1e6);
@@ -152,6 +162,7 @@ Report build_report(const Timeline& timeline, const RunFacts& facts) {
     report.peak_memory_rank = static_cast<std::int32_t>(rank);
     report.memory_capacity_bytes = capacity_of(rank);
     report.peak_memory_breakdown = breakdown_of(timeline, sample);
+    report.peak_model_state_bytes = model_state_bytes(report.peak_memory_breakdown);
     report.peak_memory_op = timeline.strings.at(sample.cause);
   };
   std::optional<std::size_t> highest;
@@ -252,6 +263,10 @@ std::string format_report(const Report& r) {
                        r.oom ? "OUT OF MEMORY" : "fits");
   }
   out += "\n";
+  if (r.peak_model_state_bytes > 0) {
+    out += fmt::format("    {:<20}{} (resident; the rest is transient)\n", "model states",
+                       human_bytes(static_cast<double>(r.peak_model_state_bytes)));
+  }
   for (const auto& [series, bytes] : r.peak_memory_breakdown) {
     if (bytes != 0) out += fmt::format("    {:<20}{}\n", series, human_bytes(static_cast<double>(bytes)));
   }
@@ -300,6 +315,7 @@ nlohmann::json report_to_json(const Report& r) {
       {"peak_memory_bytes", r.peak_memory_bytes},
       {"peak_memory_rank", r.peak_memory_rank},
       {"peak_memory_breakdown_bytes", r.peak_memory_breakdown},
+      {"peak_model_state_bytes", r.peak_model_state_bytes},
       {"peak_memory_op", r.peak_memory_op},
       {"memory_capacity_bytes", r.memory_capacity_bytes},
       {"oom", r.oom},

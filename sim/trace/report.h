@@ -109,6 +109,10 @@ struct Report {
   std::int64_t peak_memory_bytes = 0;
   std::int32_t peak_memory_rank = 0;
   std::map<std::string, std::int64_t> peak_memory_breakdown;  // at the peak, by series
+  // Of the peak, the resident model states — parameters, gradients, master weights, optimizer
+  // states: what the ZeRO paper's per-device figures count; the rest (activations, buffers,
+  // gathered parameters, unsharded gradients) is transient.
+  std::int64_t peak_model_state_bytes = 0;
   std::string peak_memory_op;  // the op that reached the peak
   double memory_capacity_bytes = 0;  // of the peak rank (0 when unknown)
   bool oom = false;                  // some rank needs more than its device holds

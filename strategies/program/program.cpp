@@ -31,7 +31,7 @@ constexpr std::array<std::string_view, 8> kAlgorithmNames = {"auto", "ring",   "
                                                              "hier", "direct", "ps",   "nvls"};
 constexpr std::array<std::string_view, kMemoryCategoryCount> kMemoryCategoryNames = {
     "parameters", "gradients", "master_weights", "optimizer_states",
-    "activations", "comm_buffers", "other"};
+    "activations", "comm_buffers", "gathered_parameters", "unsharded_gradients", "other"};
 
 }  // namespace
 

@@ -121,6 +121,9 @@ struct SendRecvOp {
   DType dtype = DType::kBF16;
 };
 
+// The first four are resident model states (what the ZeRO paper's per-device figures count);
+// the rest are transient: activations, communication buffers, and FSDP/ZeRO-3's gathered
+// parameters and unsharded gradients of the units in flight.
 enum class MemoryCategory : std::uint8_t {
   kParameters,
   kGradients,
@@ -128,8 +131,11 @@ enum class MemoryCategory : std::uint8_t {
   kOptimizerStates,
   kActivations,
   kCommBuffers,
+  kGatheredParameters,
+  kUnshardedGradients,
   kOther,
 };
+inline bool is_model_state(MemoryCategory category) { return category <= MemoryCategory::kOptimizerStates; }
 inline constexpr std::size_t kMemoryCategoryCount =
     static_cast<std::size_t>(MemoryCategory::kOther) + 1;
 std::string_view memory_category_name(MemoryCategory category);
