@@ -237,9 +237,14 @@ int command_validate(const std::string& manifest, bool json, unsigned threads, s
 // the memory roofline and the launch overhead included) and the fraction of peak it is.
 std::string gemm_curve(const topology::DeviceSpec& device) {
   const sim::ComputeModel model(device, sim::ComputeEfficiency::preset());
-  std::string text = fmt::format("ceiling {:.3f}, memory {:.3f}, attention at s 2048 {:.3f}:",
-                                 model.gemm_ceiling(program::DType::kBF16), model.memory_efficiency(0),
-                                 model.attention_efficiency(2048));
+  std::string text = fmt::format("ceiling {:.3f}, memory {:.3f}, attention at s 2048",
+                                 model.gemm_ceiling(program::DType::kBF16), model.memory_efficiency(0));
+  for (const auto& [name, kernel] : topology::attention_kernels()) {
+    sim::ComputeEfficiency efficiency = sim::ComputeEfficiency::preset();
+    efficiency.attention_kernel = kernel;
+    text += fmt::format(" {} {:.3f}", name, sim::ComputeModel(device, efficiency).attention_efficiency(2048));
+  }
+  text += ":";
   for (const std::int64_t n : {512, 1024, 2048, 4096, 8192, 16384}) {
     program::ComputeOp gemm;
     gemm.kind = program::ComputeKind::kMatmul;

@@ -806,6 +806,13 @@ void read_compute(TableReader reader, Scenario& scenario) {
   sim::ComputeEfficiency& efficiency = scenario.efficiency;
   if (auto matmul = reader.optional_fraction("matmul_efficiency")) efficiency.matmul = matmul;
   if (auto attention = reader.optional_fraction("attention_efficiency")) efficiency.attention = attention;
+  if (auto kernel = reader.choice("attention_kernel", topology::attention_kernel_names())) {
+    if (scenario.lowering.model.attention != strategies::AttentionKind::kFlash) {
+      reader.fail("attention_kernel", "a fused attention kernel needs model.attention = \"flash\"",
+                  "remove compute.attention_kernel, or set model.attention = \"flash\"");
+    }
+    efficiency.attention_kernel = *topology::attention_kernel(*kernel);
+  }
   if (auto memory = reader.optional_fraction("memory_efficiency")) efficiency.memory = memory;
   efficiency.kernel_overhead_s =
       reader.non_negative("kernel_overhead_us", efficiency.kernel_overhead_s / kMicro) * kMicro;

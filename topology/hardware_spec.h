@@ -3,11 +3,17 @@
 // starts from a preset and overrides any field from TOML.
 #pragma once
 
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace topology {
+
+// Fused attention kernels whose forward + backward rate is published per GPU (the
+// Dao-AILab/flash-attention README's benchmark): FlashAttention-2, the first FlashAttention
+// (CUDA), and FlashAttention written in Triton.
+enum class AttentionKernel { kFlash2, kFlash1, kTriton };
 
 // One accelerator. Peak rates are dense (no structured sparsity), from public datasheets.
 struct DeviceSpec {
@@ -26,9 +32,9 @@ struct DeviceSpec {
   double gemm_efficiency = 0;      // best bf16/fp16 GEMM rate found by a search over shapes / peak
   double fp8_gemm_efficiency = 0;  // the same for fp8 GEMMs / fp8 peak
   double memory_efficiency = 0;    // what a streaming kernel reaches / memory bandwidth
-  // FlashAttention-2 forward + backward, causal, head dimension 128: (sequence length, FLOP/s /
-  // bf16 peak), ascending in sequence; empty: not measured.
-  std::vector<std::pair<double, double>> attention_by_sequence;
+  // Each fused attention kernel's forward + backward rate, causal, head dimension 128: (sequence
+  // length, FLOP/s / bf16 peak), ascending in sequence; a kernel absent: not measured.
+  std::map<AttentionKernel, std::vector<std::pair<double, double>>> attention_by_sequence;
 };
 
 // One class of physical link. `efficiency` is the fraction of `bandwidth` a collective

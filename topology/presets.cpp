@@ -71,12 +71,23 @@ constexpr double kNdrEfficiency = 47.5 / 50.0;
 //     A100"); H100 SXM 3.01 of 3.35 TB/s (an fp32 softmax at 16K × 131K, Dao-AILab/quack
 //     media/2025-07-10-membound-sol.md); H200 4.3 of 4.8 TB/s (a device-to-device copy on our
 //     H200). H100 PCIe and L40S have none published here: the compute model's defaults apply.
-//   Attention: FlashAttention-2's forward + backward, causal mask, head dimension 128, batch ×
+//   Attention: fused kernels' forward + backward, causal mask, head dimension 128, batch ×
 //     sequence = 16k tokens, 2048 hidden (Dao-AILab/flash-attention README, "Performance",
-//     assets/flash2_a100_fwd_bwd_benchmark.png and flash2_h100_fwd_bwd_benchmark.png), TFLOP/s
-//     at sequence 512, 1k, 2k, 4k, 8k, 16k: A100 80GB SXM4 99, 133, 155, 173, 182, 189 (of 312);
-//     H100 SXM5 163, 221, 265, 294, 308, 328 (of 989.4). The H200 has the H100's SMs and clocks,
-//     and FlashAttention-2 is compute-bound: the H100's curve.
+//     assets/flash2_a100_fwd_bwd_benchmark.png and flash2_h100_fwd_bwd_benchmark.png, 2023; the
+//     Triton bars are Triton's own triton.ops.flash_attention, benchmarks/
+//     benchmark_flash_attention.py), TFLOP/s at sequence 512, 1k, 2k, 4k, 8k, 16k:
+//       A100 80GB SXM4 (of 312): FlashAttention-2 99, 133, 155, 173, 182, 189;
+//                                FlashAttention   55,  62,  69,  76,  80,  83;
+//                                Triton           50,  61,  68,  74,  78,  80;
+//       H100 SXM5 (of 989.4):    FlashAttention-2 163, 221, 265, 294, 308, 328;
+//                                FlashAttention    98, 109, 108, 126, 135, 137;
+//                                Triton: not published. Its author's note on the Triton kernel
+//                                (flash_attn/flash_attn_triton.py, 2022: "Triton forward +
+//                                backward is slightly slower than CUDA forward + backward") and
+//                                the A100 bars (Triton within 10 % of FlashAttention at every
+//                                length) give it FlashAttention's curve.
+//     The H200 has the H100's SMs and clocks, and these kernels are compute-bound: the H100's
+//     curves.
 DeviceSpec datasheet(std::string name, double bf16, double fp16, double fp32, double tf32, double fp8, double memory,
                      double memory_bandwidth, double nvlink) {
   DeviceSpec device;
@@ -92,22 +103,30 @@ DeviceSpec datasheet(std::string name, double bf16, double fp16, double fp32, do
   return device;
 }
 
+using Rates = std::vector<std::pair<double, double>>;  // (sequence, TFLOP/s)
+using AttentionRates = std::vector<std::pair<AttentionKernel, Rates>>;
+
 // (sequence, TFLOP/s) → (sequence, fraction of the device's bf16 peak).
-std::vector<std::pair<double, double>> fraction_of_peak(const DeviceSpec& device,
-                                                        std::initializer_list<std::pair<double, double>> tflops) {
+std::vector<std::pair<double, double>> fraction_of_peak(const DeviceSpec& device, const Rates& tflops) {
   std::vector<std::pair<double, double>> curve;
   for (const auto& [sequence, rate] : tflops) curve.emplace_back(sequence, rate * kTera / device.bf16_flops);
   return curve;
 }
 
-const std::initializer_list<std::pair<double, double>> kFlash2A100 = {
-    {512, 99}, {1024, 133}, {2048, 155}, {4096, 173}, {8192, 182}, {16384, 189}};
-const std::initializer_list<std::pair<double, double>> kFlash2H100 = {
-    {512, 163}, {1024, 221}, {2048, 265}, {4096, 294}, {8192, 308}, {16384, 328}};
+const AttentionRates kAttentionA100 = {
+    {AttentionKernel::kFlash2, {{512, 99}, {1024, 133}, {2048, 155}, {4096, 173}, {8192, 182}, {16384, 189}}},
+    {AttentionKernel::kFlash1, {{512, 55}, {1024, 62}, {2048, 69}, {4096, 76}, {8192, 80}, {16384, 83}}},
+    {AttentionKernel::kTriton, {{512, 50}, {1024, 61}, {2048, 68}, {4096, 74}, {8192, 78}, {16384, 80}}}};
+const Rates kFlash1H100 = {
+    {512, 98}, {1024, 109}, {2048, 108}, {4096, 126}, {8192, 135}, {16384, 137}};
+const AttentionRates kAttentionH100 = {
+    {AttentionKernel::kFlash2, {{512, 163}, {1024, 221}, {2048, 265}, {4096, 294}, {8192, 308}, {16384, 328}}},
+    {AttentionKernel::kFlash1, kFlash1H100},
+    {AttentionKernel::kTriton, kFlash1H100}};
 
 DeviceSpec with_measurements(DeviceSpec device, int sms, double gemm_efficiency, double fp8_gemm_efficiency,
-                             double memory_efficiency, std::initializer_list<std::pair<double, double>> flash2 = {}) {
-  device.attention_by_sequence = fraction_of_peak(device, flash2);
+                             double memory_efficiency, const AttentionRates& attention = {}) {
+  for (const auto& [kernel, rates] : attention) device.attention_by_sequence[kernel] = fraction_of_peak(device, rates);
   device.sms = sms;
   device.gemm_efficiency = gemm_efficiency;
   device.fp8_gemm_efficiency = fp8_gemm_efficiency;
@@ -120,15 +139,15 @@ const std::vector<std::pair<std::string, DeviceSpec>>& devices() {
       {"a100-sxm4-80gb",
        with_measurements(datasheet("A100 SXM4 80GB", 312 * kTera, 312 * kTera, 19.5 * kTera, 156 * kTera, 0, 80 * kGiga,
                           2039 * kGiga, 300 * kGiga),
-                         108, 271.2 / 312, 0, 1800.0 / 2039.0, kFlash2A100)},
+                         108, 271.2 / 312, 0, 1800.0 / 2039.0, kAttentionA100)},
       {"h100-sxm5",
        with_measurements(datasheet("H100 SXM5", 989.4 * kTera, 989.4 * kTera, 66.9 * kTera, 494.7 * kTera, 1978.9 * kTera,
                           80 * kGiga, 3350 * kGiga, 450 * kGiga),
-                         132, 794.5 / 989.4, 1402.6 / 1978.9, 3.01 / 3.35, kFlash2H100)},
+                         132, 794.5 / 989.4, 1402.6 / 1978.9, 3.01 / 3.35, kAttentionH100)},
       {"h200-sxm",
        with_measurements(datasheet("H200 SXM", 989.4 * kTera, 989.4 * kTera, 66.9 * kTera, 494.7 * kTera, 1978.9 * kTera,
                           141 * kGiga, 4800 * kGiga, 450 * kGiga),
-                         132, 794.5 / 989.4, 1453.4 / 1978.9, 4.3 / 4.8, kFlash2H100)},
+                         132, 794.5 / 989.4, 1453.4 / 1978.9, 4.3 / 4.8, kAttentionH100)},
       {"h100-pcie",
        with_measurements(datasheet("H100 PCIe", 756 * kTera, 756 * kTera, 51.2 * kTera, 378 * kTera, 1513 * kTera,
                           80 * kGiga, 2000 * kGiga, 0),
@@ -250,6 +269,14 @@ std::vector<std::string> device_preset_names() { return names_of(devices()); }
 std::vector<std::string> node_preset_names() { return names_of(nodes()); }
 std::vector<std::string> fabric_preset_names() { return names_of(fabrics()); }
 std::vector<std::string> server_nic_preset_names() { return names_of(server_nics()); }
+
+const std::vector<std::pair<std::string, AttentionKernel>>& attention_kernels() {
+  static const std::vector<std::pair<std::string, AttentionKernel>> table = {
+      {"flash2", AttentionKernel::kFlash2}, {"flash1", AttentionKernel::kFlash1}, {"triton", AttentionKernel::kTriton}};
+  return table;
+}
+std::vector<std::string> attention_kernel_names() { return names_of(attention_kernels()); }
+std::optional<AttentionKernel> attention_kernel(std::string_view name) { return find_in(attention_kernels(), name); }
 
 std::string describe(const DeviceSpec& d) {
   return fmt::format("{}: bf16 {:.1f} TFLOP/s, fp32 {:.1f} TFLOP/s, {:.0f} GB at {:.0f} GB/s, "

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "topology/hardware_spec.h"
@@ -22,6 +23,11 @@ std::vector<std::string> device_preset_names();
 std::vector<std::string> node_preset_names();
 std::vector<std::string> fabric_preset_names();
 std::vector<std::string> server_nic_preset_names();
+
+// The fused attention kernels by their scenario names ("flash2", "flash1", "triton").
+const std::vector<std::pair<std::string, AttentionKernel>>& attention_kernels();
+std::vector<std::string> attention_kernel_names();
+std::optional<AttentionKernel> attention_kernel(std::string_view name);
 
 // One line per preset for `dtsim presets`.
 std::string describe(const DeviceSpec& device);

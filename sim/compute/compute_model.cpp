@@ -21,6 +21,10 @@ ComputeModel::ComputeModel(topology::DeviceSpec device, ComputeEfficiency effici
   fp8_gemm_ceiling_ = !efficiency_.matmul && device_.fp8_gemm_efficiency > 0 ? device_.fp8_gemm_efficiency : gemm_ceiling_;
   memory_efficiency_ = efficiency_.memory.value_or(
       device_.memory_efficiency > 0 ? device_.memory_efficiency : ComputeEfficiency::kUnmeasuredMemory);
+  if (const auto curve = device_.attention_by_sequence.find(efficiency_.attention_kernel);
+      curve != device_.attention_by_sequence.end()) {
+    attention_by_sequence_.points = curve->second;
+  }
 }
 
 double ComputeModel::gemm_ceiling(program::DType dtype) const {
@@ -29,8 +33,7 @@ double ComputeModel::gemm_ceiling(program::DType dtype) const {
 
 double ComputeModel::attention_efficiency(double sequence) const {
   if (efficiency_.attention) return *efficiency_.attention;
-  if (device_.attention_by_sequence.empty()) return ComputeEfficiency::kUnmeasuredAttention;
-  return EfficiencyBySize{device_.attention_by_sequence}.at(sequence);
+  return attention_by_sequence_.empty() ? ComputeEfficiency::kUnmeasuredAttention : attention_by_sequence_.at(sequence);
 }
 
 double ComputeModel::memory_efficiency(double bytes) const {

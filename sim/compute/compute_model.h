@@ -40,9 +40,11 @@ struct ComputeEfficiency {
   // kUnmeasuredMatmul.
   std::optional<double> matmul;
   // Fraction of peak a fused (Flash) attention kernel reaches, forward and backward; unset: the
-  // device's FlashAttention-2 curve by sequence length (DeviceSpec::attention_by_sequence),
+  // device's curve for `attention_kernel` by sequence length (DeviceSpec::attention_by_sequence),
   // else kUnmeasuredAttention.
   std::optional<double> attention;
+  // Which fused attention kernel the framework runs (FlashAttention-2 unless the scenario says).
+  topology::AttentionKernel attention_kernel = topology::AttentionKernel::kFlash2;
   // Fraction of memory bandwidth a streaming kernel reaches; unset: the device's measurement
   // (DeviceSpec::memory_efficiency), else kUnmeasuredMemory.
   std::optional<double> memory;
@@ -65,7 +67,8 @@ struct ComputeEfficiency {
 
   // Defaults:
   //  matmul, memory — each device's own measurement (topology/presets.cpp);
-  //  attention      — each device's FlashAttention-2 curve (topology/presets.cpp);
+  //  attention      — each device's curve for the kernel, FlashAttention-2 by default
+  //                   (topology/presets.cpp);
   //  overhead 2 µs  — lower end of the 2–5 µs launch-to-start latency of a CUDA kernel;
   //  overlap_slowdown 0.189 (above).
   static ComputeEfficiency preset();
@@ -111,6 +114,7 @@ class ComputeModel {
   double gemm_ceiling_;      // bf16/fp16/tf32/fp32
   double fp8_gemm_ceiling_;
   double memory_efficiency_;
+  EfficiencyBySize attention_by_sequence_;  // the chosen kernel's curve on this device; empty: none
   double time_scale_ = 1.0;
 };
 

@@ -127,6 +127,10 @@ INSTANTIATE_TEST_SUITE_P(
                    "expected a ratio >= 1", ""},
         BrokenCase{"pcie_gpu_on_nvswitch.toml", "1:1", "cluster.interconnect",
                    "an NVSwitch node needs NVLink, but L40S has none", "interconnect = \"pcie\""},
+        BrokenCase{"kernel_without_flash.toml", "12:20", "compute.attention_kernel",
+                   "a fused attention kernel needs model.attention = \"flash\"", "remove compute.attention_kernel"},
+        BrokenCase{"unknown_attention_kernel.toml", "11:20", "compute.attention_kernel",
+                   "unknown value \"flash3\"; expected one of: flash2, flash1, triton", "did you mean \"flash2\"?"},
         BrokenCase{"empty.toml", "1:1", "cluster.nodes", "missing required key", ""}),
     [](const testing::TestParamInfo<BrokenCase>& param_info) {
       std::string name = param_info.param.file;

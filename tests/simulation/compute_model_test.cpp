@@ -101,6 +101,24 @@ TEST(ComputeModelTest, FusedAttentionRunsAtTheGpusFlashAttention2RateForItsSeque
                    sim::ComputeEfficiency::kUnmeasuredAttention);
 }
 
+TEST(ComputeModelTest, TheScenariosAttentionKernelPicksItsOwnMeasuredCurve) {
+  // The same README benchmark at s = 2k: A100 FlashAttention 69, Triton 68 TFLOP/s; H100
+  // FlashAttention 108, and Triton (not published on H100) takes FlashAttention's curve.
+  sim::ComputeEfficiency flash1 = sim::ComputeEfficiency::preset();
+  flash1.attention_kernel = topology::AttentionKernel::kFlash1;
+  sim::ComputeEfficiency triton = sim::ComputeEfficiency::preset();
+  triton.attention_kernel = topology::AttentionKernel::kTriton;
+  const topology::DeviceSpec a100 = *topology::device_preset("a100-sxm4-80gb");
+  const topology::DeviceSpec h200 = *topology::device_preset("h200-sxm");
+  EXPECT_DOUBLE_EQ(sim::ComputeModel(a100, flash1).attention_efficiency(2048), 69e12 / 312e12);
+  EXPECT_DOUBLE_EQ(sim::ComputeModel(a100, triton).attention_efficiency(2048), 68e12 / 312e12);
+  EXPECT_DOUBLE_EQ(sim::ComputeModel(h200, flash1).attention_efficiency(2048), 108e12 / 989.4e12);
+  EXPECT_DOUBLE_EQ(sim::ComputeModel(h200, triton).attention_efficiency(16384), 137e12 / 989.4e12);
+  // A stated efficiency still wins over any curve.
+  triton.attention = 0.4;
+  EXPECT_DOUBLE_EQ(sim::ComputeModel(a100, triton).attention_efficiency(2048), 0.4);
+}
+
 TEST(ComputeModelTest, ASmallGemmPaysForItsIdleSms) {
   // 1024² output: 64 tiles of 128 × 128 on 108 SMs (split-K would make slices under 256 deep
   // at K 256), so one wave with 44 SMs idle: 64/108 of the ceiling.
