@@ -493,6 +493,8 @@ void read_parallel(TableReader& reader, Scenario& scenario) {
   parallel.sp_regather = reader.boolean("sequence_parallel_regather").value_or(parallel.sp_regather);
   parallel.schedule = reader.named("pipeline_schedule", parallel.schedule);
   parallel.virtual_stages = static_cast<std::int32_t>(reader.count("virtual_stages", 1, 1, 64));
+  parallel.pipeline_p2p_blocking = reader.boolean("pipeline_p2p_blocking").value_or(parallel.pipeline_p2p_blocking);
+  parallel.pipeline_scatter_gather = reader.boolean("pipeline_scatter_gather").value_or(parallel.pipeline_scatter_gather);
   parallel.gpus_per_node = scenario.cluster.node.gpus;
   scenario.lowering.parameter_servers = scenario.cluster.parameter_servers.count;
 }
@@ -543,6 +545,12 @@ void check_parallel_combination(TableReader& parallel_reader, TableReader& fsdp_
     parallel_reader.fail("sequence_parallel",
                          "sequence parallelism splits the sequence over the tensor-parallel group, but parallel.tp is 1",
                          "set parallel.tp > 1, or sequence_parallel = false");
+  }
+  if (parallel.pipeline_scatter_gather && (parallel.tp == 1 || parallel.sequence_parallel)) {
+    parallel_reader.fail("pipeline_scatter_gather",
+                         parallel.tp == 1 ? "scatter/gather splits the activation over the tensor-parallel group, but parallel.tp is 1"
+                                          : "with sequence parallelism the activation a stage sends is already split over the tensor-parallel group",
+                         "set pipeline_scatter_gather = false");
   }
   if (parallel.pp > lowering.model.layers) {
     parallel_reader.fail("pp",

@@ -116,6 +116,8 @@ program::Program lower_parallel(const LoweringInput& input) {
   const std::int64_t sent_tokens =
       training.micro_batch * training.sequence / (tensor_parallel.sequence_parallel ? tp : 1);
   const double activation_bytes = static_cast<double>(sent_tokens * input.model.hidden) * element_bytes;
+  const bool scatter_gather = parallel.pipeline_scatter_gather && tp > 1 && !tensor_parallel.sequence_parallel;
+  const double sent_bytes = scatter_gather ? activation_bytes / tp : activation_bytes;
 
   // Interleaved 1F1B: each rank holds `chunks` model chunks, virtual stages chunk·pp + stage of
   // pp·chunks; the last rank's chunk c feeds the first rank's chunk c + 1 over the "pp_wrap"
@@ -171,7 +173,28 @@ program::Program lower_parallel(const LoweringInput& input) {
     const std::int32_t next_offset = wraps_forward ? -(pp - 1) : 1, previous_offset = wraps_backward ? pp - 1 : -1;
     const program::GroupFamilyId next_group = wraps_forward ? wrap_group : pp_group;
     const program::GroupFamilyId previous_group = wraps_backward ? wrap_group : pp_group;
+    // A stage's input (activation or gradient) arrives as one transfer, or with scatter/gather as
+    // 1/t of it followed by an all-gather over the tensor-parallel group.
+    const auto receive = [&](const std::string& what, std::int64_t micro, program::StreamId stream, std::int32_t offset,
+                             program::GroupFamilyId group) {
+      const OpIndex received = builder.add(fmt::format("pp.recv_{}.{}", what, micro), stream,
+                                           activation_transfer(false, offset, group, sent_bytes, replica.dtype));
+      if (!scatter_gather) return received;
+      program::CollectiveOp gather;
+      gather.kind = program::CollectiveKind::kAllGather;
+      gather.group = tensor_parallel.group;
+      gather.bytes = static_cast<std::int64_t>(activation_bytes);
+      gather.dtype = replica.dtype;
+      return builder.add(fmt::format("pp.gather_{}.{}", what, micro), base.streams.tensor_parallel, gather, {received});
+    };
+    // A send: with blocking point-to-point the stage's next compute waits for it to complete.
     std::vector<OpIndex> next_step;
+    const auto send = [&](const std::string& what, std::int64_t micro, program::StreamId stream, std::int32_t offset,
+                          program::GroupFamilyId group, OpIndex after) {
+      const OpIndex sent = builder.add(fmt::format("pp.send_{}.{}", what, micro), stream,
+                                       activation_transfer(true, offset, group, sent_bytes, replica.dtype), {after});
+      if (parallel.pipeline_p2p_blocking) next_step.push_back(sent);
+    };
     for (std::int32_t step = 0; step < training.steps; ++step) {
       for (const PipelineSlot& slot : pipeline_order(parallel.schedule, pp, stage, micro_batches, chunks)) {
         chunk_names(slot.chunk);
@@ -181,24 +204,14 @@ program::Program lower_parallel(const LoweringInput& input) {
         std::vector<OpIndex> deps = std::exchange(next_step, {});
         if (slot.forward) {
           if (has_previous) {
-            deps.push_back(builder.add(fmt::format("pp.recv_activation.{}", slot.micro), pipe.recv_previous,
-                                       activation_transfer(false, previous_offset, previous_group, activation_bytes, replica.dtype)));
+            deps.push_back(receive("activation", slot.micro, pipe.recv_previous, previous_offset, previous_group));
           }
           const OpIndex last = policy.forward(builder, std::move(deps));
-          if (has_next) {
-            builder.add(fmt::format("pp.send_activation.{}", slot.micro), pipe.send_next,
-                        activation_transfer(true, next_offset, next_group, activation_bytes, replica.dtype), {last});
-          }
+          if (has_next) send("activation", slot.micro, pipe.send_next, next_offset, next_group, last);
         } else {
-          if (has_next) {
-            deps.push_back(builder.add(fmt::format("pp.recv_gradient.{}", slot.micro), pipe.recv_next,
-                                       activation_transfer(false, next_offset, next_group, activation_bytes, replica.dtype)));
-          }
+          if (has_next) deps.push_back(receive("gradient", slot.micro, pipe.recv_next, next_offset, next_group));
           const OpIndex last = policy.backward(builder, std::move(deps), slot.micro == micro_batches - 1);
-          if (has_previous) {
-            builder.add(fmt::format("pp.send_gradient.{}", slot.micro), pipe.send_previous,
-                        activation_transfer(true, previous_offset, previous_group, activation_bytes, replica.dtype), {last});
-          }
+          if (has_previous) send("gradient", slot.micro, pipe.send_previous, previous_offset, previous_group, last);
         }
       }
       for (std::int32_t chunk = 0; chunk < chunks; ++chunk) {

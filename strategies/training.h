@@ -95,6 +95,15 @@ struct ParallelSpec {
   bool sp_regather = true;  // Megatron: keep sequence-sharded inputs, gather them again in backward
   PipelineSchedule schedule = PipelineSchedule::kOneFOneB;
   std::int32_t virtual_stages = 1;  // interleaved 1F1B: model chunks per pipeline rank (v)
+  // Megatron-LM waits for every pipeline send and receive before its next compute
+  // (p2p_communication.py: batch_isend_irecv, then req.wait()); false lets transfers run beside
+  // compute, as --overlap-p2p-comm does for the interleaved schedule.
+  bool pipeline_p2p_blocking = true;
+  // SC'21's scatter/gather: with tp > 1 (and no sequence parallelism) each tensor-parallel rank
+  // sends 1/t of the activation to the next stage, which all-gathers it over NVLink
+  // (Megatron-LM v2 --scatter-gather-tensors-in-pipeline, on by default there; Megatron-Core
+  // dropped it).
+  bool pipeline_scatter_gather = false;
   std::int32_t gpus_per_node = 8;  // placement, for groups that follow node boundaries
   std::int32_t world() const { return dp * tp * pp; }
 };

@@ -351,6 +351,52 @@ TEST(PipelineTest, StagesSendActivationsForwardAndGradientsBack) {
   EXPECT_EQ(receives, 2 * 8 * 3);
 }
 
+// How many of rank 0's forward/backward compute spans start while one of its pipeline sends is
+// in flight.
+int computes_started_during_sends(const trace::Timeline& timeline) {
+  std::vector<std::pair<std::int64_t, std::int64_t>> sends;
+  for (const trace::Span& span : timeline.spans) {
+    if (span.rank == 0 && timeline.strings.at(span.name).rfind("pp.send_", 0) == 0) sends.emplace_back(span.start_ps, span.end_ps);
+  }
+  int started = 0;
+  for (const trace::Span& span : timeline.spans) {
+    if (span.rank != 0 || (span.category != trace::Category::kForward && span.category != trace::Category::kBackward)) continue;
+    for (const auto& [start, end] : sends) started += span.start_ps > start && span.start_ps < end ? 1 : 0;
+  }
+  return started;
+}
+
+TEST(PipelineTest, BlockingSendsHoldTheStagesNextComputeUntilTheyComplete) {
+  // Megatron-LM waits for each send before the stage computes on; with overlapped transfers
+  // stage 0 starts micro-batch k + 1 while micro-batch k's activation is still on its way.
+  const auto blocking = run(kPipeline, {});
+  const auto overlapped = run(kPipeline, {"parallel.pipeline_p2p_blocking=false"});
+  EXPECT_EQ(computes_started_during_sends(blocking.simulation.timeline), 0);
+  EXPECT_GT(computes_started_during_sends(overlapped.simulation.timeline), 0);
+  EXPECT_GE(blocking.report.step_time_s, overlapped.report.step_time_s);
+}
+
+TEST(PipelineTest, ScatterGatherSendsOneTthAndAllGathersItInsideTheNode) {
+  // SC'21: with t = 2 each rank sends b·s·h/2 bytes and the receiving stage all-gathers the
+  // full b·s·h over its tensor-parallel pair, once per received activation or gradient.
+  const auto result =
+      run(kPipeline, {"cluster.gpus_per_node=8", "parallel.tp=2", "parallel.pipeline_scatter_gather=true"});
+  int receives = 0, gathers = 0;
+  for (const program::Op& op : result.program.ranks[0]->ops) {
+    if (const auto* p2p = std::get_if<program::SendRecvOp>(&op.body)) {
+      EXPECT_EQ(p2p->bytes, 2048 * 4096 * 2 / 2);
+      receives += p2p->is_send ? 0 : 1;
+    }
+    if (op.name.rfind("pp.gather_", 0) == 0) {
+      EXPECT_EQ(std::get<program::CollectiveOp>(op.body).bytes, 2048 * 4096 * 2);
+      ++gathers;
+    }
+  }
+  EXPECT_EQ(receives, 8);  // stage 0 receives only gradients
+  EXPECT_EQ(gathers, receives);
+  EXPECT_THROW(run(kPipeline, {"parallel.pipeline_scatter_gather=true"}), scenarios::ScenarioError);
+}
+
 TEST(CheckpointingTest, RecomputationTradesForwardFlopsForActivations) {
   // Full: every layer's forward runs again in backward; only each layer's input is kept.
   // Selective: only the attention core runs again; its s² score tensors are dropped (so the
