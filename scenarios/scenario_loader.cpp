@@ -640,6 +640,13 @@ void read_zero(TableReader& reader, strategies::ZeroSpec& zero) {
     reader.fail("implementation", fmt::format("PyTorch's ZeroRedundancyOptimizer is ZeRO stage 1, not {}", zero.stage),
                 "use implementation = \"deepspeed\", or strategy = \"fsdp\" (FULL_SHARD is ZeRO-3, SHARD_GRAD_OP ZeRO-2)");
   }
+  zero.overlap_param_gather = reader.boolean("overlap_param_gather").value_or(zero.overlap_param_gather);
+  if (zero.overlap_param_gather && (zero.stage == 3 || zero.implementation == strategies::ZeroImplementation::kPyTorch)) {
+    reader.fail("overlap_param_gather",
+                zero.stage == 3 ? "ZeRO-3 gathers each unit's parameters before its forward already"
+                                : "ZeroRedundancyOptimizer sends the updated shards after the step, with no overlap",
+                "overlap_param_gather is Megatron's distributed optimizer: zero.stage 1 or 2, implementation = \"deepspeed\"");
+  }
 }
 
 void read_fsdp(TableReader& reader, strategies::FsdpSpec& fsdp) {

@@ -16,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <utility>
@@ -110,6 +111,9 @@ class ReplicatedPolicy : public DataParallelPolicy {
 
   OpIndex forward(RankProgramBuilder& builder, std::vector<OpIndex> deps) override {
     for (OpIndex dep : std::exchange(wait_for_, {})) deps.push_back(dep);
+    if (std::exchange(gather_in_forward_, false)) {
+      return forward_gathering(builder, std::exchange(gather_after_, {}), std::move(deps));
+    }
     return emit_forward(builder, context_.blocks, context_.streams, input_.training.checkpointing, std::move(deps));
   }
 
@@ -143,15 +147,57 @@ class ReplicatedPolicy : public DataParallelPolicy {
                                                         context_.replica->dtype),
                                        std::exchange(wait_for_, {}));
     if (zero_stage_ == 0 || dp_ == 1) return {};
+    if (gathers_in_forward()) {  // gathered during the next forward
+      gather_in_forward_ = true;
+      gather_after_ = {update};
+      return {};
+    }
     // Every rank updated its shard of the parameters: gather them back.
-    const program::CollectiveOp gather = collective(
-        CollectiveKind::kAllGather, context_.dp_group, context_.parameters * context_.replica->state.parameters,
-        context_.replica->dtype);
-    wait_for_ = {builder.add("zero.parameters.all_gather", context_.dp_gather, gather, {update})};
+    wait_for_ = {gather_parameters(builder, "zero.parameters.all_gather", context_.parameters, {update})};
     return {};
   }
 
  private:
+  OpIndex gather_parameters(RankProgramBuilder& builder, std::string name, double parameters, std::vector<OpIndex> deps) {
+    const program::CollectiveOp gather = collective(
+        CollectiveKind::kAllGather, context_.dp_group, parameters * context_.replica->state.parameters, context_.replica->dtype);
+    return builder.add(std::move(name), context_.dp_gather, gather, std::move(deps));
+  }
+
+  // Megatron's overlapped parameter gather: buckets of at least max(40M, 1M × dp) parameters
+  // (megatron/core/distributed/distributed_data_parallel.py's default bucket size), filled from
+  // the last block backward as its gradient buffer is; when the forward reaches bucket k, it
+  // waits for bucket k's all-gather and starts bucket k + 1's.
+  bool gathers_in_forward() const { return input_.zero.overlap_param_gather && zero_stage_ >= 1 && dp_ > 1; }
+
+  OpIndex forward_gathering(RankProgramBuilder& builder, std::vector<OpIndex> update, std::vector<OpIndex> deps) {
+    const double bucket_size = std::max(kMegatronBucketParameters, kMegatronBucketParametersPerRank * dp_);
+    const double scale = parameter_scale(input_.model);
+    std::vector<std::pair<std::vector<const Block*>, double>> buckets;  // forward order
+    for (auto block = context_.blocks.rbegin(); block != context_.blocks.rend(); ++block) {
+      if (buckets.empty() || buckets.back().second >= bucket_size) buckets.emplace_back();
+      buckets.back().first.insert(buckets.back().first.begin(), *block);
+      buckets.back().second += static_cast<double>((*block)->parameter_elements()) * scale;
+    }
+    std::reverse(buckets.begin(), buckets.end());
+    const auto gather = [&](std::size_t k, std::vector<OpIndex> after) {
+      return gather_parameters(builder, fmt::format("zero.parameters.bucket{}.all_gather", k), buckets[k].second,
+                               std::move(after));
+    };
+    std::vector<OpIndex> gathered = {gather(0, update)};
+    std::vector<OpIndex> reached = std::move(update);  // after these the forward reaches the current bucket
+    for (std::size_t k = 0; k < buckets.size(); ++k) {
+      if (k + 1 < buckets.size()) gathered.push_back(gather(k + 1, reached));
+      deps.push_back(gathered[k]);
+      reached = {emit_forward(builder, buckets[k].first, context_.streams, input_.training.checkpointing,
+                              std::exchange(deps, {}))};
+    }
+    return reached.front();
+  }
+
+  static constexpr double kMegatronBucketParameters = 40e6;
+  static constexpr double kMegatronBucketParametersPerRank = 1e6;
+
   const StageContext& context_;
   const LoweringInput& input_;
   int zero_stage_;
@@ -159,6 +205,10 @@ class ReplicatedPolicy : public DataParallelPolicy {
   bool reduce_scatter_;
   BucketFiller buckets_;
   std::vector<OpIndex> wait_for_;
+  // With overlap_param_gather the next forward gathers the parameters (in steady state the first
+  // step's too), after the optimizer step that updated them.
+  bool gather_in_forward_ = gathers_in_forward();
+  std::vector<OpIndex> gather_after_;
 };
 
 // FSDP (and ZeRO-3): parameters gathered per unit around its computation.

@@ -120,6 +120,11 @@ enum class ZeroImplementation { kDeepSpeed, kPyTorch };
 struct ZeroSpec {
   std::int32_t stage = 1;
   ZeroImplementation implementation = ZeroImplementation::kDeepSpeed;
+  // Megatron's --overlap-param-gather (distributed optimizer): the updated parameters are
+  // all-gathered bucket by bucket during the next forward, each bucket's gather started when the
+  // forward reaches the bucket before it (megatron/core/distributed: forward pre-hooks); off,
+  // every bucket is gathered right after the optimizer step, before the next forward.
+  bool overlap_param_gather = false;
 };
 
 // PyTorch FullyShardedDataParallel's knobs (torch.distributed.fsdp).
