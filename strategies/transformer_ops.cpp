@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <numeric>
+#include <optional>
 
 namespace strategies {
 namespace {
@@ -52,10 +53,8 @@ class BlockBuilder {
   // gathered again in backward under sequence parallelism with regather.
   void matmul(std::string name, std::int64_t m, std::int64_t n, std::int64_t k, double saved,
               std::vector<std::size_t> params, bool tensor_parallel_input = false) {
-    ComputeOp op = gemm(1, m, n, k);
+    const ComputeOp op = gemm(1, m, n, k, shape_.fp8_linear ? std::optional{program::DType::kFP8} : std::nullopt);
     if (shape_.fp8_linear) {  // cast the input to FP8 first (no backward of its own)
-      op.dtype = program::DType::kFP8;
-      op.bytes = gemm_bytes(op);
       memory_bound(name + ".fp8_cast", ComputeKind::kElementwise, Shape::of({m * k}),
                    static_cast<double>(m * k) * kFp8CastBytes, 0, {}, false);
     }
@@ -69,9 +68,11 @@ class BlockBuilder {
   }
 
   // `batch` independent [M,K]·[K,N] products: 2·batch·M·N·K FLOPs, each operand read and the
-  // result written once.
-  ComputeOp gemm(std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k) const {
+  // result written once; in the block's dtype unless given.
+  ComputeOp gemm(std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k,
+                 std::optional<program::DType> dtype = std::nullopt) const {
     ComputeOp op = make(ComputeKind::kMatmul, Shape::of({batch, m, n, k}));
+    op.dtype = dtype.value_or(shape_.dtype);
     op.flops = 2.0 * static_cast<double>(batch) * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
     op.bytes = gemm_bytes(op);
     return op;

@@ -331,8 +331,6 @@ class Simulator {
     if (std::holds_alternative<program::ComputeOp>(op.body)) {
       RankState& state = ranks_[rank];
       const RankPlan& plan = *state.plan;
-      // Successors nobody else waits for, ready now, run on in the same event: the same
-      // spans at the same times, fewer events.
       // Started beside a collective of this rank: NCCL's kernels slow it. The slowdown is
       // decided when an op starts, so beside a collective ops start one by one.
       const bool on_gpu = cluster_.is_gpu(program_.placement[rank]) && !std::get<program::ComputeOp>(op.body).on_host;
@@ -340,6 +338,8 @@ class Simulator {
       state.stretch[op.stream] = beside_collective ? 1 + overlap_slowdown_ : 1.0;
       OpIndex last = index;
       Time end = engine_.now() + duration_of(rank, index);
+      // Successors nobody else waits for, ready now, run on in the same event: the same
+      // spans at the same times, fewer events.
       while (!beside_collective && plan.chains_into_next[last]) {
         const OpIndex next = plan.next_on_stream[last];
         const auto& deps = op_of(rank, next).deps;
