@@ -322,6 +322,10 @@ void read_device(TableReader reader, topology::DeviceSpec& device) {
   device.memory_bandwidth =
       reader.positive("memory_bandwidth_gbyte_s", device.memory_bandwidth / kGiga) * kGiga;
   device.nvlink_bandwidth = reader.non_negative("nvlink_gbyte_s", device.nvlink_bandwidth / kGiga) * kGiga;
+  // A GPU described by its rates borrows the measured curves of the architecture it shares.
+  if (auto architecture = reader.choice("architecture", topology::device_preset_names())) {
+    topology::adopt_measurements(device, *topology::device_preset(*architecture));
+  }
   device.sms = static_cast<int>(reader.count("sms", device.sms, 0, kMaxStreamingMultiprocessors));
   if (device.bf16_flops <= 0) reader.fail("bf16_tflops", "the device needs a positive bf16 rate");
   reader.finish();

@@ -275,6 +275,14 @@ const std::vector<std::pair<std::string, AttentionKernel>>& attention_kernels() 
       {"flash2", AttentionKernel::kFlash2}, {"flash1", AttentionKernel::kFlash1}, {"triton", AttentionKernel::kTriton}};
   return table;
 }
+void adopt_measurements(DeviceSpec& device, const DeviceSpec& architecture) {
+  device.sms = architecture.sms;
+  device.gemm_efficiency = architecture.gemm_efficiency;
+  device.fp8_gemm_efficiency = architecture.fp8_gemm_efficiency;
+  device.memory_efficiency = architecture.memory_efficiency;
+  device.attention_by_sequence = architecture.attention_by_sequence;
+}
+
 std::vector<std::string> attention_kernel_names() { return names_of(attention_kernels()); }
 std::optional<AttentionKernel> attention_kernel(std::string_view name) { return find_in(attention_kernels(), name); }
 

@@ -29,6 +29,10 @@ const std::vector<std::pair<std::string, AttentionKernel>>& attention_kernels();
 std::vector<std::string> attention_kernel_names();
 std::optional<AttentionKernel> attention_kernel(std::string_view name);
 
+// Gives `device` the compute model's measurements of `architecture` (SMs, GEMM and memory
+// efficiencies, attention curves), keeping its own name and datasheet rates.
+void adopt_measurements(DeviceSpec& device, const DeviceSpec& architecture);
+
 // One line per preset for `dtsim presets`.
 std::string describe(const DeviceSpec& device);
 std::string describe(const NodeSpec& node);

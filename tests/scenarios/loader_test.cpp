@@ -11,6 +11,7 @@
 #include <functional>
 
 #include "tests/support/temporary_directory.h"
+#include "topology/presets.h"
 
 namespace {
 
@@ -39,6 +40,22 @@ TEST(ScenarioLoaderTest, DefaultsComeFromPresetsAndTheFileOverridesThem) {
   EXPECT_EQ(s.lowering.training.accumulation, 1);   // derived: 64 / (1 × 64)
   EXPECT_EQ(s.network.ring_channels, 1);
   EXPECT_EQ(s.lowering.ddp.bucket_cap_mb, 25);      // PyTorch's default
+}
+
+TEST(ScenarioLoaderTest, AGpuGivenByItsRatesBorrowsItsArchitecturesMeasuredCurves) {
+  // A hypothetical 2.25 PFLOP/s part that computes like an H100: the H100's 132 SMs and 0.803
+  // GEMM ceiling, its attention curves as fractions of the new peak, the rates its own.
+  scenarios::ScenarioDocument document = scenarios::ScenarioDocument::from_string(
+      "[cluster]\nnodes = 1\ninterconnect = \"pcie\"\n[cluster.gpu]\npreset = \"l40s\"\nbf16_tflops = 2250\narchitecture = \"h100-sxm5\"\n"
+      "[model]\npreset = \"llama-2-7b\"\n[training]\nglobal_batch = 8\n",
+      "test.toml");
+  const topology::DeviceSpec gpu = document.read().cluster.node.gpu;
+  const topology::DeviceSpec h100 = *topology::device_preset("h100-sxm5");
+  EXPECT_DOUBLE_EQ(gpu.bf16_flops, 2250e12);
+  EXPECT_EQ(gpu.name, topology::device_preset("l40s")->name);
+  EXPECT_EQ(gpu.sms, 132);
+  EXPECT_DOUBLE_EQ(gpu.gemm_efficiency, 794.5 / 989.4);
+  EXPECT_EQ(gpu.attention_by_sequence, h100.attention_by_sequence);
 }
 
 struct BrokenCase {
@@ -131,6 +148,8 @@ INSTANTIATE_TEST_SUITE_P(
                    "a fused attention kernel needs model.attention = \"flash\"", "remove compute.attention_kernel"},
         BrokenCase{"unknown_attention_kernel.toml", "11:20", "compute.attention_kernel",
                    "unknown value \"flash3\"; expected one of: flash2, flash1, triton", "did you mean \"flash2\"?"},
+        BrokenCase{"unknown_architecture.toml", "6:16", "cluster.gpu.architecture", "unknown value \"h100-sxm\"",
+                   "did you mean \"h100-sxm5\"?"},
         BrokenCase{"empty.toml", "1:1", "cluster.nodes", "missing required key", ""}),
     [](const testing::TestParamInfo<BrokenCase>& param_info) {
       std::string name = param_info.param.file;
