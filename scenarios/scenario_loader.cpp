@@ -499,6 +499,7 @@ void read_parallel(TableReader& reader, Scenario& scenario) {
   parallel.virtual_stages = static_cast<std::int32_t>(reader.count("virtual_stages", 1, 1, 64));
   parallel.pipeline_p2p_blocking = reader.boolean("pipeline_p2p_blocking").value_or(parallel.pipeline_p2p_blocking);
   parallel.pipeline_scatter_gather = reader.boolean("pipeline_scatter_gather").value_or(parallel.pipeline_scatter_gather);
+  parallel.tp_comm_overlap = reader.boolean("tp_comm_overlap").value_or(parallel.tp_comm_overlap);
   parallel.gpus_per_node = scenario.cluster.node.gpus;
   scenario.lowering.parameter_servers = scenario.cluster.parameter_servers.count;
 }
@@ -549,6 +550,12 @@ void check_parallel_combination(TableReader& parallel_reader, TableReader& fsdp_
     parallel_reader.fail("sequence_parallel",
                          "sequence parallelism splits the sequence over the tensor-parallel group, but parallel.tp is 1",
                          "set parallel.tp > 1, or sequence_parallel = false");
+  }
+  if (parallel.tp_comm_overlap && !parallel.sequence_parallel) {
+    parallel_reader.fail("tp_comm_overlap",
+                         "tensor-parallel communication overlap pipelines sequence parallelism's all-gathers and "
+                         "reduce-scatters, but parallel.sequence_parallel is off",
+                         "set sequence_parallel = true (Megatron-Core requires it too), or tp_comm_overlap = false");
   }
   if (parallel.pipeline_scatter_gather && (parallel.tp == 1 || parallel.sequence_parallel)) {
     parallel_reader.fail("pipeline_scatter_gather",

@@ -107,7 +107,8 @@ program::Program lower_parallel(const LoweringInput& input) {
   }
 
   const TensorParallel tensor_parallel{tp, parallel.sequence_parallel && tp > 1, parallel.sp_regather,
-                                       tp > 1 ? *program.find_family("tp") : program::GroupFamilyId{0}};
+                                       tp > 1 ? *program.find_family("tp") : program::GroupFamilyId{0},
+                                       parallel.tp_comm_overlap};
   ReplicaModel replica = replica_model(input.model, training, tensor_parallel);
   const double scale = parameter_scale(input.model);
   const std::int64_t layers = input.model.layers;

@@ -104,6 +104,9 @@ struct ParallelSpec {
   // (Megatron-LM v2 --scatter-gather-tensors-in-pipeline, on by default there; Megatron-Core
   // dropped it).
   bool pipeline_scatter_gather = false;
+  // Megatron-Core's --tp-comm-overlap (needs sequence parallelism): tensor-parallel all-gathers
+  // and reduce-scatters pipelined in chunks with the GEMMs beside them (TensorParallel).
+  bool tp_comm_overlap = false;
   std::int32_t gpus_per_node = 8;  // placement, for groups that follow node boundaries
   std::int32_t world() const { return dp * tp * pp; }
 };

@@ -38,22 +38,28 @@ namespace {
 
 // Emits ops in order with the dependency rules of the module: a compute op waits for the
 // tensor-parallel collective just before it (unless that one overlaps) and for `pending`
-// dependencies; a collective goes on the tensor-parallel stream after the last compute op.
+// dependencies; a collective goes on the tensor-parallel stream after the last compute op —
+// except the chunks of a run (ForwardStep::chunk), which all follow the compute op before the
+// run's first chunk.
 class StepEmitter {
  public:
   StepEmitter(RankProgramBuilder& builder, const Streams& streams, std::vector<OpIndex> deps)
       : builder_(builder), streams_(streams), wait_(std::move(deps)) {}
 
-  OpIndex compute(std::string name, program::ComputeOp op, std::vector<OpIndex> extra = {}) {
+  OpIndex compute(std::string name, program::ComputeOp op, std::vector<OpIndex> extra = {}, bool chunk = false) {
+    in_run_ = in_run_ && chunk;
     std::vector<OpIndex> deps = std::exchange(wait_, {});
     deps.insert(deps.end(), extra.begin(), extra.end());
     last_ = builder_.add(std::move(name), streams_.compute, std::move(op), std::move(deps));
     last_compute_ = last_;
     return last_;
   }
-  OpIndex collective(std::string name, const program::CollectiveOp& op, bool overlapped) {
+  OpIndex collective(std::string name, const program::CollectiveOp& op, bool overlapped, bool chunk = false) {
+    if (chunk && !in_run_) run_after_ = last_compute_;
+    in_run_ = chunk;
+    const std::optional<OpIndex> after = chunk ? run_after_ : last_compute_;
     std::vector<OpIndex> deps;
-    if (last_compute_) deps.push_back(*last_compute_);
+    if (after) deps.push_back(*after);
     last_ = builder_.add(std::move(name), streams_.tensor_parallel, op, std::move(deps));
     if (!overlapped) wait_ = {last_};
     return last_;
@@ -74,9 +80,9 @@ class StepEmitter {
       if (step.compute) {
         program::ComputeOp op = *step.compute;
         if (recompute) op.phase = program::Phase::kRecompute;
-        compute(std::move(name), std::move(op));
+        compute(std::move(name), std::move(op), {}, step.chunk);
       } else if (step.collective) {
-        collective(std::move(name), *step.collective, false);
+        collective(std::move(name), *step.collective, step.overlapped, step.chunk);
       }
     }
   }
@@ -94,6 +100,8 @@ class StepEmitter {
   const Streams& streams_;
   std::vector<OpIndex> wait_;
   std::optional<OpIndex> last_compute_;
+  bool in_run_ = false;                // emitting a run of chunks
+  std::optional<OpIndex> run_after_;   // the compute op the run's collectives follow
   OpIndex last_ = 0;
 };
 
@@ -139,7 +147,7 @@ OpIndex emit_backward(RankProgramBuilder& builder, const std::vector<const Block
     for (std::size_t i = 0; i < block.backward.size(); ++i) {
       const BackwardStep& step = block.backward[i];
       if (const auto* collective = std::get_if<program::CollectiveOp>(&step.op)) {
-        index_of[i] = emit.collective(step.name, *collective, step.overlapped);
+        index_of[i] = emit.collective(step.name, *collective, step.overlapped, step.chunk);
         continue;
       }
       if (selective && i == first_core) {  // recompute the attention core's scores
@@ -148,7 +156,7 @@ OpIndex emit_backward(RankProgramBuilder& builder, const std::vector<const Block
       }
       std::vector<OpIndex> waits;
       for (std::size_t w : step.waits_for) waits.push_back(index_of[w]);
-      index_of[i] = emit.compute(step.name, std::get<program::ComputeOp>(step.op), std::move(waits));
+      index_of[i] = emit.compute(step.name, std::get<program::ComputeOp>(step.op), std::move(waits), step.chunk);
       if (!step.grads_ready.empty()) on_gradients(block, step, index_of[i]);
       if (selective && i == last_core) {
         emit.memory(block.name + ".recomputed_scores", MemoryCategory::kActivations, block.score_bytes(), false);

@@ -189,11 +189,60 @@ class BlockBuilder {
         attention_step("attention_context", gemm(batch, s, d, s), kv_bytes + context_scores, context_scores));
   }
 
+  // Tensor-parallel communication overlap (Megatron-Core's --tp-comm-overlap; Transformer
+  // Engine's userbuffers, e.g. its ring-exchange all-gather before the QKV and FC1 GEMMs and
+  // pipelined reduce-scatter after the projection and FC2 GEMMs): every sequence-parallel
+  // all-gather directly before a linear layer's GEMM (an FP8 cast may sit between) and every
+  // reduce-scatter directly after one is split, with the GEMM, into t chunks of b·s/t rows —
+  // chunk i's GEMM waits only for chunk i's all-gather, chunk i's reduce-scatter runs beside
+  // chunk i + 1's GEMM. Backward mirrors it (the reduce-scatters of the input gradient beside the
+  // next chunk's GEMMs, the output gradient's all-gather chunks ahead of theirs). Each chunk's
+  // weight gradient is priced as its own GEMM; the parameters belong to chunk 0.
+  void overlap_tensor_parallel() {
+    if (!shape_.tp.comm_overlap || !sequence_parallel()) return;
+    const std::int64_t chunks = t();
+    std::vector<ForwardStep> steps;
+    auto& forward = block_.forward;
+    const auto is_gemm = [](const ForwardStep& step) { return step.compute && step.compute->kind == ComputeKind::kMatmul; };
+    const auto is_collective = [](const ForwardStep& step, CollectiveKind kind) {
+      return step.collective && step.collective->kind == kind;
+    };
+    for (std::size_t i = 0; i < forward.size(); ++i) {
+      const bool cast = i + 2 < forward.size() && forward[i + 1].name.ends_with(".fp8_cast");
+      const std::size_t gemm = i + (cast ? 2 : 1);
+      if (is_collective(forward[i], CollectiveKind::kAllGather) && gemm < forward.size() && is_gemm(forward[gemm])) {
+        for (std::int64_t c = 0; c < chunks; ++c) {
+          for (std::size_t part = i; part <= gemm; ++part) {
+            ForwardStep piece = chunk_of(forward[part], c, chunks);
+            piece.chunk = true;                                       // all-gathers issued together
+            piece.backward_overlapped = part == i && c > 0;          // reduce-scatters beside the GEMMs
+            steps.push_back(std::move(piece));
+          }
+        }
+        i = gemm;
+      } else if (is_gemm(forward[i]) && i + 1 < forward.size() && is_collective(forward[i + 1], CollectiveKind::kReduceScatter)) {
+        for (std::int64_t c = 0; c < chunks; ++c) {
+          for (std::size_t part = i; part <= i + 1; ++part) {
+            ForwardStep piece = chunk_of(forward[part], c, chunks);
+            piece.overlapped = part == i + 1 && c + 1 < chunks;  // beside the next chunk's GEMM
+            piece.backward_chunk = true;                         // all-gathers issued together
+            steps.push_back(std::move(piece));
+          }
+        }
+        ++i;
+      } else {
+        steps.push_back(std::move(forward[i]));
+      }
+    }
+    forward = std::move(steps);
+  }
+
   Block finish() {
     for (auto it = block_.forward.rbegin(); it != block_.forward.rend(); ++it) {
       if (it->compute && it->has_backward) add_backward_of(*it);
       if (it->backward_collective) {
-        block_.backward.push_back({it->name, *it->backward_collective, {}, false, false, {}});
+        block_.backward.push_back(
+            {it->name, *it->backward_collective, {}, false, it->backward_overlapped, {}, it->backward_chunk});
       }
     }
     for (auto& step : block_.forward) step.name = block_.name + ".fwd." + step.name;
@@ -217,22 +266,45 @@ class BlockBuilder {
         cast.dtype = shape_.dtype;
         cast.flops = 0;
         cast.bytes = static_cast<double>(batch * m * n) * kFp8CastBytes;
-        backward.push_back({forward.name + ".grad_fp8_cast", cast, {}, false, false, {}});
+        backward.push_back({forward.name + ".grad_fp8_cast", cast, {}, false, false, {}, forward.backward_chunk});
       }
       std::vector<std::size_t> waits;
       if (forward.regather) {  // gathered while the input gradient is computed
         waits.push_back(backward.size());
-        backward.push_back({forward.name + ".regather", *forward.regather, {}, false, true, {}});
+        backward.push_back({forward.name + ".regather", *forward.regather, {}, false, true, {}, forward.backward_chunk});
       }
-      backward.push_back({forward.name + ".dgrad", dgrad, {}, forward.attention_core, false, {}});
-      backward.push_back(
-          {forward.name + ".wgrad", wgrad, forward.params, forward.attention_core, false, std::move(waits)});
+      backward.push_back({forward.name + ".dgrad", dgrad, {}, forward.attention_core, false, {}, forward.backward_chunk});
+      backward.push_back({forward.name + ".wgrad", wgrad, forward.params, forward.attention_core, false, std::move(waits),
+                          forward.backward_chunk});
       return;
     }
     ComputeOp bwd = backward_of(fwd, fwd.shape);
     bwd.bytes = forward.backward_bytes.value_or(fwd.bytes * kMemoryBoundBackwardFactor);
     if (fwd.kind == ComputeKind::kAttention) bwd.flops = fwd.flops * kFlashBackwardFactor;  // the fused kernel
     backward.push_back({forward.name, bwd, forward.params, forward.attention_core, false, {}});
+  }
+
+  // Chunk c of `chunks` of a step: a GEMM's rows, an element-wise op's elements, a collective's
+  // bytes and what the step keeps, each divided; the parameters stay with chunk 0.
+  ForwardStep chunk_of(const ForwardStep& step, std::int64_t c, std::int64_t chunks) const {
+    ForwardStep piece = step;
+    const double share = 1.0 / static_cast<double>(chunks);
+    piece.name = fmt::format("{}.chunk{}", step.name, c);
+    if (piece.compute) {
+      ComputeOp& op = *piece.compute;
+      op.shape = op.kind == ComputeKind::kMatmul ? Shape::of({op.shape[0], op.shape[1] / chunks, op.shape[2], op.shape[3]})
+                                                 : Shape::of({op.shape[0] / chunks});  // the FP8 cast: 1-D
+      op.flops *= share;
+      op.bytes = op.kind == ComputeKind::kMatmul ? gemm_bytes(op) : op.bytes * share;
+    }
+    for (auto* collective : {&piece.collective, &piece.backward_collective, &piece.regather}) {
+      if (!*collective) continue;
+      (*collective)->bytes /= chunks;
+      (*collective)->userbuffers = true;
+    }
+    piece.saved_bytes *= share;
+    if (c > 0) piece.params.clear();
+    return piece;
   }
 
   ComputeOp make(ComputeKind kind, Shape shape) const {
@@ -391,6 +463,7 @@ Block transformer_layer_block(const ModelSpec& model, const BlockShape& shape, s
   builder.leave_tensor_parallel("mlp_g", token_row);
   add_dropout(builder, model, "mlp_dropout");
   add_residual(builder, model, "mlp_residual");
+  builder.overlap_tensor_parallel();
   return builder.finish();
 }
 

@@ -68,6 +68,10 @@ struct TensorParallel {
   bool sequence_parallel = false;
   bool regather_in_backward = true;  // SP: keep sharded inputs, all-gather them again in backward
   program::GroupFamilyId group = 0;  // the tensor-parallel group family
+  // Megatron-Core's --tp-comm-overlap (Transformer Engine's userbuffers, with SP): each
+  // all-gather or reduce-scatter next to a linear layer's GEMM is split into t chunks that
+  // pipeline with the GEMM's t row blocks.
+  bool comm_overlap = false;
 };
 
 struct ForwardStep {
@@ -87,6 +91,14 @@ struct ForwardStep {
   // A memory-bound op's backward bytes when they are not twice its forward's (softmax reads
   // its output and the output gradient and writes the input gradient: 3 passes, not 4).
   std::optional<double> backward_bytes = {};
+  // Tensor-parallel communication overlap (TensorParallel::comm_overlap), forward and backward:
+  // `overlapped` — a collective the following compute does not wait for;
+  // `chunk` — one of a run of collective chunks issued together, each before its GEMM chunk
+  //           (and the GEMM chunks between them), rather than after the compute before it.
+  bool overlapped = false;
+  bool chunk = false;
+  bool backward_overlapped = false;
+  bool backward_chunk = false;
 };
 
 struct BackwardStep {
@@ -98,6 +110,7 @@ struct BackwardStep {
   bool overlapped = false;
   // Earlier steps of Block::backward this one waits for (beyond stream order).
   std::vector<std::size_t> waits_for;
+  bool chunk = false;  // as ForwardStep::chunk
 };
 
 struct Block {

@@ -106,16 +106,16 @@ void CommPlanner::price_as_nccl(CommPlan& plan, const collectives::CollectiveSpe
 }
 
 std::unique_ptr<CommPlan> CommPlanner::plan_with(const collectives::CollectiveSpec& spec,
-                                                  const std::vector<std::int32_t>& endpoints) {
+                                                  const std::vector<std::int32_t>& endpoints, bool by_nccl) {
   auto plan = std::make_unique<CommPlan>(price(collectives::build_schedule(spec), endpoints));
-  if (options_.library == "nccl" && nccl::runs(spec.kind, spec.algorithm)) price_as_nccl(*plan, spec);
+  if (by_nccl && options_.library == "nccl" && nccl::runs(spec.kind, spec.algorithm)) price_as_nccl(*plan, spec);
   return plan;
 }
 
 const CommPlan& CommPlanner::plan(const CommRequest& request) {
   std::vector<std::int64_t> key = {request.kind ? static_cast<std::int64_t>(*request.kind) : -1,
                                    static_cast<std::int64_t>(request.algorithm), request.bytes,
-                                   request.root, request.ps_servers};
+                                   request.root, request.ps_servers, request.userbuffers ? 1 : 0};
   key.insert(key.end(), request.endpoints.begin(), request.endpoints.end());
   auto cached = plans_.find(key);
   if (cached != plans_.end()) return *cached->second;
@@ -123,6 +123,8 @@ const CommPlan& CommPlanner::plan(const CommRequest& request) {
   std::unique_ptr<CommPlan> chosen;
   if (!request.kind) {
     chosen = std::make_unique<CommPlan>(price(collectives::send_recv_schedule(request.bytes), request.endpoints));
+  } else if (request.userbuffers) {  // a ring of copies over the links
+    chosen = plan_with(collective_spec(cluster_, options_, request, program::Algorithm::kRing), request.endpoints, false);
   } else if (request.algorithm != program::Algorithm::kAuto) {
     chosen = plan_with(collective_spec(cluster_, options_, request, request.algorithm), request.endpoints);
   } else {

@@ -74,8 +74,10 @@ class CommPlanner {
   // collectives.library = "nccl": NCCL's latency and the cheapest protocol in place of the
   // links' α (nccl_model.h).
   void price_as_nccl(CommPlan& plan, const collectives::CollectiveSpec& spec) const;
-  // Plans the collective `spec` describes, priced as the library does.
-  std::unique_ptr<CommPlan> plan_with(const collectives::CollectiveSpec& spec, const std::vector<std::int32_t>& endpoints);
+  // Plans the collective `spec` describes, priced as the library does (`by_nccl` false: by the
+  // links' α-β whatever the library).
+  std::unique_ptr<CommPlan> plan_with(const collectives::CollectiveSpec& spec, const std::vector<std::int32_t>& endpoints,
+                                      bool by_nccl = true);
 
   const topology::Cluster& cluster_;
   NetworkOptions options_;

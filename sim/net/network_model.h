@@ -33,6 +33,7 @@ struct CommRequest {
                                         // (point-to-point: sender, receiver)
   std::int32_t root = 0;
   std::int32_t ps_servers = 0;
+  bool userbuffers = false;  // program::CollectiveOp::userbuffers: a ring priced by the links' α-β
 };
 
 // One algorithm step as one member saw it (packet model only), for the timeline.

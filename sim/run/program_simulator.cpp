@@ -401,7 +401,8 @@ class Simulator {
     CommRequest request;
     request.kind = collective.kind;
     const CollectiveOverride* fixed = options_.collectives.find(collective.kind, family.name);
-    request.algorithm = fixed ? fixed->algorithm : collective.algorithm;
+    request.algorithm = fixed && !collective.userbuffers ? fixed->algorithm : collective.algorithm;
+    request.userbuffers = collective.userbuffers;
     request.bytes = collective.bytes;
     request.root = collective.root;
     request.ps_servers = collective.ps_servers;

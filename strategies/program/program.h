@@ -111,6 +111,9 @@ struct CollectiveOp {
   Algorithm algorithm = Algorithm::kAuto;
   std::int32_t root = 0;        // group-local index, for broadcast and reduce
   std::int32_t ps_servers = 0;  // push/pull: the last `ps_servers` members are the servers
+  // Run by Transformer Engine's userbuffers (a chunk of tensor-parallel communication overlap):
+  // a ring of direct NVLink copies, without NCCL's kernel launch and protocol latency.
+  bool userbuffers = false;
 };
 
 struct SendRecvOp {

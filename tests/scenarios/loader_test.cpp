@@ -150,6 +150,8 @@ INSTANTIATE_TEST_SUITE_P(
                    "unknown value \"flash3\"; expected one of: flash2, flash1, triton", "did you mean \"flash2\"?"},
         BrokenCase{"unknown_architecture.toml", "6:16", "cluster.gpu.architecture", "unknown value \"h100-sxm\"",
                    "did you mean \"h100-sxm5\"?"},
+        BrokenCase{"tp_overlap_without_sp.toml", "12:19", "parallel.tp_comm_overlap",
+                   "but parallel.sequence_parallel is off", "set sequence_parallel = true"},
         BrokenCase{"empty.toml", "1:1", "cluster.nodes", "missing required key", ""}),
     [](const testing::TestParamInfo<BrokenCase>& param_info) {
       std::string name = param_info.param.file;

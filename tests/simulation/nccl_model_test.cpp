@@ -94,6 +94,24 @@ TEST(NcclModelTest, AutoChoosesOnlyWhatNcclRunsAndTheProtocolBySize) {
   EXPECT_TRUE(other);
 }
 
+TEST(NcclModelTest, UserbuffersChunksAreARingOfCopiesWithoutNcclsLatency) {
+  // Transformer Engine's userbuffers (tensor-parallel overlap chunks): an all-gather of 8 MiB on
+  // one node is a ring — 7 steps of 1 MiB over 450 GB/s NVLink, each at the GPU–NVSwitch–GPU
+  // latency (2 × 0.3 µs) — with no NCCL protocol, whatever algorithm the scenario fixes.
+  const topology::Cluster cluster(test_support::hgx_cluster(1));
+  sim::CommPlanner planner(cluster, sim::NetworkOptions{});
+  sim::CommRequest request = all_reduce(8, 8 << 20);
+  request.kind = CollectiveKind::kAllGather;
+  request.userbuffers = true;
+  const sim::CommPlan& plan = planner.plan(request);
+  EXPECT_EQ(plan.schedule.algorithm, Algorithm::kRing);
+  EXPECT_FALSE(plan.protocol.has_value());
+  EXPECT_NEAR(plan.latency_seconds, 7 * 0.6 * kMicro, 1e-12);
+  EXPECT_NEAR(plan.bandwidth_seconds, 7.0 * (1 << 20) / 450e9, 1e-12);
+  request.userbuffers = false;  // the same request through NCCL pays its base latency
+  EXPECT_GT(planner.plan(request).latency_seconds, plan.latency_seconds + 5 * kMicro);
+}
+
 TEST(NcclModelTest, NvlsIsSimpleOnlyAtItsHardwareLatencyAndNcclsBandwidthRatio) {
   const auto group = shape(1, 8);
   EXPECT_NEAR(sim::nccl::latency_s(CollectiveKind::kAllReduce, Algorithm::kNvls, Protocol::kSimple, group, 1 << 30, 8),
