@@ -368,7 +368,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       "collective", "nccl-tests for the simulator: one collective over a range of sizes");
   collective->add_option("--op", bench.op, "all_reduce, all_gather, reduce_scatter, broadcast, reduce, all_to_all, barrier")
       ->capture_default_str();
-  collective->add_option("--algo", bench.algorithms, "ring, tree, hd, hier, direct, nvls or auto; several with commas")
+  collective->add_option("--algo", bench.algorithms, "ring, tree, hd, hier, direct, nvls, collnet or auto; several with commas")
       ->capture_default_str();
   collective->add_option("--ranks", bench.ranks, "ranks 0..N-1 of the cluster")->capture_default_str();
   collective->add_option("--sizes", bench.sizes, "MIN:MAX bytes, K/M/G suffixes")->capture_default_str();
@@ -376,6 +376,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   collective->add_option("--topology", bench.topology, "node preset (nodes as many as the ranks need)")
       ->capture_default_str();
   collective->add_option("--fabric", bench.fabric, "fabric preset")->capture_default_str();
+  collective->add_flag("--sharp", bench.sharp, "the fabric's switches reduce in the network (SHARP), for collnet");
   collective->add_option("--scenario", bench.scenario, "take the cluster from a scenario instead");
   collective->add_option("--model", bench.model, "network model: analytic, flow or packet")->capture_default_str();
   collective->add_option("--library", bench.library, "collective library priced: nccl (its algorithms, protocols and latencies) or ideal (any schedule, α-β)")

@@ -53,6 +53,7 @@ topology::ClusterSpec cluster_for(const CollectiveBenchOptions& options) {
     if (!fabric) bad("--fabric", fmt::format("unknown fabric preset \"{}\"", options.fabric), "see dtsim presets");
     cluster.node = *node;
     cluster.fabric = *fabric;
+    cluster.fabric.sharp = options.sharp;
     cluster.nodes = (options.ranks + node->gpus - 1) / node->gpus;
   }
   if (options.ranks > cluster.gpu_count()) {
@@ -146,7 +147,7 @@ CollectiveBenchResult run_collective_bench(const CollectiveBenchOptions& options
   for (const std::string& name : split(options.algorithms, ',')) {
     const auto algorithm = program::algorithm_from_name(name);
     if (!algorithm || *algorithm == program::Algorithm::kParameterServer) {
-      bad("--algo", fmt::format("unknown algorithm \"{}\"", name), "ring, tree, hd, hier, direct, nvls or auto");
+      bad("--algo", fmt::format("unknown algorithm \"{}\"", name), "ring, tree, hd, hier, direct, nvls, collnet or auto");
     }
     if (*algorithm != program::Algorithm::kAuto) {
       if (auto reason = collectives::unsupported_reason(sim::collective_spec(cluster, network, request, *algorithm))) {
@@ -159,7 +160,7 @@ CollectiveBenchResult run_collective_bench(const CollectiveBenchOptions& options
     algorithms.push_back(*algorithm);
     result.algorithms.push_back(name);
   }
-  if (algorithms.empty()) bad("--algo", "expected at least one algorithm", "ring, tree, hd, hier, direct, nvls or auto");
+  if (algorithms.empty()) bad("--algo", "expected at least one algorithm", "ring, tree, hd, hier, direct, nvls, collnet or auto");
 
   for (double bytes = static_cast<double>(min_bytes); bytes <= static_cast<double>(max_bytes) * (1 + 1e-9);
        bytes *= options.factor) {

@@ -22,6 +22,7 @@ struct CollectiveBenchOptions {
   double factor = 2;                // size multiplier between rows
   std::string topology = "hgx-h100";
   std::string fabric = "ib-ndr";
+  bool sharp = false;               // the fabric reduces in the network (collnet)
   std::string scenario;             // take the cluster from this scenario instead
   std::string model = "flow";
   std::string channels = "auto";

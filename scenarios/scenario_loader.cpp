@@ -389,6 +389,11 @@ topology::ClusterSpec read_cluster(TableReader reader) {
                        "choose a ratio that divides leaf_down_ports into a whole number of uplinks");
   }
   fabric.rail_optimized = fabric_reader.boolean("rail_optimized").value_or(fabric.rail_optimized);
+  fabric.sharp = fabric_reader.boolean("sharp").value_or(fabric.sharp);
+  if (fabric.sharp && fabric.kind != topology::FabricKind::kInfiniBand) {
+    fabric_reader.fail("sharp", "in-network reduction (SHARP) runs on InfiniBand switches, but this fabric is RoCE",
+                       "set sharp = false, or kind = \"infiniband\"");
+  }
   read_link(fabric_reader.child("nic"), fabric.nic);
   read_link(fabric_reader.child("uplink"), fabric.uplink);
   if (!fabric.rail_optimized && node.nics > fabric.leaf_down_ports) {

@@ -79,6 +79,9 @@ struct FabricSpec {
   int leaf_down_ports = 32;
   double oversubscription = 1.0;
   bool rail_optimized = false;
+  // The switches reduce in the network (NVIDIA SHARP on Quantum InfiniBand switches, which
+  // NCCL's CollNet uses through its SHARP plugin); InfiniBand only.
+  bool sharp = false;
 };
 
 // Parameter servers: CPU hosts with one NIC each on the same fabric. `host` describes the

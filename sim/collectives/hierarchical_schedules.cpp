@@ -18,6 +18,20 @@ std::vector<Transfer> intra_node_rings(const NodeGroups& groups) {
   return edges;
 }
 
+// For every local index, every ordered pair of nodes.
+std::vector<Transfer> inter_node_meshes(const NodeGroups& groups) {
+  std::vector<Transfer> edges;
+  const std::size_t nodes = groups.nodes.size();
+  for (std::size_t g = 0; g < groups.nodes.front().size(); ++g) {
+    for (std::size_t from = 0; from < nodes; ++from) {
+      for (std::size_t to = 0; to < nodes; ++to) {
+        if (from != to) edges.push_back({groups.nodes[from][g], groups.nodes[to][g]});
+      }
+    }
+  }
+  return edges;
+}
+
 // For every local index, a ring through the nodes.
 std::vector<Transfer> inter_node_rings(const NodeGroups& groups) {
   std::vector<Transfer> edges;
@@ -58,6 +72,17 @@ Schedule hierarchical_schedule(const CollectiveSpec& spec, const NodeGroups& gro
       break;
     default: break;
   }
+  return schedule;
+}
+
+Schedule collnet_schedule(const CollectiveSpec& spec, const NodeGroups& groups) {
+  Schedule schedule;
+  const auto g = static_cast<std::int32_t>(groups.nodes.front().size());
+  const auto n = static_cast<double>(groups.nodes.size());
+  const double shard = static_cast<double>(effective_bytes(spec)) / g;
+  if (g > 1) schedule.phases.push_back({"intra-node reduce-scatter", g - 1, shard, intra_node_rings(groups)});
+  schedule.phases.push_back({"in-network all-reduce", 1, (n + 1) * shard / (n * (n - 1)), inter_node_meshes(groups)});
+  if (g > 1) schedule.phases.push_back({"intra-node all-gather", g - 1, shard, intra_node_rings(groups)});
   return schedule;
 }
 

@@ -82,7 +82,7 @@ std::vector<Algorithm> algorithms_for(CollectiveKind kind) {
   switch (kind) {
     case CollectiveKind::kAllReduce:
       return {Algorithm::kRing, Algorithm::kTree, Algorithm::kHalvingDoubling,
-              Algorithm::kHierarchical, Algorithm::kDirect, Algorithm::kNvls};
+              Algorithm::kHierarchical, Algorithm::kDirect, Algorithm::kNvls, Algorithm::kCollNet};
     case CollectiveKind::kAllGather:
     case CollectiveKind::kReduceScatter:
       return {Algorithm::kRing, Algorithm::kHalvingDoubling, Algorithm::kHierarchical,
@@ -133,6 +133,18 @@ std::optional<std::string> unsupported_reason(const CollectiveSpec& spec) {
                          kind);
     }
   }
+  if (spec.algorithm == Algorithm::kCollNet) {
+    if (!spec.fabric_sharp) {
+      return "algorithm \"collnet\" needs InfiniBand switches that reduce in the network (SHARP: "
+             "[cluster.fabric] sharp = true); this fabric has none";
+    }
+    const detail::NodeGroups groups = detail::group_by_node(spec);
+    if (groups.nodes.size() < 2 || !groups.uniform()) {
+      return fmt::format("algorithm \"collnet\" needs a group spread over two or more nodes with the same number of "
+                         "ranks on each; this {} group of {} ranks {}",
+                         kind, spec.members, groups.nodes.size() < 2 ? "sits on one node" : "is uneven");
+    }
+  }
   if (spec.algorithm == Algorithm::kHierarchical) {
     const detail::NodeGroups groups = detail::group_by_node(spec);
     if (groups.nodes.size() < 2) {
@@ -160,6 +172,7 @@ Schedule build_schedule(const CollectiveSpec& spec) {
     case Algorithm::kDirect: schedule = detail::direct_schedule(spec, groups); break;
     case Algorithm::kParameterServer: schedule = detail::parameter_server_schedule(spec); break;
     case Algorithm::kNvls: schedule = detail::nvls_schedule(spec); break;
+    case Algorithm::kCollNet: schedule = detail::collnet_schedule(spec, groups); break;
     case Algorithm::kAuto: throw UnsupportedCollective("build_schedule needs a concrete algorithm");
   }
   schedule.algorithm = spec.algorithm;

@@ -42,6 +42,13 @@
 //              (P+1)/P·M up and (P+1)/P·M down per member, against the ring's 2(P−1)/P·M.
 //              One step in which every member sends (P+1)·M/(P·(P−1)) to each other member
 //              puts exactly that load on the GPU–switch links.
+//   collnet    NCCL's CollNet Direct with SHARP: reduce-scatter inside each node (a ring, G−1
+//              steps of M/G), then the InfiniBand switches reduce each M/G shard across the N
+//              nodes — every member's NIC carries its shard up once and the sum down once, put
+//              on the links as nvls does: one step in which each member sends (N+1)·(M/G)/
+//              (N·(N−1)) to the member of every other node with its local index — then
+//              all-gather inside each node. All-reduce only; ≥ 2 nodes with the same number of
+//              members each, on a fabric with SHARP.
 //   ps         parameter server push/pull: every worker sends M/S to each of the S servers
 //              (range push: one merged message per pair) in one step; pull the reverse.
 //   barrier    is an all-reduce of one 4-byte element (PyTorch's NCCL barrier): 2(P−1)
@@ -94,6 +101,7 @@ struct CollectiveSpec {
   std::int32_t channels = 1;               // rings run in parallel (ring algorithms)
   std::int64_t chunk_bytes = 1 << 20;      // pipelining granularity (chains and trees)
   bool nvlink_sharp = false;               // the members' NVSwitch reduces in the switch (nvls)
+  bool fabric_sharp = false;               // the InfiniBand switches reduce in the network (collnet)
 };
 
 class UnsupportedCollective : public std::invalid_argument {

@@ -29,6 +29,7 @@ collectives::CollectiveSpec collective_spec(const topology::Cluster& cluster, co
   spec.channels = options.ring_channels > 0 ? options.ring_channels : std::max(1, cluster.spec().node.nics);
   spec.chunk_bytes = options.chunk_bytes;
   spec.nvlink_sharp = cluster.spec().node.nvlink_sharp;
+  spec.fabric_sharp = cluster.spec().fabric.sharp;
   for (std::int32_t endpoint : request.endpoints) {
     const bool gpu = cluster.is_gpu(endpoint);
     spec.locations.push_back({cluster.node_of(endpoint), gpu ? endpoint % cluster.spec().node.gpus : 0});
@@ -133,6 +134,7 @@ const CommPlan& CommPlanner::plan(const CommRequest& request) {
       std::erase_if(candidates, [&](program::Algorithm algorithm) { return !nccl::runs(*request.kind, algorithm); });
     } else {  // the chapter's textbook algorithms: in-switch reduction only when a scenario asks for it
       std::erase(candidates, program::Algorithm::kNvls);
+      std::erase(candidates, program::Algorithm::kCollNet);
     }
     for (program::Algorithm algorithm : candidates) {
       const bool only_choice = candidates.size() == 1;

@@ -50,6 +50,14 @@ constexpr double kTreeLL128MultiNode = 120.0 / 128.0;
 // i.e. 2(P−1)/(P+1) = 14/9 of the ring's bus bandwidth at P = 8 on ideal links; the wire
 // factor brings that to NCCL's ratio, and one factor serves every P (nccl-tests on 4–8 H200:
 // ml-engineering network/README.md §SHARP).
+// CollNet Direct (SHARP through NCCL's CollNet plugin, Simple only): no base latency; 2 ×
+// (one NVLink hop at 3.7 µs + 0.4 µs of arity serialisation per other local rank) + the
+// network's 31 µs (:152, :160, :172, :418–421). Bandwidth: the schedule's own — each NIC
+// carries its shard up and the sum down once; NCCL's tuner takes a further 0.85 on Hopper
+// (:340–347), a tuning estimate with no measurement behind it here, so it is left out.
+constexpr double kCollNetNvlinkLatency = 3.7;
+constexpr double kCollNetArityLatency = 0.4;
+constexpr double kCollNetNetworkLatency = 31.0;
 constexpr double kNvlsLatency = 25.0;
 constexpr double kNvlsOverRingBusBandwidth = 476.0 / 360.0;
 constexpr double kNvlsWireFactor = (2.0 * 7.0 / 9.0) / kNvlsOverRingBusBandwidth;
@@ -75,7 +83,8 @@ bool runs(CollectiveKind kind, Algorithm algorithm) {
   switch (kind) {
     case CollectiveKind::kBarrier: return algorithm == Algorithm::kRing || algorithm == Algorithm::kTree;
     case CollectiveKind::kAllReduce:
-      return algorithm == Algorithm::kRing || algorithm == Algorithm::kTree || algorithm == Algorithm::kNvls;
+      return algorithm == Algorithm::kRing || algorithm == Algorithm::kTree || algorithm == Algorithm::kNvls ||
+             algorithm == Algorithm::kCollNet;
     case CollectiveKind::kAllGather:
     case CollectiveKind::kReduceScatter:
     case CollectiveKind::kBroadcast:
@@ -89,13 +98,17 @@ std::optional<std::string> missing_algorithm(CollectiveKind kind, Algorithm algo
   const bool nvls = runs(kind, Algorithm::kNvls);
   return fmt::format("has no \"{}\" {}: it runs ring{}{}", program::algorithm_name(algorithm),
                      program::collective_name(kind), runs(kind, Algorithm::kTree) ? (nvls ? ", tree" : " and tree") : "",
-                     nvls ? " and nvls (on NVLink SHARP nodes)" : "");
+                     nvls ? ", nvls (on NVLink SHARP nodes) and collnet (on a SHARP fabric)" : "");
 }
 
 double latency_s(CollectiveKind kind, Algorithm algorithm, Protocol protocol, const GroupShape& group, double bytes,
                  std::int32_t channels) {
-  if (algorithm == Algorithm::kNvls) {
-    return protocol == Protocol::kSimple ? kNvlsLatency * kMicro : std::numeric_limits<double>::infinity();
+  if (algorithm == Algorithm::kNvls || algorithm == Algorithm::kCollNet) {
+    if (protocol != Protocol::kSimple) return std::numeric_limits<double>::infinity();
+    if (algorithm == Algorithm::kNvls) return kNvlsLatency * kMicro;
+    const double others = group.per_node - 1;
+    return (2 * (std::min(1.0, others) * kCollNetNvlinkLatency + others * kCollNetArityLatency) + kCollNetNetworkLatency) *
+           kMicro;
   }
   const std::size_t p = index(protocol);
   const bool tree = algorithm == Algorithm::kTree;
@@ -123,6 +136,7 @@ double latency_s(CollectiveKind kind, Algorithm algorithm, Protocol protocol, co
 
 double wire_factor(Algorithm algorithm, Protocol protocol, const GroupShape& group) {
   if (algorithm == Algorithm::kNvls) return kNvlsWireFactor;  // Simple only (latency_s)
+  if (algorithm == Algorithm::kCollNet) return 1.0;
   if (algorithm == Algorithm::kTree) {
     switch (protocol) {
       case Protocol::kLL: return kTreeLLDivisor / kTreeFactor;

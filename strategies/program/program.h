@@ -95,6 +95,7 @@ enum class Algorithm : std::uint8_t {
   kDirect,
   kParameterServer,
   kNvls,  // NVLink SHARP: the NVSwitch reduces in the switch (all-reduce inside one HGX H100/H200 node)
+  kCollNet,  // NCCL's CollNet Direct: InfiniBand switches reduce the shards across nodes (SHARP)
 };
 std::string_view algorithm_name(Algorithm algorithm);
 std::optional<Algorithm> algorithm_from_name(std::string_view name);

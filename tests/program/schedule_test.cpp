@@ -178,6 +178,37 @@ TEST(NvlsScheduleTest, NeedsAnNvlinkSharpSwitchAndOneNode) {
   EXPECT_THROW(collectives::build_schedule(all_gather), collectives::UnsupportedCollective);
 }
 
+TEST(CollNetScheduleTest, ShardsCrossTheFabricOnceUpAndOnceDownBetweenIntraNodeRings) {
+  // 4 nodes × 8, 32 MB: a ring reduce-scatter of 4 MB shards inside each node (7 steps), then
+  // each member sends (4+1)/4 · 4 MB = 5 MB into the fabric, 5/3 MB to each of its 3 peers with
+  // its local index, then the ring all-gather.
+  CollectiveSpec s = spec(CollectiveKind::kAllReduce, Algorithm::kCollNet, grid(4, 8), 32'000'000);
+  s.fabric_sharp = true;
+  const auto schedule = collectives::build_schedule(s);
+  ASSERT_EQ(schedule.phases.size(), 3u);
+  EXPECT_EQ(schedule.phases[0].steps, 7);
+  EXPECT_NEAR(schedule.phases[0].bytes_per_transfer, 4e6, 1e-6);
+  EXPECT_EQ(schedule.phases[1].steps, 1);
+  EXPECT_EQ(schedule.phases[1].transfers.size(), 8u * 4 * 3);
+  EXPECT_NEAR(schedule.phases[1].bytes_per_transfer, 5e6 / 3, 1e-6);
+  for (const collectives::Transfer& transfer : schedule.phases[1].transfers) {
+    EXPECT_EQ(transfer.src % 8, transfer.dst % 8);  // same local index, another node
+    EXPECT_NE(transfer.src / 8, transfer.dst / 8);
+  }
+  EXPECT_EQ(schedule.phases[2].name, "intra-node all-gather");
+}
+
+TEST(CollNetScheduleTest, NeedsASharpFabricAndSeveralEvenNodes) {
+  CollectiveSpec no_sharp = spec(CollectiveKind::kAllReduce, Algorithm::kCollNet, grid(2, 8), 1000);
+  EXPECT_NE(collectives::unsupported_reason(no_sharp).value_or("").find("sharp = true"), std::string::npos);
+  CollectiveSpec one_node = spec(CollectiveKind::kAllReduce, Algorithm::kCollNet, grid(1, 8), 1000);
+  one_node.fabric_sharp = true;
+  EXPECT_NE(collectives::unsupported_reason(one_node).value_or("").find("sits on one node"), std::string::npos);
+  CollectiveSpec all_gather = spec(CollectiveKind::kAllGather, Algorithm::kCollNet, grid(2, 8), 1000);
+  all_gather.fabric_sharp = true;
+  EXPECT_THROW(collectives::build_schedule(all_gather), collectives::UnsupportedCollective);
+}
+
 TEST(HalvingDoublingScheduleTest, PowerOfTwoTakesTwoLog2PSteps) {
   const auto schedule =
       collectives::build_schedule(spec(CollectiveKind::kAllReduce, Algorithm::kHalvingDoubling, grid(2, 8), 16'000));

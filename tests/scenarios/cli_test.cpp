@@ -296,6 +296,8 @@ TEST_F(CliTest, AbsurdInputsGetOneMessageAndExitTwo) {
        "NVLink SHARP reduces in an NVSwitch"},
       {{"run", default_toml, "--set", "cluster.node=\"dgx-a100\"", "--set", "collectives.all_reduce=\"nvls\"", "-o", out},
        "needs NVSwitches that reduce in the switch"},
+      {{"run", default_toml, "--set", "collectives.all_reduce=\"collnet\"", "-o", out},
+       "collectives.all_reduce: on group dp[0]: algorithm \"collnet\" needs InfiniBand switches that reduce in the network"},
       {{"run", default_toml, "--set", "cluster.node=\"dgx-a100\"", "--set", "training.precision=\"fp8\"", "-o", out},
        "training.precision: fp8 needs FP8 tensor cores; the A100 SXM4 80GB has none"},
       {{"run", default_toml, "--set", "model.layers=16777216", "-o", out}, "between 1 and 10000"},

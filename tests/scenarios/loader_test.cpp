@@ -152,6 +152,8 @@ INSTANTIATE_TEST_SUITE_P(
                    "did you mean \"h100-sxm5\"?"},
         BrokenCase{"tp_overlap_without_sp.toml", "12:19", "parallel.tp_comm_overlap",
                    "but parallel.sequence_parallel is off", "set sequence_parallel = true"},
+        BrokenCase{"sharp_on_roce.toml", "6:9", "cluster.fabric.sharp", "runs on InfiniBand switches, but this fabric is RoCE",
+                   "set sharp = false"},
         BrokenCase{"empty.toml", "1:1", "cluster.nodes", "missing required key", ""}),
     [](const testing::TestParamInfo<BrokenCase>& param_info) {
       std::string name = param_info.param.file;
@@ -285,12 +287,13 @@ TEST(CollectiveOverrideTest, AnAlgorithmThatCannotRunOnItsGroupNamesTheKey) {
               std::string::npos)
         << error.what();
   }
-  try {  // NCCL, the default library, runs ring, tree and NVLS only
+  try {  // NCCL, the default library, runs ring, tree, NVLS and CollNet only
     scenarios::run_scenario(scenarios::load_scenario(kDefault, {"collectives.all_reduce=hd"}));
     FAIL();
   } catch (const scenarios::ScenarioError& error) {
     EXPECT_EQ(error.key(), "collectives.all_reduce");
-    EXPECT_NE(error.message().find("NCCL (collectives.library = \"nccl\") has no \"hd\" all_reduce: it runs ring, tree and nvls"),
+    EXPECT_NE(error.message().find("NCCL (collectives.library = \"nccl\") has no \"hd\" all_reduce: it runs ring, tree, nvls (on NVLink SHARP nodes) "
+                                       "and collnet (on a SHARP fabric)"),
               std::string::npos)
         << error.what();
     EXPECT_NE(error.hint().find("collectives.library = \"ideal\""), std::string::npos) << error.what();

@@ -112,6 +112,24 @@ TEST(NcclModelTest, UserbuffersChunksAreARingOfCopiesWithoutNcclsLatency) {
   EXPECT_GT(planner.plan(request).latency_seconds, plan.latency_seconds + 5 * kMicro);
 }
 
+TEST(NcclModelTest, CollNetIsSimpleOnlyAtItsNvlinkArityAndNetworkLatencies) {
+  // 8 GPUs per node: 2 · (3.7 + 7 · 0.4) + 31 = 44 µs; one GPU per node: 31 µs.
+  EXPECT_NEAR(sim::nccl::latency_s(CollectiveKind::kAllReduce, Algorithm::kCollNet, Protocol::kSimple, shape(4, 8), 1 << 20, 8),
+              44.0 * kMicro, 1e-12);
+  EXPECT_NEAR(sim::nccl::latency_s(CollectiveKind::kAllReduce, Algorithm::kCollNet, Protocol::kSimple, shape(4, 1), 1 << 20, 8),
+              31.0 * kMicro, 1e-12);
+  EXPECT_TRUE(std::isinf(sim::nccl::latency_s(CollectiveKind::kAllReduce, Algorithm::kCollNet, Protocol::kLL, shape(4, 8), 8, 8)));
+  // `auto` considers it only on a fabric with SHARP, and takes it for mid-sized all-reduces
+  // across nodes, where its one network step beats the ring's 2(N−1).
+  topology::ClusterSpec sharp = test_support::hgx_cluster(4);
+  sharp.fabric.sharp = true;
+  const topology::Cluster with_sharp(sharp), without_sharp(test_support::hgx_cluster(4));
+  EXPECT_EQ(sim::CommPlanner(with_sharp, sim::NetworkOptions{}).plan(all_reduce(32, 1 << 20)).schedule.algorithm,
+            Algorithm::kCollNet);
+  EXPECT_NE(sim::CommPlanner(without_sharp, sim::NetworkOptions{}).plan(all_reduce(32, 1 << 20)).schedule.algorithm,
+            Algorithm::kCollNet);
+}
+
 TEST(NcclModelTest, NvlsIsSimpleOnlyAtItsHardwareLatencyAndNcclsBandwidthRatio) {
   const auto group = shape(1, 8);
   EXPECT_NEAR(sim::nccl::latency_s(CollectiveKind::kAllReduce, Algorithm::kNvls, Protocol::kSimple, group, 1 << 30, 8),
