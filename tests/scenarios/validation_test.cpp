@@ -56,11 +56,10 @@ struct GroupBound {
   double median;
   double max;
 };
-// Measured 2026-12-01, after GEMMs took each GPU's own measured ceiling (A100 0.869, was the
-// H200's 0.80) and tile/wave quantisation, NVLS, FlashAttention-2 by GPU, nine llm-foundry
-// rows and the overlap slowdown: throughput median 25.3 %, max 59.6 %; collective median
-// 1.8 %, max 45.8 %.
-constexpr GroupBound kTodaysBounds[] = {{"throughput", 0.30, 0.75}, {"collective", 0.05, 0.50}};
+// Measured 2026-12-01, after the attention kernel each llm-foundry run used (Triton) and
+// Megatron-LM's blocking pipeline transfers: throughput median 21.2 %, max 42.1 %; collective
+// median 1.8 %, max 45.8 %.
+constexpr GroupBound kTodaysBounds[] = {{"throughput", 0.25, 0.50}, {"collective", 0.05, 0.50}};
 
 TEST(ValidationTest, EveryCaseRunsAndEachGroupStaysWithinTodaysBounds) {
   const scenarios::ValidationResult result = scenarios::run_validation(kManifest, 0);
