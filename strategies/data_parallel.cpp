@@ -32,6 +32,11 @@ constexpr double kMiB = 1024.0 * 1024.0;
 
 double dtype_size(program::DType dtype) { return static_cast<double>(program::dtype_bytes(dtype)); }
 
+std::vector<OpIndex> with(std::vector<OpIndex> ops, const std::vector<OpIndex>& more) {
+  ops.insert(ops.end(), more.begin(), more.end());
+  return ops;
+}
+
 program::CollectiveOp collective(CollectiveKind kind, program::GroupFamilyId group, double bytes, program::DType dtype) {
   program::CollectiveOp op;
   op.kind = kind;
@@ -139,13 +144,13 @@ class ReplicatedPolicy : public DataParallelPolicy {
     return last;
   }
 
-  std::vector<OpIndex> finish_step(RankProgramBuilder& builder) override {
+  std::vector<OpIndex> finish_step(RankProgramBuilder& builder, std::vector<OpIndex> before_update) override {
     const double share = zero_stage_ >= 1 ? 1.0 / dp_ : 1.0;
     const OpIndex update = builder.add(fmt::format("optimizer.{}", name_of(input_.training.optimizer)),
                                        context_.streams.compute,
                                        optimizer_update(context_.parameters * share, context_.replica->state,
                                                         context_.replica->dtype),
-                                       std::exchange(wait_for_, {}));
+                                       with(std::exchange(wait_for_, {}), before_update));
     if (zero_stage_ == 0 || dp_ == 1) return {};
     if (gathers_in_forward()) {  // gathered during the next forward
       gather_in_forward_ = true;
@@ -326,10 +331,10 @@ class ShardedPolicy : public DataParallelPolicy {
     return last;
   }
 
-  std::vector<OpIndex> finish_step(RankProgramBuilder& builder) override {
+  std::vector<OpIndex> finish_step(RankProgramBuilder& builder, std::vector<OpIndex> before_update) override {
     program::ComputeOp update = optimizer_update(context_.parameters / shards_, state_, context_.replica->dtype);
     update.on_host = fsdp_.cpu_offload;
-    std::vector<OpIndex> deps;
+    std::vector<OpIndex> deps = std::move(before_update);
     if (last_reduce_) deps.push_back(*last_reduce_);
     builder.add(fmt::format("optimizer.{}", name_of(input_.training.optimizer)), context_.streams.compute,
                 update, std::move(deps));

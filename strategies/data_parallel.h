@@ -56,9 +56,10 @@ class DataParallelPolicy {
   virtual program::OpIndex forward(RankProgramBuilder& builder, std::vector<program::OpIndex> deps) = 0;
   virtual program::OpIndex backward(RankProgramBuilder& builder, std::vector<program::OpIndex> deps,
                                     bool last_micro_batch) = 0;
-  // The optimizer step after the last backward; returns what the next step's first forward
-  // must wait for.
-  virtual std::vector<program::OpIndex> finish_step(RankProgramBuilder& builder) = 0;
+  // The optimizer step after the last backward, and after `before_update`; returns what the
+  // next step's first forward must wait for.
+  virtual std::vector<program::OpIndex> finish_step(RankProgramBuilder& builder,
+                                                    std::vector<program::OpIndex> before_update) = 0;
 };
 
 std::unique_ptr<DataParallelPolicy> make_data_parallel_policy(const StageContext& context);

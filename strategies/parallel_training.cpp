@@ -3,8 +3,10 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <map>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <utility>
 
@@ -109,8 +111,25 @@ program::Program lower_parallel(const LoweringInput& input) {
   const TensorParallel tensor_parallel{tp, parallel.sequence_parallel && tp > 1, parallel.sp_regather,
                                        tp > 1 ? *program.find_family("tp") : program::GroupFamilyId{0},
                                        parallel.tp_comm_overlap};
-  ReplicaModel replica = replica_model(input.model, training, tensor_parallel);
+  // Tied embeddings across a pipeline: the last stage keeps a copy of the word embeddings, and
+  // Megatron-LM all-reduces their gradients between the first and last stage (the "embedding"
+  // group) after the backward of the last micro-batch, before the optimizer step.
+  const bool embedding_copy = pp > 1 && input.model.tied_embeddings;
+  ReplicaModel replica = replica_model(input.model, training, tensor_parallel, embedding_copy);
   const double scale = parameter_scale(input.model);
+  program::GroupFamilyId embedding_group = 0;
+  program::StreamId embedding_stream = 0;
+  if (embedding_copy) {
+    std::vector<std::vector<std::int32_t>> pairs;
+    for (std::int32_t d = 0; d < dp; ++d) {
+      for (std::int32_t t = 0; t < tp; ++t) pairs.push_back({layout.rank_of({d, t, 0}), layout.rank_of({d, t, pp - 1})});
+    }
+    program.group_families.push_back(program::make_group_family("embedding", program.world_size, std::move(pairs)));
+    embedding_group = static_cast<program::GroupFamilyId>(program.group_families.size() - 1);
+    embedding_stream = streams("embedding");
+  }
+  const double embedding_gradient_bytes = static_cast<double>(replica.blocks.front().params.front().elements) * scale *
+                                          static_cast<double>(program::dtype_bytes(replica.gradient_dtype));
   const std::int64_t layers = input.model.layers;
   const std::int64_t micro_batches = training.accumulation;
   const double element_bytes = static_cast<double>(program::dtype_bytes(replica.dtype));
@@ -190,6 +209,7 @@ program::Program lower_parallel(const LoweringInput& input) {
     };
     // A send: with blocking point-to-point the stage's next compute waits for it to complete.
     std::vector<OpIndex> next_step;
+    std::optional<OpIndex> last_backward;
     const auto send = [&](const std::string& what, std::int64_t micro, program::StreamId stream, std::int32_t offset,
                           program::GroupFamilyId group, OpIndex after) {
       const OpIndex sent = builder.add(fmt::format("pp.send_{}.{}", what, micro), stream,
@@ -212,12 +232,25 @@ program::Program lower_parallel(const LoweringInput& input) {
         } else {
           if (has_next) deps.push_back(receive("gradient", slot.micro, pipe.recv_next, next_offset, next_group));
           const OpIndex last = policy.backward(builder, std::move(deps), slot.micro == micro_batches - 1);
+          last_backward = last;
           if (has_previous) send("gradient", slot.micro, pipe.send_previous, previous_offset, previous_group, last);
         }
       }
+      std::vector<OpIndex> before_update;
+      if (embedding_copy && (stage == 0 || stage == pp - 1) && last_backward) {
+        chunk_names(0);
+        program::CollectiveOp all_reduce;
+        all_reduce.kind = program::CollectiveKind::kAllReduce;
+        all_reduce.group = embedding_group;
+        all_reduce.bytes = std::llround(embedding_gradient_bytes);
+        all_reduce.dtype = replica.gradient_dtype;
+        before_update.push_back(builder.add("embedding.gradients.all_reduce", embedding_stream, all_reduce, {*last_backward}));
+      }
       for (std::int32_t chunk = 0; chunk < chunks; ++chunk) {
         chunk_names(chunk);
-        for (const OpIndex op : policies[static_cast<std::size_t>(chunk)]->finish_step(builder)) next_step.push_back(op);
+        for (const OpIndex op : policies[static_cast<std::size_t>(chunk)]->finish_step(builder, before_update)) {
+          next_step.push_back(op);
+        }
       }
     }
     const auto stage_program = std::make_shared<const program::RankProgram>(builder.take());

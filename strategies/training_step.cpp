@@ -11,12 +11,13 @@ namespace strategies {
 using program::MemoryCategory;
 using program::OpIndex;
 
-ReplicaModel replica_model(const ModelSpec& model, const TrainingSpec& training, const TensorParallel& tensor_parallel) {
+ReplicaModel replica_model(const ModelSpec& model, const TrainingSpec& training, const TensorParallel& tensor_parallel,
+                           bool head_embedding_copy) {
   ReplicaModel replica;
   replica.dtype = compute_dtype(training.precision);
   replica.gradient_dtype = gradient_dtype(training.precision);
   replica.blocks = model_blocks(model, BlockShape{training.micro_batch, training.sequence, replica.dtype, tensor_parallel,
-                                                  training.precision == Precision::kFP8});
+                                                  training.precision == Precision::kFP8, head_embedding_copy});
   replica.parameters = total_parameters(model);
   replica.state = model_state_bytes(training);
   return replica;

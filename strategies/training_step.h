@@ -25,7 +25,7 @@ struct ReplicaModel {
   ModelStateBytes state;
 };
 ReplicaModel replica_model(const ModelSpec& model, const TrainingSpec& training,
-                           const TensorParallel& tensor_parallel = {});
+                           const TensorParallel& tensor_parallel = {}, bool head_embedding_copy = false);
 
 // Which model states a rank holds, as a fraction of the model (1 = all of it).
 struct StateShares {

@@ -477,7 +477,10 @@ Block head_block(const ModelSpec& model, const BlockShape& shape) {
   add_norm(builder, model, "final_norm");
   builder.enter_tensor_parallel("head_f", token_row);
   std::vector<std::size_t> head_params;
-  if (!model.tied_embeddings) head_params.push_back(builder.param("lm_head.weight", builder.vocab_rows(model) * model.hidden));
+  if (!model.tied_embeddings || shape.head_embedding_copy) {
+    head_params.push_back(builder.param(model.tied_embeddings ? "word_embeddings_copy" : "lm_head.weight",
+                                        builder.vocab_rows(model) * model.hidden));
+  }
   builder.matmul("lm_head", tokens, builder.vocab_rows(model), model.hidden, token_row, std::move(head_params), true);
   const double logits = static_cast<double>(tokens * builder.vocab_rows(model));
   // Reads the logits, writes and keeps them in fp32 for the softmax backward.

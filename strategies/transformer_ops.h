@@ -132,6 +132,10 @@ struct BlockShape {
   program::DType dtype = program::DType::kBF16;
   TensorParallel tp;
   bool fp8_linear = false;  // the transformer layers' linear GEMMs in FP8 (training.precision = "fp8")
+  // Tied embeddings under pipeline parallelism: the last stage holds its own copy of the word
+  // embeddings for the output layer (Megatron-LM), kept equal to the first stage's by an
+  // all-reduce of their gradients.
+  bool head_embedding_copy = false;
 };
 
 Block embedding_block(const ModelSpec& model, const BlockShape& shape);

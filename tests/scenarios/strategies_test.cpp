@@ -397,6 +397,40 @@ int computes_started_during_sends(const trace::Timeline& timeline) {
   return started;
 }
 
+TEST(PipelineTest, TiedEmbeddingsKeepACopyOnTheLastStageAndAllReduceItsGradients) {
+  // Megatron-LM: with tied embeddings the last stage holds its own copy of the 64 × 4096 word
+  // embeddings for the output layer — as much as an untied output layer — and the first and
+  // last stage all-reduce its bf16 gradients before their optimizer steps.
+  const auto tied = run(kPipeline, {"model.tied_embeddings=true"});
+  const auto untied = run(kPipeline, {"model.tied_embeddings=false"});
+  const auto last_stage_states = [](const scenarios::RunResult& result) {
+    std::map<std::string, double> states;
+    for (const program::Op& op : result.program.ranks.back()->ops) {
+      const auto* memory = std::get_if<program::MemoryOp>(&op.body);
+      if (memory == nullptr) break;
+      if (memory->allocate) states[op.name] += static_cast<double>(memory->bytes);
+    }
+    return states;
+  };
+  EXPECT_EQ(last_stage_states(tied), last_stage_states(untied));
+  for (std::size_t stage = 0; stage < 4; ++stage) {
+    const auto& ops = tied.program.ranks[stage]->ops;
+    const auto all_reduce = std::find_if(ops.begin(), ops.end(), [](const program::Op& op) {
+      return op.name == "embedding.gradients.all_reduce";
+    });
+    ASSERT_EQ(all_reduce != ops.end(), stage == 0 || stage == 3) << "stage " << stage;
+    if (all_reduce == ops.end()) continue;
+    EXPECT_EQ(std::get<program::CollectiveOp>(all_reduce->body).bytes, 64 * 4096 * 2);
+    const auto optimizer = std::find_if(ops.begin(), ops.end(), [](const program::Op& op) {
+      return op.name.rfind("optimizer.", 0) == 0;
+    });
+    ASSERT_NE(optimizer, ops.end());
+    const auto index = static_cast<program::OpIndex>(all_reduce - ops.begin());
+    EXPECT_NE(std::find(optimizer->deps.begin(), optimizer->deps.end(), index), optimizer->deps.end());
+  }
+  EXPECT_EQ(untied.program.find_family("embedding"), std::nullopt);
+}
+
 TEST(PipelineTest, BlockingSendsHoldTheStagesNextComputeUntilTheyComplete) {
   // Megatron-LM waits for each send before the stage computes on; with overlapped transfers
   // stage 0 starts micro-batch k + 1 while micro-batch k's activation is still on its way.
@@ -585,7 +619,8 @@ TEST(GroupFamiliesTest, EveryFamilyALoweringCreatesIsOneTheLoaderAccepts) {
       {kNode, {"parallel.tp=2"}},
       {kNode, {"cluster.nodes=2", "training.global_batch=16", "parallel.strategy=\"fsdp\"",
                "fsdp.sharding_strategy=\"HYBRID_SHARD\""}},
-      {kPipeline, {"parallel.pipeline_schedule=\"interleaved-1f1b\"", "parallel.virtual_stages=2"}},
+      {kPipeline, {"parallel.pipeline_schedule=\"interleaved-1f1b\"", "parallel.virtual_stages=2",
+                   "model.tied_embeddings=true"}},
   };
   std::vector<program::Program> programs;
   for (const auto& [text, overrides] : lowerings) programs.push_back(run(text, overrides).program);
