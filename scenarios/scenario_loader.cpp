@@ -556,6 +556,19 @@ void check_parallel_combination(TableReader& parallel_reader, TableReader& fsdp_
                          "sequence parallelism splits the sequence over the tensor-parallel group, but parallel.tp is 1",
                          "set parallel.tp > 1, or sequence_parallel = false");
   }
+  if (lowering.zero.overlap_param_gather && parallel.strategy != "zero") {
+    zero_reader.fail("overlap_param_gather",
+                     fmt::format("overlaps the distributed optimizer's parameter gather, but parallel.strategy is \"{}\"",
+                                 parallel.strategy),
+                     "set parallel.strategy = \"zero\" (stage 1 or 2), or remove zero.overlap_param_gather");
+  }
+  if (parallel.tp_comm_overlap &&
+      lowering.training.micro_batch * lowering.training.sequence % parallel.tp != 0) {
+    parallel_reader.fail("tp_comm_overlap",
+                         fmt::format("the chunks split micro-batch × sequence = {} tokens over tp = {}, which does not divide them",
+                                     lowering.training.micro_batch * lowering.training.sequence, parallel.tp),
+                         "choose a sequence length or micro-batch whose tokens tp divides");
+  }
   if (parallel.tp_comm_overlap && !parallel.sequence_parallel) {
     parallel_reader.fail("tp_comm_overlap",
                          "tensor-parallel communication overlap pipelines sequence parallelism's all-gathers and "

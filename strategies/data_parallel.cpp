@@ -194,6 +194,7 @@ class ReplicatedPolicy : public DataParallelPolicy {
     for (std::size_t k = 0; k < buckets.size(); ++k) {
       if (k + 1 < buckets.size()) gathered.push_back(gather(k + 1, reached));
       deps.push_back(gathered[k]);
+      if (k > 0) deps.insert(deps.end(), reached.begin(), reached.end());  // e.g. the last block's collective
       reached = {emit_forward(builder, buckets[k].first, context_.streams, input_.training.checkpointing,
                               std::exchange(deps, {}))};
     }

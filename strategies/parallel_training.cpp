@@ -126,7 +126,8 @@ program::Program lower_parallel(const LoweringInput& input) {
     }
     program.group_families.push_back(program::make_group_family("embedding", program.world_size, std::move(pairs)));
     embedding_group = static_cast<program::GroupFamilyId>(program.group_families.size() - 1);
-    embedding_stream = streams("embedding");
+    // After the data-parallel gradient reduction, as Megatron-LM orders them: on its stream.
+    embedding_stream = dp > 1 ? base.dp_reduce : streams("embedding");
   }
   const double embedding_gradient_bytes = static_cast<double>(replica.blocks.front().params.front().elements) * scale *
                                           static_cast<double>(program::dtype_bytes(replica.gradient_dtype));

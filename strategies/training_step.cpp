@@ -41,7 +41,7 @@ namespace {
 // tensor-parallel collective just before it (unless that one overlaps) and for `pending`
 // dependencies; a collective goes on the tensor-parallel stream after the last compute op —
 // except the chunks of a run (ForwardStep::chunk), which all follow the compute op before the
-// run's first chunk.
+// run's first chunk — and after the pending dependencies too.
 class StepEmitter {
  public:
   StepEmitter(RankProgramBuilder& builder, const Streams& streams, std::vector<OpIndex> deps)
@@ -59,7 +59,7 @@ class StepEmitter {
     if (chunk && !in_run_) run_after_ = last_compute_;
     in_run_ = chunk;
     const std::optional<OpIndex> after = chunk ? run_after_ : last_compute_;
-    std::vector<OpIndex> deps;
+    std::vector<OpIndex> deps = wait_;  // what the next op had to wait for (a received input, …)
     if (after) deps.push_back(*after);
     last_ = builder_.add(std::move(name), streams_.tensor_parallel, op, std::move(deps));
     if (!overlapped) wait_ = {last_};

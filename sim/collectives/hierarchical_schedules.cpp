@@ -81,7 +81,7 @@ Schedule collnet_schedule(const CollectiveSpec& spec, const NodeGroups& groups) 
   const auto n = static_cast<double>(groups.nodes.size());
   const double shard = static_cast<double>(effective_bytes(spec)) / g;
   if (g > 1) schedule.phases.push_back({"intra-node reduce-scatter", g - 1, shard, intra_node_rings(groups)});
-  schedule.phases.push_back({"in-network all-reduce", 1, (n + 1) * shard / (n * (n - 1)), inter_node_meshes(groups)});
+  schedule.phases.push_back({"in-network all-reduce", 1, shard / (n - 1), inter_node_meshes(groups)});
   if (g > 1) schedule.phases.push_back({"intra-node all-gather", g - 1, shard, intra_node_rings(groups)});
   return schedule;
 }

@@ -45,8 +45,8 @@
 //   collnet    NCCL's CollNet Direct with SHARP: reduce-scatter inside each node (a ring, G−1
 //              steps of M/G), then the InfiniBand switches reduce each M/G shard across the N
 //              nodes — every member's NIC carries its shard up once and the sum down once, put
-//              on the links as nvls does: one step in which each member sends (N+1)·(M/G)/
-//              (N·(N−1)) to the member of every other node with its local index — then
+//              on the links as one step in which each member sends (M/G)/(N−1) to the member
+//              of every other node with its local index — then
 //              all-gather inside each node. All-reduce only; ≥ 2 nodes with the same number of
 //              members each, on a fabric with SHARP.
 //   ps         parameter server push/pull: every worker sends M/S to each of the S servers

@@ -180,8 +180,8 @@ TEST(NvlsScheduleTest, NeedsAnNvlinkSharpSwitchAndOneNode) {
 
 TEST(CollNetScheduleTest, ShardsCrossTheFabricOnceUpAndOnceDownBetweenIntraNodeRings) {
   // 4 nodes × 8, 32 MB: a ring reduce-scatter of 4 MB shards inside each node (7 steps), then
-  // each member sends (4+1)/4 · 4 MB = 5 MB into the fabric, 5/3 MB to each of its 3 peers with
-  // its local index, then the ring all-gather.
+  // each member's NIC carries its 4 MB shard up and the 4 MB sum down, 4/3 MB to and from each
+  // of its 3 peers with its local index, then the ring all-gather.
   CollectiveSpec s = spec(CollectiveKind::kAllReduce, Algorithm::kCollNet, grid(4, 8), 32'000'000);
   s.fabric_sharp = true;
   const auto schedule = collectives::build_schedule(s);
@@ -190,7 +190,7 @@ TEST(CollNetScheduleTest, ShardsCrossTheFabricOnceUpAndOnceDownBetweenIntraNodeR
   EXPECT_NEAR(schedule.phases[0].bytes_per_transfer, 4e6, 1e-6);
   EXPECT_EQ(schedule.phases[1].steps, 1);
   EXPECT_EQ(schedule.phases[1].transfers.size(), 8u * 4 * 3);
-  EXPECT_NEAR(schedule.phases[1].bytes_per_transfer, 5e6 / 3, 1e-6);
+  EXPECT_NEAR(schedule.phases[1].bytes_per_transfer, 4e6 / 3, 1e-6);
   for (const collectives::Transfer& transfer : schedule.phases[1].transfers) {
     EXPECT_EQ(transfer.src % 8, transfer.dst % 8);  // same local index, another node
     EXPECT_NE(transfer.src / 8, transfer.dst / 8);

@@ -475,6 +475,20 @@ std::pair<program::OpIndex, std::set<std::string>> op_and_deps(const program::Pr
   return {};
 }
 
+TEST(PipelineTest, ABackwardThatStartsWithACollectiveWaitsForTheReceivedGradient) {
+  // Sequence parallelism: a layer's backward begins with the all-gather of the MLP's output
+  // gradient, which needs the gradient the next stage sent.
+  const auto result = run(kPipeline, {"cluster.gpus_per_node=8", "parallel.tp=2", "parallel.sequence_parallel=true"});
+  const auto& ops = result.program.ranks[2]->ops;  // stage 1 (layers 2 and 3), tensor-parallel rank 0
+  const auto index_of = [&](const std::string& name) {
+    const auto found = std::find_if(ops.begin(), ops.end(), [&](const program::Op& op) { return op.name == name; });
+    EXPECT_NE(found, ops.end()) << name;
+    return static_cast<program::OpIndex>(found - ops.begin());
+  };
+  const program::Op& gather = ops[index_of("layer3.bwd.mlp_g")];
+  EXPECT_NE(std::find(gather.deps.begin(), gather.deps.end(), index_of("pp.recv_gradient.0")), gather.deps.end());
+}
+
 TEST(TensorParallelOverlapTest, ChunksPipelineTheGemmsWithTheirCollectives) {
   // --tp-comm-overlap on 8 ranks: the all-gather before the QKV GEMM in 8 chunks issued
   // together after the norm, GEMM chunk i waiting for all-gather chunk i only; the
