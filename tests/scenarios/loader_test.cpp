@@ -154,6 +154,10 @@ INSTANTIATE_TEST_SUITE_P(
                    "but parallel.sequence_parallel is off", "set sequence_parallel = true"},
         BrokenCase{"sharp_on_roce.toml", "6:9", "cluster.fabric.sharp", "runs on InfiniBand switches, but this fabric is RoCE",
                    "set sharp = false"},
+        BrokenCase{"param_gather_without_zero.toml", "11:24", "zero.overlap_param_gather",
+                   "but parallel.strategy is \"ddp\"", "set parallel.strategy = \"zero\""},
+        BrokenCase{"tp_overlap_uneven_tokens.toml", "14:19", "parallel.tp_comm_overlap",
+                   "micro-batch × sequence = 4095 tokens over tp = 8", "whose tokens tp divides"},
         BrokenCase{"empty.toml", "1:1", "cluster.nodes", "missing required key", ""}),
     [](const testing::TestParamInfo<BrokenCase>& param_info) {
       std::string name = param_info.param.file;
