@@ -54,29 +54,32 @@ VertexId Cluster::add_vertex(VertexKind kind, int node, int index) {
   return boost::add_vertex(Vertex{kind, node, index}, graph_);
 }
 
-void Cluster::add_link(VertexId a, VertexId b, LinkClass link_class, const LinkSpec& spec) {
+LinkId Cluster::add_link(VertexId a, VertexId b, LinkClass link_class, const LinkSpec& spec) {
   if (!(spec.effective_bandwidth() > 0) || !(spec.latency >= 0)) {
     throw std::invalid_argument("every link needs a positive bandwidth and efficiency and a latency >= 0");
   }
+  const auto forward = static_cast<LinkId>(links_.size());
   for (auto [from, to] : {std::pair{a, b}, std::pair{b, a}}) {
     const auto id = static_cast<LinkId>(links_.size());
     links_.push_back(Link{from, to, link_class, spec});
     boost::add_edge(from, to, id, graph_);
   }
+  return forward;
 }
 
 void Cluster::build_nodes() {
   const NodeSpec& node = spec_.node;
   std::vector<std::vector<VertexId>> node_nics(spec_.nodes);
   std::vector<VertexId> gpus;
+  std::vector<LinkId> pcie_switch_nic;  // per PCIe switch: switch → NIC
   for (int n = 0; n < spec_.nodes; ++n) {
     const VertexId host = add_vertex(VertexKind::kHost, n, 0);
     std::vector<VertexId> pcie_switches;
     for (int s = 0; s < node.nics; ++s) {
       const VertexId pcie_switch = add_vertex(VertexKind::kPcieSwitch, n, s);
-      add_link(pcie_switch, host, LinkClass::kHostPcie, node.pcie);
+      pcie_switch_host_up_.push_back(add_link(pcie_switch, host, LinkClass::kHostPcie, node.pcie));
       const VertexId nic = add_vertex(VertexKind::kNic, n, s);
-      add_link(nic, pcie_switch, LinkClass::kPcie, node.pcie);
+      pcie_switch_nic.push_back(reverse(add_link(nic, pcie_switch, LinkClass::kPcie, node.pcie)));
       pcie_switches.push_back(pcie_switch);
       node_nics[n].push_back(nic);
     }
@@ -84,9 +87,17 @@ void Cluster::build_nodes() {
     if (node.kind == NodeKind::kNvSwitch) nvswitch = add_vertex(VertexKind::kNvSwitch, n, 0);
     for (int i = 0; i < node.gpus; ++i) {
       const VertexId gpu = add_vertex(VertexKind::kGpu, n, i);
-      add_link(gpu, pcie_switches[static_cast<std::size_t>(i * node.nics / node.gpus)],
-               LinkClass::kPcie, node.pcie);
-      if (node.kind == NodeKind::kNvSwitch) add_link(gpu, nvswitch, LinkClass::kNvlink, node.nvlink);
+      const int pcie_switch = i * node.nics / node.gpus;
+      FabricAttachment attachment;
+      attachment.up[0] = add_link(gpu, pcie_switches[static_cast<std::size_t>(pcie_switch)],
+                                  LinkClass::kPcie, node.pcie);
+      attachment.up[1] = pcie_switch_nic[static_cast<std::size_t>(n * node.nics + pcie_switch)];
+      attachment.hops = 3;  // the NIC → leaf link is added with the fabric
+      attachment_.push_back(attachment);
+      gpu_pcie_switch_.push_back(n * node.nics + pcie_switch);
+      gpu_nvlink_up_.push_back(node.kind == NodeKind::kNvSwitch
+                                   ? add_link(gpu, nvswitch, LinkClass::kNvlink, node.nvlink)
+                                   : 0);
       gpus.push_back(gpu);
     }
   }
@@ -124,25 +135,42 @@ void Cluster::build_fabric(const std::vector<std::vector<VertexId>>& node_nics,
     throw std::invalid_argument(fmt::format(
         "a node has {} NICs but a leaf switch has only {} down ports", spec_.node.nics, ports));
   }
-  for (const auto& nics : node_nics) {
+  const int gpus_per_node = spec_.node.gpus;
+  for (std::size_t n = 0; n < node_nics.size(); ++n) {
+    const auto& nics = node_nics[n];
     if (group < 0 || used_ports[leaf_of(0)] + node_ports_per_leaf > ports) open_group();
+    std::vector<LinkId> nic_leaf;
     for (std::size_t j = 0; j < nics.size(); ++j) {
       const int rail = fabric.rail_optimized ? static_cast<int>(j) : 0;
-      add_link(nics[j], leaves[leaf_of(rail)], LinkClass::kNetwork, fabric.nic);
+      nic_leaf.push_back(add_link(nics[j], leaves[leaf_of(rail)], LinkClass::kNetwork, fabric.nic));
       ++used_ports[leaf_of(rail)];
+    }
+    for (int i = 0; i < gpus_per_node; ++i) {
+      FabricAttachment& attachment = attachment_[n * gpus_per_node + static_cast<std::size_t>(i)];
+      const auto nic = static_cast<std::size_t>(i * spec_.node.nics / gpus_per_node);
+      attachment.up[2] = nic_leaf[nic];
+      attachment.leaf = static_cast<int>(leaf_of(fabric.rail_optimized ? static_cast<int>(nic) : 0));
     }
   }
   for (VertexId server : server_hosts) {
     if (group < 0 || used_ports[leaf_of(0)] + 1 > ports) open_group();
-    add_link(server, leaves[leaf_of(0)], LinkClass::kNetwork, spec_.parameter_servers.nic);
+    FabricAttachment attachment;
+    attachment.up[0] = add_link(server, leaves[leaf_of(0)], LinkClass::kNetwork, spec_.parameter_servers.nic);
+    attachment.hops = 1;
+    attachment.leaf = static_cast<int>(leaf_of(0));
+    attachment_.push_back(attachment);
     ++used_ports[leaf_of(0)];
   }
   leaf_count_ = static_cast<int>(leaves.size());
   if (leaf_count_ <= 1) return;
   spine_count_ = std::max(1, static_cast<int>(std::lround(ports / fabric.oversubscription)));
+  leaf_spine_up_.resize(leaves.size() * static_cast<std::size_t>(spine_count_));
   for (int s = 0; s < spine_count_; ++s) {
     const VertexId spine = add_vertex(VertexKind::kSpine, -1, s);
-    for (VertexId leaf : leaves) add_link(leaf, spine, LinkClass::kNetwork, fabric.uplink);
+    for (std::size_t l = 0; l < leaves.size(); ++l) {
+      leaf_spine_up_[l * static_cast<std::size_t>(spine_count_) + static_cast<std::size_t>(s)] =
+          add_link(leaves[l], spine, LinkClass::kNetwork, fabric.uplink);
+    }
   }
 }
 
@@ -217,26 +245,34 @@ void Cluster::least_cost_hops(VertexId at, VertexId to, const std::vector<std::u
 }
 
 Path Cluster::route(int src, int dst, std::uint64_t flow_hash) const {
-  const VertexId from = endpoint_vertex(src);
-  const VertexId to = endpoint_vertex(dst);
-  if (from == to) return {};
-  const auto& distance = distances_to(to);
-  if (distance[from] == kUnreachable) {
-    throw std::logic_error(fmt::format("no route from {} to {}", vertex_name(from),
-                                       vertex_name(to)));
+  if (src == dst) return {};
+  const bool gpus = is_gpu(src) && is_gpu(dst);
+  if (gpus && node_of(src) == node_of(dst)) {
+    const auto from = static_cast<std::size_t>(src);
+    const auto to = static_cast<std::size_t>(dst);
+    // NVSwitch node: NVLink (cost 2) beats even a shared PCIe switch (cost 4).
+    if (spec_.node.kind == NodeKind::kNvSwitch) return {gpu_nvlink_up_[from], reverse(gpu_nvlink_up_[to])};
+    const LinkId up = attachment_[from].up[0];
+    const LinkId down = reverse(attachment_[to].up[0]);
+    if (gpu_pcie_switch_[from] == gpu_pcie_switch_[to]) return {up, down};  // cost 4
+    // Through the host (cost 14); leaving through the NICs would cost at least 16.
+    return {up, pcie_switch_host_up_[static_cast<std::size_t>(gpu_pcie_switch_[from])],
+            reverse(pcie_switch_host_up_[static_cast<std::size_t>(gpu_pcie_switch_[to])]), down};
   }
-  Path path;
-  VertexId at = from;
-  std::vector<LinkId> candidates;
-  for (std::uint64_t hop = 0; at != to; ++hop) {
-    least_cost_hops(at, to, distance, candidates);
+  // Up to the source's leaf, across a spine when the leaves differ, down to the destination.
+  const FabricAttachment& a = attachment_.at(static_cast<std::size_t>(src));
+  const FabricAttachment& b = attachment_.at(static_cast<std::size_t>(dst));
+  Path path(a.up.begin(), a.up.begin() + a.hops);
+  if (a.leaf != b.leaf) {
     const std::uint64_t selector = spec_.fabric.kind == FabricKind::kInfiniBand
                                        ? static_cast<std::uint64_t>(dst)
-                                       : mix(flow_hash ^ mix(hop));
-    const LinkId chosen = candidates[selector % candidates.size()];
-    path.push_back(chosen);
-    at = links_[chosen].to;
+                                       : mix(flow_hash ^ mix(a.hops));
+    const auto spines = static_cast<std::size_t>(spine_count_);
+    const std::size_t spine = selector % spines;
+    path.push_back(leaf_spine_up_[static_cast<std::size_t>(a.leaf) * spines + spine]);
+    path.push_back(reverse(leaf_spine_up_[static_cast<std::size_t>(b.leaf) * spines + spine]));
   }
+  for (int hop = b.hops - 1; hop >= 0; --hop) path.push_back(reverse(b.up[static_cast<std::size_t>(hop)]));
   return path;
 }
 

@@ -9,24 +9,27 @@
 // switch i·nics/gpus (so GPUs share a NIC when a node has fewer NICs than GPUs); on NVSwitch
 // nodes every GPU also has an NVLink edge to the node's NVSwitch.
 //
-// Routing: least-cost paths (Dijkstra on the reversed graph from the destination, cached per
-// destination); paths never transit another GPU or server. Link costs rank the paths as NCCL's
-// path types do (NVL < PIX < PXB < PHB < NET): NVLink 1, a PCIe link 2, a PCIe link into the
-// host's root complex 5, a network link 4 — so GPUs of an NVSwitch node talk over NVLink even
-// when they share a PCIe switch, GPUs of a PCIe server talk through their switch or the host
-// but never leave the node, a GPU reaches the fabric through its own NIC, and traffic between
-// rails climbs to a spine rather than crossing a host.
-// Among equal-cost next hops (e.g. the spines between two leaves) the choice follows the
-// fabric:
+// Routing: least-cost paths; paths never transit another GPU or server. Link costs rank the
+// paths as NCCL's path types do (NVL < PIX < PXB < PHB < NET): NVLink 1, a PCIe link 2, a PCIe
+// link into the host's root complex 5, a network link 4 — so GPUs of an NVSwitch node talk over
+// NVLink even when they share a PCIe switch, GPUs of a PCIe server talk through their switch or
+// the host but never leave the node, a GPU reaches the fabric through its own NIC, and traffic
+// between rails climbs to a spine rather than crossing a host.
+// Among equal-cost next hops (the spines between two leaves) the choice follows the fabric:
 //   InfiniBand — destination-based, next hop = destination mod choices, as the subnet
 //                manager's fat-tree routing (D-mod-K) programs the switches' tables; shift
 //                patterns such as rings then never share an uplink;
 //   RoCE       — ECMP on a hash of the flow, so distinct flows may collide on an uplink.
-// equal_cost_paths() lists them all.
+// route() builds these paths in closed form from the structure the cluster was built with
+// (inside the node; endpoint → NIC → leaf [→ spine → leaf] → NIC → endpoint), in time
+// independent of the cluster's size. equal_cost_paths() searches the graph itself (Dijkstra
+// from the destination over the reversed links) and lists every least-cost path: the general
+// definition that route()'s closed form is tested against.
 #pragma once
 
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/compressed_sparse_row_graph.hpp>
+#include <array>
 #include <deque>
 #include <cstdint>
 #include <string>
@@ -82,9 +85,11 @@ class Cluster {
   int leaf_count() const { return leaf_count_; }
   int spine_count() const { return spine_count_; }
 
-  // One shortest path from src to dst (endpoints), picked among equal-cost paths by
-  // `flow_hash`. Empty when src == dst. Not thread-safe (the distance cache is filled lazily).
+  // One least-cost path from src to dst (endpoints), picked among equal-cost paths by
+  // `flow_hash` (RoCE) or the destination (InfiniBand). Empty when src == dst. O(1).
   Path route(int src, int dst, std::uint64_t flow_hash = 0) const;
+  // Every least-cost path (up to `limit`), found by searching the graph. Not thread-safe (the
+  // distance cache is filled lazily).
   std::vector<Path> equal_cost_paths(int src, int dst, std::size_t limit = 256) const;
 
   double path_latency(const Path& path) const;
@@ -93,7 +98,9 @@ class Cluster {
 
  private:
   VertexId add_vertex(VertexKind kind, int node, int index);
-  void add_link(VertexId a, VertexId b, LinkClass link_class, const LinkSpec& spec);
+  // Adds both directions; returns the id of a → b (b → a is its reverse(), the next id).
+  LinkId add_link(VertexId a, VertexId b, LinkClass link_class, const LinkSpec& spec);
+  static LinkId reverse(LinkId link) { return link ^ 1u; }
   void build_nodes();
   void build_fabric(const std::vector<std::vector<VertexId>>& node_nics,
                     const std::vector<VertexId>& server_hosts);
@@ -108,6 +115,21 @@ class Cluster {
   std::vector<VertexId> endpoints_;
   int leaf_count_ = 0;
   int spine_count_ = 0;
+
+  // The structure route() follows. Per endpoint: its links up to its leaf (GPU → PCIe switch →
+  // NIC → leaf, or server → leaf) and that leaf. Per GPU: its NVLink to the node's NVSwitch
+  // (NVSwitch nodes) and its PCIe switch (numbered node · nics + switch). Per PCIe switch: its
+  // link to the host. Per leaf: its uplinks, one per spine (leaf · spines + spine).
+  struct FabricAttachment {
+    std::array<LinkId, 3> up{};
+    std::uint8_t hops = 0;
+    int leaf = 0;
+  };
+  std::vector<FabricAttachment> attachment_;
+  std::vector<LinkId> gpu_nvlink_up_;
+  std::vector<int> gpu_pcie_switch_;
+  std::vector<LinkId> pcie_switch_host_up_;
+  std::vector<LinkId> leaf_spine_up_;
   // The graph with every link reversed, in compressed rows, for the per-destination Dijkstra.
   using ReverseGraph = boost::compressed_sparse_row_graph<boost::directedS, boost::no_property, LinkId>;
   ReverseGraph reverse_;

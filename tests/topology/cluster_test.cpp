@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 
 #include "tests/support/clusters.h"
@@ -130,9 +131,9 @@ TEST(ClusterTest, RailOptimizedFabricKeepsSameRailTrafficOffTheSpines) {
   const auto same_rail = kinds_along(cluster, cluster.route(3, 8 + 3));
   EXPECT_EQ(same_rail.size(), 6u);
   EXPECT_EQ(same_rail[2], VertexKind::kLeaf);
-  // GPU 3 of node 0 to GPU 4 of node 1: different rails — up to a spine (or across NVLink
-  // and then the right rail: both are 8 hops, and both are listed).
-  EXPECT_EQ(cluster.route(3, 8 + 4).size(), 8u);
+  // GPU 3 of node 0 to GPU 4 of node 1: different rails — up to a spine (crossing NVLink to
+  // the GPU on the right rail would transit a GPU).
+  EXPECT_EQ(kinds_along(cluster, cluster.route(3, 8 + 4))[3], VertexKind::kSpine);
 }
 
 TEST(ClusterTest, ParameterServersHangOffTheFabricWithTheirOwnNic) {
@@ -146,6 +147,63 @@ TEST(ClusterTest, ParameterServersHangOffTheFabricWithTheirOwnNic) {
   const topology::Path path = cluster.route(0, 9);
   EXPECT_EQ(kinds_along(cluster, path).back(), VertexKind::kServer);
   EXPECT_DOUBLE_EQ(cluster.path_bottleneck(path), 12.5e9);
+}
+
+// route() builds its paths in closed form; equal_cost_paths() searches the graph. On every
+// kind of cluster dtsim builds, every route must be one of the searched least-cost paths, and
+// the spine it takes must follow the fabric's rule (InfiniBand: destination mod spines).
+struct RoutingCase {
+  const char* name;
+  topology::ClusterSpec spec;
+};
+
+std::vector<RoutingCase> routing_cases() {
+  std::vector<RoutingCase> cases;
+  cases.push_back({"classic fat-tree, 3 leaves", test_support::hgx_cluster(9)});
+  ClusterSpec rails = test_support::hgx_cluster(6);
+  rails.fabric.rail_optimized = true;
+  rails.fabric.leaf_down_ports = 4;
+  cases.push_back({"rail-optimized, 2 groups", rails});
+  ClusterSpec roce = test_support::hgx_cluster(6);
+  roce.fabric = *topology::fabric_preset("roce-400");
+  roce.fabric.leaf_down_ports = 16;
+  roce.fabric.oversubscription = 2.0;
+  cases.push_back({"RoCE, oversubscribed", roce});
+  ClusterSpec pcie = test_support::hgx_cluster(3);
+  pcie.node = *topology::node_preset("pcie-h100");
+  pcie.fabric.leaf_down_ports = 4;
+  pcie.parameter_servers.count = 3;
+  pcie.parameter_servers.nic = *topology::server_nic_preset("eth-100g");
+  cases.push_back({"PCIe servers sharing NICs, parameter servers", pcie});
+  ClusterSpec pcie_rails = pcie;
+  pcie_rails.fabric.rail_optimized = true;
+  cases.push_back({"PCIe servers on rails, parameter servers", pcie_rails});
+  return cases;
+}
+
+TEST(ClusterTest, ClosedFormRoutesAreLeastCostPathsOfTheGraph) {
+  for (const RoutingCase& routing_case : routing_cases()) {
+    SCOPED_TRACE(routing_case.name);
+    const Cluster cluster(routing_case.spec);
+    for (int src = 0; src < cluster.endpoint_count(); ++src) {
+      for (int dst = 0; dst < cluster.endpoint_count(); ++dst) {
+        if (src == dst) continue;
+        const auto paths = cluster.equal_cost_paths(src, dst);
+        ASSERT_FALSE(paths.empty());
+        for (std::uint64_t flow : {0u, 7u, 12345u}) {
+          const topology::Path path = cluster.route(src, dst, flow);
+          ASSERT_NE(std::find(paths.begin(), paths.end(), path), paths.end())
+              << cluster.vertex_name(cluster.endpoint_vertex(src)) << " -> "
+              << cluster.vertex_name(cluster.endpoint_vertex(dst)) << ", flow " << flow;
+          if (routing_case.spec.fabric.kind != topology::FabricKind::kInfiniBand) continue;
+          for (topology::LinkId link : path) {
+            const topology::Vertex& to = cluster.graph()[cluster.link(link).to];
+            if (to.kind == VertexKind::kSpine) EXPECT_EQ(to.index, dst % cluster.spine_count());
+          }
+        }
+      }
+    }
+  }
 }
 
 }  // namespace
