@@ -66,6 +66,7 @@ void print_result(const RunResult& result, const std::filesystem::path& director
     out << trace::report_to_json(result.report).dump(2) << "\n";
   } else {
     out << trace::format_report(result.report);
+    if (!result.simulation.symmetry.empty()) out << fmt::format("\nsimulated: {}\n", result.simulation.symmetry);
     out << fmt::format("\ntimeline: {}  report: {}\n", (directory / "timeline.json").string(),
                        (directory / "report.json").string());
   }

@@ -181,6 +181,7 @@ RunResult run_scenario(const Scenario& scenario, const std::function<bool(double
   options.traced_ranks = traced_ranks(scenario, result.program);
   options.compute_slowdown = straggler_factors(scenario, result.program);
   options.progress = progress;
+  options.use_symmetry = scenario.symmetry;
   try {
     result.simulation = sim::simulate(result.program, cluster, options);
   } catch (const sim::InvalidOverride& error) {

@@ -40,6 +40,8 @@ struct Scenario {
   topology::ClusterSpec cluster;
   strategies::LoweringInput lowering;
   sim::NetworkOptions network;
+  // network.symmetry: identical replicas simulated once (sim::SimulationOptions::use_symmetry).
+  bool symmetry = true;
   sim::CollectiveOverrides collectives;
   sim::ComputeEfficiency efficiency = sim::ComputeEfficiency::preset();
   // Stated compute times (the chapter's examples give them instead of deriving them): the

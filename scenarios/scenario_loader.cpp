@@ -737,7 +737,8 @@ void read_ddp(TableReader reader, strategies::DdpSpec& ddp) {
   reader.finish();
 }
 
-void read_network(TableReader reader, sim::NetworkOptions& network) {
+void read_network(TableReader reader, sim::NetworkOptions& network, bool& symmetry) {
+  symmetry = reader.boolean("symmetry").value_or(symmetry);
   network.model = reader.choice("model", sim::network_model_names()).value_or(network.model);
   if (const toml::node* channels = reader.node("ring_channels"); channels && channels->is_string()) {
     if (channels->as_string()->get() != "auto") {
@@ -1244,7 +1245,7 @@ Scenario ScenarioDocument::read() const {
 
   read_ps(root.child("ps"), scenario.lowering.ps);
   read_stragglers(root.child("stragglers"), scenario.stragglers);
-  read_network(root.child("network"), scenario.network);
+  read_network(root.child("network"), scenario.network, scenario.symmetry);
   read_collectives(root.child("collectives"), scenario.collectives, scenario.network.library);
   read_ddp(root.child("ddp"), scenario.lowering.ddp);
 

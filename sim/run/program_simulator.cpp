@@ -16,6 +16,7 @@
 #include "sim/core/engine.h"
 #include "sim/net/comm_planner.h"
 #include "sim/net/network_model.h"
+#include "sim/run/replica_symmetry.h"
 #include "sim/trace/summary.h"
 #include "strategies/program/span_labels.h"
 
@@ -46,11 +47,25 @@ struct RankPlan {
   std::vector<std::optional<program::SpanLabels>> labels;
 };
 
+// Thrown when a mirror replica's communication does not take exactly the time, bytes and
+// algorithm of its representative's: the network does not treat the replicas alike.
+class AsymmetricNetwork : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// With a ReplicaSymmetry, only the representatives (replica 0) run: their state, events and
+// summaries. Each mirror replica's communication runs beside its representative's on the
+// network (so that links carry every replica's traffic) and must end exactly as the
+// representative's does; collectives over the replicas' family run with every member. Mirror
+// ranks then get their representative's spans, samples and summary (a collective over the
+// replicas may send different bytes per member: those spans are each member's own).
 class Simulator {
  public:
   Simulator(const program::Program& program, const topology::Cluster& cluster,
-            const SimulationOptions& options)
+            const SimulationOptions& options, const ReplicaSymmetry* symmetry)
       : program_(program),
+        symmetry_(symmetry),
         cluster_(cluster),
         gpu_compute_(cluster.spec().node.gpu, options.efficiency, cluster.spec().node.pcie),
         host_compute_(cluster.spec().parameter_servers.host, host_efficiency(options.efficiency)),
@@ -70,18 +85,29 @@ class Simulator {
   SimulationResult run() {
     setup();
     check_overrides();
-    for (std::int32_t rank = 0; rank < program_.world_size; ++rank) try_start(rank);
+    for (std::int32_t rank = 0; rank < program_.world_size; ++rank) {
+      if (simulated(rank)) try_start(rank);
+    }
     run_events();
     if (engine_.now() == Time::max()) {
       throw SimulationTooLong();
     }
     check_finished();
-    for (RankState& state : ranks_) {
-      if (state.peak_sample) result_.timeline.memory.push_back(std::move(*state.peak_sample));
+    trace::Timeline& timeline = result_.timeline;
+    for (std::int32_t rank = 0; rank < program_.world_size; ++rank) {
+      const auto& peak = ranks_[representative_of(rank)].peak_sample;
+      if (timeline.ranks[rank].traced || !peak) continue;
+      timeline.memory.push_back(*peak);
+      timeline.memory.back().rank = rank;
     }
-    result_.timeline.summaries = summaries_.finish();
-    std::sort(result_.timeline.dependencies.begin(), result_.timeline.dependencies.end());
-    result_.timeline.sort_spans_by_lane();
+    // Each rank's samples together, in time order (mirror replicas add theirs beside their
+    // representative's).
+    std::stable_sort(timeline.memory.begin(), timeline.memory.end(),
+                     [](const trace::MemorySample& a, const trace::MemorySample& b) { return a.rank < b.rank; });
+    timeline.summaries = summaries_.finish();
+    copy_to_mirrors();
+    std::sort(timeline.dependencies.begin(), timeline.dependencies.end());
+    timeline.sort_spans_by_lane();
     result_.events = engine_.events_processed();
     return std::move(result_);
   }
@@ -96,7 +122,7 @@ class Simulator {
     std::vector<Time> started;                       // per stream: when its running ops began
     std::vector<OpIndex> chain_last;                 // per stream: the last op of its running run
     std::vector<double> stretch;                     // per stream: its running run's overlap slowdown
-    std::int32_t communicating = 0;                  // collectives in flight
+    std::int32_t communicating = 0;                  // collectives launched (arrived at) and not finished
     std::vector<OpIndex> waiting_on;                 // per stream: a dependency its head waits for
     std::vector<std::uint32_t> collective_sequence;  // per group family
     std::vector<std::int64_t> memory;                // per memory category
@@ -105,6 +131,32 @@ class Simulator {
     std::int64_t peak_bytes = -1;
     std::size_t completed = 0;
   };
+  // A mirror rank's summary is its representative's, but for the bytes it sent in
+  // collectives over the replicas' family: per rank, the difference by span category.
+  void copy_to_mirrors() {
+    if (symmetry_ == nullptr) return;
+    for (std::int32_t rank = 0; rank < program_.world_size; ++rank) {
+      const std::int32_t representative = representative_of(rank);
+      if (rank == representative) continue;
+      trace::RankSummary& summary = result_.timeline.summaries[rank];
+      summary = result_.timeline.summaries[representative];
+      summary.rank = rank;
+      if (auto delta = mirror_bytes_delta_.find(rank); delta != mirror_bytes_delta_.end()) {
+        for (std::size_t c = 0; c < delta->second.size(); ++c) {
+          summary.bytes_by_category[c] += delta->second[c];
+          if (trace::is_communication(static_cast<trace::Category>(c))) summary.comm_bytes += delta->second[c];
+        }
+      }
+      result_.comm_latency_s[rank] = result_.comm_latency_s[representative];
+      result_.comm_bandwidth_s[rank] = result_.comm_bandwidth_s[representative];
+    }
+  }
+
+  bool simulated(std::int32_t rank) const { return symmetry_ == nullptr || symmetry_->is_representative(rank); }
+  std::int32_t representative_of(std::int32_t rank) const {
+    return symmetry_ == nullptr ? rank : symmetry_->representative[rank];
+  }
+
   struct PendingCollective {
     std::int32_t arrived = 0;
     std::vector<OpIndex> ops;  // by member position
@@ -207,6 +259,7 @@ class Simulator {
         plan->second.labels.assign(state.program->ops.size(), std::nullopt);
       }
       state.plan = &plan->second;
+      if (!simulated(rank)) continue;  // a mirror's state is its representative's
       state.done.assign(state.program->ops.size(), 0);
       state.cursor.assign(streams, 0);
       state.busy.assign(streams, 0);
@@ -216,6 +269,12 @@ class Simulator {
       state.waiting_on.assign(streams, kNotWaiting);
       state.collective_sequence.assign(program_.group_families.size(), 0);
       state.memory.assign(program::kMemoryCategoryCount, 0);
+    }
+    if (symmetry_ != nullptr) {
+      traced_mirrors_.resize(ranks_.size());
+      for (std::int32_t rank = 0; rank < program_.world_size; ++rank) {
+        if (!simulated(rank) && timeline.ranks[rank].traced) traced_mirrors_[representative_of(rank)].push_back(rank);
+      }
     }
     summaries_ = trace::SummaryBuilder(ranks_.size());
     std::size_t timed_ops = 0;  // every op but memory ops leaves a span
@@ -263,7 +322,9 @@ class Simulator {
     }
     constexpr std::uint64_t kEventsBetweenReports = 4096;
     std::size_t total_ops = 0;
-    for (const RankState& state : ranks_) total_ops += state.program->ops.size();
+    for (std::int32_t rank = 0; rank < program_.world_size; ++rank) {
+      if (simulated(rank)) total_ops += ranks_[rank].program->ops.size();
+    }
     for (std::uint64_t events = 1; engine_.step(); ++events) {
       if (events % kEventsBetweenReports != 0) continue;
       std::size_t finished = 0;
@@ -379,6 +440,10 @@ class Simulator {
       span.flops = body.flops;
       span.bytes = static_cast<std::int64_t>(body.bytes);
       commit(span);
+      for (std::int32_t mirror : traced_mirrors_of(rank)) {
+        span.rank = mirror;
+        keep(span);
+      }
       complete(rank, index);
       if (index == state.chain_last[stream]) break;
       begin = end;
@@ -388,15 +453,25 @@ class Simulator {
 
   void arrive(std::int32_t rank, OpIndex index, const program::CollectiveOp& collective) {
     RankState& state = ranks_[rank];
+    // NCCL's kernel holds its SMs from its launch, waiting for the peers included: compute
+    // started beside it from now on is slowed (a rank's slowdown never depends on the order
+    // in which simultaneous arrivals are processed).
+    ++state.communicating;
     const program::GroupFamily& family = program_.family(collective.group);
     const std::int32_t instance = family.instance_of_rank[rank];
     const CollectiveKey key{collective.group, instance,
                             state.collective_sequence[collective.group]++};
     const auto& members = family.instances[instance];
     PendingCollective& pending = collectives_[key];
-    if (pending.ops.empty()) pending.ops.assign(members.size(), 0);
-    pending.ops[family.index_in_instance[rank]] = index;
-    if (++pending.arrived < static_cast<std::int32_t>(members.size())) return;
+    if (symmetry_ != nullptr && collective.group == symmetry_->family) {
+      // Across the replicas: every member reaches it now, at this op, as its representative.
+      pending.ops.assign(members.size(), index);
+      pending.arrived = static_cast<std::int32_t>(members.size());
+    } else {
+      if (pending.ops.empty()) pending.ops.assign(members.size(), 0);
+      pending.ops[family.index_in_instance[rank]] = index;
+      if (++pending.arrived < static_cast<std::int32_t>(members.size())) return;
+    }
 
     CommRequest request;
     request.kind = collective.kind;
@@ -407,10 +482,9 @@ class Simulator {
     request.root = collective.root;
     request.ps_servers = collective.ps_servers;
     for (std::int32_t member : members) request.endpoints.push_back(program_.placement[member]);
-    const trace::StringId group_name = group_name_of(collective.group, instance);
     std::vector<OpIndex> ops = std::move(pending.ops);
     collectives_.erase(key);
-    start_communication(request, group_name, members, std::move(ops));
+    start_communication(request, collective.group, members, std::move(ops));
   }
 
   void post(std::int32_t rank, OpIndex index, const program::SendRecvOp& p2p) {
@@ -435,42 +509,125 @@ class Simulator {
     CommRequest request;
     request.bytes = std::get<program::SendRecvOp>(op_of(pair.first, send_index).body).bytes;
     request.endpoints = {program_.placement[pair.first], program_.placement[pair.second]};
-    const trace::StringId group_name = group_name_of(p2p.group, family.instance_of_rank[rank]);
-    start_communication(request, group_name, {pair.first, pair.second},
-                        {send_index, receive_index});
+    start_communication(request, p2p.group, {pair.first, pair.second}, {send_index, receive_index});
   }
 
-  void start_communication(const CommRequest& request, trace::StringId group_name,
+  void start_communication(const CommRequest& request, program::GroupFamilyId family,
                            std::vector<std::int32_t> members, std::vector<OpIndex> ops) {
     const bool collective = request.kind.has_value();  // point-to-point transfers take few SMs: not counted
-    if (collective) {
-      for (std::int32_t member : members) ++ranks_[member].communicating;
+    const bool mirrored = symmetry_ != nullptr && family != symmetry_->family;
+    const auto check = mirrored ? std::make_shared<MirrorCheck>() : nullptr;
+    std::vector<CommRequest> mirrors;
+    if (mirrored) {
+      check->what = fmt::format("rank {} op '{}'", members.front(), op_of(members.front(), ops.front()).name);
+      mirrors = mirror_requests(request, members);
     }
     try {
-      network_->start(request, [this, group_name, collective, members = std::move(members),
+      network_->start(request, [this, family, collective, check, members = std::move(members),
                                 ops = std::move(ops)](const CommResult& result) {
+        if (check) check->finished(CommOutcome::of(result), 0);
         const trace::StringId algorithm =
             result_.timeline.strings.intern(program::algorithm_name(result.algorithm));
+        const program::GroupFamily& group = program_.family(family);
         for (std::size_t m = 0; m < members.size(); ++m) {
           trace::Span span = make_span(members[m], ops[m], result.start, result.end);
           span.bytes = static_cast<std::int64_t>(result.bytes_sent[m]);
           span.algorithm = algorithm;
-          span.group = group_name;
+          span.group = group_name_of(family, group.instance_of_rank[members[m]]);
+          if (!simulated(members[m])) {  // a mirror in a collective over the replicas
+            mirror_bytes_delta_[members[m]][static_cast<std::size_t>(span.category)] +=
+                span.bytes - static_cast<std::int64_t>(result.bytes_sent[0]);
+            keep(span);
+            continue;
+          }
           commit(span);
           result_.comm_latency_s[members[m]] += result.latency_seconds;
           result_.comm_bandwidth_s[members[m]] += result.bandwidth_seconds;
+          if (!check) continue;  // not mirrored (over the replicas, every member is in `members`)
+          for (std::int32_t mirror : traced_mirrors_of(members[m])) {
+            span.rank = mirror;
+            span.group = group_name_of(family, group.instance_of_rank[mirror]);
+            keep(span);
+          }
         }
         record_steps(result, members, ops);
-        if (collective) {
-          for (std::int32_t member : members) --ranks_[member].communicating;
+        for (std::size_t m = 0; m < members.size(); ++m) {
+          if (!simulated(members[m])) continue;
+          if (collective) --ranks_[members[m]].communicating;
+          complete(members[m], ops[m]);
         }
-        for (std::size_t m = 0; m < members.size(); ++m) complete(members[m], ops[m]);
-        for (std::int32_t member : members) try_start(member);
+        for (std::int32_t member : members) {
+          if (simulated(member)) try_start(member);
+        }
       });
+      for (std::size_t m = 0; m < mirrors.size(); ++m) {
+        const auto replica = static_cast<std::int32_t>(m + 1);
+        network_->start(mirrors[m], [check, replica](const CommResult& result) {
+          check->finished(CommOutcome::of(result), replica);
+        });
+      }
     } catch (const std::exception& error) {  // an unschedulable collective, a missing route
       throw SimulationError(fmt::format("rank {} op '{}': {}", members.front(),
                                         op_of(members.front(), ops.front()).name, error.what()));
     }
+  }
+
+  // What must be equal for a mirror replica's communication to be its representative's.
+  struct CommOutcome {
+    Time start;
+    Time end;
+    program::Algorithm algorithm = program::Algorithm::kRing;
+    double latency_seconds = 0;
+    double bandwidth_seconds = 0;
+    std::vector<double> bytes_sent;
+    static CommOutcome of(const CommResult& result) {
+      return {result.start, result.end, result.algorithm, result.latency_seconds, result.bandwidth_seconds,
+              result.bytes_sent};
+    }
+    bool operator==(const CommOutcome&) const = default;
+  };
+  // The outcomes of one communication and its mirrors, compared as they finish (in any order).
+  struct MirrorCheck {
+    std::string what;  // "rank R op 'NAME'", for the message
+    std::optional<CommOutcome> representative;
+    std::vector<std::pair<std::int32_t, CommOutcome>> early_mirrors;  // finished before it
+    void finished(CommOutcome outcome, std::int32_t replica) {
+      if (replica == 0) {
+        representative = std::move(outcome);
+        for (auto& [mirror, early] : early_mirrors) compare(mirror, early);
+        early_mirrors.clear();
+      } else if (representative) {
+        compare(replica, outcome);
+      } else {
+        early_mirrors.emplace_back(replica, std::move(outcome));
+      }
+    }
+    void compare(std::int32_t replica, const CommOutcome& mirror) const {
+      if (mirror == *representative) return;
+      throw AsymmetricNetwork(fmt::format(
+          "the network treats the replicas differently: {} took {:.6f} to {:.6f} ms in replica 0, {:.6f} to "
+          "{:.6f} ms in replica {}",
+          what, representative->start.seconds() * 1e3, representative->end.seconds() * 1e3,
+          mirror.start.seconds() * 1e3, mirror.end.seconds() * 1e3, replica));
+    }
+  };
+
+  // Every mirror replica's copy of a communication of replica 0 (run beside it so that links
+  // carry all replicas' traffic, each checked against the representative's when done).
+  std::vector<CommRequest> mirror_requests(const CommRequest& request, const std::vector<std::int32_t>& members) const {
+    std::vector<CommRequest> mirrors;
+    for (std::int32_t replica = 1; replica < symmetry_->replicas; ++replica) {
+      CommRequest& mirror = mirrors.emplace_back(request);
+      for (std::size_t m = 0; m < members.size(); ++m) {
+        mirror.endpoints[m] = program_.placement[symmetry_->mirror(program_, members[m], replica)];
+      }
+    }
+    return mirrors;
+  }
+
+  const std::vector<std::int32_t>& traced_mirrors_of(std::int32_t rank) const {
+    static const std::vector<std::int32_t> kNone;
+    return traced_mirrors_.empty() ? kNone : traced_mirrors_[rank];
   }
 
   // The algorithm's steps (packet model) on a "<stream> steps" lane under each member's op.
@@ -519,9 +676,14 @@ class Simulator {
     return span;
   }
 
-  // Every span counts in its rank's summary; only traced ranks keep it.
+  // Every span of a simulated rank counts in its summary (mirrors copy theirs at the end).
   void commit(const trace::Span& span) {
     summaries_.add(span);
+    keep(span);
+  }
+
+  // Only traced ranks keep their spans.
+  void keep(const trace::Span& span) {
     if (!result_.timeline.ranks[span.rank].traced) return;
     result_.timeline.spans.push_back(span);
     record_dependencies(span.rank, static_cast<OpIndex>(span.op));
@@ -543,10 +705,14 @@ class Simulator {
     sample.time_ps = engine_.now().ps();
     sample.bytes = state.memory;
     sample.cause = labels_of(rank, static_cast<OpIndex>(&op - ranks_[rank].program->ops.data())).name;
-    if (result_.timeline.ranks[rank].traced) {
-      result_.timeline.memory.push_back(std::move(sample));
-      return;
+    for (std::int32_t mirror : traced_mirrors_of(rank)) {
+      result_.timeline.memory.push_back(sample);
+      result_.timeline.memory.back().rank = mirror;
     }
+    // Untraced ranks keep their highest sample; so does a representative for its mirrors.
+    const bool keeps_peak = !result_.timeline.ranks[rank].traced || symmetry_ != nullptr;
+    if (result_.timeline.ranks[rank].traced) result_.timeline.memory.push_back(sample);
+    if (!keeps_peak) return;
     std::int64_t total = 0;
     for (std::int64_t bytes : state.memory) total += bytes;
     if (total > state.peak_bytes) {
@@ -567,7 +733,7 @@ class Simulator {
   void check_finished() const {
     for (std::int32_t rank = 0; rank < program_.world_size; ++rank) {
       const RankState& state = ranks_[rank];
-      if (state.completed == state.program->ops.size()) continue;
+      if (!simulated(rank) || state.completed == state.program->ops.size()) continue;
       for (std::size_t s = 0; s < state.cursor.size(); ++s) {
         const auto& queue = state.plan->streams[s];
         if (state.cursor[s] >= queue.size()) continue;
@@ -581,6 +747,7 @@ class Simulator {
   }
 
   const program::Program& program_;
+  const ReplicaSymmetry* symmetry_;  // null: every rank is simulated
   const topology::Cluster& cluster_;
   Engine engine_;
   ComputeModel gpu_compute_;
@@ -597,6 +764,8 @@ class Simulator {
   std::map<TransferKey, std::deque<OpIndex>> receives_;
   SimulationResult result_;
   trace::SummaryBuilder summaries_{0};
+  std::vector<std::vector<std::int32_t>> traced_mirrors_;  // per representative (empty without symmetry)
+  std::map<std::int32_t, std::array<std::int64_t, trace::kCategoryCount>> mirror_bytes_delta_;
 };
 
 }  // namespace
@@ -610,8 +779,28 @@ const CollectiveOverride* CollectiveOverrides::find(program::CollectiveKind kind
 
 SimulationResult simulate(const program::Program& program, const topology::Cluster& cluster,
                           const SimulationOptions& options) {
-  Simulator simulator(program, cluster, options);
-  return simulator.run();
+  std::string why_not;
+  std::optional<ReplicaSymmetry> symmetry;
+  if (!options.use_symmetry) {
+    why_not = "symmetry turned off";
+  } else if (options.network.model == "packet") {
+    why_not = "the packet model draws every rank's algorithm steps";
+  } else {
+    symmetry = find_replica_symmetry(program, cluster, options.compute_slowdown, &why_not);
+  }
+  if (symmetry) {
+    try {
+      SimulationResult result = Simulator(program, cluster, options, &*symmetry).run();
+      result.symmetry = fmt::format("{} replicas ({} groups) simulated as one", symmetry->replicas,
+                                    program.family(symmetry->family).name);
+      return result;
+    } catch (const AsymmetricNetwork& asymmetric) {
+      why_not = asymmetric.what();
+    }
+  }
+  SimulationResult result = Simulator(program, cluster, options, nullptr).run();
+  result.symmetry = "every rank: " + why_not;
+  return result;
 }
 
 }  // namespace sim

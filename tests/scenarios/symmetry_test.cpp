@@ -1,0 +1,94 @@
+// Replica symmetry (sim/run/replica_symmetry.h): a run that simulates one replica for all
+// gives the report and the timeline of the run that simulates every rank, byte for byte; where
+// the replicas differ (a straggler, a network that treats them differently) dtsim simulates
+// every rank and says why.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "scenarios/run_scenario.h"
+#include "scenarios/scenario_loader.h"
+#include "sim/trace/chrome_trace.h"
+#include "sim/trace/report.h"
+
+namespace {
+
+const std::string kScenarios = std::string(DTSIM_SOURCE_DIR) + "/scenarios/";
+
+struct Outputs {
+  std::string report;
+  std::string timeline;
+  std::string symmetry;
+  std::vector<trace::RankSummary> summaries;
+};
+
+Outputs outputs_of(const std::string& file, std::vector<std::string> overrides, bool symmetry) {
+  overrides.push_back(fmt::format("network.symmetry={}", symmetry));
+  const scenarios::RunResult result = scenarios::run_scenario(scenarios::load_scenario(kScenarios + file, overrides));
+  std::ostringstream timeline;
+  trace::write_chrome_trace(result.simulation.timeline, timeline);
+  return {trace::report_to_json(result.report).dump(1), timeline.str(), result.simulation.symmetry,
+          result.simulation.timeline.summaries};
+}
+
+// Runs the scenario both ways; expects the same outputs and returns the reduced run's.
+Outputs expect_reduced_equals_full(const std::string& file, const std::vector<std::string>& overrides) {
+  const Outputs full = outputs_of(file, overrides, false);
+  const Outputs reduced = outputs_of(file, overrides, true);
+  EXPECT_EQ(full.symmetry, "every rank: symmetry turned off");
+  EXPECT_EQ(reduced.report, full.report);
+  EXPECT_TRUE(reduced.timeline == full.timeline) << "timelines differ";
+  return reduced;
+}
+
+// Llama-2-70B, tp 8 × pp 8 × dp 4 with ZeRO-1 on 256 H100s (the 1,024-GPU example with 4
+// data-parallel replicas): the 8 tensor-parallel ranks of each group are the most replicas,
+// its traced ranks include mirrors (the last rank), every collective kind of the layout runs,
+// and the network carries every replica's traffic.
+TEST(SymmetryTest, ThreeDParallelismOn256GpusIsTheFullRunByteForByte) {
+  const Outputs reduced = expect_reduced_equals_full(
+      "llama2_70b_3d_1024gpu.toml", {"cluster.nodes=32", "parallel.dp=4", "training.global_batch=128"});
+  EXPECT_EQ(reduced.symmetry, "8 replicas (tp groups) simulated as one");
+}
+
+TEST(SymmetryTest, DataParallelismOn1024GpusIsTheFullRunByteForByte) {
+  const Outputs reduced = expect_reduced_equals_full("ddp_llama2_70b_1024gpu.toml", {});
+  EXPECT_EQ(reduced.symmetry, "1024 replicas (dp groups) simulated as one");
+}
+
+// FSDP's all-gathers run beside the compute they prefetch for, which NCCL's kernels slow. The
+// slowdown counts from the moment a rank launches its collective: before, it counted from the
+// moment the last member arrived, so of 64 identical ranks that arrive together only those
+// processed last were slowed, and the ranks' compute times differed.
+TEST(SymmetryTest, IdenticalRanksComputeForTheSameTimeBesideCollectives) {
+  const Outputs reduced = expect_reduced_equals_full("c4_70b_fsdp_64gpu.toml", {});
+  EXPECT_EQ(reduced.symmetry, "64 replicas (dp groups) simulated as one");
+  const Outputs full = outputs_of("c4_70b_fsdp_64gpu.toml", {}, false);
+  ASSERT_EQ(full.summaries.size(), 64u);
+  for (const trace::RankSummary& summary : full.summaries) {
+    EXPECT_EQ(summary.compute_ps, full.summaries.front().compute_ps) << "rank " << summary.rank;
+  }
+}
+
+// 16 data-parallel replicas of a 2-stage pipeline on 32 nodes, 17 nodes per leaf: replica 0's
+// stages (nodes 0 and 16) share a leaf, replica 1's (nodes 1 and 17) do not, so its pipeline
+// transfers climb to a spine. The reduced run finds out and runs every rank.
+TEST(SymmetryTest, ANetworkThatTreatsReplicasDifferentlyFallsBackToEveryRank) {
+  const std::vector<std::string> overrides = {"cluster.nodes=32", "cluster.fabric.leaf_down_ports=136", "parallel.pp=2",
+                                              "parallel.dp=16", "training.global_batch=128"};
+  const Outputs full = outputs_of("llama2_70b_3d_1024gpu.toml", overrides, false);
+  const Outputs reduced = outputs_of("llama2_70b_3d_1024gpu.toml", overrides, true);
+  EXPECT_EQ(reduced.symmetry.rfind("every rank: the network treats the replicas differently: rank ", 0), 0u)
+      << reduced.symmetry;
+  EXPECT_EQ(reduced.report, full.report);
+  EXPECT_TRUE(reduced.timeline == full.timeline) << "timelines differ";
+}
+
+TEST(SymmetryTest, StragglersBreakTheSymmetry) {
+  const Outputs reduced = outputs_of("default.toml", {"stragglers.distribution=\"lognormal\"", "stragglers.sigma=0.05"}, true);
+  EXPECT_NE(reduced.symmetry.find("compute at different speeds (a straggler)"), std::string::npos) << reduced.symmetry;
+}
+
+}  // namespace
