@@ -84,17 +84,27 @@ const FlowNetwork::Trajectory& FlowNetwork::trajectory(const CommPlan& plan, std
   if (!inserted) return path;
   const collectives::Phase& phase = plan.schedule.phases[phase_index];
   const auto& routes = plan.paths[phase_index];
+  // Constraints for the links the phase uses only (in the order of their ids), not the whole
+  // cluster's: a plan's cost must not grow with the cluster.
+  std::vector<topology::LinkId> links;
+  for (const topology::Path* route : routes) links.insert(links.end(), route->begin(), route->end());
+  std::sort(links.begin(), links.end());
+  links.erase(std::unique(links.begin(), links.end()), links.end());
   MaxMinSolver solver;
-  for (std::size_t link = 0; link < planner_.cluster().link_count(); ++link) {
-    solver.add_constraint(planner_.cluster().link(static_cast<topology::LinkId>(link)).spec.effective_bandwidth());
-  }
+  for (topology::LinkId link : links) solver.add_constraint(planner_.cluster().link(link).spec.effective_bandwidth());
   const double bytes = phase.steps * plan.wire_bytes_per_transfer(phase_index);
   std::vector<double> remaining(routes.size(), 0);
   std::vector<std::optional<MaxMinSolver::VariableId>> variables(routes.size());
+  std::vector<MaxMinSolver::ConstraintId> constraints;
   for (std::size_t t = 0; t < routes.size(); ++t) {
     if (bytes <= 0 || routes[t]->empty()) continue;
     remaining[t] = bytes;
-    variables[t] = solver.add_variable(1.0, *routes[t]);
+    constraints.clear();
+    for (topology::LinkId link : *routes[t]) {
+      constraints.push_back(static_cast<MaxMinSolver::ConstraintId>(
+          std::lower_bound(links.begin(), links.end(), link) - links.begin()));
+    }
+    variables[t] = solver.add_variable(1.0, constraints);
   }
   double now = 0;
   while (solver.variable_count() > 0) {
