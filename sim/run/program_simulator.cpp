@@ -215,12 +215,6 @@ class Simulator {
   }
 
   void setup() {
-    const auto problems = program::validate(program_);
-    if (!problems.empty()) {
-      throw SimulationError("malformed program: " + problems.front() +
-                            (problems.size() > 1 ? fmt::format(" (and {} more)", problems.size() - 1)
-                                                 : ""));
-    }
     trace::Timeline& timeline = result_.timeline;
     timeline.streams = program_.streams;
     for (std::size_t c = 0; c < program::kMemoryCategoryCount; ++c) {
@@ -517,6 +511,8 @@ class Simulator {
     const bool collective = request.kind.has_value();  // point-to-point transfers take few SMs: not counted
     const bool mirrored = symmetry_ != nullptr && family != symmetry_->family;
     const auto check = mirrored ? std::make_shared<MirrorCheck>() : nullptr;
+    const std::int32_t first_member = members.front();  // for an error message, as members moves
+    const OpIndex first_op = ops.front();
     std::vector<CommRequest> mirrors;
     if (mirrored) {
       check->what = fmt::format("rank {} op '{}'", members.front(), op_of(members.front(), ops.front()).name);
@@ -529,14 +525,15 @@ class Simulator {
         const trace::StringId algorithm =
             result_.timeline.strings.intern(program::algorithm_name(result.algorithm));
         const program::GroupFamily& group = program_.family(family);
+        const trace::StringId group_name = group_name_of(family, group.instance_of_rank[members.front()]);
         for (std::size_t m = 0; m < members.size(); ++m) {
           trace::Span span = make_span(members[m], ops[m], result.start, result.end);
           span.bytes = static_cast<std::int64_t>(result.bytes_sent[m]);
           span.algorithm = algorithm;
-          span.group = group_name_of(family, group.instance_of_rank[members[m]]);
+          span.group = group_name;
           if (!simulated(members[m])) {  // a mirror in a collective over the replicas
-            mirror_bytes_delta_[members[m]][static_cast<std::size_t>(span.category)] +=
-                span.bytes - static_cast<std::int64_t>(result.bytes_sent[0]);
+            const std::int64_t delta = span.bytes - static_cast<std::int64_t>(result.bytes_sent[0]);
+            if (delta != 0) mirror_bytes_delta_[members[m]][static_cast<std::size_t>(span.category)] += delta;
             keep(span);
             continue;
           }
@@ -567,8 +564,8 @@ class Simulator {
         });
       }
     } catch (const std::exception& error) {  // an unschedulable collective, a missing route
-      throw SimulationError(fmt::format("rank {} op '{}': {}", members.front(),
-                                        op_of(members.front(), ops.front()).name, error.what()));
+      throw SimulationError(fmt::format("rank {} op '{}': {}", first_member, op_of(first_member, first_op).name,
+                                        error.what()));
     }
   }
 
@@ -779,6 +776,11 @@ const CollectiveOverride* CollectiveOverrides::find(program::CollectiveKind kind
 
 SimulationResult simulate(const program::Program& program, const topology::Cluster& cluster,
                           const SimulationOptions& options) {
+  const auto problems = program::validate(program);
+  if (!problems.empty()) {
+    throw SimulationError("malformed program: " + problems.front() +
+                          (problems.size() > 1 ? fmt::format(" (and {} more)", problems.size() - 1) : ""));
+  }
   std::string why_not;
   std::optional<ReplicaSymmetry> symmetry;
   if (!options.use_symmetry) {
