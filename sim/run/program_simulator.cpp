@@ -265,6 +265,7 @@ class Simulator {
       state.memory.assign(program::kMemoryCategoryCount, 0);
     }
     if (symmetry_ != nullptr) {
+      mark_shared_nodes();
       traced_mirrors_.resize(ranks_.size());
       for (std::int32_t rank = 0; rank < program_.world_size; ++rank) {
         if (!simulated(rank) && timeline.ranks[rank].traced) traced_mirrors_[representative_of(rank)].push_back(rank);
@@ -510,16 +511,25 @@ class Simulator {
                            std::vector<std::int32_t> members, std::vector<OpIndex> ops) {
     const bool collective = request.kind.has_value();  // point-to-point transfers take few SMs: not counted
     const bool mirrored = symmetry_ != nullptr && family != symmetry_->family;
-    const auto check = mirrored ? std::make_shared<MirrorCheck>() : nullptr;
     const std::int32_t first_member = members.front();  // for an error message, as members moves
     const OpIndex first_op = ops.front();
     std::vector<CommRequest> mirrors;
-    if (mirrored) {
-      check->what = fmt::format("rank {} op '{}'", members.front(), op_of(members.front(), ops.front()).name);
-      mirrors = mirror_requests(request, members);
+    if (mirrored) mirrors = mirror_requests(request, members);
+    std::shared_ptr<MirrorCheck> check;
+    if (symmetry_ != nullptr) {
+      if (mirrored && elide_node_local(request, mirrors)) {
+        mirrors.clear();
+      } else {
+        claim_shared_nodes(request);
+        for (const CommRequest& mirror : mirrors) claim_shared_nodes(mirror);
+      }
+      if (!mirrors.empty()) {
+        check = std::make_shared<MirrorCheck>();
+        check->what = fmt::format("rank {} op '{}'", first_member, op_of(first_member, first_op).name);
+      }
     }
     try {
-      network_->start(request, [this, family, collective, check, members = std::move(members),
+      network_->start(request, [this, family, collective, mirrored, check, members = std::move(members),
                                 ops = std::move(ops)](const CommResult& result) {
         if (check) check->finished(CommOutcome::of(result), 0);
         const trace::StringId algorithm =
@@ -540,7 +550,7 @@ class Simulator {
           commit(span);
           result_.comm_latency_s[members[m]] += result.latency_seconds;
           result_.comm_bandwidth_s[members[m]] += result.bandwidth_seconds;
-          if (!check) continue;  // not mirrored (over the replicas, every member is in `members`)
+          if (!mirrored) continue;  // over the replicas, every member is in `members`
           for (std::int32_t mirror : traced_mirrors_of(members[m])) {
             span.rank = mirror;
             span.group = group_name_of(family, group.instance_of_rank[mirror]);
@@ -608,6 +618,84 @@ class Simulator {
           mirror.start.seconds() * 1e3, mirror.end.seconds() * 1e3, replica));
     }
   };
+
+  // Communication inside one NVSwitch node travels only on that node's GPU–NVSwitch links, and
+  // those links carry nothing else but transfers between two GPUs of the node (topology/
+  // cluster.h). So when a communication of replica 0 and each of its mirrors lie inside one
+  // node each, at the same GPU indices, and no other communication ever has two members on
+  // those nodes, every mirror meets on its node exactly what the representative meets on its
+  // own: the mirrors need not run. Nodes are claimed for such private traffic here; a later
+  // communication with two members on a claimed node means the assumption failed, and the run
+  // starts over on every rank (claim_shared_nodes).
+  bool elide_node_local(const CommRequest& request, const std::vector<CommRequest>& mirrors) {
+    const topology::ClusterSpec& spec = cluster_.spec();
+    if (spec.node.kind != topology::NodeKind::kNvSwitch) return false;
+    const auto node_of = [&](const CommRequest& r) -> std::optional<std::int32_t> {
+      const std::int32_t node = cluster_.node_of(r.endpoints.front());
+      for (std::int32_t endpoint : r.endpoints) {
+        if (!cluster_.is_gpu(endpoint) || cluster_.node_of(endpoint) != node) return std::nullopt;
+      }
+      return node;
+    };
+    const auto representative_node = node_of(request);
+    if (!representative_node) return false;
+    std::vector<std::int32_t> nodes = {*representative_node};
+    for (const CommRequest& mirror : mirrors) {
+      const auto node = node_of(mirror);
+      if (!node) return false;
+      for (std::size_t m = 0; m < mirror.endpoints.size(); ++m) {
+        if (mirror.endpoints[m] % spec.node.gpus != request.endpoints[m] % spec.node.gpus) return false;
+      }
+      nodes.push_back(*node);
+    }
+    for (std::int32_t node : nodes) {
+      if (node_use_[node] == NodeUse::kShared) return false;
+    }
+    for (std::int32_t node : nodes) node_use_[node] = NodeUse::kPrivate;
+    return true;
+  }
+
+  // Nodes where a group of the program that cannot be elided (one over the replicas, or one
+  // spanning nodes) has two or more members: shared from the start.
+  void mark_shared_nodes() {
+    node_use_.assign(static_cast<std::size_t>(cluster_.spec().nodes + cluster_.spec().parameter_servers.count),
+                     NodeUse::kNone);
+    std::set<program::GroupFamilyId> used;
+    for (const auto& [key, plan] : plans_) {
+      for (const program::Op& op : key.first->ops) {
+        if (const auto* c = std::get_if<program::CollectiveOp>(&op.body)) used.insert(c->group);
+        if (const auto* p2p = std::get_if<program::SendRecvOp>(&op.body)) used.insert(p2p->group);
+      }
+    }
+    for (program::GroupFamilyId family : used) {
+      for (const auto& members : program_.family(family).instances) {
+        CommRequest group;
+        for (std::int32_t member : members) group.endpoints.push_back(program_.placement[member]);
+        const std::int32_t first_node = cluster_.node_of(group.endpoints.front());
+        const bool one_node = std::all_of(group.endpoints.begin(), group.endpoints.end(),
+                                          [&](std::int32_t endpoint) { return cluster_.node_of(endpoint) == first_node; });
+        if (family == symmetry_->family || !one_node) claim_shared_nodes(group);
+      }
+    }
+  }
+
+  // A communication that runs on the network with two or more members on one node shares that
+  // node's links: such a node can no longer hold private traffic, and must not already.
+  void claim_shared_nodes(const CommRequest& request) {
+    if (request.endpoints.size() < 2) return;
+    scratch_nodes_.clear();
+    for (std::int32_t endpoint : request.endpoints) scratch_nodes_.push_back(cluster_.node_of(endpoint));
+    std::sort(scratch_nodes_.begin(), scratch_nodes_.end());
+    for (std::size_t i = 1; i < scratch_nodes_.size(); ++i) {
+      const std::int32_t node = scratch_nodes_[i];
+      if (node != scratch_nodes_[i - 1]) continue;
+      if (node_use_[node] == NodeUse::kPrivate) {
+        throw AsymmetricNetwork(fmt::format(
+            "node {} carried one replica's private traffic, and now a communication over several replicas", node));
+      }
+      node_use_[node] = NodeUse::kShared;
+    }
+  }
 
   // Every mirror replica's copy of a communication of replica 0 (run beside it so that links
   // carry all replicas' traffic, each checked against the representative's when done).
@@ -763,6 +851,11 @@ class Simulator {
   trace::SummaryBuilder summaries_{0};
   std::vector<std::vector<std::int32_t>> traced_mirrors_;  // per representative (empty without symmetry)
   std::map<std::int32_t, std::array<std::int64_t, trace::kCategoryCount>> mirror_bytes_delta_;
+  // Per node, with symmetry: whether it carried traffic of one replica only, with mirrors not
+  // run (elide_node_local), or communication among several of its ranks that ran.
+  enum class NodeUse : std::uint8_t { kNone, kPrivate, kShared };
+  std::vector<NodeUse> node_use_;
+  std::vector<std::int32_t> scratch_nodes_;
 };
 
 }  // namespace

@@ -53,6 +53,14 @@ TEST(SymmetryTest, ThreeDParallelismOn256GpusIsTheFullRunByteForByte) {
   EXPECT_EQ(reduced.symmetry, "8 replicas (tp groups) simulated as one");
 }
 
+// 16 data-parallel replicas of tp 8 × pp 2: the tensor-parallel collectives stay inside each
+// node, so the mirrors' copies need not run (elided); the pipeline transfers' copies do.
+TEST(SymmetryTest, ReplicasWithNodeLocalTensorParallelismAreTheFullRunByteForByte) {
+  const Outputs reduced = expect_reduced_equals_full(
+      "llama2_70b_3d_1024gpu.toml", {"cluster.nodes=32", "parallel.pp=2", "parallel.dp=16", "training.global_batch=256"});
+  EXPECT_EQ(reduced.symmetry, "16 replicas (dp groups) simulated as one");
+}
+
 TEST(SymmetryTest, DataParallelismOn1024GpusIsTheFullRunByteForByte) {
   const Outputs reduced = expect_reduced_equals_full("ddp_llama2_70b_1024gpu.toml", {});
   EXPECT_EQ(reduced.symmetry, "1024 replicas (dp groups) simulated as one");
