@@ -42,10 +42,15 @@ void FlowNetwork::add_flows(std::uint32_t id) {
   const collectives::Phase& phase = comm.plan->schedule.phases[comm.phase];
   const double bytes = phase.steps * comm.plan->wire_bytes_per_transfer(comm.phase);
   const auto& paths = comm.plan->paths[comm.phase];
-  // Links no other traffic uses: replay the phase's solo trajectory.
+  // Links no other traffic uses: replay the phase's solo trajectory. On an otherwise idle
+  // network that needs no look at the links, and the phase's links are marked only if other
+  // traffic comes while it runs (a data-parallel step's bucket all-reduces, one after the
+  // other over thousands of GPUs, then cost O(1) each).
+  const bool idle = live_flows_ == 0 && solos_.empty();
+  if (!idle) mark_solo_links();
   bool isolated = true;
-  for (const topology::Path* path : paths) {
-    for (topology::LinkId link : *path) isolated = isolated && link_users_[link].empty() && link_solo_[link] == 0;
+  for (std::size_t p = 0; !idle && p < paths.size(); ++p) {
+    for (topology::LinkId link : *paths[p]) isolated = isolated && link_users_[link].empty() && link_solo_[link] == 0;
   }
   if (isolated) {
     const Trajectory& trajectory = this->trajectory(*comm.plan, comm.phase);
@@ -53,8 +58,10 @@ void FlowNetwork::add_flows(std::uint32_t id) {
       finish_phase(id);
       return;
     }
-    for (const topology::Path* path : paths) {
-      for (topology::LinkId link : *path) link_solo_[link] = id + 1;
+    if (idle) {
+      unmarked_solo_ = id;
+    } else {
+      set_solo_links(id, id + 1);
     }
     solos_[id] = Solo{&trajectory, engine_.now(),
                       engine_.schedule_after(Time::from_seconds(trajectory.duration_s()), [this, id] {
@@ -132,11 +139,25 @@ const FlowNetwork::Trajectory& FlowNetwork::trajectory(const CommPlan& plan, std
   return path;
 }
 
-void FlowNetwork::release_solo_links(std::uint32_t id) {
+void FlowNetwork::set_solo_links(std::uint32_t id, std::uint32_t value) {
   const Comm& comm = comms_[id];
   for (const topology::Path* path : comm.plan->paths[comm.phase]) {
-    for (topology::LinkId link : *path) link_solo_[link] = 0;
+    for (topology::LinkId link : *path) link_solo_[link] = value;
   }
+}
+
+void FlowNetwork::mark_solo_links() {
+  if (!unmarked_solo_) return;
+  set_solo_links(*unmarked_solo_, *unmarked_solo_ + 1);
+  unmarked_solo_.reset();
+}
+
+void FlowNetwork::release_solo_links(std::uint32_t id) {
+  if (unmarked_solo_ == id) {
+    unmarked_solo_.reset();
+    return;
+  }
+  set_solo_links(id, 0);
 }
 
 // Other traffic arrives on its links: turn a solo phase into flows with the bytes each

@@ -85,6 +85,10 @@ class FlowNetwork : public NetworkModel {
   void finish_phase(std::uint32_t comm);
   const Trajectory& trajectory(const CommPlan& plan, std::size_t phase);
   void materialize_solo(std::uint32_t comm);
+  // link_solo_ of the comm's current phase's links := value.
+  void set_solo_links(std::uint32_t comm, std::uint32_t value);
+  // Marks the links of the solo phase that started on an idle network (unmarked_solo_).
+  void mark_solo_links();
   void release_solo_links(std::uint32_t comm);
   void open_flow(std::uint32_t comm, double bytes, const topology::Path& path);
   void close_flow(MaxMinSolver::VariableId flow);
@@ -103,6 +107,7 @@ class FlowNetwork : public NetworkModel {
   SlotPool<Comm> comms_;
   std::map<std::uint32_t, Solo> solos_;           // by comm
   std::vector<std::uint32_t> link_solo_;          // per link: 1 + the comm running solo on it, or 0
+  std::optional<std::uint32_t> unmarked_solo_;    // a comm running solo whose links are not marked yet
   struct PhaseHash {
     std::size_t operator()(const std::pair<const CommPlan*, std::size_t>& key) const {
       return std::hash<const CommPlan*>{}(key.first) * 31 + key.second;
