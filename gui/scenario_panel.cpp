@@ -136,8 +136,8 @@ void ScenarioPanel::run() {
     bool cancelled = false;
     try {
       const scenarios::Scenario scenario = scenarios::load_scenario(path, sets);
-      scenarios::RunResult result = scenarios::run_scenario(scenario, [this](double fraction) {
-        progress_ = fraction;
+      scenarios::RunResult result = scenarios::run_scenario(scenario, [this](const sim::SimulationProgress& progress) {
+        progress_ = progress.fraction_done;
         return !cancel_requested_;
       });
       document = make_document(title.toStdString(), path, std::move(result.simulation.timeline));

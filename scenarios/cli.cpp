@@ -175,35 +175,68 @@ int command_calibrate(const std::string& backend_name, const std::string& output
   return 0;
 }
 
-int command_run(const RunOptions& options, std::ostream& out) {
-  const Scenario scenario = open_document(options.scenario, options.overrides).read();
-  const RunResult result = run_scenario(scenario);
-  const auto directory = output_directory(options.output, scenario.name);
-  write_outputs(result, directory);
-  print_result(result, directory, options.json, out);
-  return 0;
-}
-
-// A progress bar on a terminal, once the sweep has run for more than half a second.
-class ProgressBar {
+// Progress on a terminal (stderr), once the work has run for longer than `after`; nothing when
+// stderr is not a terminal. Clears its line when done.
+class TerminalProgress {
  public:
-  explicit ProgressBar(std::ostream& err) : err_(err), start_(std::chrono::steady_clock::now()) {}
-  void operator()(std::size_t done, std::size_t total) {
-    const auto elapsed = std::chrono::steady_clock::now() - start_;
-    if (elapsed < std::chrono::milliseconds(500) || !isatty(STDERR_FILENO) || &err_ != &std::cerr) {
-      return;
-    }
-    constexpr int kWidth = 40;
-    const auto filled = static_cast<int>(kWidth * done / std::max<std::size_t>(total, 1));
-    err_ << fmt::format("\r[{}{}] {}/{} points", std::string(filled, '#'),
-                        std::string(kWidth - filled, ' '), done, total)
-         << (done == total ? "\n" : "") << std::flush;
+  TerminalProgress(std::ostream& err, std::chrono::milliseconds after)
+      : err_(err), start_(std::chrono::steady_clock::now()), after_(after),
+        terminal_(&err == &std::cerr && isatty(STDERR_FILENO)) {}
+  TerminalProgress(const TerminalProgress&) = delete;
+  TerminalProgress& operator=(const TerminalProgress&) = delete;
+  ~TerminalProgress() {
+    if (shown_) err_ << "\r" << std::string(width_, ' ') << "\r" << std::flush;
+  }
+  double elapsed_s() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); }
+  void show(const std::string& line) {
+    if (!terminal_ || elapsed_s() * 1000 < static_cast<double>(after_.count())) return;
+    width_ = std::max(width_, line.size());
+    err_ << "\r" << line << std::string(width_ - line.size(), ' ') << std::flush;
+    shown_ = true;
   }
 
  private:
   std::ostream& err_;
   std::chrono::steady_clock::time_point start_;
+  std::chrono::milliseconds after_;
+  bool terminal_;
+  bool shown_ = false;
+  std::size_t width_ = 0;
 };
+
+// A sweep's bar: points done of all.
+std::string sweep_progress(std::size_t done, std::size_t total) {
+  constexpr std::size_t kWidth = 40;
+  const std::size_t filled = kWidth * done / std::max<std::size_t>(total, 1);
+  return fmt::format("[{}{}] {}/{} points", std::string(filled, '#'), std::string(kWidth - filled, ' '), done, total);
+}
+
+// A simulation's line: share of the ops done, the simulated clock, events per second and the
+// time left at the rate so far.
+std::string simulation_progress(const sim::SimulationProgress& progress, double elapsed_s) {
+  const double left_s = progress.fraction_done > 0 ? elapsed_s * (1 - progress.fraction_done) / progress.fraction_done : 0;
+  const double events_per_s = static_cast<double>(progress.events) / std::max(elapsed_s, 1e-9);
+  return fmt::format("simulating: {:.0f} % of ops, simulated {}, {} events/s, about {} left", 100 * progress.fraction_done,
+                     trace::human_seconds(progress.simulated_s),
+                     events_per_s >= 1e6 ? fmt::format("{:.2f} M", events_per_s / 1e6) : fmt::format("{:.0f}", events_per_s),
+                     trace::human_seconds(left_s));
+}
+
+int command_run(const RunOptions& options, std::ostream& out, std::ostream& err) {
+  const Scenario scenario = open_document(options.scenario, options.overrides).read();
+  RunResult result;
+  {
+    TerminalProgress progress(err, std::chrono::seconds(1));
+    result = run_scenario(scenario, [&](const sim::SimulationProgress& now) {
+      progress.show(simulation_progress(now, progress.elapsed_s()));
+      return true;
+    });
+  }
+  const auto directory = output_directory(options.output, scenario.name);
+  write_outputs(result, directory);
+  print_result(result, directory, options.json, out);
+  return 0;
+}
 
 int command_sweep(const RunOptions& options, std::ostream& out, std::ostream& err) {
   const ScenarioDocument document = open_document(options.scenario, options.overrides);
@@ -212,9 +245,12 @@ int command_sweep(const RunOptions& options, std::ostream& out, std::ostream& er
     throw ScenarioError(options.scenario, "sweep", "the scenario has no [sweep] table",
                         "add e.g. [sweep] \"ddp.bucket_cap_mb\" = [10, 25, 50]");
   }
-  ProgressBar progress(err);
-  const SweepResult result =
-      run_sweep(document, options.threads, [&](std::size_t done, std::size_t total) { progress(done, total); });
+  SweepResult result;
+  {
+    TerminalProgress progress(err, std::chrono::milliseconds(500));
+    result = run_sweep(document, options.threads,
+                       [&](std::size_t done, std::size_t total) { progress.show(sweep_progress(done, total)); });
+  }
   const auto directory = output_directory(options.output, base.name);
   prepare_output_directory(directory);
   write_file_atomically(directory / "sweep.csv", [&](std::ostream& file) { file << sweep_csv(result); });
@@ -427,7 +463,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     return kExitBadInput;
   };
   try {
-    if (*run) return options.backend.empty() ? command_run(options, out) : command_execute(options, out, err);
+    if (*run) return options.backend.empty() ? command_run(options, out, err) : command_execute(options, out, err);
     if (*sweep) return command_sweep(options, out, err);
     if (*advise_command) return command_advise(options, out);
     if (*compare) return command_compare(compare_options, out, err);

@@ -165,7 +165,7 @@ trace::RunFacts describe_run(const Scenario& scenario, const program::Program& p
 
 }  // namespace
 
-RunResult run_scenario(const Scenario& scenario, const std::function<bool(double)>& progress) {
+RunResult run_scenario(const Scenario& scenario, const std::function<bool(const sim::SimulationProgress&)>& progress) {
   const topology::Cluster cluster(scenario.cluster);
   RunResult result;
   result.program = strategies::lower(scenario.lowering);

@@ -27,7 +27,8 @@ struct RunResult {
 // Throws sim::SimulationError if the program cannot be simulated. `progress`, when set, is
 // called now and then with the fraction of the simulation done; returning false cancels the
 // run (sim::SimulationCancelled).
-RunResult run_scenario(const Scenario& scenario, const std::function<bool(double)>& progress = {});
+RunResult run_scenario(const Scenario& scenario,
+                       const std::function<bool(const sim::SimulationProgress&)>& progress = {});
 
 // Each collective's algorithm in a real run: the scenario's [collectives] choice for its kind
 // and group, else the op's own. The function refers to `scenario`, which must outlive it.

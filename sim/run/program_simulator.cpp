@@ -324,7 +324,9 @@ class Simulator {
       if (events % kEventsBetweenReports != 0) continue;
       std::size_t finished = 0;
       for (const RankState& state : ranks_) finished += state.completed;
-      if (!options_.progress(static_cast<double>(finished) / static_cast<double>(std::max<std::size_t>(total_ops, 1)))) {
+      const SimulationProgress progress{static_cast<double>(finished) / static_cast<double>(std::max<std::size_t>(total_ops, 1)),
+                                        engine_.now().seconds(), events};
+      if (!options_.progress(progress)) {
         throw SimulationCancelled();
       }
     }

@@ -41,6 +41,12 @@ struct CollectiveOverrides {
   const CollectiveOverride* find(program::CollectiveKind kind, const std::string& family) const;
 };
 
+struct SimulationProgress {
+  double fraction_done = 0;   // of the simulated ranks' ops
+  double simulated_s = 0;     // the simulated clock
+  std::uint64_t events = 0;   // engine events processed so far
+};
+
 struct SimulationOptions {
   NetworkOptions network;
   CollectiveOverrides collectives;
@@ -58,9 +64,9 @@ struct SimulationOptions {
   // Simulate one replica for all when the program has replica symmetry (replica_symmetry.h)
   // and the network treats the replicas alike; false: every rank, always.
   bool use_symmetry = true;
-  // Called every few thousand events with the fraction of ops finished so far; returning false
-  // stops the run with SimulationCancelled. Lets a front end show progress and cancel.
-  std::function<bool(double fraction_done)> progress;
+  // Called every few thousand events with how far the run is; returning false stops the run
+  // with SimulationCancelled. Lets a front end show progress and cancel.
+  std::function<bool(const SimulationProgress&)> progress;
 };
 
 struct SimulationResult {

@@ -337,17 +337,25 @@ TEST(RunScenarioTest, ProgressRisesToCompletionAndCanCancel) {
   const scenarios::Scenario scenario =
       scenarios::load_scenario(kScenarios + "default.toml", {"training.global_batch=128", "network.symmetry=false"});
   std::vector<double> fractions;
-  scenarios::run_scenario(scenario, [&](double fraction) {
-    fractions.push_back(fraction);
+  std::vector<double> clock;
+  std::vector<std::uint64_t> events;
+  scenarios::run_scenario(scenario, [&](const sim::SimulationProgress& progress) {
+    fractions.push_back(progress.fraction_done);
+    clock.push_back(progress.simulated_s);
+    events.push_back(progress.events);
     return true;
   });
   ASSERT_GE(fractions.size(), 2u);
   EXPECT_TRUE(std::is_sorted(fractions.begin(), fractions.end()));
+  EXPECT_TRUE(std::is_sorted(clock.begin(), clock.end()));
+  EXPECT_TRUE(std::is_sorted(events.begin(), events.end()));
+  EXPECT_GT(events.front(), 0u);
   EXPECT_GT(fractions.front(), 0.0);
   EXPECT_LE(fractions.back(), 1.0);
 
   int calls = 0;
-  EXPECT_THROW(scenarios::run_scenario(scenario, [&](double) { return ++calls < 2; }), sim::SimulationCancelled);
+  EXPECT_THROW(scenarios::run_scenario(scenario, [&](const sim::SimulationProgress&) { return ++calls < 2; }),
+               sim::SimulationCancelled);
   EXPECT_EQ(calls, 2);
 }
 
