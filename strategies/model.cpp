@@ -49,6 +49,11 @@ const std::vector<std::pair<std::string, ModelSpec>>& presets() {
       {"llama-2-7b", llama("Llama-2-7B", 32, 4096, 32, 32, 11008, 32000, 4096)},
       {"llama-2-70b", llama("Llama-2-70B", 80, 8192, 64, 8, 28672, 32000, 4096)},
       {"llama-3-8b", llama("Llama-3-8B", 32, 4096, 32, 8, 14336, 128256, 8192)},
+      // config.json of meta-llama/Meta-Llama-3-70B and meta-llama/Llama-3.1-405B on Hugging Face.
+      // The 405B's default sequence is its pre-training length, 8,192 (Llama 3 paper, §3.4.1);
+      // its released config extends the context to 128K afterwards.
+      {"llama-3-70b", llama("Llama-3-70B", 80, 8192, 64, 8, 28672, 128256, 8192)},
+      {"llama-3.1-405b", llama("Llama-3.1-405B", 126, 16384, 128, 8, 53248, 128256, 8192)},
       {"gpt3-175b", gpt3_175b()},
       {"tiny-256", llama("tiny-256 (scaled down for CPU runs)", 2, 256, 4, 4, 1024, 1024, 128)},
       {"small-2048", llama("small-2048 (scaled down for one-GPU runs)", 4, 2048, 16, 16, 8192, 32000, 2048)},

@@ -14,6 +14,8 @@ TEST(ModelPresetTest, ParameterCountsMatchThePublishedModels) {
   EXPECT_EQ(strategies::architecture_parameters(*strategies::model_preset("llama-2-7b")), 6'738'415'616);
   EXPECT_EQ(strategies::architecture_parameters(*strategies::model_preset("llama-2-70b")), 68'976'648'192);
   EXPECT_EQ(strategies::architecture_parameters(*strategies::model_preset("llama-3-8b")), 8'030'261'248);
+  EXPECT_EQ(strategies::architecture_parameters(*strategies::model_preset("llama-3-70b")), 70'553'706'496);
+  EXPECT_EQ(strategies::architecture_parameters(*strategies::model_preset("llama-3.1-405b")), 405'853'388'800);
   // GPT-3 paper, table 2.1: 175.0 B.
   EXPECT_NEAR(static_cast<double>(strategies::architecture_parameters(*strategies::model_preset("gpt3-175b"))),
               175.0e9, 0.005 * 175.0e9);
