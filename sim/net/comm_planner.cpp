@@ -10,10 +10,13 @@ namespace sim {
 CommPlanner::CommPlanner(const topology::Cluster& cluster, NetworkOptions options)
     : cluster_(cluster), options_(std::move(options)), link_load_(cluster.link_count(), 0) {}
 
-const topology::Path& CommPlanner::route(std::int32_t src, std::int32_t dst) {
+const CommPlanner::CachedRoute& CommPlanner::cached_route(std::int32_t src, std::int32_t dst) {
   const auto key = (static_cast<std::uint64_t>(src) << 32) | static_cast<std::uint32_t>(dst);
   auto [it, inserted] = routes_.try_emplace(key);
-  if (inserted) it->second = cluster_.route(src, dst, key);
+  if (inserted) {
+    it->second.path = cluster_.route(src, dst, key);
+    it->second.latency_s = cluster_.path_latency(it->second.path);
+  }
   return it->second;
 }
 
@@ -51,9 +54,10 @@ CommPlan CommPlanner::price(collectives::Schedule schedule, const std::vector<st
     auto& paths = plan.paths.emplace_back();
     paths.reserve(phase.transfers.size());
     for (const collectives::Transfer& transfer : phase.transfers) {
-      const topology::Path& path = route(endpoints[transfer.src], endpoints[transfer.dst]);
+      const CachedRoute& route = cached_route(endpoints[transfer.src], endpoints[transfer.dst]);
+      const topology::Path& path = route.path;
       paths.push_back(&path);
-      cost.step_latency_s = std::max(cost.step_latency_s, cluster_.path_latency(path));
+      cost.step_latency_s = std::max(cost.step_latency_s, route.latency_s);
       for (topology::LinkId link : path) {
         if (link_load_[link]++ == 0) touched.push_back(link);
       }

@@ -64,7 +64,7 @@ class CommPlanner {
   // Throws collectives::UnsupportedCollective when the requested algorithm cannot run.
   const CommPlan& plan(const CommRequest& request);
   // Route from one endpoint to another, as the topology's routing picks it (cached).
-  const topology::Path& route(std::int32_t src, std::int32_t dst);
+  const topology::Path& route(std::int32_t src, std::int32_t dst) { return cached_route(src, dst).path; }
 
   const topology::Cluster& cluster() const { return cluster_; }
   const NetworkOptions& options() const { return options_; }
@@ -82,7 +82,13 @@ class CommPlanner {
   const topology::Cluster& cluster_;
   NetworkOptions options_;
   std::map<std::vector<std::int64_t>, std::unique_ptr<CommPlan>> plans_;
-  std::unordered_map<std::uint64_t, topology::Path> routes_;  // by (src << 32 | dst)
+  // A route and its latency, computed once per (src, dst).
+  struct CachedRoute {
+    topology::Path path;
+    double latency_s = 0;
+  };
+  const CachedRoute& cached_route(std::int32_t src, std::int32_t dst);
+  std::unordered_map<std::uint64_t, CachedRoute> routes_;  // by (src << 32 | dst)
   std::vector<std::uint32_t> link_load_;  // scratch, one counter per link
 };
 
