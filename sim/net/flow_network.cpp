@@ -84,13 +84,31 @@ void FlowNetwork::add_flows(std::uint32_t id) {
   if (comm.open_flows == 0) finish_phase(id);
 }
 
-// The phase alone: max-min rates, advanced from one completion to the next.
+// The phase alone: max-min rates, advanced from one completion to the next. Every transfer of
+// a phase starts with the same bytes, so the rates of each round depend on the routes alone:
+// phases on the same routes (the same collective at other sizes) replay the rounds solved for
+// the first, with the same arithmetic, hence the same times to the bit, as long as the same
+// transfers finish in each round; where they do not, the phase is solved afresh.
 const FlowNetwork::Trajectory& FlowNetwork::trajectory(const CommPlan& plan, std::size_t phase_index) {
   auto [it, inserted] = trajectories_.try_emplace({&plan, phase_index});
   Trajectory& path = it->second;
   if (!inserted) return path;
   const collectives::Phase& phase = plan.schedule.phases[phase_index];
   const auto& routes = plan.paths[phase_index];
+  const double bytes = phase.steps * plan.wire_bytes_per_transfer(phase_index);
+  std::vector<double> start(routes.size(), 0);
+  for (std::size_t t = 0; t < routes.size(); ++t) start[t] = bytes > 0 && !routes[t]->empty() ? bytes : 0;
+  auto [shared, first] = rounds_by_routes_.try_emplace(routes);
+  if (first) shared->second = solve_rounds(routes, start);
+  if (replay(shared->second, start, path)) return path;
+  path = Trajectory{};
+  replay(fresh_rounds_.emplace_back(solve_rounds(routes, start)), start, path);
+  return path;
+}
+
+// Rates of each round of transfers along `routes` starting with `start` bytes (0: none).
+FlowNetwork::Rounds FlowNetwork::solve_rounds(const std::vector<const topology::Path*>& routes,
+                                              std::vector<double> remaining) {
   // Constraints for the links the phase uses only (in the order of their ids), not the whole
   // cluster's: a plan's cost must not grow with the cluster.
   std::vector<topology::LinkId> links;
@@ -99,13 +117,10 @@ const FlowNetwork::Trajectory& FlowNetwork::trajectory(const CommPlan& plan, std
   links.erase(std::unique(links.begin(), links.end()), links.end());
   MaxMinSolver solver;
   for (topology::LinkId link : links) solver.add_constraint(planner_.cluster().link(link).spec.effective_bandwidth());
-  const double bytes = phase.steps * plan.wire_bytes_per_transfer(phase_index);
-  std::vector<double> remaining(routes.size(), 0);
   std::vector<std::optional<MaxMinSolver::VariableId>> variables(routes.size());
   std::vector<MaxMinSolver::ConstraintId> constraints;
   for (std::size_t t = 0; t < routes.size(); ++t) {
-    if (bytes <= 0 || routes[t]->empty()) continue;
-    remaining[t] = bytes;
+    if (remaining[t] <= 0) continue;
     constraints.clear();
     for (topology::LinkId link : *routes[t]) {
       constraints.push_back(static_cast<MaxMinSolver::ConstraintId>(
@@ -113,30 +128,54 @@ const FlowNetwork::Trajectory& FlowNetwork::trajectory(const CommPlan& plan, std
     }
     variables[t] = solver.add_variable(1.0, constraints);
   }
-  double now = 0;
+  Rounds rounds;
   while (solver.variable_count() > 0) {
     solver.solve();
     ++solves_;
     std::vector<double> rates(routes.size(), 0);
-    double soonest = std::numeric_limits<double>::infinity();
     for (std::size_t t = 0; t < routes.size(); ++t) {
-      if (!variables[t]) continue;
-      rates[t] = solver.rate(*variables[t]);
-      soonest = std::min(soonest, remaining[t] / rates[t]);
+      if (variables[t]) rates[t] = solver.rate(*variables[t]);
     }
-    now += soonest;
+    advance(rates, remaining);
     for (std::size_t t = 0; t < routes.size(); ++t) {
-      if (!variables[t]) continue;
-      remaining[t] -= rates[t] * soonest;
-      if (remaining[t] <= rates[t] * 1e-12) {
+      if (variables[t] && remaining[t] <= 0) {
         solver.remove_variable(*variables[t]);
         variables[t].reset();
       }
     }
-    path.round_end_s.push_back(now);
-    path.rates.push_back(std::move(rates));
+    rounds.push_back(std::move(rates));
   }
-  return path;
+  return rounds;
+}
+
+// One round: every transfer with a rate runs until the soonest finishes; returns that time.
+// A transfer with under a picosecond's worth left has finished (its remaining becomes 0).
+double FlowNetwork::advance(const std::vector<double>& rates, std::vector<double>& remaining) {
+  double soonest = std::numeric_limits<double>::infinity();
+  for (std::size_t t = 0; t < rates.size(); ++t) {
+    if (rates[t] > 0) soonest = std::min(soonest, remaining[t] / rates[t]);
+  }
+  for (std::size_t t = 0; t < rates.size(); ++t) {
+    if (rates[t] <= 0) continue;
+    remaining[t] -= rates[t] * soonest;
+    if (remaining[t] <= rates[t] * 1e-12) remaining[t] = 0;
+  }
+  return soonest;
+}
+
+// `path` from solved rounds, for transfers starting with `start` bytes; false if the transfers
+// that finish in some round are not those the rounds were solved with.
+bool FlowNetwork::replay(const Rounds& rounds, std::vector<double> remaining, Trajectory& path) {
+  path.rates = &rounds;
+  double now = 0;
+  for (const std::vector<double>& rates : rounds) {
+    for (std::size_t t = 0; t < rates.size(); ++t) {
+      if ((rates[t] > 0) != (remaining[t] > 0)) return false;
+    }
+    now += advance(rates, remaining);
+    path.round_end_s.push_back(now);
+  }
+  return std::all_of(remaining.begin(), remaining.end(), [](double bytes) { return bytes <= 0; });
 }
 
 void FlowNetwork::set_solo_links(std::uint32_t id, std::uint32_t value) {
@@ -175,7 +214,7 @@ void FlowNetwork::materialize_solo(std::uint32_t id) {
   double round_start = 0;
   for (std::size_t r = 0; r < solo.trajectory->round_end_s.size() && round_start < elapsed; ++r) {
     const double span = std::min(solo.trajectory->round_end_s[r], elapsed) - round_start;
-    for (std::size_t t = 0; t < routes.size(); ++t) remaining[t] -= solo.trajectory->rates[r][t] * span;
+    for (std::size_t t = 0; t < routes.size(); ++t) remaining[t] -= (*solo.trajectory->rates)[r][t] * span;
     round_start = solo.trajectory->round_end_s[r];
   }
   for (std::size_t t = 0; t < routes.size(); ++t) {

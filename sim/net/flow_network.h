@@ -23,6 +23,7 @@
 // a step-synchronous run (the packet model keeps the steps).
 #pragma once
 
+#include <deque>
 #include <map>
 #include <optional>
 #include <queue>
@@ -47,9 +48,10 @@ class FlowNetwork : public NetworkModel {
  private:
   // How a phase alone on the network proceeds: between consecutive completions (rounds) every
   // unfinished transfer runs at a constant rate.
+  using Rounds = std::vector<std::vector<double>>;  // rates per round, per transfer (0 once finished)
   struct Trajectory {
-    std::vector<double> round_end_s;            // seconds after the phase's flows start
-    std::vector<std::vector<double>> rates;     // per round, per transfer (0 once finished)
+    std::vector<double> round_end_s;  // seconds after the phase's flows start
+    const Rounds* rates = nullptr;    // shared by the phases on the same routes
     double duration_s() const { return round_end_s.empty() ? 0 : round_end_s.back(); }
   };
   struct Comm : RunningComm {
@@ -84,6 +86,9 @@ class FlowNetwork : public NetworkModel {
   void add_flows(std::uint32_t comm);
   void finish_phase(std::uint32_t comm);
   const Trajectory& trajectory(const CommPlan& plan, std::size_t phase);
+  Rounds solve_rounds(const std::vector<const topology::Path*>& routes, std::vector<double> remaining);
+  static double advance(const std::vector<double>& rates, std::vector<double>& remaining);
+  static bool replay(const Rounds& rounds, std::vector<double> remaining, Trajectory& path);
   void materialize_solo(std::uint32_t comm);
   // link_solo_ of the comm's current phase's links := value.
   void set_solo_links(std::uint32_t comm, std::uint32_t value);
@@ -114,6 +119,16 @@ class FlowNetwork : public NetworkModel {
     }
   };
   std::unordered_map<std::pair<const CommPlan*, std::size_t>, Trajectory, PhaseHash> trajectories_;
+  struct RoutesHash {
+    std::size_t operator()(const std::vector<const topology::Path*>& routes) const {
+      std::size_t hash = routes.size();
+      for (const topology::Path* route : routes) hash = hash * 1000003u ^ std::hash<const topology::Path*>{}(route);
+      return hash;
+    }
+  };
+  std::unordered_map<std::vector<const topology::Path*>, Rounds, RoutesHash> rounds_by_routes_;
+  std::deque<Rounds> fresh_rounds_;  // phases whose transfers finish in other rounds than their routes' first
+
   std::optional<std::pair<Time, EventId>> next_completion_;
   std::size_t solves_ = 0;
   // Scratch for resolve_touched(): touched links, the component found, visit stamps.
