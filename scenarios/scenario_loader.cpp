@@ -389,6 +389,22 @@ topology::ClusterSpec read_cluster(TableReader reader) {
                        "choose a ratio that divides leaf_down_ports into a whole number of uplinks");
   }
   fabric.rail_optimized = fabric_reader.boolean("rail_optimized").value_or(fabric.rail_optimized);
+  fabric.pod_leaves = static_cast<int>(fabric_reader.count("pod_leaves", fabric.pod_leaves, 0, kMaxNodes));
+  fabric.spine_oversubscription = fabric_reader.positive("spine_oversubscription", fabric.spine_oversubscription);
+  const double spine_uplinks = fabric.pod_leaves / fabric.spine_oversubscription;
+  if (fabric.spine_oversubscription < 1 ||
+      (fabric.pod_leaves > 0 && (std::round(spine_uplinks) < 1 || std::abs(spine_uplinks - std::round(spine_uplinks)) > 1e-9))) {
+    fabric_reader.fail("spine_oversubscription",
+                       fmt::format("expected a ratio >= 1 that divides pod_leaves ({}) into whole uplinks, got {}",
+                                   fabric.pod_leaves, fabric.spine_oversubscription),
+                       "1 is a non-blocking core, 2 halves the spines' uplinks (and the cores)");
+  }
+  if (fabric.rail_optimized && fabric.pod_leaves % node.nics != 0) {
+    fabric_reader.fail("pod_leaves",
+                       fmt::format("a rail-optimized pod holds whole rail groups of {} leaves, got {}", node.nics,
+                                   fabric.pod_leaves),
+                       fmt::format("e.g. pod_leaves = {}", node.nics * std::max(1, fabric.pod_leaves / node.nics)));
+  }
   fabric.sharp = fabric_reader.boolean("sharp").value_or(fabric.sharp);
   if (fabric.sharp && fabric.kind != topology::FabricKind::kInfiniBand) {
     fabric_reader.fail("sharp", "in-network reduction (SHARP) runs on InfiniBand switches, but this fabric is RoCE",

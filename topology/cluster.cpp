@@ -163,13 +163,35 @@ void Cluster::build_fabric(const std::vector<std::vector<VertexId>>& node_nics,
   }
   leaf_count_ = static_cast<int>(leaves.size());
   if (leaf_count_ <= 1) return;
-  spine_count_ = std::max(1, static_cast<int>(std::lround(ports / fabric.oversubscription)));
-  leaf_spine_up_.resize(leaves.size() * static_cast<std::size_t>(spine_count_));
-  for (int s = 0; s < spine_count_; ++s) {
-    const VertexId spine = add_vertex(VertexKind::kSpine, -1, s);
-    for (std::size_t l = 0; l < leaves.size(); ++l) {
-      leaf_spine_up_[l * static_cast<std::size_t>(spine_count_) + static_cast<std::size_t>(s)] =
-          add_link(leaves[l], spine, LinkClass::kNetwork, fabric.uplink);
+  spines_per_pod_ = std::max(1, static_cast<int>(std::lround(ports / fabric.oversubscription)));
+  const bool three_tiers = fabric.pod_leaves > 0 && leaf_count_ > fabric.pod_leaves;
+  leaves_per_pod_ = three_tiers ? fabric.pod_leaves : leaf_count_;
+  const int pods = (leaf_count_ + leaves_per_pod_ - 1) / leaves_per_pod_;
+  const auto per_pod = static_cast<std::size_t>(spines_per_pod_);
+  leaf_spine_up_.resize(leaves.size() * per_pod);
+  std::vector<VertexId> spines;  // pod · spines_per_pod + spine
+  for (int pod = 0; pod < pods; ++pod) {
+    const std::size_t first_leaf = static_cast<std::size_t>(pod * leaves_per_pod_);
+    const std::size_t end_leaf = std::min(leaves.size(), first_leaf + static_cast<std::size_t>(leaves_per_pod_));
+    for (std::size_t s = 0; s < per_pod; ++s) {
+      spines.push_back(add_vertex(VertexKind::kSpine, -1, static_cast<int>(spines.size())));
+      for (std::size_t l = first_leaf; l < end_leaf; ++l) {
+        leaf_spine_up_[l * per_pod + s] = add_link(leaves[l], spines.back(), LinkClass::kNetwork, fabric.uplink);
+      }
+    }
+  }
+  spine_count_ = static_cast<int>(spines.size());
+  if (pods <= 1) return;
+  cores_per_plane_ = std::max(1, static_cast<int>(std::lround(leaves_per_pod_ / fabric.spine_oversubscription)));
+  const auto per_plane = static_cast<std::size_t>(cores_per_plane_);
+  spine_core_up_.resize(spines.size() * per_plane);
+  for (std::size_t plane = 0; plane < per_pod; ++plane) {
+    for (std::size_t c = 0; c < per_plane; ++c) {
+      const VertexId core = add_vertex(VertexKind::kCore, -1, core_count_++);
+      for (std::size_t pod = 0; pod < static_cast<std::size_t>(pods); ++pod) {
+        const std::size_t spine = pod * per_pod + plane;
+        spine_core_up_[spine * per_plane + c] = add_link(spines[spine], core, LinkClass::kNetwork, fabric.uplink);
+      }
     }
   }
 }
@@ -186,6 +208,7 @@ std::string Cluster::vertex_name(VertexId vertex) const {
     case VertexKind::kHost: return fmt::format("node{}/host", v.node);
     case VertexKind::kLeaf: return fmt::format("leaf{}", v.index);
     case VertexKind::kSpine: return fmt::format("spine{}", v.index);
+    case VertexKind::kCore: return fmt::format("core{}", v.index);
     case VertexKind::kServer: return fmt::format("server{}", v.node - spec_.nodes);
   }
   return "?";
@@ -264,12 +287,19 @@ Path Cluster::route(int src, int dst, std::uint64_t flow_hash) const {
   const FabricAttachment& b = attachment_.at(static_cast<std::size_t>(dst));
   Path path(a.up.begin(), a.up.begin() + a.hops);
   if (a.leaf != b.leaf) {
-    const std::uint64_t selector = spec_.fabric.kind == FabricKind::kInfiniBand
-                                       ? static_cast<std::uint64_t>(dst)
-                                       : mix(flow_hash ^ mix(a.hops));
-    const auto spines = static_cast<std::size_t>(spine_count_);
-    const std::size_t spine = selector % spines;
+    const bool infiniband = spec_.fabric.kind == FabricKind::kInfiniBand;
+    const auto spines = static_cast<std::size_t>(spines_per_pod_);
+    const std::size_t spine = (infiniband ? static_cast<std::uint64_t>(dst) : mix(flow_hash ^ mix(a.hops))) % spines;
     path.push_back(leaf_spine_up_[static_cast<std::size_t>(a.leaf) * spines + spine]);
+    const int pod_a = a.leaf / leaves_per_pod_;
+    const int pod_b = b.leaf / leaves_per_pod_;
+    if (pod_a != pod_b) {  // up to a core of the spine's plane and down to the same plane's spine
+      const auto cores = static_cast<std::size_t>(cores_per_plane_);
+      const std::size_t core =
+          (infiniband ? static_cast<std::uint64_t>(dst) / spines : mix(flow_hash ^ mix(a.hops + 1u))) % cores;
+      path.push_back(spine_core_up_[(static_cast<std::size_t>(pod_a) * spines + spine) * cores + core]);
+      path.push_back(reverse(spine_core_up_[(static_cast<std::size_t>(pod_b) * spines + spine) * cores + core]));
+    }
     path.push_back(reverse(leaf_spine_up_[static_cast<std::size_t>(b.leaf) * spines + spine]));
   }
   for (int hop = b.hops - 1; hop >= 0; --hop) path.push_back(reverse(b.up[static_cast<std::size_t>(hop)]));

@@ -21,8 +21,10 @@
 //                patterns such as rings then never share an uplink;
 //   RoCE       — ECMP on a hash of the flow, so distinct flows may collide on an uplink.
 // route() builds these paths in closed form from the structure the cluster was built with
-// (inside the node; endpoint → NIC → leaf [→ spine → leaf] → NIC → endpoint), in time
-// independent of the cluster's size. equal_cost_paths() searches the graph itself (Dijkstra
+// (inside the node; endpoint → NIC → leaf [→ spine [→ core → spine] → leaf] → NIC → endpoint),
+// in time independent of the cluster's size. With three tiers InfiniBand takes the spine by
+// destination mod spines and the core by (destination / spines) mod cores, as D-mod-K takes
+// successive digits of the destination at successive tiers. equal_cost_paths() searches the graph itself (Dijkstra
 // from the destination over the reversed links) and lists every least-cost path: the general
 // definition that route()'s closed form is tested against.
 #pragma once
@@ -40,7 +42,7 @@
 
 namespace topology {
 
-enum class VertexKind { kGpu, kNvSwitch, kPcieSwitch, kNic, kHost, kLeaf, kSpine, kServer };
+enum class VertexKind { kGpu, kNvSwitch, kPcieSwitch, kNic, kHost, kLeaf, kSpine, kServer, kCore };
 enum class LinkClass { kNvlink, kPcie, kHostPcie, kNetwork };
 // Routing cost of one traversal of a link of this class (see above).
 int routing_cost(LinkClass link_class);
@@ -83,7 +85,10 @@ class Cluster {
   bool is_gpu(int endpoint) const { return endpoint < gpu_count(); }
   int node_of(int endpoint) const;  // servers are numbered after the GPU nodes
   int leaf_count() const { return leaf_count_; }
-  int spine_count() const { return spine_count_; }
+  int spine_count() const { return spine_count_; }  // all pods' together
+  int core_count() const { return core_count_; }
+  int spines_per_pod() const { return spines_per_pod_; }
+  int cores_per_plane() const { return cores_per_plane_; }
 
   // One least-cost path from src to dst (endpoints), picked among equal-cost paths by
   // `flow_hash` (RoCE) or the destination (InfiniBand). Empty when src == dst. O(1).
@@ -115,6 +120,10 @@ class Cluster {
   std::vector<VertexId> endpoints_;
   int leaf_count_ = 0;
   int spine_count_ = 0;
+  int core_count_ = 0;
+  int spines_per_pod_ = 0;  // a leaf's uplinks
+  int cores_per_plane_ = 0;  // a spine's uplinks (three tiers)
+  int leaves_per_pod_ = 0;   // all leaves with two tiers
 
   // The structure route() follows. Per endpoint: its links up to its leaf (GPU → PCIe switch →
   // NIC → leaf, or server → leaf) and that leaf. Per GPU: its NVLink to the node's NVSwitch
@@ -129,7 +138,8 @@ class Cluster {
   std::vector<LinkId> gpu_nvlink_up_;
   std::vector<int> gpu_pcie_switch_;
   std::vector<LinkId> pcie_switch_host_up_;
-  std::vector<LinkId> leaf_spine_up_;
+  std::vector<LinkId> leaf_spine_up_;  // leaf · spines_per_pod + spine
+  std::vector<LinkId> spine_core_up_;  // (pod · spines_per_pod + spine) · cores_per_plane + core
   // The graph with every link reversed, in compressed rows, for the per-destination Dijkstra.
   using ReverseGraph = boost::compressed_sparse_row_graph<boost::directedS, boost::no_property, LinkId>;
   ReverseGraph reverse_;

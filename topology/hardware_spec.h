@@ -67,10 +67,15 @@ struct NodeSpec {
 
 enum class FabricKind { kInfiniBand, kRoCE };
 
-// Two-level fat-tree (leaf/spine). Each leaf has `leaf_down_ports` ports towards NICs and
-// leaf_down_ports / oversubscription ports of the same speed towards the spines, one to
-// each spine switch. Classic: all NICs of a node on one leaf. Rail-optimized: NIC r of
-// every node in a group goes to rail leaf r of that group.
+// Fat-tree of two tiers (leaf/spine) or three (leaf/spine/core). Each leaf has
+// `leaf_down_ports` ports towards NICs and leaf_down_ports / oversubscription ports of the same
+// speed towards the spines, one to each spine switch (of its pod, with three tiers). Classic:
+// all NICs of a node on one leaf. Rail-optimized: NIC r of every node in a group goes to rail
+// leaf r of that group.
+// Three tiers (pod_leaves > 0): consecutive leaves form pods of `pod_leaves`; each pod has its
+// own spines (as many as a leaf has uplinks), spine k of a pod has pod_leaves /
+// spine_oversubscription uplinks, one to each core switch of plane k, and plane k's cores join
+// spine k of every pod — the usual k-ary fat-tree wiring.
 struct FabricSpec {
   std::string name;
   FabricKind kind = FabricKind::kInfiniBand;
@@ -78,6 +83,8 @@ struct FabricSpec {
   LinkSpec uplink; // leaf <-> spine port
   int leaf_down_ports = 32;
   double oversubscription = 1.0;
+  int pod_leaves = 0;                   // leaves per pod; 0: two tiers
+  double spine_oversubscription = 1.0;  // spine down : up ports (three tiers)
   bool rail_optimized = false;
   // The switches reduce in the network (NVIDIA SHARP on Quantum InfiniBand switches, which
   // NCCL's CollNet uses through its SHARP plugin); InfiniBand only.

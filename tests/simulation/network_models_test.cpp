@@ -318,6 +318,35 @@ namespace {
 
 // The packet model refuses work past its limit instead of running on and on (network.chunk_kib = 1
 // on the default scenario had not finished after 120 s).
+// Bisection of a three-tier fat-tree: with every GPU sending across pods at once (a shift by
+// half the cluster), each transfer gets the NIC's rate divided by both tiers' oversubscription
+// (the leaf's down : up and the spine's), D-mod-K spreading the shift evenly over the uplinks.
+TEST(FlowNetworkTest, AThreeTierFatTreesBisectionIsTheNicRateOverBothOversubscriptions) {
+  topology::ClusterSpec spec = test_support::hgx_cluster(8);  // 64 GPUs, NDR at 40 GB/s effective
+  spec.fabric.leaf_down_ports = 16;                             // 2 nodes per leaf
+  spec.fabric.oversubscription = 2;                             // 8 uplinks per leaf
+  spec.fabric.pod_leaves = 2;                                   // 4 pods
+  spec.fabric.spine_oversubscription = 2;                       // 1 uplink per spine
+  const topology::Cluster cluster(spec);
+  sim::NetworkOptions options = test_support::textbook_network_options();
+  options.model = "flow";
+  sim::Engine engine;
+  auto model = sim::make_network_model(options, engine, cluster);
+  const std::int64_t bytes = 1 << 30;
+  std::vector<sim::CommResult> results(64);
+  for (std::int32_t gpu = 0; gpu < 64; ++gpu) {
+    sim::CommRequest transfer;
+    transfer.bytes = bytes;
+    transfer.endpoints = {gpu, (gpu + 32) % 64};
+    model->start(transfer, [&results, gpu](const sim::CommResult& result) { results[gpu] = result; });
+  }
+  engine.run();
+  const double per_gpu = 40e9 / (2 * 2);
+  for (const sim::CommResult& result : results) {
+    EXPECT_NEAR(result.bandwidth_seconds, bytes / per_gpu, 1e-9 * bytes / per_gpu);
+  }
+}
+
 TEST(PacketNetworkTest, MoreChunkMovesThanTheLimitThrowInsteadOfRunningForHours) {
   sim::NetworkOptions options = test_support::textbook_network_options();
   options.model = "packet";

@@ -149,6 +149,26 @@ TEST(ClusterTest, ParameterServersHangOffTheFabricWithTheirOwnNic) {
   EXPECT_DOUBLE_EQ(cluster.path_bottleneck(path), 12.5e9);
 }
 
+TEST(ClusterTest, ThreeTiersGroupLeavesIntoPodsJoinedByCores) {
+  ClusterSpec spec = test_support::hgx_cluster(10);  // 2 nodes per leaf: 5 leaves
+  spec.fabric.leaf_down_ports = 16;                    // 16 uplinks per leaf: 16 spines per pod
+  spec.fabric.pod_leaves = 2;                          // 3 pods
+  spec.fabric.spine_oversubscription = 2;              // 1 uplink per spine: 1 core per plane
+  const Cluster cluster(spec);
+  EXPECT_EQ(cluster.leaf_count(), 5);
+  EXPECT_EQ(cluster.spines_per_pod(), 16);
+  EXPECT_EQ(cluster.spine_count(), 48);
+  EXPECT_EQ(cluster.cores_per_plane(), 1);
+  EXPECT_EQ(cluster.core_count(), 16);
+  // Same pod (nodes 0 and 2): leaf, spine, leaf. Pods 0 and 2 (nodes 0 and 8): through a core.
+  EXPECT_EQ(kinds_along(cluster, cluster.route(0, 16))[3], VertexKind::kSpine);
+  EXPECT_EQ(kinds_along(cluster, cluster.route(0, 16)).size(), 8u);
+  EXPECT_EQ(kinds_along(cluster, cluster.route(0, 64)),
+            (std::vector<VertexKind>{VertexKind::kPcieSwitch, VertexKind::kNic, VertexKind::kLeaf, VertexKind::kSpine,
+                                     VertexKind::kCore, VertexKind::kSpine, VertexKind::kLeaf, VertexKind::kNic,
+                                     VertexKind::kPcieSwitch, VertexKind::kGpu}));
+}
+
 // route() builds its paths in closed form; equal_cost_paths() searches the graph. On every
 // kind of cluster dtsim builds, every route must be one of the searched least-cost paths, and
 // the spine it takes must follow the fabric's rule (InfiniBand: destination mod spines).
@@ -178,6 +198,22 @@ std::vector<RoutingCase> routing_cases() {
   ClusterSpec pcie_rails = pcie;
   pcie_rails.fabric.rail_optimized = true;
   cases.push_back({"PCIe servers on rails, parameter servers", pcie_rails});
+  ClusterSpec three_tiers = test_support::hgx_cluster(10);
+  three_tiers.fabric.leaf_down_ports = 16;  // 2 nodes per leaf, 16 uplinks
+  three_tiers.fabric.pod_leaves = 2;        // 3 pods; spines with 2 down ports
+  cases.push_back({"three tiers, 3 pods", three_tiers});
+  ClusterSpec three_tier_rails = three_tiers;
+  three_tier_rails.fabric.rail_optimized = true;
+  three_tier_rails.fabric.leaf_down_ports = 2;  // 2 nodes per rail group: 8 leaves per group
+  three_tier_rails.fabric.oversubscription = 2;
+  three_tier_rails.fabric.pod_leaves = 16;      // 2 groups per pod, 3 pods
+  three_tier_rails.fabric.spine_oversubscription = 4;
+  cases.push_back({"three tiers on rails, oversubscribed", three_tier_rails});
+  ClusterSpec three_tier_roce = three_tiers;
+  three_tier_roce.fabric = *topology::fabric_preset("roce-400");
+  three_tier_roce.fabric.leaf_down_ports = 16;
+  three_tier_roce.fabric.pod_leaves = 2;
+  cases.push_back({"three tiers, RoCE", three_tier_roce});
   return cases;
 }
 
@@ -196,9 +232,14 @@ TEST(ClusterTest, ClosedFormRoutesAreLeastCostPathsOfTheGraph) {
               << cluster.vertex_name(cluster.endpoint_vertex(src)) << " -> "
               << cluster.vertex_name(cluster.endpoint_vertex(dst)) << ", flow " << flow;
           if (routing_case.spec.fabric.kind != topology::FabricKind::kInfiniBand) continue;
+          const int spines = cluster.spines_per_pod();
           for (topology::LinkId link : path) {
             const topology::Vertex& to = cluster.graph()[cluster.link(link).to];
-            if (to.kind == VertexKind::kSpine) EXPECT_EQ(to.index, dst % cluster.spine_count());
+            if (to.kind == VertexKind::kSpine) {
+              EXPECT_EQ(to.index % spines, dst % spines);
+            } else if (to.kind == VertexKind::kCore) {
+              EXPECT_EQ(to.index % cluster.cores_per_plane(), dst / spines % cluster.cores_per_plane());
+            }
           }
         }
       }
