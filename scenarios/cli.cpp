@@ -185,13 +185,13 @@ class TerminalProgress {
   TerminalProgress(const TerminalProgress&) = delete;
   TerminalProgress& operator=(const TerminalProgress&) = delete;
   ~TerminalProgress() {
-    if (shown_) err_ << "\r" << std::string(width_, ' ') << "\r" << std::flush;
+    if (shown_) err_ << "\r\033[K" << std::flush;  // back to the line's start, erase it
   }
+  bool on_terminal() const { return terminal_; }
   double elapsed_s() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); }
   void show(const std::string& line) {
     if (!terminal_ || elapsed_s() * 1000 < static_cast<double>(after_.count())) return;
-    width_ = std::max(width_, line.size());
-    err_ << "\r" << line << std::string(width_ - line.size(), ' ') << std::flush;
+    err_ << "\r" << line << "\033[K" << std::flush;
     shown_ = true;
   }
 
@@ -201,7 +201,6 @@ class TerminalProgress {
   std::chrono::milliseconds after_;
   bool terminal_;
   bool shown_ = false;
-  std::size_t width_ = 0;
 };
 
 // A sweep's bar: points done of all.
@@ -227,10 +226,11 @@ int command_run(const RunOptions& options, std::ostream& out, std::ostream& err)
   RunResult result;
   {
     TerminalProgress progress(err, std::chrono::seconds(1));
-    result = run_scenario(scenario, [&](const sim::SimulationProgress& now) {
+    const auto show = [&](const sim::SimulationProgress& now) {
       progress.show(simulation_progress(now, progress.elapsed_s()));
       return true;
-    });
+    };
+    result = progress.on_terminal() ? run_scenario(scenario, show) : run_scenario(scenario);
   }
   const auto directory = output_directory(options.output, scenario.name);
   write_outputs(result, directory);

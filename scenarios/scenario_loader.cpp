@@ -399,6 +399,10 @@ topology::ClusterSpec read_cluster(TableReader reader) {
                                    fabric.pod_leaves, fabric.spine_oversubscription),
                        "1 is a non-blocking core, 2 halves the spines' uplinks (and the cores)");
   }
+  if (fabric.pod_leaves == 0 && fabric.spine_oversubscription != 1) {
+    fabric_reader.fail("spine_oversubscription", "spines have uplinks only in a three-tier fabric",
+                       "set pod_leaves (leaves per pod) too, or remove spine_oversubscription");
+  }
   if (fabric.rail_optimized && fabric.pod_leaves % node.nics != 0) {
     fabric_reader.fail("pod_leaves",
                        fmt::format("a rail-optimized pod holds whole rail groups of {} leaves, got {}", node.nics,

@@ -98,11 +98,14 @@ const FlowNetwork::Trajectory& FlowNetwork::trajectory(const CommPlan& plan, std
   const double bytes = phase.steps * plan.wire_bytes_per_transfer(phase_index);
   std::vector<double> start(routes.size(), 0);
   for (std::size_t t = 0; t < routes.size(); ++t) start[t] = bytes > 0 && !routes[t]->empty() ? bytes : 0;
+  if (std::all_of(start.begin(), start.end(), [](double b) { return b <= 0; })) return path;  // nothing moves
   auto [shared, first] = rounds_by_routes_.try_emplace(routes);
   if (first) shared->second = solve_rounds(routes, start);
   if (replay(shared->second, start, path)) return path;
   path = Trajectory{};
-  replay(fresh_rounds_.emplace_back(solve_rounds(routes, start)), start, path);
+  if (!replay(fresh_rounds_.emplace_back(solve_rounds(routes, start)), start, path)) {
+    throw std::logic_error("flow model: a phase's own rounds do not finish its transfers");
+  }
   return path;
 }
 

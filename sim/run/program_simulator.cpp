@@ -322,9 +322,7 @@ class Simulator {
     }
     for (std::uint64_t events = 1; engine_.step(); ++events) {
       if (events % kEventsBetweenReports != 0) continue;
-      std::size_t finished = 0;
-      for (const RankState& state : ranks_) finished += state.completed;
-      const SimulationProgress progress{static_cast<double>(finished) / static_cast<double>(std::max<std::size_t>(total_ops, 1)),
+      const SimulationProgress progress{static_cast<double>(completed_ops_) / static_cast<double>(std::max<std::size_t>(total_ops, 1)),
                                         engine_.now().seconds(), events};
       if (!options_.progress(progress)) {
         throw SimulationCancelled();
@@ -630,6 +628,7 @@ class Simulator {
   // communication with two members on a claimed node means the assumption failed, and the run
   // starts over on every rank (claim_shared_nodes).
   bool elide_node_local(const CommRequest& request, const std::vector<CommRequest>& mirrors) {
+    if (request.endpoints.size() < 2) return true;  // nothing travels: every copy is the same
     const topology::ClusterSpec& spec = cluster_.spec();
     if (spec.node.kind != topology::NodeKind::kNvSwitch) return false;
     const auto node_of = [&](const CommRequest& r) -> std::optional<std::int32_t> {
@@ -815,6 +814,7 @@ class Simulator {
     state.busy[op.stream] = 0;
     ++state.cursor[op.stream];
     ++state.completed;
+    ++completed_ops_;
   }
 
   void check_finished() const {
@@ -857,6 +857,7 @@ class Simulator {
   // run (elide_node_local), or communication among several of its ranks that ran.
   enum class NodeUse : std::uint8_t { kNone, kPrivate, kShared };
   std::vector<NodeUse> node_use_;
+  std::size_t completed_ops_ = 0;  // by simulated ranks, for progress reports
   std::vector<std::int32_t> scratch_nodes_;
 };
 

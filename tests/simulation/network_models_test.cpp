@@ -316,8 +316,6 @@ TYPED_TEST(NetworkModelTest, EveryBytesSentIsReported) {
 
 namespace {
 
-// The packet model refuses work past its limit instead of running on and on (network.chunk_kib = 1
-// on the default scenario had not finished after 120 s).
 // Bisection of a three-tier fat-tree: with every GPU sending across pods at once (a shift by
 // half the cluster), each transfer gets the NIC's rate divided by both tiers' oversubscription
 // (the leaf's down : up and the spine's), D-mod-K spreading the shift evenly over the uplinks.
@@ -347,6 +345,8 @@ TEST(FlowNetworkTest, AThreeTierFatTreesBisectionIsTheNicRateOverBothOversubscri
   }
 }
 
+// The packet model refuses work past its limit instead of running on and on (network.chunk_kib = 1
+// on the default scenario had not finished after 120 s).
 TEST(PacketNetworkTest, MoreChunkMovesThanTheLimitThrowInsteadOfRunningForHours) {
   sim::NetworkOptions options = test_support::textbook_network_options();
   options.model = "packet";
