@@ -37,15 +37,6 @@ std::vector<OpIndex> with(std::vector<OpIndex> ops, const std::vector<OpIndex>& 
   return ops;
 }
 
-program::CollectiveOp collective(CollectiveKind kind, program::GroupFamilyId group, double bytes, program::DType dtype) {
-  program::CollectiveOp op;
-  op.kind = kind;
-  op.group = group;
-  op.bytes = std::llround(bytes);
-  op.dtype = dtype;
-  return op;
-}
-
 // Greedy bucket filling in gradient-ready order, as torch's Reducer does; each full bucket is
 // all-reduced (DDP) or reduce-scattered (ZeRO) right away — or, without overlap_grad_reduce,
 // everything is one bucket flushed after the backward.
@@ -64,7 +55,7 @@ class BucketFiller {
     if (bytes_ <= 0) return;
     last_ = builder.add(fmt::format("{}.bucket{}.{}", kind_ == CollectiveKind::kAllReduce ? "ddp" : "zero", index_,
                                     program::collective_name(kind_)),
-                        stream_, collective(kind_, group_, bytes_, dtype_), {ready_after});
+                        stream_, program::make_collective(kind_, group_, bytes_, dtype_), {ready_after});
     ++index_;
     bytes_ = 0;
   }
@@ -138,7 +129,7 @@ class ReplicatedPolicy : public DataParallelPolicy {
     // stream wait for the communication stream.
     if (buckets_.last()) wait_for_.push_back(*buckets_.last());
     if (zero_stage_ == 0 && input_.ddp.barrier_every_step && last_micro_batch && context_.issues_step_barrier) {
-      program::CollectiveOp barrier = collective(CollectiveKind::kBarrier, context_.world_group, 0, program::DType::kFP32);
+      program::CollectiveOp barrier = program::make_collective(CollectiveKind::kBarrier, context_.world_group, 0, program::DType::kFP32);
       wait_for_.push_back(builder.add("barrier", context_.dp_reduce, barrier, {last}));
     }
     return last;
@@ -164,7 +155,7 @@ class ReplicatedPolicy : public DataParallelPolicy {
 
  private:
   OpIndex gather_parameters(RankProgramBuilder& builder, std::string name, double parameters, std::vector<OpIndex> deps) {
-    const program::CollectiveOp gather = collective(
+    const program::CollectiveOp gather = program::make_collective(
         CollectiveKind::kAllGather, context_.dp_group, parameters * context_.replica->state.parameters, context_.replica->dtype);
     return builder.add(std::move(name), context_.dp_gather, gather, std::move(deps));
   }
@@ -400,7 +391,7 @@ class ShardedPolicy : public DataParallelPolicy {
     builder.allocate(fmt::format("{}.gathered_parameters", unit.name), context_.dp_gather, MemoryCategory::kGatheredParameters,
                      param_bytes(u), deps);
     return builder.add(fmt::format("{}.{}.all_gather", unit.name, pass), context_.dp_gather,
-                       collective(CollectiveKind::kAllGather, group_, param_bytes(u), param_dtype_));
+                       program::make_collective(CollectiveKind::kAllGather, group_, param_bytes(u), param_dtype_));
   }
 
   // Reduce-scatters a unit's gradients (then all-reduces the shard across nodes under
@@ -409,10 +400,10 @@ class ShardedPolicy : public DataParallelPolicy {
     const Unit& unit = units_[u];
     const double bytes = unit.elements * dtype_size(reduce_dtype_);
     OpIndex last = builder.add(fmt::format("{}.reduce_scatter", unit.name), context_.dp_reduce,
-                               collective(CollectiveKind::kReduceScatter, group_, bytes, reduce_dtype_), {after});
+                               program::make_collective(CollectiveKind::kReduceScatter, group_, bytes, reduce_dtype_), {after});
     if (fsdp_.sharding == ShardingStrategy::kHybridShard && input_.parallel.dp > shards_) {
       last = builder.add(fmt::format("{}.replica_all_reduce", unit.name), context_.dp_reduce,
-                         collective(CollectiveKind::kAllReduce, context_.replicate_group, bytes / shards_, reduce_dtype_));
+                         program::make_collective(CollectiveKind::kAllReduce, context_.replicate_group, bytes / shards_, reduce_dtype_));
     }
     if (fsdp_.cpu_offload) {
       program::ComputeOp copy;

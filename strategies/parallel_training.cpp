@@ -201,12 +201,10 @@ program::Program lower_parallel(const LoweringInput& input) {
       const OpIndex received = builder.add(fmt::format("pp.recv_{}.{}", what, micro), stream,
                                            activation_transfer(false, offset, group, sent_bytes, replica.dtype));
       if (!scatter_gather) return received;
-      program::CollectiveOp gather;
-      gather.kind = program::CollectiveKind::kAllGather;
-      gather.group = tensor_parallel.group;
-      gather.bytes = static_cast<std::int64_t>(activation_bytes);
-      gather.dtype = replica.dtype;
-      return builder.add(fmt::format("pp.gather_{}.{}", what, micro), base.streams.tensor_parallel, gather, {received});
+      return builder.add(fmt::format("pp.gather_{}.{}", what, micro), base.streams.tensor_parallel,
+                         program::make_collective(program::CollectiveKind::kAllGather, tensor_parallel.group,
+                                                  activation_bytes, replica.dtype),
+                         {received});
     };
     // A send: with blocking point-to-point the stage's next compute waits for it to complete.
     std::vector<OpIndex> next_step;
@@ -240,12 +238,10 @@ program::Program lower_parallel(const LoweringInput& input) {
       std::vector<OpIndex> before_update;
       if (embedding_copy && (stage == 0 || stage == pp - 1) && last_backward) {
         chunk_names(0);
-        program::CollectiveOp all_reduce;
-        all_reduce.kind = program::CollectiveKind::kAllReduce;
-        all_reduce.group = embedding_group;
-        all_reduce.bytes = std::llround(embedding_gradient_bytes);
-        all_reduce.dtype = replica.gradient_dtype;
-        before_update.push_back(builder.add("embedding.gradients.all_reduce", embedding_stream, all_reduce, {*last_backward}));
+        before_update.push_back(builder.add("embedding.gradients.all_reduce", embedding_stream,
+                                            program::make_collective(program::CollectiveKind::kAllReduce, embedding_group,
+                                                                     embedding_gradient_bytes, replica.gradient_dtype),
+                                            {*last_backward}));
       }
       for (std::int32_t chunk = 0; chunk < chunks; ++chunk) {
         chunk_names(chunk);

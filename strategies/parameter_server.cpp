@@ -27,11 +27,7 @@ program::StreamId worker_stream(std::int32_t servers, std::int32_t worker) {
 
 program::CollectiveOp ps_transfer(program::CollectiveKind kind, program::GroupFamilyId group,
                                   double bytes, program::DType dtype, std::int32_t servers) {
-  program::CollectiveOp op;
-  op.kind = kind;
-  op.group = group;
-  op.bytes = std::llround(bytes);
-  op.dtype = dtype;
+  program::CollectiveOp op = program::make_collective(kind, group, bytes, dtype);
   op.algorithm = program::Algorithm::kParameterServer;
   op.ps_servers = servers;
   return op;

@@ -322,12 +322,7 @@ class BlockBuilder {
     return op;
   }
   CollectiveOp collective(CollectiveKind kind, double bytes) const {
-    CollectiveOp op;
-    op.kind = kind;
-    op.group = shape_.tp.group;
-    op.bytes = static_cast<std::int64_t>(bytes);
-    op.dtype = shape_.dtype;
-    return op;
+    return program::make_collective(kind, shape_.tp.group, bytes, shape_.dtype);
   }
 
   BlockShape shape_;

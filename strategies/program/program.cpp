@@ -1,6 +1,8 @@
 // Names of IR enums, group families and structural validation of a Program.
 #include "strategies/program/program.h"
 
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include <map>
@@ -9,6 +11,15 @@
 #include <tuple>
 
 namespace program {
+
+CollectiveOp make_collective(CollectiveKind kind, GroupFamilyId group, double bytes, DType dtype) {
+  CollectiveOp op;
+  op.kind = kind;
+  op.group = group;
+  op.bytes = std::llround(bytes);
+  op.dtype = dtype;
+  return op;
+}
 namespace {
 
 template <typename Enum, std::size_t N>

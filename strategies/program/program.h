@@ -117,6 +117,10 @@ struct CollectiveOp {
   bool userbuffers = false;
 };
 
+// A collective of `kind` over `group` moving `bytes` (rounded to a whole byte) of `dtype`; every
+// other field at its default.
+CollectiveOp make_collective(CollectiveKind kind, GroupFamilyId group, double bytes, DType dtype);
+
 struct SendRecvOp {
   bool is_send = true;
   GroupFamilyId group = 0;
