@@ -525,7 +525,8 @@ class Simulator {
       }
       if (!mirrors.empty()) {
         check = std::make_shared<MirrorCheck>();
-        check->what = fmt::format("rank {} op '{}'", first_member, op_of(first_member, first_op).name);
+        check->rank = first_member;
+        check->op = &op_of(first_member, first_op);
       }
     }
     try {
@@ -595,7 +596,8 @@ class Simulator {
   };
   // The outcomes of one communication and its mirrors, compared as they finish (in any order).
   struct MirrorCheck {
-    std::string what;  // "rank R op 'NAME'", for the message
+    std::int32_t rank = 0;            // the representative's first member and its op, named in the
+    const program::Op* op = nullptr;  // message (formatted only then: this runs for every transfer)
     std::optional<CommOutcome> representative;
     std::vector<std::pair<std::int32_t, CommOutcome>> early_mirrors;  // finished before it
     void finished(CommOutcome outcome, std::int32_t replica) {
@@ -612,9 +614,9 @@ class Simulator {
     void compare(std::int32_t replica, const CommOutcome& mirror) const {
       if (mirror == *representative) return;
       throw AsymmetricNetwork(fmt::format(
-          "the network treats the replicas differently: {} took {:.6f} to {:.6f} ms in replica 0, {:.6f} to "
-          "{:.6f} ms in replica {}",
-          what, representative->start.seconds() * 1e3, representative->end.seconds() * 1e3,
+          "the network treats the replicas differently: rank {} op '{}' took {:.6f} to {:.6f} ms in replica 0, "
+          "{:.6f} to {:.6f} ms in replica {}",
+          rank, op->name, representative->start.seconds() * 1e3, representative->end.seconds() * 1e3,
           mirror.start.seconds() * 1e3, mirror.end.seconds() * 1e3, replica));
     }
   };
@@ -661,14 +663,10 @@ class Simulator {
   void mark_shared_nodes() {
     node_use_.assign(static_cast<std::size_t>(cluster_.spec().nodes + cluster_.spec().parameter_servers.count),
                      NodeUse::kNone);
-    std::set<program::GroupFamilyId> used;
-    for (const auto& [key, plan] : plans_) {
-      for (const program::Op& op : key.first->ops) {
-        if (const auto* c = std::get_if<program::CollectiveOp>(&op.body)) used.insert(c->group);
-        if (const auto* p2p = std::get_if<program::SendRecvOp>(&op.body)) used.insert(p2p->group);
-      }
-    }
-    for (program::GroupFamilyId family : used) {
+    const std::vector<bool> used = used_families(program_);
+    for (std::size_t g = 0; g < used.size(); ++g) {
+      if (!used[g]) continue;
+      const auto family = static_cast<program::GroupFamilyId>(g);
       for (const auto& members : program_.family(family).instances) {
         CommRequest group;
         for (std::int32_t member : members) group.endpoints.push_back(program_.placement[member]);

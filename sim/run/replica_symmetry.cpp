@@ -26,19 +26,6 @@ std::vector<const program::RankProgram*> distinct_programs(const program::Progra
   return distinct;
 }
 
-// Per group family: whether any op communicates over it (unused ones, e.g. "world" without a
-// barrier, do not matter).
-std::vector<bool> used_families(const program::Program& program) {
-  std::vector<bool> used(program.group_families.size(), false);
-  for (const program::RankProgram* rank_program : distinct_programs(program)) {
-    for (const program::Op& op : rank_program->ops) {
-      if (const auto* collective = std::get_if<program::CollectiveOp>(&op.body)) used[collective->group] = true;
-      if (const auto* p2p = std::get_if<program::SendRecvOp>(&op.body)) used[p2p->group] = true;
-    }
-  }
-  return used;
-}
-
 // Replicas defined by `family`, or why they cannot be: the reason for the first broken
 // condition.
 std::optional<std::string> check_family(const program::Program& program, const topology::Cluster& cluster,
@@ -104,6 +91,17 @@ std::optional<std::string> check_family(const program::Program& program, const t
 }
 
 }  // namespace
+
+std::vector<bool> used_families(const program::Program& program) {
+  std::vector<bool> used(program.group_families.size(), false);
+  for (const program::RankProgram* rank_program : distinct_programs(program)) {
+    for (const program::Op& op : rank_program->ops) {
+      if (const auto* collective = std::get_if<program::CollectiveOp>(&op.body)) used[collective->group] = true;
+      if (const auto* p2p = std::get_if<program::SendRecvOp>(&op.body)) used[p2p->group] = true;
+    }
+  }
+  return used;
+}
 
 std::int32_t ReplicaSymmetry::mirror(const program::Program& program, std::int32_t first,
                                      std::int32_t replica) const {

@@ -39,6 +39,9 @@ struct ReplicaSymmetry {
   std::int32_t mirror(const program::Program& program, std::int32_t first, std::int32_t replica) const;
 };
 
+// Per group family of `program`: whether any op communicates over it.
+std::vector<bool> used_families(const program::Program& program);
+
 // The family with the most replicas under which `program` is symmetric, or why none is:
 // `why_not` gets, for each candidate family, the first condition it breaks.
 std::optional<ReplicaSymmetry> find_replica_symmetry(const program::Program& program,
