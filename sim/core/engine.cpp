@@ -1,7 +1,6 @@
-// Implementation of the event heap, slot reuse and lazy cancellation (see engine.h).
+// Implementation of slot reuse and lazy cancellation over the event queue (see engine.h).
 #include "sim/core/engine.h"
 
-#include <algorithm>
 #include <cassert>
 #include <stdexcept>
 #include <utility>
@@ -21,8 +20,7 @@ EventId Engine::schedule_at(Time when, Handler handler) {
   Slot& slot = slots_[slot_index];
   slot.handler = std::move(handler);
   slot.pending = true;
-  heap_.push_back(QueueEntry{when, next_sequence_++, slot_index});
-  std::push_heap(heap_.begin(), heap_.end(), later);
+  queue_.push(QueueEntry{when, slot_index});
   ++pending_;
   return EventId{slot_index, slot.generation};
 }
@@ -38,24 +36,16 @@ bool Engine::cancel(EventId id) {
   slot.pending = false;
   slot.handler = nullptr;
   --pending_;
-  // The heap entry stays; pop_next skips it and frees the slot then.
+  // The queue entry stays; pop_next skips it and frees the slot then.
   return true;
 }
 
 bool Engine::pop_next(Time limit, QueueEntry& out) {
-  while (!heap_.empty()) {
-    const QueueEntry top = heap_.front();
-    Slot& slot = slots_[top.slot];
-    if (slot.pending && top.when > limit) return false;
-    std::pop_heap(heap_.begin(), heap_.end(), later);
-    heap_.pop_back();
-    if (!slot.pending) {  // cancelled: recycle the slot now that its heap entry is gone
-      ++slot.generation;
-      free_slots_.push_back(top.slot);
-      continue;
-    }
-    out = top;
-    return true;
+  while (queue_.pop_if_not_after(limit, out)) {
+    Slot& slot = slots_[out.slot];
+    if (slot.pending) return true;
+    ++slot.generation;  // cancelled: recycle the slot now that its queue entry is gone
+    free_slots_.push_back(out.slot);
   }
   return false;
 }

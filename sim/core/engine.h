@@ -2,9 +2,9 @@
 //
 // Events are callbacks scheduled at a simulated time. They run in order of (time, insertion
 // sequence): two events at the same picosecond run in the order they were scheduled, so the
-// same inputs always give the same run. A scheduled event can be cancelled through its
-// EventId; cancellation is O(1) (the slot is marked and skipped when it reaches the top of
-// the heap). The engine knows nothing about networks, GPUs or neural networks: models plug
+// same inputs always give the same run (the queue: event_queue.h). A scheduled event can be
+// cancelled through its EventId; cancellation is O(1) (the slot is marked and skipped when it
+// reaches the front of the queue). The engine knows nothing about networks, GPUs or neural networks: models plug
 // in by scheduling events.
 #pragma once
 
@@ -12,6 +12,7 @@
 #include <functional>
 #include <vector>
 
+#include "sim/core/event_queue.h"
 #include "sim/core/time.h"
 
 namespace sim {
@@ -51,29 +52,20 @@ class Engine {
   std::size_t pending_events() const { return pending_; }
 
  private:
-  struct QueueEntry {
-    Time when;
-    std::uint64_t sequence;
-    std::uint32_t slot;
-  };
+  using QueueEntry = EventQueue::Entry;
   struct Slot {
     Handler handler;
     std::uint32_t generation = 0;
     bool pending = false;
   };
-  static bool later(const QueueEntry& a, const QueueEntry& b) {
-    if (a.when != b.when) return a.when > b.when;
-    return a.sequence > b.sequence;
-  }
   // Pops the next live event into `out`; false when the queue holds none at or before `limit`.
   bool pop_next(Time limit, QueueEntry& out);
   void dispatch(const QueueEntry& entry);
 
-  std::vector<QueueEntry> heap_;
+  EventQueue queue_;
   std::vector<Slot> slots_;
   std::vector<std::uint32_t> free_slots_;
   Time now_ = Time::zero();
-  std::uint64_t next_sequence_ = 0;
   std::uint64_t events_processed_ = 0;
   std::size_t pending_ = 0;
 };
