@@ -9,7 +9,13 @@
 namespace sim {
 
 PacketNetwork::PacketNetwork(Engine& engine, const topology::Cluster& cluster, NetworkOptions options)
-    : engine_(engine), planner_(cluster, std::move(options)), link_free_at_(cluster.link_count(), Time::zero()) {}
+    : engine_(engine), planner_(cluster, std::move(options)) {
+  links_.reserve(cluster.link_count());
+  for (topology::LinkId id = 0; id < cluster.link_count(); ++id) {
+    const topology::LinkSpec& spec = cluster.link(id).spec;
+    links_.push_back({Time::zero(), spec.effective_bandwidth(), Time::from_seconds(spec.latency)});
+  }
+}
 
 void PacketNetwork::start(const CommRequest& request, std::function<void(const CommResult&)> done) {
   const CommPlan& plan = planner_.plan(request);
@@ -46,40 +52,45 @@ void PacketNetwork::start_step(std::uint32_t id) {
   const double chunk_bytes = transfer_bytes / chunks;
   comm.chunks_in_flight = static_cast<std::uint64_t>(chunks) * phase.transfers.size();
   // Round-robin over transfers so that transfers sharing a first link interleave fairly.
+  const auto& paths = comm.plan->paths[comm.phase];
   for (std::uint32_t c = 0; c < chunks; ++c) {
-    for (std::uint32_t t = 0; t < phase.transfers.size(); ++t) arrive(id, t, 0, chunk_bytes, engine_.now());
+    for (std::uint32_t t = 0; t < phase.transfers.size(); ++t) {
+      const topology::Path& path = *paths[t];
+      arrive(chunks_.acquire(
+          Chunk{path.data(), static_cast<std::uint32_t>(path.size()), 0, chunk_bytes, engine_.now(), id, t}));
+    }
   }
 }
 
-void PacketNetwork::arrive(std::uint32_t id, std::uint32_t transfer, std::uint32_t hop, double bytes,
-                           Time tail) {
-  const Comm& comm = comms_[id];
-  const topology::Path& path = *comm.plan->paths[comm.phase][transfer];
-  if (hop >= path.size()) {  // the head is at the destination; the chunk is in when its tail is
-    if (tail <= engine_.now() && hop > 0) {  // (an empty path goes through an event: no recursion)
-      deliver(id, transfer);
+void PacketNetwork::arrive(std::uint32_t index) {
+  Chunk& chunk = chunks_[index];
+  if (chunk.hop == chunk.path_length) {  // the head is at the destination; the chunk is in when its tail is
+    if (chunk.tail <= engine_.now() && chunk.hop > 0) {  // (an empty path goes through an event: no recursion)
+      deliver(index);
     } else {
-      engine_.schedule_at(tail, [this, id, transfer] { deliver(id, transfer); });
+      engine_.schedule_at(chunk.tail, [this, index] { deliver(index); });
     }
     return;
   }
-  const topology::Link& link = planner_.cluster().link(path[hop]);
-  const Time begin = max(engine_.now(), link_free_at_[path[hop]]);
-  const Time end = max(begin + Time::from_seconds(bytes / link.spec.effective_bandwidth()), tail);
-  link_free_at_[path[hop]] = end;
+  LinkQueue& link = links_[chunk.path[chunk.hop]];
+  const Time begin = max(engine_.now(), link.free_at);
+  const Time end = max(begin + Time::from_seconds(chunk.bytes / link.bandwidth), chunk.tail);
+  link.free_at = end;
   if (++chunk_hops_ > planner_.options().packet_chunk_hop_limit) {
     throw NetworkWorkLimit(fmt::format(
         "the packet model would move more than {} chunks link by link: raise network.chunk_kib (now {}) or use "
         "network.model = \"flow\"",
         planner_.options().packet_chunk_hop_limit, planner_.options().chunk_bytes / 1024));
   }
-  const Time latency = Time::from_seconds(link.spec.latency);
-  engine_.schedule_at(begin + latency, [this, id, transfer, hop, bytes, tail_next = end + latency] {
-    arrive(id, transfer, hop + 1, bytes, tail_next);
-  });
+  chunk.tail = end + link.latency;
+  ++chunk.hop;
+  engine_.schedule_at(begin + link.latency, [this, index] { arrive(index); });
 }
 
-void PacketNetwork::deliver(std::uint32_t id, std::uint32_t transfer) {
+void PacketNetwork::deliver(std::uint32_t index) {
+  const std::uint32_t id = chunks_[index].comm;
+  const std::uint32_t transfer = chunks_[index].transfer;
+  chunks_.release(index);
   Comm& comm = comms_[id];
   const collectives::Transfer& edge = comm.plan->schedule.phases[comm.phase].transfers[transfer];
   const Time now = engine_.now();

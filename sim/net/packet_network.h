@@ -35,17 +35,35 @@ class PacketNetwork : public NetworkModel {
     std::vector<std::uint8_t> member_busy;  // the member sent or received in this step
   };
 
+  // One chunk on its way: its head is at hop `hop` of `path`, its tail follows at `tail`.
+  // Events carry only the chunk's index, so that their callbacks need no allocation.
+  struct Chunk {
+    const topology::LinkId* path;
+    std::uint32_t path_length;
+    std::uint32_t hop;
+    double bytes;
+    Time tail;
+    std::uint32_t comm;
+    std::uint32_t transfer;
+  };
+  // What a chunk needs of a link, in one place: the links are read on every hop.
+  struct LinkQueue {
+    Time free_at;      // FIFO: when the link can start its next chunk
+    double bandwidth;  // effective, bytes/s
+    Time latency;
+  };
+
   void start_step(std::uint32_t comm);
   void end_step(std::uint32_t comm);
-  // The head of a chunk of `bytes` of transfer `transfer` reaches hop `hop` of its path now;
-  // its tail reaches it at `tail`.
-  void arrive(std::uint32_t comm, std::uint32_t transfer, std::uint32_t hop, double bytes, Time tail);
-  void deliver(std::uint32_t comm, std::uint32_t transfer);
+  // The head of chunk `chunk` reaches hop chunks_[chunk].hop of its path now.
+  void arrive(std::uint32_t chunk);
+  void deliver(std::uint32_t chunk);
 
   Engine& engine_;
   CommPlanner planner_;
-  std::vector<Time> link_free_at_;  // FIFO: when each link can start its next chunk
+  std::vector<LinkQueue> links_;
   SlotPool<Comm> comms_;
+  SlotPool<Chunk> chunks_;
   std::uint64_t chunk_hops_ = 0;
 };
 
