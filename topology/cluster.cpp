@@ -140,16 +140,18 @@ void Cluster::build_fabric(const std::vector<std::vector<VertexId>>& node_nics,
     const auto& nics = node_nics[n];
     if (group < 0 || used_ports[leaf_of(0)] + node_ports_per_leaf > ports) open_group();
     std::vector<LinkId> nic_leaf;
+    std::vector<int> nic_port;
     for (std::size_t j = 0; j < nics.size(); ++j) {
       const int rail = fabric.rail_optimized ? static_cast<int>(j) : 0;
       nic_leaf.push_back(add_link(nics[j], leaves[leaf_of(rail)], LinkClass::kNetwork, fabric.nic));
-      ++used_ports[leaf_of(rail)];
+      nic_port.push_back(used_ports[leaf_of(rail)]++);
     }
     for (int i = 0; i < gpus_per_node; ++i) {
       FabricAttachment& attachment = attachment_[n * gpus_per_node + static_cast<std::size_t>(i)];
       const auto nic = static_cast<std::size_t>(i * spec_.node.nics / gpus_per_node);
       attachment.up[2] = nic_leaf[nic];
       attachment.leaf = static_cast<int>(leaf_of(fabric.rail_optimized ? static_cast<int>(nic) : 0));
+      attachment.port = nic_port[nic];
     }
   }
   for (VertexId server : server_hosts) {
@@ -158,8 +160,8 @@ void Cluster::build_fabric(const std::vector<std::vector<VertexId>>& node_nics,
     attachment.up[0] = add_link(server, leaves[leaf_of(0)], LinkClass::kNetwork, spec_.parameter_servers.nic);
     attachment.hops = 1;
     attachment.leaf = static_cast<int>(leaf_of(0));
+    attachment.port = used_ports[leaf_of(0)]++;
     attachment_.push_back(attachment);
-    ++used_ports[leaf_of(0)];
   }
   leaf_count_ = static_cast<int>(leaves.size());
   if (leaf_count_ <= 1) return;
@@ -289,14 +291,17 @@ Path Cluster::route(int src, int dst, std::uint64_t flow_hash) const {
   if (a.leaf != b.leaf) {
     const bool infiniband = spec_.fabric.kind == FabricKind::kInfiniBand;
     const auto spines = static_cast<std::size_t>(spines_per_pod_);
-    const std::size_t spine = (infiniband ? static_cast<std::uint64_t>(dst) : mix(flow_hash ^ mix(a.hops))) % spines;
+    // InfiniBand: D-mod-K (Zahavi 2010) — destination D leaves through up port D mod K, and at the
+    // spine through (D / K) mod K'. RoCE: ECMP hashing of the flow.
+    const std::uint64_t destination = b.fabric_index(spec_.fabric.leaf_down_ports);
+    const std::size_t spine = (infiniband ? destination : mix(flow_hash ^ mix(a.hops))) % spines;
     path.push_back(leaf_spine_up_[static_cast<std::size_t>(a.leaf) * spines + spine]);
     const int pod_a = a.leaf / leaves_per_pod_;
     const int pod_b = b.leaf / leaves_per_pod_;
     if (pod_a != pod_b) {  // up to a core of the spine's plane and down to the same plane's spine
       const auto cores = static_cast<std::size_t>(cores_per_plane_);
       const std::size_t core =
-          (infiniband ? static_cast<std::uint64_t>(dst) / spines : mix(flow_hash ^ mix(a.hops + 1u))) % cores;
+          (infiniband ? destination / spines : mix(flow_hash ^ mix(a.hops + 1u))) % cores;
       path.push_back(spine_core_up_[(static_cast<std::size_t>(pod_a) * spines + spine) * cores + core]);
       path.push_back(reverse(spine_core_up_[(static_cast<std::size_t>(pod_b) * spines + spine) * cores + core]));
     }

@@ -17,8 +17,10 @@
 // between rails climbs to a spine rather than crossing a host.
 // Among equal-cost next hops (the spines between two leaves) the choice follows the fabric:
 //   InfiniBand — destination-based, next hop = destination mod choices, as the subnet
-//                manager's fat-tree routing (D-mod-K) programs the switches' tables; shift
-//                patterns such as rings then never share an uplink;
+//                manager's fat-tree routing (D-mod-K) programs the switches' tables, with
+//                destinations numbered as the switches see them: leaf by leaf, down port by
+//                down port (on rails, a leaf's ports are one NIC of each node of its group);
+//                shift patterns such as rings then never share an uplink;
 //   RoCE       — ECMP on a hash of the flow, so distinct flows may collide on an uplink.
 // route() builds these paths in closed form from the structure the cluster was built with
 // (inside the node; endpoint → NIC → leaf [→ spine [→ core → spine] → leaf] → NIC → endpoint),
@@ -126,13 +128,20 @@ class Cluster {
   int leaves_per_pod_ = 0;   // all leaves with two tiers
 
   // The structure route() follows. Per endpoint: its links up to its leaf (GPU → PCIe switch →
-  // NIC → leaf, or server → leaf) and that leaf. Per GPU: its NVLink to the node's NVSwitch
+  // NIC → leaf, or server → leaf), that leaf and the leaf's down port it arrives on. Per GPU: its NVLink to the node's NVSwitch
   // (NVSwitch nodes) and its PCIe switch (numbered node · nics + switch). Per PCIe switch: its
   // link to the host. Per leaf: its uplinks, one per spine (leaf · spines + spine).
   struct FabricAttachment {
     std::array<LinkId, 3> up{};
     std::uint8_t hops = 0;
     int leaf = 0;
+    int port = 0;
+    // D-mod-K's destination number: endpoints numbered leaf by leaf, port by port, as the
+    // switches see them (GPUs sharing a NIC are one destination).
+    std::uint64_t fabric_index(int leaf_down_ports) const {
+      return static_cast<std::uint64_t>(leaf) * static_cast<std::uint64_t>(leaf_down_ports) +
+             static_cast<std::uint64_t>(port);
+    }
   };
   std::vector<FabricAttachment> attachment_;
   std::vector<LinkId> gpu_nvlink_up_;

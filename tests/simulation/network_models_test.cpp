@@ -319,29 +319,50 @@ namespace {
 // Bisection of a three-tier fat-tree: with every GPU sending across pods at once (a shift by
 // half the cluster), each transfer gets the NIC's rate divided by both tiers' oversubscription
 // (the leaf's down : up and the spine's), D-mod-K spreading the shift evenly over the uplinks.
+// Returns each transfer's bandwidth time for `bytes`.
+std::vector<double> half_shift_seconds(const topology::ClusterSpec& spec, std::int64_t bytes) {
+  const topology::Cluster cluster(spec);
+  sim::NetworkOptions options = test_support::textbook_network_options();
+  options.model = "flow";
+  sim::Engine engine;
+  auto model = sim::make_network_model(options, engine, cluster);
+  const std::int32_t gpus = spec.gpu_count();
+  std::vector<double> seconds(static_cast<std::size_t>(gpus));
+  for (std::int32_t gpu = 0; gpu < gpus; ++gpu) {
+    sim::CommRequest transfer;
+    transfer.bytes = bytes;
+    transfer.endpoints = {gpu, (gpu + gpus / 2) % gpus};
+    model->start(transfer, [&seconds, gpu](const sim::CommResult& result) { seconds[gpu] = result.bandwidth_seconds; });
+  }
+  engine.run();
+  return seconds;
+}
+
 TEST(FlowNetworkTest, AThreeTierFatTreesBisectionIsTheNicRateOverBothOversubscriptions) {
   topology::ClusterSpec spec = test_support::hgx_cluster(8);  // 64 GPUs, NDR at 40 GB/s effective
   spec.fabric.leaf_down_ports = 16;                             // 2 nodes per leaf
   spec.fabric.oversubscription = 2;                             // 8 uplinks per leaf
   spec.fabric.pod_leaves = 2;                                   // 4 pods
   spec.fabric.spine_oversubscription = 2;                       // 1 uplink per spine
-  const topology::Cluster cluster(spec);
-  sim::NetworkOptions options = test_support::textbook_network_options();
-  options.model = "flow";
-  sim::Engine engine;
-  auto model = sim::make_network_model(options, engine, cluster);
   const std::int64_t bytes = 1 << 30;
-  std::vector<sim::CommResult> results(64);
-  for (std::int32_t gpu = 0; gpu < 64; ++gpu) {
-    sim::CommRequest transfer;
-    transfer.bytes = bytes;
-    transfer.endpoints = {gpu, (gpu + 32) % 64};
-    model->start(transfer, [&results, gpu](const sim::CommResult& result) { results[gpu] = result; });
-  }
-  engine.run();
   const double per_gpu = 40e9 / (2 * 2);
-  for (const sim::CommResult& result : results) {
-    EXPECT_NEAR(result.bandwidth_seconds, bytes / per_gpu, 1e-9 * bytes / per_gpu);
+  for (double seconds : half_shift_seconds(spec, bytes)) EXPECT_NEAR(seconds, bytes / per_gpu, 1e-9 * bytes / per_gpu);
+}
+
+// The rail-optimized NDR preset as large clusters build it (64-port switches: leaves of 32 NICs,
+// pods of 32 leaves = 1,024 GPUs), two pods, with each tier oversubscribed in turn.
+TEST(FlowNetworkTest, TheRailOptimizedNdrPresetsBisectionIsTheNicRateOverBothOversubscriptions) {
+  topology::ClusterSpec spec = test_support::hgx_cluster(256);
+  spec.fabric = *topology::fabric_preset("ib-ndr-rail");
+  ASSERT_EQ(spec.fabric.pod_leaves * spec.fabric.leaf_down_ports, 1024);
+  const std::int64_t bytes = 1 << 30;
+  for (const auto& [leaf, spine] : {std::pair{1.0, 1.0}, std::pair{2.0, 1.0}, std::pair{1.0, 4.0}}) {
+    spec.fabric.oversubscription = leaf;
+    spec.fabric.spine_oversubscription = spine;
+    const double per_gpu = spec.fabric.nic.effective_bandwidth() / (leaf * spine);
+    for (double seconds : half_shift_seconds(spec, bytes)) {
+      ASSERT_NEAR(seconds, bytes / per_gpu, 1e-9 * bytes / per_gpu) << leaf << ":1 at the leaves, " << spine << ":1 at the spines";
+    }
   }
 }
 

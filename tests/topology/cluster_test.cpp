@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "tests/support/clusters.h"
@@ -217,10 +218,27 @@ std::vector<RoutingCase> routing_cases() {
   return cases;
 }
 
+// D-mod-K's destination numbers, read off the graph: a leaf's down ports are numbered in the
+// order their links were made, and a NIC's (or server's) number is leaf · down ports + port.
+std::map<topology::VertexId, std::uint64_t> destination_numbers(const Cluster& cluster) {
+  std::map<topology::VertexId, std::uint64_t> numbers;  // NIC or server vertex: number
+  std::map<int, std::uint64_t> ports_used;               // per leaf
+  for (topology::LinkId id = 0; id < cluster.link_count(); ++id) {
+    const topology::Link& link = cluster.link(id);
+    const topology::Vertex& from = cluster.graph()[link.from];
+    const topology::Vertex& to = cluster.graph()[link.to];
+    if (to.kind != VertexKind::kLeaf || (from.kind != VertexKind::kNic && from.kind != VertexKind::kServer)) continue;
+    const auto leaf = static_cast<std::uint64_t>(to.index);
+    numbers[link.from] = leaf * static_cast<std::uint64_t>(cluster.spec().fabric.leaf_down_ports) + ports_used[to.index]++;
+  }
+  return numbers;
+}
+
 TEST(ClusterTest, ClosedFormRoutesAreLeastCostPathsOfTheGraph) {
   for (const RoutingCase& routing_case : routing_cases()) {
     SCOPED_TRACE(routing_case.name);
     const Cluster cluster(routing_case.spec);
+    const auto destination_number = destination_numbers(cluster);
     for (int src = 0; src < cluster.endpoint_count(); ++src) {
       for (int dst = 0; dst < cluster.endpoint_count(); ++dst) {
         if (src == dst) continue;
@@ -232,13 +250,19 @@ TEST(ClusterTest, ClosedFormRoutesAreLeastCostPathsOfTheGraph) {
               << cluster.vertex_name(cluster.endpoint_vertex(src)) << " -> "
               << cluster.vertex_name(cluster.endpoint_vertex(dst)) << ", flow " << flow;
           if (routing_case.spec.fabric.kind != topology::FabricKind::kInfiniBand) continue;
-          const int spines = cluster.spines_per_pod();
+          const auto spines = static_cast<std::uint64_t>(cluster.spines_per_pod());
+          const auto cores = static_cast<std::uint64_t>(cluster.cores_per_plane());
+          std::uint64_t destination = 0;
+          for (topology::LinkId link : path) {  // the last NIC or server on the path is the destination's
+            const auto found = destination_number.find(cluster.link(link).to);
+            if (found != destination_number.end()) destination = found->second;
+          }
           for (topology::LinkId link : path) {
             const topology::Vertex& to = cluster.graph()[cluster.link(link).to];
             if (to.kind == VertexKind::kSpine) {
-              EXPECT_EQ(to.index % spines, dst % spines);
+              EXPECT_EQ(static_cast<std::uint64_t>(to.index) % spines, destination % spines);
             } else if (to.kind == VertexKind::kCore) {
-              EXPECT_EQ(to.index % cluster.cores_per_plane(), dst / spines % cluster.cores_per_plane());
+              EXPECT_EQ(static_cast<std::uint64_t>(to.index) % cores, destination / spines % cores);
             }
           }
         }
