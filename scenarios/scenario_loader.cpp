@@ -84,9 +84,9 @@ constexpr std::int64_t kLargestSweep = 10000;  // points of one [sweep]
 constexpr double kLargestMagnitude = 1e30;
 // Sizes beyond any machine or model built today.
 constexpr std::int64_t kMaxNodes = 16384;
-constexpr std::int64_t kMaxPerNode = 64;
-constexpr std::int64_t kMaxStreamingMultiprocessors = 1024;
-constexpr double kMaxOverlapSlowdown = 10;  // an overlapped op 11× slower: far beyond any measurement  // far above any GPU (H100: 132)
+constexpr std::int64_t kMaxPerNode = 576;  // the largest NVLink domain NVIDIA has announced (NVL576)
+constexpr std::int64_t kMaxStreamingMultiprocessors = 1024;  // far above any GPU (H100: 132)
+constexpr double kMaxOverlapSlowdown = 10;  // an overlapped op 11× slower: far beyond any measurement
 constexpr std::int64_t kMaxDimension = std::int64_t{1} << 24;
 constexpr std::int64_t kMaxSteps = 10000;
 constexpr std::int64_t kMaxLayers = 10000;  // the deepest published transformers have a few hundred

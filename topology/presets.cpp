@@ -9,6 +9,14 @@
 //   H200 SXM:       same compute as H100 SXM5; 141 GB HBM3e at 4.8 TB/s; NVLink 450 GB/s/dir.
 //   H100 PCIe:      BF16/FP16 756 TFLOP/s, TF32 378, FP32 51.2, FP8 1513; 80 GB HBM2e at 2.0 TB/s.
 //   L40S:           BF16/FP16 362 TFLOP/s, TF32 183, FP32 91.6, FP8 733; 48 GB GDDR6 at 864 GB/s.
+//   B200 (HGX B200, 1,000 W) and the B200 of a GB200 superchip (1,200 W) — NVIDIA's GB200 NVL72
+//     and HGX B200 "Technical Specifications" (nvidia.com/en-us/data-center/gb200-nvl72/,
+//     .../hgx/), per GPU, tensor rates halved from the "with sparsity" figures:
+//                   HGX B200: BF16/FP16 2,250 TFLOP/s, TF32 1,100, FP32 75, FP8 4,500; 180 GB HBM3e
+//                   at 7.7 TB/s. GB200: BF16/FP16 2,500, TF32 1,250, FP32 80, FP8 5,000; 186 GB
+//                   HBM3e at 8 TB/s. NVLink 5: 1.8 TB/s bidirectional = 900 GB/s per direction.
+//                   No GEMM, memory or attention measurements are published here for Blackwell:
+//                   the compute model's defaults apply until `dtsim calibrate` measures one.
 // Server hosts (parameter servers) — AMD EPYC 9654 datasheet: 96 cores at 2.4 GHz base, 12
 //   DDR5-4800 channels (460.8 GB/s) per socket; Zen 4 retires two 256-bit FMAs per cycle
 //   (32 FP32 FLOP): 2 sockets × 96 × 2.4 GHz × 32 = 14.7 TFLOP/s; 1.5 TB of DDR5.
@@ -22,11 +30,26 @@
 //     SHARP off, 365.6 GB/s (stas00/ml-engineering network/README.md, NCCL 2.27.7);
 //   InfiniBand HDR: 24 / 25 = 0.96 — "about 24 GB/s per HDR NIC" (nccl-tests #160);
 //   InfiniBand NDR: 47.5 / 50 = 0.95 — 46–49 GB/s per NDR NIC (nccl-tests #290, #267).
+//   NVLink 5 (B200): no nccl-tests figure is published here; NVLink 4's fraction stands in for
+//     it, an assumption to replace with a measurement (`dtsim calibrate`).
 //   RoCE takes InfiniBand's figure at the same speed, for want of a published one. The
 //   chapter's baseline (§6.1.7: NVLink at line rate, NDR at 0.8) is stated in its worked-example
 //   scenarios; `dtsim calibrate` measures a given machine.
 // NVLink SHARP — NVSwitch 3 (HGX H100/H200) reduces in the switch (NVIDIA Hopper architecture
-//   whitepaper, "NVLink SHARP"); NVSwitch 2 (DGX A100) does not.
+//   whitepaper, "NVLink SHARP"); so do the NVLink 5 switches of HGX B200 and GB200 NVL72 (NVIDIA
+//   Blackwell architecture technical brief: SHARP in the NVLink Switch); NVSwitch 2 (DGX A100)
+//   does not.
+// GB200 NVL72 — one NVLink domain of 72 GPUs (18 compute trays of 2 GB200 superchips, 9 NVLink
+//   switch trays); each compute tray has 4 ConnectX-7 400 Gb/s NICs for its 4 GPUs, one per GPU
+//   (NVIDIA GB200 NVL72 product page). dtsim models the rack as one NVSwitch node of 72 GPUs.
+// Large fabrics — k-ary fat-trees (Al-Fares, Loukissas and Vahdat, SIGCOMM 2008): switches of
+//   k ports, half down and half up at every tier, k/2 leaves per pod, k³/4 NICs in all.
+//   InfiniBand NDR with NVIDIA Quantum-2 QM9700 switches (64 ports of 400 Gb/s): k = 64, pods of
+//   32 leaves (1,024 NICs), up to 65,536 NICs; rail-optimized in scalable units of 32 nodes, one
+//   leaf per rail (NVIDIA DGX SuperPOD reference architecture, DGX H100).
+//   RoCE with NVIDIA Spectrum-4 SN5600 switches (64 ports of 800 GbE, each split into two of
+//   400 GbE): k = 128, pods of 64 leaves (4,096 NICs), up to 524,288 NICs; rail-optimized in
+//   groups of 64 nodes (NVIDIA Spectrum-X reference design).
 // Latencies — per link, chosen so that GPU-to-GPU paths add up to NCCL's per-hop latency
 //   model (src/graph/tuning.cc, hwLat, ring/LL): NVLink ≈ 0.6 µs (GPU–NVSwitch–GPU, 2 × 0.3),
 //   PCIe ≈ 1.0 µs through the host (GPU–switch–host–switch–GPU, 4 × 0.25), network ≈ 2.7 µs
@@ -54,6 +77,7 @@ constexpr double kNicLatency = 0.85 * kMicro;
 constexpr double kSwitchLatency = 0.2 * kMicro;
 constexpr double kNvlink3Efficiency = 230.8 / 300.0;
 constexpr double kNvlink4Efficiency = 365.6 / 450.0;
+constexpr double kNvlink5Efficiency = kNvlink4Efficiency;  // none measured: see the header
 constexpr double kHdrEfficiency = 24.0 / 25.0;
 constexpr double kNdrEfficiency = 47.5 / 50.0;
 
@@ -156,6 +180,10 @@ const std::vector<std::pair<std::string, DeviceSpec>>& devices() {
        with_measurements(datasheet("L40S", 362 * kTera, 362 * kTera, 91.6 * kTera, 183 * kTera, 733 * kTera, 48 * kGiga,
                           864 * kGiga, 0),
                          142, 0, 0, 0)},
+      {"b200", datasheet("B200 (HGX B200)", 2250 * kTera, 2250 * kTera, 75 * kTera, 1100 * kTera, 4500 * kTera,
+                         180 * kGiga, 7700 * kGiga, 900 * kGiga)},
+      {"gb200", datasheet("B200 of a GB200 superchip", 2500 * kTera, 2500 * kTera, 80 * kTera, 1250 * kTera,
+                          5000 * kTera, 186 * kGiga, 8000 * kGiga, 900 * kGiga)},
       {"epyc-9654-2s",
        datasheet("2 × AMD EPYC 9654 (server host)", 14.7 * kTera, 14.7 * kTera, 14.7 * kTera, 14.7 * kTera, 0,
                  1536 * kGiga, 921.6 * kGiga, 0)},
@@ -167,13 +195,13 @@ LinkSpec pcie_gen4() { return {32 * kGiga, kPcieLatency, 1.0}; }
 LinkSpec pcie_gen5() { return {64 * kGiga, kPcieLatency, 1.0}; }
 
 NodeSpec nvswitch_node(std::string name, const char* device, LinkSpec pcie, double nvlink_efficiency,
-                       bool nvlink_sharp) {
+                       bool nvlink_sharp, int gpus = 8) {
   NodeSpec node;
   node.name = std::move(name);
   node.kind = NodeKind::kNvSwitch;
   node.gpu = *device_preset(device);
-  node.gpus = 8;
-  node.nics = 8;
+  node.gpus = gpus;
+  node.nics = gpus;
   node.nvlink = {node.gpu.nvlink_bandwidth, kNvlinkLatency, nvlink_efficiency};
   node.pcie = pcie;
   node.nvlink_sharp = nvlink_sharp;
@@ -200,6 +228,10 @@ const std::vector<std::pair<std::string, NodeSpec>>& nodes() {
        nvswitch_node("HGX H100 (8 × H100 SXM5, NVSwitch)", "h100-sxm5", pcie_gen5(), kNvlink4Efficiency, true)},
       {"hgx-h200",
        nvswitch_node("HGX H200 (8 × H200 SXM, NVSwitch)", "h200-sxm", pcie_gen5(), kNvlink4Efficiency, true)},
+      {"hgx-b200",
+       nvswitch_node("HGX B200 (8 × B200, NVLink 5 switch)", "b200", pcie_gen5(), kNvlink5Efficiency, true)},
+      {"gb200-nvl72", nvswitch_node("GB200 NVL72 (72 × B200 in one NVLink domain, a NIC per GPU)", "gb200",
+                                    pcie_gen5(), kNvlink5Efficiency, true, 72)},
       {"pcie-h100", pcie_node("PCIe server (8 × H100 PCIe, no NVLink, 4 NICs)", "h100-pcie", 4,
                               pcie_gen5())},
       {"pcie-l40s", pcie_node("PCIe server (8 × L40S, no NVLink, 2 NICs)", "l40s", 2,
@@ -220,12 +252,26 @@ FabricSpec fat_tree(std::string name, FabricKind kind, double line_rate, double 
   return fabric;
 }
 
+// A rail-optimized k-ary fat-tree of three tiers with full bisection: leaves of k/2 NICs,
+// pods of k/2 leaves (see the header).
+FabricSpec rail_fat_tree(std::string name, FabricKind kind, double line_rate, double efficiency, int radix) {
+  FabricSpec fabric = fat_tree(std::move(name), kind, line_rate, efficiency);
+  fabric.leaf_down_ports = radix / 2;
+  fabric.pod_leaves = radix / 2;
+  fabric.rail_optimized = true;
+  return fabric;
+}
+
 const std::vector<std::pair<std::string, FabricSpec>>& fabrics() {
   static const std::vector<std::pair<std::string, FabricSpec>> table = {
       {"ib-hdr", fat_tree("InfiniBand HDR 200 Gb/s fat-tree", FabricKind::kInfiniBand, gbit(200), kHdrEfficiency)},
       {"ib-ndr", fat_tree("InfiniBand NDR 400 Gb/s fat-tree", FabricKind::kInfiniBand, gbit(400), kNdrEfficiency)},
       {"roce-200", fat_tree("RoCE 200 GbE fat-tree", FabricKind::kRoCE, gbit(200), kHdrEfficiency)},
       {"roce-400", fat_tree("RoCE 400 GbE fat-tree", FabricKind::kRoCE, gbit(400), kNdrEfficiency)},
+      {"ib-ndr-rail", rail_fat_tree("InfiniBand NDR 400 Gb/s, rail-optimized three-tier fat-tree of 64-port switches",
+                                    FabricKind::kInfiniBand, gbit(400), kNdrEfficiency, 64)},
+      {"roce-400-rail", rail_fat_tree("RoCE 400 GbE, rail-optimized three-tier fat-tree of 128-port switches",
+                                      FabricKind::kRoCE, gbit(400), kNdrEfficiency, 128)},
   };
   return table;
 }
@@ -299,9 +345,9 @@ std::string describe(const NodeSpec& n) {
 }
 
 std::string describe(const FabricSpec& f) {
-  return fmt::format("{}: {:.0f} Gb/s ports ({:.0f} GB/s effective), {} down ports per leaf",
-                     f.name, f.nic.bandwidth * 8 / kGiga, f.nic.effective_bandwidth() / kGiga,
-                     f.leaf_down_ports);
+  return fmt::format("{}: {:.0f} Gb/s ports ({:.0f} GB/s effective), {} down ports per leaf{}", f.name,
+                     f.nic.bandwidth * 8 / kGiga, f.nic.effective_bandwidth() / kGiga, f.leaf_down_ports,
+                     f.pod_leaves > 0 ? fmt::format(", pods of {} leaves", f.pod_leaves) : "");
 }
 
 }  // namespace topology

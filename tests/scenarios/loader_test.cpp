@@ -99,7 +99,7 @@ INSTANTIATE_TEST_SUITE_P(
         BrokenCase{"missing_nodes.toml", "1:1", "cluster.nodes", "missing required key", "nodes = 2"},
         BrokenCase{"missing_global_batch.toml", "7:1", "training.global_batch", "missing required key",
                    "sequences per optimizer step"},
-        BrokenCase{"zero_gpus.toml", "3:17", "cluster.gpus_per_node", "expected an integer between 1 and 64, got 0", ""},
+        BrokenCase{"zero_gpus.toml", "3:17", "cluster.gpus_per_node", "expected an integer between 1 and 576, got 0", ""},
         BrokenCase{"negative_bandwidth.toml", "5:21", "cluster.nvlink.bandwidth_gbyte_s",
                    "expected a positive number, got -450", ""},
         BrokenCase{"r2_world_size.toml", "12:6", "parallel.dp",

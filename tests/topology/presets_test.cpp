@@ -1,7 +1,12 @@
-// Device presets carry the datasheet figures listed in VALIDATION.md ("Hardware facts").
+// Device presets carry the datasheet figures listed in VALIDATION.md ("Hardware facts") and, for
+// Blackwell, NVIDIA's HGX B200 and GB200 NVL72 specifications (presets.cpp cites them).
 #include "topology/presets.h"
 
 #include <gtest/gtest.h>
+
+#include <utility>
+
+#include "topology/cluster.h"
 
 namespace {
 
@@ -29,7 +34,9 @@ TEST_P(DevicePresetTest, MatchesTheDatasheet) {
 INSTANTIATE_TEST_SUITE_P(Validation, DevicePresetTest,
                          testing::Values(DeviceFacts{"a100-sxm4-80gb", 312, 80, 2.04, 300},
                                          DeviceFacts{"h100-sxm5", 989, 80, 3.35, 450},
-                                         DeviceFacts{"h200-sxm", 989, 141, 4.8, 450}));
+                                         DeviceFacts{"h200-sxm", 989, 141, 4.8, 450},
+                                         DeviceFacts{"b200", 2250, 180, 7.7, 900},
+                                         DeviceFacts{"gb200", 2500, 186, 8.0, 900}));
 
 TEST(FabricPresetTest, LineRatesAndWhatNcclTestsMeasureOnThem) {
   // NDR 400 Gb/s = 50 GB/s per port, of which nccl-tests measure 46–49 GB/s (47.5); HDR
@@ -49,6 +56,44 @@ TEST(NodePresetTest, NvlinkReachesWhatNcclTestsMeasure) {
   EXPECT_NEAR(topology::node_preset("dgx-a100")->nvlink.effective_bandwidth(), 230.8e9, 1e3);
   EXPECT_NEAR(topology::node_preset("hgx-h100")->nvlink.effective_bandwidth(), 365.6e9, 1e3);
   EXPECT_NEAR(topology::node_preset("hgx-h200")->nvlink.effective_bandwidth(), 365.6e9, 1e3);
+}
+
+// GB200 NVL72: the rack is one NVLink domain of 72 GPUs, each with its own NIC, so tensor and
+// expert parallel groups up to 72 GPUs never leave NVLink.
+TEST(NodePresetTest, Gb200Nvl72IsOneNvlinkDomainOf72Gpus) {
+  const auto node = topology::node_preset("gb200-nvl72");
+  ASSERT_TRUE(node.has_value());
+  EXPECT_EQ(node->kind, topology::NodeKind::kNvSwitch);
+  EXPECT_EQ(node->gpus, 72);
+  EXPECT_EQ(node->nics, 72);
+  EXPECT_TRUE(node->nvlink_sharp);
+  EXPECT_DOUBLE_EQ(node->nvlink.bandwidth, 900e9);  // NVLink 5: 1.8 TB/s both directions
+  topology::ClusterSpec spec;
+  spec.node = *node;
+  spec.nodes = 2;
+  spec.fabric = *topology::fabric_preset("ib-ndr");
+  spec.fabric.rail_optimized = true;
+  const topology::Cluster cluster(spec);
+  for (const auto& [a, b] : {std::pair{0, 71}, std::pair{5, 40}}) {
+    const topology::Path path = cluster.route(a, b, 0);
+    ASSERT_EQ(path.size(), 2u);
+    for (topology::LinkId link : path) EXPECT_EQ(cluster.link(link).link_class, topology::LinkClass::kNvlink);
+  }
+  EXPECT_GT(cluster.route(0, 72, 0).size(), 2u);  // the next rack is over the fabric
+}
+
+TEST(FabricPresetTest, RailOptimizedThreeTierPresetsAreKAryFatTrees) {
+  // k-ary fat-tree: k/2 NICs per leaf, k/2 leaves per pod, full bisection at both tiers.
+  for (const auto& [name, radix] : {std::pair{"ib-ndr-rail", 64}, std::pair{"roce-400-rail", 128}}) {
+    const auto fabric = topology::fabric_preset(name);
+    ASSERT_TRUE(fabric.has_value()) << name;
+    EXPECT_TRUE(fabric->rail_optimized);
+    EXPECT_EQ(fabric->leaf_down_ports, radix / 2);
+    EXPECT_EQ(fabric->pod_leaves, radix / 2);
+    EXPECT_DOUBLE_EQ(fabric->oversubscription, 1.0);
+    EXPECT_DOUBLE_EQ(fabric->spine_oversubscription, 1.0);
+    EXPECT_DOUBLE_EQ(fabric->nic.bandwidth, 50e9);
+  }
 }
 
 TEST(NodePresetTest, PcieServersHaveNoNvlinkAndShareNics) {
