@@ -13,6 +13,7 @@
 #include "backend/capabilities.h"
 #include "scenarios/advise.h"
 #include "scenarios/collective_bench.h"
+#include "scenarios/machine_memory.h"
 #include "scenarios/one_line.h"
 #include "scenarios/run_scenario.h"
 #include "scenarios/scenario_loader.h"
@@ -59,6 +60,7 @@ struct RunOptions {
   int measured_runs = backend::ExecutionOptions{}.measured_runs;
   std::string inject_fault;
   bool verify = false;
+  bool memory_check = true;  // refuse a run estimated not to fit in this machine's memory
 };
 
 void print_result(const RunResult& result, const std::filesystem::path& directory, bool json, std::ostream& out) {
@@ -230,7 +232,8 @@ int command_run(const RunOptions& options, std::ostream& out, std::ostream& err)
       progress.show(simulation_progress(now, progress.elapsed_s()));
       return true;
     };
-    result = progress.on_terminal() ? run_scenario(scenario, show) : run_scenario(scenario);
+    const std::uint64_t memory = options.memory_check ? available_memory_bytes() : 0;
+    result = progress.on_terminal() ? run_scenario(scenario, show, memory) : run_scenario(scenario, {}, memory);
   }
   const auto directory = output_directory(options.output, scenario.name);
   write_outputs(result, directory);
@@ -385,6 +388,8 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       ->capture_default_str();
   run->add_option("--inject-fault", options.inject_fault,
                   "with --backend, for tests: KIND:RANK:OP, KIND hang, crash, oom or corrupt (e.g. hang:1:ddp.bucket0.all_reduce)");
+  run->add_flag("--no-memory-check{false}", options.memory_check,
+                "run even when the estimate of the memory the simulation needs exceeds what this machine has available");
   run->add_flag("--verify", options.verify,
                 "with --backend: check every collective's result and the tensor-parallel forward against the unsharded one");
 
@@ -489,6 +494,8 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   } catch (const sim::NetworkWorkLimit& error) {
     return too_large(error);
   } catch (const sim::SimulationTooLong& error) {
+    return too_large(error);
+  } catch (const sim::NotEnoughMemory& error) {
     return too_large(error);
   } catch (const sim::SimulationError& error) {
     print_error(err, "simulation failed", error.what());

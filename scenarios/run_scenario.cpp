@@ -165,7 +165,8 @@ trace::RunFacts describe_run(const Scenario& scenario, const program::Program& p
 
 }  // namespace
 
-RunResult run_scenario(const Scenario& scenario, const std::function<bool(const sim::SimulationProgress&)>& progress) {
+RunResult run_scenario(const Scenario& scenario, const std::function<bool(const sim::SimulationProgress&)>& progress,
+                       std::uint64_t memory_available_bytes) {
   const topology::Cluster cluster(scenario.cluster);
   RunResult result;
   result.program = strategies::lower(scenario.lowering);
@@ -182,6 +183,7 @@ RunResult run_scenario(const Scenario& scenario, const std::function<bool(const 
   options.compute_slowdown = straggler_factors(scenario, result.program);
   options.progress = progress;
   options.use_symmetry = scenario.symmetry;
+  options.memory_available_bytes = memory_available_bytes;
   try {
     result.simulation = sim::simulate(result.program, cluster, options);
   } catch (const sim::InvalidOverride& error) {

@@ -26,9 +26,11 @@ struct RunResult {
 
 // Throws sim::SimulationError if the program cannot be simulated. `progress`, when set, is
 // called now and then with the fraction of the simulation done; returning false cancels the
-// run (sim::SimulationCancelled).
+// run (sim::SimulationCancelled). A run estimated to need more than `memory_available_bytes`
+// is refused before it starts (sim::NotEnoughMemory; 0: no check).
 RunResult run_scenario(const Scenario& scenario,
-                       const std::function<bool(const sim::SimulationProgress&)>& progress = {});
+                       const std::function<bool(const sim::SimulationProgress&)>& progress = {},
+                       std::uint64_t memory_available_bytes = 0);
 
 // Each collective's algorithm in a real run: the scenario's [collectives] choice for its kind
 // and group, else the op's own. The function refers to `scenario`, which must outlive it.

@@ -67,7 +67,12 @@ struct SimulationOptions {
   // Called every few thousand events with how far the run is; returning false stops the run
   // with SimulationCancelled. Lets a front end show progress and cancel.
   std::function<bool(const SimulationProgress&)> progress;
+  // The memory the run may take (bytes; the front end passes what the machine has available).
+  // A run whose estimated memory (program_simulator.cpp, MemoryEstimate) exceeds it is refused
+  // before it starts (NotEnoughMemory); 0: no check.
+  std::uint64_t memory_available_bytes = 0;
 };
+
 
 struct SimulationResult {
   trace::Timeline timeline;
@@ -101,6 +106,13 @@ class SimulationTooLong : public SimulationError {
 class SimulationCancelled : public SimulationError {
  public:
   SimulationCancelled() : SimulationError("the simulation was cancelled") {}
+};
+
+// The run's estimated memory exceeds SimulationOptions::memory_available_bytes; what() gives
+// the estimate, its parts and what would shrink it.
+class NotEnoughMemory : public SimulationError {
+ public:
+  using SimulationError::SimulationError;
 };
 
 // A user-set collective algorithm that cannot run on a group of the program.

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "scenarios/machine_memory.h"
 #include "tests/support/temporary_directory.h"
 
 namespace {
@@ -73,6 +74,21 @@ TEST_F(CliTest, BadInputExitsWithTwoAndWritesNothing) {
     EXPECT_TRUE(run.out.empty());
     EXPECT_FALSE(fs::exists(directory_)) << file;
   }
+}
+
+// Tracing all 131,072 ranks of the 405B scenario would take ~100 GB: refused up front with the
+// estimate and a way out, nothing written. (Skipped on a machine with that much to spare.)
+TEST_F(CliTest, ARunThatWouldNotFitInMemoryIsRefusedUpFront) {
+  if (scenarios::available_memory_bytes() > 200'000'000'000ull) GTEST_SKIP() << "this machine has room for it";
+  const CliRun run = dtsim({"run", kSource + "/scenarios/llama3_405b_131072gpu.toml", "--set",
+                            "output.trace_ranks=\"all\"", "-o", directory_.string()});
+  EXPECT_EQ(run.code, 2);
+  EXPECT_EQ(run.err.rfind("dtsim: error: ", 0), 0u) << run.err;
+  EXPECT_NE(run.err.find("this run would need about"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("the timeline of 131072 traced ranks"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("--no-memory-check"), std::string::npos) << run.err;
+  EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << run.err;
+  EXPECT_FALSE(fs::exists(directory_));
 }
 
 TEST_F(CliTest, BadOverrideAndMissingFileExitWithTwo) {

@@ -253,3 +253,37 @@ TEST(AnalyticLogGpTest, EachStepAddsTwoOverheadsAndGapsForExtraMessages) {
 }
 
 }  // namespace
+
+namespace {
+
+// 2 ranks of 10,000 small matmuls each.
+program::Program long_program() {
+  std::vector<Op> ops;
+  for (int i = 0; i < 10'000; ++i) ops.push_back(Op{"mm" + std::to_string(i), 0, {}, matmul(1e9)});
+  return program_of({ops, ops});
+}
+
+// A run is refused up front when its estimate exceeds the memory available, and the estimate
+// grows with the ranks whose spans the timeline keeps (160 bytes per traced op: 20,000 traced
+// ops need 3.2 MB, 10,000 need 1.6 MB; the cluster and simulation add well under 0.5 MB).
+TEST(ProgramSimulatorTest, ARunEstimatedNotToFitIsRefusedBeforeItStarts) {
+  const topology::Cluster cluster = one_node();
+  sim::SimulationOptions refused = options();
+  refused.memory_available_bytes = 2'500'000;
+  try {
+    sim::simulate(long_program(), cluster, refused);
+    FAIL() << "expected NotEnoughMemory";
+  } catch (const sim::NotEnoughMemory& error) {
+    const std::string message = error.what();
+    EXPECT_NE(message.find("GB of memory but 0.0 GB is available"), std::string::npos) << message;
+    EXPECT_NE(message.find("the timeline of 2 traced ranks"), std::string::npos) << message;
+    EXPECT_NE(message.find("output.trace_ranks"), std::string::npos) << message;
+  }
+  sim::SimulationOptions one_traced = refused;
+  one_traced.traced_ranks = {true, false};
+  EXPECT_GT(sim::simulate(long_program(), cluster, one_traced).events, 0u);
+  sim::SimulationOptions unchecked = options();  // memory_available_bytes = 0: no check
+  EXPECT_GT(sim::simulate(long_program(), cluster, unchecked).events, 0u);
+}
+
+}  // namespace
