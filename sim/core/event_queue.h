@@ -60,6 +60,7 @@ class EventQueue {
 
  private:
   static constexpr int kBuckets = 65;  // bucket 0, and one per bit of a 64-bit time
+  static constexpr std::size_t kKeptCapacity = 4096;  // entries (64 KiB) an emptied bucket keeps
 
   int bucket_of(Time when) const {
     return static_cast<int>(
@@ -78,8 +79,13 @@ class EventQueue {
     entries.swap(buckets_[bucket]);
     occupied_ &= ~bit(bucket);
     for (const Entry& entry : entries) place(entry);
-    // The emptied bucket keeps no capacity: a burst passes down every bucket on its way to
-    // bucket 0, and each would otherwise keep room for all of it.
+    // The emptied bucket keeps its capacity for the next time it fills, unless it is large: a
+    // burst passes down every bucket on its way to bucket 0, and each would keep room for all
+    // of it.
+    if (entries.capacity() <= kKeptCapacity) {
+      entries.clear();
+      buckets_[bucket].swap(entries);
+    }
   }
   // An empty queue forgets the last time taken out: the engine's clock may be earlier than it
   // (a cancelled event taken out last), and any time is at or after zero.
