@@ -339,28 +339,36 @@ topology::ClusterSpec read_cluster(TableReader reader) {
   cluster.nodes = static_cast<int>(reader.required_count("nodes", kMaxNodes, "how many nodes, e.g. nodes = 2"));
   node.gpus = static_cast<int>(reader.count("gpus_per_node", node.gpus, 1, kMaxPerNode));
   node.nics = static_cast<int>(reader.count("nics_per_node", node.nics, 1, kMaxPerNode));
-  if (auto kind = reader.choice("interconnect", {"nvswitch", "pcie"})) {
-    node.kind = *kind == "nvswitch" ? topology::NodeKind::kNvSwitch : topology::NodeKind::kPcie;
+  const topology::NodeSpec preset = node;
+  if (auto kind = reader.choice("interconnect", {"nvswitch", "pcie", "mesh"})) {
+    node.kind = *kind == "nvswitch" ? topology::NodeKind::kNvSwitch
+                : *kind == "pcie"   ? topology::NodeKind::kPcie
+                                    : topology::NodeKind::kFullMesh;
   }
-  const double preset_nvlink = node.gpu.nvlink_bandwidth;
+  const bool mesh = node.kind == topology::NodeKind::kFullMesh;
   read_device(reader.child("gpu"), node.gpu);
-  // A different GPU brings its own NVLink rate unless [cluster.nvlink] says otherwise.
-  if (node.gpu.nvlink_bandwidth != preset_nvlink || node.nvlink.bandwidth <= 0) {
-    node.nvlink.bandwidth = node.gpu.nvlink_bandwidth;
+  // A different GPU, GPU count or interconnect brings its own NVLink (or xGMI) rate unless
+  // [cluster.nvlink] says otherwise: a full mesh splits the GPU's rate over its gpus − 1 links.
+  if (node.gpu.nvlink_bandwidth != preset.gpu.nvlink_bandwidth || node.kind != preset.kind ||
+      (mesh && node.gpus != preset.gpus) || node.nvlink.bandwidth <= 0) {
+    node.nvlink.bandwidth = mesh ? node.gpu.nvlink_bandwidth / std::max(1, node.gpus - 1) : node.gpu.nvlink_bandwidth;
   }
-  if (node.nvlink.latency <= 0 && node.kind == topology::NodeKind::kNvSwitch) {
-    node.nvlink.latency = topology::node_preset("hgx-h100")->nvlink.latency;
+  if (node.nvlink.latency <= 0 && node.kind != topology::NodeKind::kPcie) {
+    node.nvlink.latency = topology::node_preset(mesh ? "mi300x-8" : "hgx-h100")->nvlink.latency;
   }
   read_link(reader.child("nvlink"), node.nvlink);
   read_link(reader.child("pcie"), node.pcie);
   node.nvlink_sharp = reader.boolean("nvlink_sharp").value_or(node.nvlink_sharp && node.kind == topology::NodeKind::kNvSwitch);
   if (node.nvlink_sharp && node.kind != topology::NodeKind::kNvSwitch) {
-    reader.fail("nvlink_sharp", "NVLink SHARP reduces in an NVSwitch; these nodes have none (interconnect = \"pcie\")",
+    reader.fail("nvlink_sharp",
+                fmt::format("NVLink SHARP reduces in an NVSwitch; these nodes have none (interconnect = \"{}\")",
+                            mesh ? "mesh" : "pcie"),
                 "drop nvlink_sharp, or use an NVSwitch node such as node = \"hgx-h100\"");
   }
-  if (node.kind == topology::NodeKind::kNvSwitch && node.nvlink.bandwidth <= 0) {
+  if (node.kind != topology::NodeKind::kPcie && node.nvlink.bandwidth <= 0) {
     reader.fail("interconnect",
-                fmt::format("an NVSwitch node needs NVLink, but {} has none", node.gpu.name),
+                fmt::format("{} node needs GPU links, but {} has none", mesh ? "a full-mesh" : "an NVSwitch",
+                            node.gpu.name),
                 "set interconnect = \"pcie\" or give [cluster.nvlink] bandwidth_gbyte_s");
   }
 

@@ -100,6 +100,7 @@ void Cluster::build_nodes() {
                                    : 0);
       gpus.push_back(gpu);
     }
+    if (node.kind == NodeKind::kFullMesh) add_mesh(gpus, n);
   }
   endpoints_ = gpus;
   std::vector<VertexId> server_hosts;
@@ -108,6 +109,22 @@ void Cluster::build_nodes() {
     endpoints_.push_back(server_hosts.back());
   }
   build_fabric(node_nics, server_hosts);
+}
+
+// A direct link between every two GPUs of node `n` (the last gpus_per_node of `gpus`):
+// gpu_mesh_[(n · g + i) · g + j] is the link i → j.
+void Cluster::add_mesh(const std::vector<VertexId>& gpus, int n) {
+  const auto g = static_cast<std::size_t>(spec_.node.gpus);
+  const std::size_t first = gpus.size() - g;
+  gpu_mesh_.resize((static_cast<std::size_t>(n) + 1) * g * g);
+  const std::size_t base = static_cast<std::size_t>(n) * g * g;
+  for (std::size_t i = 0; i < g; ++i) {
+    for (std::size_t j = i + 1; j < g; ++j) {
+      const LinkId link = add_link(gpus[first + i], gpus[first + j], LinkClass::kNvlink, spec_.node.nvlink);
+      gpu_mesh_[base + i * g + j] = link;
+      gpu_mesh_[base + j * g + i] = reverse(link);
+    }
+  }
 }
 
 // Fills leaves in order. Classic fat-tree: a node takes `nics` ports of one leaf. Rail-
@@ -277,6 +294,10 @@ Path Cluster::route(int src, int dst, std::uint64_t flow_hash) const {
     const auto to = static_cast<std::size_t>(dst);
     // NVSwitch node: NVLink (cost 2) beats even a shared PCIe switch (cost 4).
     if (spec_.node.kind == NodeKind::kNvSwitch) return {gpu_nvlink_up_[from], reverse(gpu_nvlink_up_[to])};
+    if (spec_.node.kind == NodeKind::kFullMesh) {  // the direct link (cost 1)
+      const auto g = static_cast<std::size_t>(spec_.node.gpus);
+      return {gpu_mesh_[from * g + to % g]};
+    }
     const LinkId up = attachment_[from].up[0];
     const LinkId down = reverse(attachment_[to].up[0]);
     if (gpu_pcie_switch_[from] == gpu_pcie_switch_[to]) return {up, down};  // cost 4

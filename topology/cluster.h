@@ -7,7 +7,8 @@
 //
 // Node layout: NIC j sits on PCIe switch j, which uplinks to the host; GPU i hangs off PCIe
 // switch i·nics/gpus (so GPUs share a NIC when a node has fewer NICs than GPUs); on NVSwitch
-// nodes every GPU also has an NVLink edge to the node's NVSwitch.
+// nodes every GPU also has an NVLink edge to the node's NVSwitch, on full-mesh nodes (xGMI) a
+// link of that class to every other GPU of the node.
 //
 // Routing: least-cost paths; paths never transit another GPU or server. Link costs rank the
 // paths as NCCL's path types do (NVL < PIX < PXB < PHB < NET): NVLink 1, a PCIe link 2, a PCIe
@@ -109,6 +110,7 @@ class Cluster {
   LinkId add_link(VertexId a, VertexId b, LinkClass link_class, const LinkSpec& spec);
   static LinkId reverse(LinkId link) { return link ^ 1u; }
   void build_nodes();
+  void add_mesh(const std::vector<VertexId>& gpus, int node);
   void build_fabric(const std::vector<std::vector<VertexId>>& node_nics,
                     const std::vector<VertexId>& server_hosts);
   const std::vector<std::uint16_t>& distances_to(VertexId dst) const;
@@ -145,6 +147,7 @@ class Cluster {
   };
   std::vector<FabricAttachment> attachment_;
   std::vector<LinkId> gpu_nvlink_up_;
+  std::vector<LinkId> gpu_mesh_;  // full-mesh nodes: (node · gpus + i) · gpus + j → the link i → j
   std::vector<int> gpu_pcie_switch_;
   std::vector<LinkId> pcie_switch_host_up_;
   std::vector<LinkId> leaf_spine_up_;  // leaf · spines_per_pod + spine

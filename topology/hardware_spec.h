@@ -25,7 +25,7 @@ struct DeviceSpec {
   double fp8_flops = 0;   // 0 when the device has no FP8 tensor cores
   double memory_bytes = 0;
   double memory_bandwidth = 0;  // bytes/s
-  double nvlink_bandwidth = 0;  // bytes/s per direction, all links of one GPU together; 0: none
+  double nvlink_bandwidth = 0;  // bytes/s per direction, all NVLink (or xGMI) links of one GPU together; 0: none
   // What the compute model needs beyond the datasheet (sim/compute/gemm_model.h); each preset
   // cites its source. 0: not measured (the compute model's defaults apply).
   int sms = 0;                     // streaming multiprocessors: GEMM tiles run in waves of this many
@@ -50,6 +50,7 @@ struct LinkSpec {
 enum class NodeKind {
   kNvSwitch,  // GPUs fully connected through NVSwitch (DGX/HGX)
   kPcie,      // GPUs talk over PCIe through the host (no NVLink)
+  kFullMesh,  // a direct link between every two GPUs (AMD Infinity Fabric / xGMI on MI300X)
 };
 
 struct NodeSpec {
@@ -58,7 +59,9 @@ struct NodeSpec {
   DeviceSpec gpu;
   int gpus = 8;
   int nics = 8;  // NICs (and PCIe switches) per node; GPU i uses NIC i·nics/gpus
-  LinkSpec nvlink;  // GPU <-> NVSwitch; bandwidth defaults to gpu.nvlink_bandwidth
+  // GPU <-> NVSwitch, bandwidth defaulting to gpu.nvlink_bandwidth; on a full mesh, each
+  // GPU <-> GPU link, defaulting to gpu.nvlink_bandwidth / (gpus − 1).
+  LinkSpec nvlink;
   LinkSpec pcie;    // GPU/NIC <-> PCIe switch and PCIe switch <-> host
   // NVLink SHARP: the node's NVSwitches (third generation: HGX H100/H200) reduce in the switch,
   // so NCCL can run its NVLS all-reduce (NCCL_NVLS_ENABLE; off: false).

@@ -17,6 +17,10 @@
 //                   HBM3e at 8 TB/s. NVLink 5: 1.8 TB/s bidirectional = 900 GB/s per direction.
 //                   No GEMM, memory or attention measurements are published here for Blackwell:
 //                   the compute model's defaults apply until `dtsim calibrate` measures one.
+//   MI300X:         AMD Instinct MI300X data sheet: BF16/FP16 1,307.4 TFLOP/s dense, TF32 653.7,
+//                   FP32 163.4, FP8 2,614.9; 192 GB HBM3 at 5.3 TB/s; seven Infinity Fabric (xGMI)
+//                   links of 64 GB/s per direction, one to each other GPU of the 8-GPU platform
+//                   (448 GB/s per direction in all).
 // Server hosts (parameter servers) — AMD EPYC 9654 datasheet: 96 cores at 2.4 GHz base, 12
 //   DDR5-4800 channels (460.8 GB/s) per socket; Zen 4 retires two 256-bit FMAs per cycle
 //   (32 FP32 FLOP): 2 sockets × 96 × 2.4 GHz × 32 = 14.7 TFLOP/s; 1.5 TB of DDR5.
@@ -32,6 +36,9 @@
 //   InfiniBand NDR: 47.5 / 50 = 0.95 — 46–49 GB/s per NDR NIC (nccl-tests #290, #267).
 //   NVLink 5 (B200): no nccl-tests figure is published here; NVLink 4's fraction stands in for
 //     it, an assumption to replace with a measurement (`dtsim calibrate`).
+//   xGMI (MI300X): 48 / 64 = 0.75 — "CRC bit correction and protocol overhead ... reduce the
+//     usable bandwidth to approximately 48 GB/s per link" (AMD ROCm blog, "Understanding RCCL
+//     Bandwidth and xGMI Performance on AMD Instinct MI300X", 2025-03-02).
 //   RoCE takes InfiniBand's figure at the same speed, for want of a published one. The
 //   chapter's baseline (§6.1.7: NVLink at line rate, NDR at 0.8) is stated in its worked-example
 //   scenarios; `dtsim calibrate` measures a given machine.
@@ -54,7 +61,8 @@
 //   model (src/graph/tuning.cc, hwLat, ring/LL): NVLink ≈ 0.6 µs (GPU–NVSwitch–GPU, 2 × 0.3),
 //   PCIe ≈ 1.0 µs through the host (GPU–switch–host–switch–GPU, 4 × 0.25), network ≈ 2.7 µs
 //   (GPU–switch–NIC 2 × 0.25 and NIC–leaf 0.85 on each side, + 0.2 µs per leaf–spine link
-//   when the path climbs to a spine).
+//   when the path climbs to a spine). A direct xGMI link takes a whole GPU-to-GPU NVLink path's
+//   0.6 µs, for want of a published figure.
 #include "topology/presets.h"
 
 #include <fmt/format.h>
@@ -78,6 +86,7 @@ constexpr double kSwitchLatency = 0.2 * kMicro;
 constexpr double kNvlink3Efficiency = 230.8 / 300.0;
 constexpr double kNvlink4Efficiency = 365.6 / 450.0;
 constexpr double kNvlink5Efficiency = kNvlink4Efficiency;  // none measured: see the header
+constexpr double kXgmiEfficiency = 48.0 / 64.0;
 constexpr double kHdrEfficiency = 24.0 / 25.0;
 constexpr double kNdrEfficiency = 47.5 / 50.0;
 
@@ -184,6 +193,8 @@ const std::vector<std::pair<std::string, DeviceSpec>>& devices() {
                          180 * kGiga, 7700 * kGiga, 900 * kGiga)},
       {"gb200", datasheet("B200 of a GB200 superchip", 2500 * kTera, 2500 * kTera, 80 * kTera, 1250 * kTera,
                           5000 * kTera, 186 * kGiga, 8000 * kGiga, 900 * kGiga)},
+      {"mi300x", datasheet("AMD Instinct MI300X", 1307.4 * kTera, 1307.4 * kTera, 163.4 * kTera, 653.7 * kTera,
+                           2614.9 * kTera, 192 * kGiga, 5300 * kGiga, 7 * 64 * kGiga)},
       {"epyc-9654-2s",
        datasheet("2 × AMD EPYC 9654 (server host)", 14.7 * kTera, 14.7 * kTera, 14.7 * kTera, 14.7 * kTera, 0,
                  1536 * kGiga, 921.6 * kGiga, 0)},
@@ -205,6 +216,19 @@ NodeSpec nvswitch_node(std::string name, const char* device, LinkSpec pcie, doub
   node.nvlink = {node.gpu.nvlink_bandwidth, kNvlinkLatency, nvlink_efficiency};
   node.pcie = pcie;
   node.nvlink_sharp = nvlink_sharp;
+  return node;
+}
+
+// Eight GPUs each linked directly to the seven others (AMD Infinity Fabric), a NIC per GPU.
+NodeSpec mesh_node(std::string name, const char* device, LinkSpec pcie, double link_efficiency) {
+  NodeSpec node;
+  node.name = std::move(name);
+  node.kind = NodeKind::kFullMesh;
+  node.gpu = *device_preset(device);
+  node.gpus = 8;
+  node.nics = 8;
+  node.nvlink = {node.gpu.nvlink_bandwidth / (node.gpus - 1), 2 * kNvlinkLatency, link_efficiency};
+  node.pcie = pcie;
   return node;
 }
 
@@ -232,6 +256,8 @@ const std::vector<std::pair<std::string, NodeSpec>>& nodes() {
        nvswitch_node("HGX B200 (8 × B200, NVLink 5 switch)", "b200", pcie_gen5(), kNvlink5Efficiency, true)},
       {"gb200-nvl72", nvswitch_node("GB200 NVL72 (72 × B200 in one NVLink domain, a NIC per GPU)", "gb200",
                                     pcie_gen5(), kNvlink5Efficiency, true, 72)},
+      {"mi300x-8", mesh_node("AMD Instinct MI300X platform (8 × MI300X, xGMI full mesh)", "mi300x", pcie_gen5(),
+                             kXgmiEfficiency)},
       {"pcie-h100", pcie_node("PCIe server (8 × H100 PCIe, no NVLink, 4 NICs)", "h100-pcie", 4,
                               pcie_gen5())},
       {"pcie-l40s", pcie_node("PCIe server (8 × L40S, no NVLink, 2 NICs)", "l40s", 2,

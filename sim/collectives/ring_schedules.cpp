@@ -1,6 +1,7 @@
 // Ring schedules: all-reduce, all-gather, reduce-scatter, barrier, and the pipelined chain for
 // broadcast and reduce (see schedule.h).
 #include <algorithm>
+#include <functional>
 
 #include "sim/collectives/schedule_builders.h"
 
@@ -9,21 +10,95 @@ namespace {
 
 using program::CollectiveKind;
 
+// Arc-disjoint Hamiltonian cycles of the complete directed graph on n vertices, each starting
+// at vertex 0: n − 1 of them (every arc used once) whenever they exist, i.e. n ∉ {4, 6}
+// (Tillson, "A Hamiltonian decomposition of K*_2m, 2m ≥ 8", J. Combin. Theory B, 1980), else as
+// many as there are. A depth-first search, backtracking across cycles; 151 steps for n = 8,
+// bounded for larger meshes (fewer cycles then). On a full mesh these are rings whose hops use
+// every GPU–GPU link once, as RCCL's rings on MI300X spread its channels over all seven xGMI
+// links of each GPU (ROCm/rccl, src/graph/rome_models.cc, the 8-GPU, 7-link models).
+std::vector<std::vector<std::int32_t>> disjoint_hamiltonian_cycles(std::int32_t n) {
+  constexpr std::int64_t kStepBudget = 1'000'000;
+  const auto size = static_cast<std::size_t>(n);
+  std::vector<std::uint8_t> used(size * size, 0);  // arc u → v taken
+  std::vector<std::uint8_t> visited(size, 0);      // by the cycle being built
+  std::vector<std::vector<std::int32_t>> cycles;
+  std::int64_t steps = 0;
+  std::size_t target = 0;
+  // Extends the last cycle of `cycles` over unused arcs; when it closes, starts the next one
+  // until `target` cycles stand. False when no completion exists (or the budget ran out).
+  const std::function<bool()> extend = [&]() -> bool {
+    if (++steps > kStepBudget) return false;
+    std::vector<std::int32_t>& path = cycles.back();
+    const auto last = static_cast<std::size_t>(path.back());
+    if (path.size() == size) {
+      if (used[last * size] != 0) return false;
+      used[last * size] = 1;  // the closing arc
+      if (cycles.size() == target) return true;
+      const std::vector<std::uint8_t> visited_here = visited;
+      std::fill(visited.begin(), visited.end(), 0);
+      visited[0] = 1;
+      cycles.push_back({0});
+      if (extend()) return true;
+      cycles.pop_back();
+      visited = visited_here;
+      used[last * size] = 0;
+      return false;
+    }
+    for (std::int32_t next = 1; next < n; ++next) {
+      const auto v = static_cast<std::size_t>(next);
+      if (visited[v] != 0 || used[last * size + v] != 0) continue;
+      visited[v] = 1;
+      used[last * size + v] = 1;
+      cycles.back().push_back(next);
+      if (extend()) return true;
+      cycles.back().pop_back();
+      used[last * size + v] = 0;
+      visited[v] = 0;
+    }
+    return false;
+  };
+  for (target = static_cast<std::size_t>(std::max(0, n - 1)); target > 0 && n >= 2; --target) {
+    std::fill(used.begin(), used.end(), 0);
+    std::fill(visited.begin(), visited.end(), 0);
+    visited[0] = 1;
+    cycles.assign(1, {0});
+    steps = 0;
+    if (extend()) return cycles;
+  }
+  return {};
+}
+
 // Ring c visits the nodes in order and enters each node at member ⌊c·n/C⌋ of its n, so the C
 // rings leave and enter every node through GPUs spread evenly over the node — one per NIC when
 // C is the NIC count, also when GPUs share NICs. Rotations of a single node's cycle are the
-// same ring, and duplicates are dropped.
+// same ring, and duplicates are dropped. Inside a full-mesh node, ring c goes round Hamiltonian
+// cycle c (of disjoint_hamiltonian_cycles, in turn) from that member, so that the rings' hops
+// spread over all of the node's links; a single-node group on a full mesh runs one ring per
+// cycle.
 std::vector<std::vector<std::int32_t>> build_rings(const CollectiveSpec& spec, const NodeGroups& groups) {
   std::vector<std::vector<std::int32_t>> rings;
-  const std::int32_t channels = groups.nodes.size() == 1 ? 1 : std::max(1, spec.channels);
+  const bool single_node = groups.nodes.size() == 1;
+  std::vector<std::vector<std::int32_t>> cycles;  // over a node's member positions
+  if (spec.full_mesh) cycles = disjoint_hamiltonian_cycles(static_cast<std::int32_t>(groups.nodes.front().size()));
+  const bool mesh = !cycles.empty() && groups.uniform();
+  const std::int32_t channels =
+      single_node ? (mesh ? static_cast<std::int32_t>(cycles.size()) : 1) : std::max(1, spec.channels);
   for (std::int32_t c = 0; c < channels; ++c) {
     std::vector<std::int32_t> ring;
     ring.reserve(static_cast<std::size_t>(spec.members));
     for (const auto& members : groups.nodes) {
-      const auto start = static_cast<std::ptrdiff_t>(static_cast<std::size_t>(c) * members.size() /
-                                                     static_cast<std::size_t>(channels));
-      ring.insert(ring.end(), members.begin() + start, members.end());
-      ring.insert(ring.end(), members.begin(), members.begin() + start);
+      const std::size_t start = static_cast<std::size_t>(c) * members.size() / static_cast<std::size_t>(channels);
+      if (mesh) {
+        const auto& cycle = cycles[static_cast<std::size_t>(c) % cycles.size()];
+        const auto from = std::find(cycle.begin(), cycle.end(), static_cast<std::int32_t>(start)) - cycle.begin();
+        for (std::size_t i = 0; i < cycle.size(); ++i) {
+          ring.push_back(members[static_cast<std::size_t>(cycle[(static_cast<std::size_t>(from) + i) % cycle.size()])]);
+        }
+      } else {
+        ring.insert(ring.end(), members.begin() + static_cast<std::ptrdiff_t>(start), members.end());
+        ring.insert(ring.end(), members.begin(), members.begin() + static_cast<std::ptrdiff_t>(start));
+      }
     }
     if (std::find(rings.begin(), rings.end(), ring) == rings.end()) rings.push_back(std::move(ring));
   }

@@ -101,6 +101,7 @@ struct CollectiveSpec {
   std::int32_t channels = 1;               // rings run in parallel (ring algorithms)
   std::int64_t chunk_bytes = 1 << 20;      // pipelining granularity (chains and trees)
   bool nvlink_sharp = false;               // the members' NVSwitch reduces in the switch (nvls)
+  bool full_mesh = false;                  // the members' nodes link every two GPUs directly (xGMI)
   bool fabric_sharp = false;               // the InfiniBand switches reduce in the network (collnet)
 };
 

@@ -32,6 +32,7 @@ collectives::CollectiveSpec collective_spec(const topology::Cluster& cluster, co
   spec.channels = options.ring_channels > 0 ? options.ring_channels : std::max(1, cluster.spec().node.nics);
   spec.chunk_bytes = options.chunk_bytes;
   spec.nvlink_sharp = cluster.spec().node.nvlink_sharp;
+  spec.full_mesh = cluster.spec().node.kind == topology::NodeKind::kFullMesh;
   spec.fabric_sharp = cluster.spec().fabric.sharp;
   for (std::int32_t endpoint : request.endpoints) {
     const bool gpu = cluster.is_gpu(endpoint);
@@ -89,7 +90,8 @@ void CommPlanner::price_as_nccl(CommPlan& plan, const collectives::CollectiveSpe
   for (const collectives::MemberLocation& location : spec.locations) ++per_node[location.node];
   group.nodes = static_cast<std::int32_t>(per_node.size());
   for (const auto& [node, members] : per_node) group.per_node = std::max(group.per_node, members);
-  group.nvlink = cluster_.spec().node.kind == topology::NodeKind::kNvSwitch;
+  // NCCL's latency tables know NVLink and PCIe; xGMI links GPUs directly, as NVLink does.
+  group.nvlink = cluster_.spec().node.kind != topology::NodeKind::kPcie;
   std::int32_t steps = 0;
   for (const collectives::Phase& phase : plan.schedule.phases) steps += phase.steps;
   if (steps == 0) return;

@@ -147,7 +147,7 @@ INSTANTIATE_TEST_SUITE_P(
         BrokenCase{"rail_pod_splits_groups.toml", "6:14", "cluster.fabric.pod_leaves",
                    "a rail-optimized pod holds whole rail groups of 8 leaves, got 12", "pod_leaves = 8"},
         BrokenCase{"pcie_gpu_on_nvswitch.toml", "1:1", "cluster.interconnect",
-                   "an NVSwitch node needs NVLink, but L40S has none", "interconnect = \"pcie\""},
+                   "an NVSwitch node needs GPU links, but L40S has none", "interconnect = \"pcie\""},
         BrokenCase{"kernel_without_flash.toml", "12:20", "compute.attention_kernel",
                    "a fused attention kernel needs model.attention = \"flash\"", "remove compute.attention_kernel"},
         BrokenCase{"unknown_attention_kernel.toml", "11:20", "compute.attention_kernel",

@@ -76,6 +76,18 @@ TYPED_TEST(NetworkModelTest, RingAllReduceInsideANodeMatchesTheClosedForm) {
   EXPECT_NEAR(t, expected, this->kTolerance * expected);
 }
 
+TYPED_TEST(NetworkModelTest, RingAllReduceOnAFullMeshUsesEveryLink) {
+  // MI300X: 8 GPUs, a 64 GB/s link (48 usable) between every two. The ring all-reduce runs 7
+  // rings over disjoint Hamiltonian cycles, each hop on its own link, M/7 per ring:
+  // T = 2(P−1)(α + M/(7·P·B)), P = 8, α = 0.6 µs (one direct link), B = 48 GB/s.
+  topology::ClusterSpec mesh = test_support::hgx_cluster(1);
+  mesh.node = *topology::node_preset("mi300x-8");
+  const std::int64_t m = 64 << 20;
+  const double expected = 14 * (0.6e-6 + m / 56.0 / 48e9);
+  const double t = this->seconds(mesh, collective(CollectiveKind::kAllReduce, Algorithm::kRing, range(0, 8), m));
+  EXPECT_NEAR(t, expected, this->kTolerance * expected);
+}
+
 TYPED_TEST(NetworkModelTest, RingAllReduceAcrossNodesUsesEveryNic) {
   // 16 GPUs, one ring per NIC: every step is bound by a NIC hop carrying M/(16·8):
   // T = 30 (α + M/(16·8·40 GB/s)), α = 2.7 µs.

@@ -185,6 +185,9 @@ std::vector<RoutingCase> routing_cases() {
   rails.fabric.rail_optimized = true;
   rails.fabric.leaf_down_ports = 4;
   cases.push_back({"rail-optimized, 2 groups", rails});
+  ClusterSpec mesh = test_support::hgx_cluster(3);
+  mesh.node = *topology::node_preset("mi300x-8");
+  cases.push_back({"MI300X full-mesh nodes", mesh});
   ClusterSpec roce = test_support::hgx_cluster(6);
   roce.fabric = *topology::fabric_preset("roce-400");
   roce.fabric.leaf_down_ports = 16;

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
 #include <utility>
 
 #include "topology/cluster.h"
@@ -36,7 +37,8 @@ INSTANTIATE_TEST_SUITE_P(Validation, DevicePresetTest,
                                          DeviceFacts{"h100-sxm5", 989, 80, 3.35, 450},
                                          DeviceFacts{"h200-sxm", 989, 141, 4.8, 450},
                                          DeviceFacts{"b200", 2250, 180, 7.7, 900},
-                                         DeviceFacts{"gb200", 2500, 186, 8.0, 900}));
+                                         DeviceFacts{"gb200", 2500, 186, 8.0, 900},
+                                         DeviceFacts{"mi300x", 1307.4, 192, 5.3, 448}));
 
 TEST(FabricPresetTest, LineRatesAndWhatNcclTestsMeasureOnThem) {
   // NDR 400 Gb/s = 50 GB/s per port, of which nccl-tests measure 46–49 GB/s (47.5); HDR
@@ -80,6 +82,30 @@ TEST(NodePresetTest, Gb200Nvl72IsOneNvlinkDomainOf72Gpus) {
     for (topology::LinkId link : path) EXPECT_EQ(cluster.link(link).link_class, topology::LinkClass::kNvlink);
   }
   EXPECT_GT(cluster.route(0, 72, 0).size(), 2u);  // the next rack is over the fabric
+}
+
+// MI300X platform: every GPU linked directly to the seven others at 64 GB/s per direction, of
+// which ~48 usable (AMD); a GPU's traffic to one peer takes that one link.
+TEST(NodePresetTest, Mi300xIsAFullMeshOfXgmiLinks) {
+  const auto node = topology::node_preset("mi300x-8");
+  ASSERT_TRUE(node.has_value());
+  EXPECT_EQ(node->kind, topology::NodeKind::kFullMesh);
+  EXPECT_DOUBLE_EQ(node->nvlink.bandwidth, 64e9);
+  EXPECT_NEAR(node->nvlink.effective_bandwidth(), 48e9, 1e3);
+  EXPECT_FALSE(node->nvlink_sharp);
+  topology::ClusterSpec spec;
+  spec.node = *node;
+  spec.nodes = 1;
+  spec.fabric = *topology::fabric_preset("ib-ndr");
+  const topology::Cluster cluster(spec);
+  std::set<topology::LinkId> links;
+  for (int peer = 1; peer < 8; ++peer) {
+    const topology::Path path = cluster.route(0, peer, 0);
+    ASSERT_EQ(path.size(), 1u);
+    EXPECT_EQ(cluster.link(path[0]).link_class, topology::LinkClass::kNvlink);
+    links.insert(path[0]);
+  }
+  EXPECT_EQ(links.size(), 7u);  // a link per peer
 }
 
 TEST(FabricPresetTest, RailOptimizedThreeTierPresetsAreKAryFatTrees) {
