@@ -243,8 +243,7 @@ int command_run(const RunOptions& options, std::ostream& out, std::ostream& err)
 
 int command_sweep(const RunOptions& options, std::ostream& out, std::ostream& err) {
   const ScenarioDocument document = open_document(options.scenario, options.overrides);
-  const Scenario base = document.read();
-  if (base.sweep.empty()) {
+  if (document.sweep_axes().empty()) {
     throw ScenarioError(options.scenario, "sweep", "the scenario has no [sweep] table",
                         "add e.g. [sweep] \"ddp.bucket_cap_mb\" = [10, 25, 50]");
   }
@@ -254,7 +253,12 @@ int command_sweep(const RunOptions& options, std::ostream& out, std::ostream& er
     result = run_sweep(document, options.threads,
                        [&](std::size_t done, std::size_t total) { progress.show(sweep_progress(done, total)); });
   }
-  const auto directory = output_directory(options.output, base.name);
+  if (result.name.empty()) {  // no point read: nothing ran, nothing to write
+    throw ScenarioError(options.scenario, "sweep",
+                        fmt::format("no point of the sweep is valid; the first: {}", result.rows.front().invalid),
+                        "fix the base scenario or the swept values");
+  }
+  const auto directory = output_directory(options.output, result.name);
   prepare_output_directory(directory);
   write_file_atomically(directory / "sweep.csv", [&](std::ostream& file) { file << sweep_csv(result); });
   out << format_sweep_table(result);

@@ -23,9 +23,11 @@ std::string csv_field(const std::string& text) {
 
 }  // namespace
 
-std::vector<trace::Report> run_all(const std::vector<Scenario>& scenarios, unsigned threads, const Progress& progress) {
+std::vector<trace::Report> run_all(const std::vector<Scenario>& scenarios, unsigned threads, const Progress& progress,
+                                   std::vector<std::string>* failures) {
   const std::size_t total = scenarios.size();
   std::vector<trace::Report> reports(total);
+  if (failures != nullptr) failures->assign(total, "");
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
   threads = static_cast<unsigned>(std::min<std::size_t>(threads, std::max<std::size_t>(total, 1)));
   std::atomic<std::size_t> next{0};
@@ -36,6 +38,13 @@ std::vector<trace::Report> run_all(const std::vector<Scenario>& scenarios, unsig
     for (std::size_t i = next++; i < total; i = next++) {
       try {
         reports[i] = run_scenario(scenarios[i]).report;
+      } catch (const std::exception& error) {
+        if (failures != nullptr) {
+          (*failures)[i] = error.what();  // each thread writes its own points
+        } else {
+          std::lock_guard lock(failure_mutex);
+          if (!failure) failure = std::current_exception();
+        }
       } catch (...) {
         std::lock_guard lock(failure_mutex);
         if (!failure) failure = std::current_exception();
@@ -58,11 +67,19 @@ std::vector<trace::Report> run_all(const std::vector<Scenario>& scenarios, unsig
 SweepResult run_sweep(const ScenarioDocument& document, unsigned threads, const Progress& progress) {
   SweepResult result;
   result.axes = document.sweep_axes();
-  std::vector<Scenario> scenarios;
-  for (const ScenarioDocument& point : document.sweep_points()) scenarios.push_back(point.read());
-
-  const std::size_t total = scenarios.size();
+  const std::vector<ScenarioDocument> points = document.sweep_points();
+  const std::size_t total = points.size();
   result.rows.resize(total);
+  std::vector<Scenario> scenarios;  // the points that read
+  std::vector<std::size_t> row_of;  // their rows
+  for (std::size_t row = 0; row < total; ++row) {
+    try {
+      scenarios.push_back(points[row].read());
+      row_of.push_back(row);
+    } catch (const ScenarioError& error) {
+      result.rows[row].invalid = error.what();
+    }
+  }
   // Axis values of each point, in the same row-major order sweep_points uses.
   for (std::size_t row = 0; row < total; ++row) {
     std::size_t rest = row;
@@ -73,8 +90,13 @@ SweepResult run_sweep(const ScenarioDocument& document, unsigned threads, const 
       rest /= n;
     }
   }
-  std::vector<trace::Report> reports = run_all(scenarios, threads, progress);
-  for (std::size_t row = 0; row < total; ++row) result.rows[row].report = std::move(reports[row]);
+  std::vector<std::string> failures;
+  std::vector<trace::Report> reports = run_all(scenarios, threads, progress, &failures);
+  for (std::size_t i = 0; i < scenarios.size(); ++i) {
+    result.rows[row_of[i]].report = std::move(reports[i]);
+    result.rows[row_of[i]].invalid = std::move(failures[i]);
+  }
+  if (!scenarios.empty()) result.name = scenarios.front().name;
   return result;
 }
 
@@ -115,23 +137,38 @@ std::string format_sweep_table(const SweepResult& result) {
   for (const SweepAxis& axis : result.axes) header.push_back(axis.key);
   for (std::string& column : report_columns()) header.push_back(std::move(column));
   std::vector<std::vector<std::string>> cells;
+  std::string reasons;
   for (const SweepRow& row : result.rows) {
     std::vector<std::string> line = row.values;
-    for (std::string& cell : report_cells(row.report)) line.push_back(std::move(cell));
+    if (row.invalid.empty()) {
+      for (std::string& cell : report_cells(row.report)) line.push_back(std::move(cell));
+    } else {
+      line.resize(header.size(), "—");
+      line.back() = "invalid";
+      std::string point;
+      for (std::size_t a = 0; a < result.axes.size(); ++a) {
+        point += fmt::format("{}{} = {}", a == 0 ? "" : ", ", result.axes[a].key, row.values[a]);
+      }
+      reasons += fmt::format("invalid: {}: {}\n", point, row.invalid);
+    }
     cells.push_back(std::move(line));
   }
-  return format_table(header, cells);
+  return format_table(header, cells) + (reasons.empty() ? "" : "\n" + reasons);
 }
 
 std::string sweep_csv(const SweepResult& result) {
   std::string out;
   for (const SweepAxis& axis : result.axes) out += csv_field(axis.key) + ",";
   out += "step_time_s,tokens_per_s,mfu,compute_time_s,comm_time_s,exposed_comm_s,"
-         "comm_compute_ratio,overlap_ratio,peak_memory_bytes,oom\n";
+         "comm_compute_ratio,overlap_ratio,peak_memory_bytes,oom,invalid\n";
   for (const SweepRow& row : result.rows) {
     for (const std::string& value : row.values) out += csv_field(value) + ",";
+    if (!row.invalid.empty()) {  // no figures: empty fields, and the reason
+      out += ",,,,,,,,,," + csv_field(row.invalid) + "\n";
+      continue;
+    }
     const trace::Report& r = row.report;
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{}\n", r.step_time_s, r.tokens_per_s, r.mfu,
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},\n", r.step_time_s, r.tokens_per_s, r.mfu,
                        r.compute_time_s, r.comm_time_s, r.exposed_comm_s, r.comm_compute_ratio,
                        r.overlap_ratio, r.peak_memory_bytes, r.oom ? "true" : "false");
   }

@@ -1,6 +1,8 @@
 // `dtsim sweep`: every point of a scenario's [sweep] table (the cartesian product of its
-// axes), validated up front, simulated in parallel on all cores, summarised as a table and a
-// CSV file in the order of the points.
+// axes), each validated with its own values applied (the base alone need not be valid),
+// simulated in parallel on all cores, summarised as a table and a CSV file in the order of the
+// points. A point that cannot run is a row marked invalid with its one-line reason; the rest
+// run.
 #pragma once
 
 #include <functional>
@@ -15,20 +17,25 @@ namespace scenarios {
 struct SweepRow {
   std::vector<std::string> values;  // one per axis, as TOML text
   trace::Report report;
+  std::string invalid;  // why the point could not be read or simulated; empty: it ran
 };
 
 struct SweepResult {
   std::vector<SweepAxis> axes;
   std::vector<SweepRow> rows;
+  std::string name;  // the scenario's name, from the first point that reads; empty: none did
 };
 
 using Progress = std::function<void(std::size_t done, std::size_t total)>;
 
 // Runs scenarios on `threads` threads (0: all cores) and returns their reports in order;
-// `progress`, when set, is called from the calling thread. The first failure is rethrown.
-std::vector<trace::Report> run_all(const std::vector<Scenario>& scenarios, unsigned threads, const Progress& progress);
+// `progress`, when set, is called from the calling thread. The first failure is rethrown,
+// unless `failures` is given: then it receives each scenario's error message (empty: ran).
+std::vector<trace::Report> run_all(const std::vector<Scenario>& scenarios, unsigned threads, const Progress& progress,
+                                   std::vector<std::string>* failures = nullptr);
 
-// Reads every point first (throws ScenarioError naming the point), then runs them (run_all).
+// Reads every point (one that does not read is marked invalid), then runs the others
+// (run_all; one that fails is marked invalid too).
 SweepResult run_sweep(const ScenarioDocument& document, unsigned threads, const Progress& progress);
 
 // Right-aligned columns under a header.

@@ -122,6 +122,31 @@ TEST_F(CliTest, SweepPrintsATableAndWritesACsvRowPerPoint) {
   EXPECT_EQ(csv.rfind("compute.step_compute_time_s,step_time_s,", 0), 0u);
 }
 
+// A sweep runs every point it can: the base need only be valid with each point's values
+// (sequence parallelism at tp 1 is not), and a point that is not is a row marked invalid with
+// its reason while the others run. With no valid point nothing is written.
+TEST_F(CliTest, SweepKeepsGoingPastAnInvalidPoint) {
+  const fs::path scenario = scratch_ / "sp_sweep.toml";
+  std::ofstream(scenario) << "[cluster]\nnodes = 1\n[model]\npreset = \"llama-2-7b\"\n"
+                             "[training]\nglobal_batch = 1\nmicro_batch = 1\n"
+                             "[parallel]\ntp = 1\nsequence_parallel = true\n[sweep]\n\"parallel.tp\" = [3, 8]\n";
+  const CliRun run = dtsim({"sweep", scenario.string(), "-o", directory_.string()});
+  ASSERT_EQ(run.code, 0) << run.err;
+  EXPECT_NE(run.out.find("invalid: parallel.tp = 3: "), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("does not match the cluster's 8 GPUs"), std::string::npos) << run.out;
+  const std::string csv = slurp(directory_ / "sweep.csv");
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 3) << csv;
+  EXPECT_NE(csv.find("\n3,,,,,,,,,,,"), std::string::npos) << csv;  // no figures, then the reason
+  const auto tp8 = csv.find("\n8,");
+  ASSERT_NE(tp8, std::string::npos) << csv;
+  EXPECT_EQ(csv.substr(tp8).rfind(",\n"), csv.size() - tp8 - 2) << csv;  // figures, no reason
+
+  const CliRun none = dtsim({"sweep", scenario.string(), "--set", "cluster.nodes=3", "-o", (scratch_ / "none").string()});
+  EXPECT_EQ(none.code, 2);
+  EXPECT_NE(none.err.find("no point of the sweep is valid"), std::string::npos) << none.err;
+  EXPECT_FALSE(fs::exists(scratch_ / "none"));
+}
+
 TEST_F(CliTest, SweepIntoAFileIsBadInputLikeRun) {
   fs::create_directories(directory_);
   std::ofstream(directory_ / "a_file") << "x";
