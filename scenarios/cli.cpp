@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -232,7 +233,9 @@ int command_run(const RunOptions& options, std::ostream& out, std::ostream& err)
       progress.show(simulation_progress(now, progress.elapsed_s()));
       return true;
     };
-    const std::uint64_t memory = options.memory_check ? available_memory_bytes() : 0;
+    // 0 is "no check" to the simulator: a machine known to have nothing left passes 1 byte.
+    const auto available = options.memory_check ? available_memory_bytes() : std::nullopt;
+    const std::uint64_t memory = available ? std::max<std::uint64_t>(*available, 1) : 0;
     result = progress.on_terminal() ? run_scenario(scenario, show, memory) : run_scenario(scenario, {}, memory);
   }
   const auto directory = output_directory(options.output, scenario.name);

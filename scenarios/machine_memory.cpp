@@ -3,76 +3,78 @@
 
 #include <algorithm>
 #include <fstream>
-#include <optional>
 #include <sstream>
 #include <string>
-#include <utility>
 
 namespace scenarios {
 namespace {
 
-// "MemAvailable:   12345678 kB" → bytes.
-std::optional<std::uint64_t> meminfo_available(const std::filesystem::path& meminfo) {
-  std::ifstream file(meminfo);
+// The value of `key` in a file of "key value" lines (meminfo's "MemAvailable: 123 kB",
+// memory.stat's "inactive_file 123").
+std::optional<std::uint64_t> keyed_value(const std::filesystem::path& file_path, const std::string& key) {
+  std::ifstream file(file_path);
   for (std::string line; std::getline(file, line);) {
     std::istringstream fields(line);
-    std::string key;
-    std::uint64_t kib = 0;
-    if (fields >> key >> kib && key == "MemAvailable:") return kib * 1024;
+    std::string name;
+    std::uint64_t value = 0;
+    if (fields >> name >> value && name == key) return value;
   }
   return std::nullopt;
 }
 
-// A cgroup memory file: a byte count, or "max" (no limit) or missing → nullopt.
-std::optional<std::uint64_t> cgroup_value(const std::filesystem::path& file_path) {
+// A cgroup file holding one byte count; "max" (no limit) or a missing file → nothing.
+std::optional<std::uint64_t> single_value(const std::filesystem::path& file_path) {
   std::ifstream file(file_path);
   std::uint64_t value = 0;
   if (file >> value) return value;
   return std::nullopt;
 }
 
-// This process's memory cgroup: its limit and usage files (v2 if mounted, else v1), from
-// /proc/self/cgroup ("0::/path" for v2, "4:memory:/path" for v1). A path the container does not
-// show falls back to the mount's root.
-std::pair<std::filesystem::path, std::filesystem::path> own_cgroup_files() {
+// This process's memory cgroup directory, from /proc/self/cgroup: "0::/path" with cgroup v2
+// mounted at /sys/fs/cgroup, else the v1 line whose controllers include "memory". A path the
+// container does not show falls back to the mount's root.
+std::filesystem::path own_memory_cgroup() {
   const std::filesystem::path root = "/sys/fs/cgroup";
   std::ifstream file("/proc/self/cgroup");
   for (std::string line; std::getline(file, line);) {
     const auto first = line.find(':');
     const auto second = line.find(':', first + 1);
     if (first == std::string::npos || second == std::string::npos) continue;
-    const std::string controllers = line.substr(first + 1, second - first - 1);
+    const std::string controllers = "," + line.substr(first + 1, second - first - 1) + ",";
     const std::string path = line.substr(second + 1).erase(0, 1);  // without the leading '/'
-    if (controllers.empty() && std::filesystem::exists(root / "memory.max")) {
-      const auto dir = std::filesystem::exists(root / path / "memory.max") ? root / path : root;
-      return {dir / "memory.max", dir / "memory.current"};
+    std::filesystem::path mount;
+    if (controllers == ",," && std::filesystem::exists(root / "cgroup.controllers")) {
+      mount = root;
+    } else if (controllers.find(",memory,") != std::string::npos) {
+      mount = root / "memory";
+    } else {
+      continue;
     }
-    if (controllers == "memory") {
-      const auto mount = root / "memory";
-      const auto dir = std::filesystem::exists(mount / path / "memory.limit_in_bytes") ? mount / path : mount;
-      return {dir / "memory.limit_in_bytes", dir / "memory.usage_in_bytes"};
-    }
+    return std::filesystem::exists(mount / path) ? mount / path : mount;
   }
   return {};
 }
 
 }  // namespace
 
-std::uint64_t available_memory_bytes(const std::filesystem::path& meminfo, const std::filesystem::path& cgroup_limit,
-                                     const std::filesystem::path& cgroup_usage) {
-  std::optional<std::uint64_t> available = meminfo_available(meminfo);
-  const auto limit = cgroup_value(cgroup_limit);
-  const auto used = cgroup_value(cgroup_usage);
-  if (limit && used) {
-    const std::uint64_t left = *limit > *used ? *limit - *used : 0;
+std::optional<std::uint64_t> available_memory_bytes(const std::filesystem::path& meminfo,
+                                                    const std::filesystem::path& cgroup) {
+  std::optional<std::uint64_t> available;
+  if (const auto kib = keyed_value(meminfo, "MemAvailable:")) available = *kib * 1024;
+  const bool v2 = std::filesystem::exists(cgroup / "memory.max");
+  const auto limit = single_value(cgroup / (v2 ? "memory.max" : "memory.limit_in_bytes"));
+  const auto usage = single_value(cgroup / (v2 ? "memory.current" : "memory.usage_in_bytes"));
+  if (limit && usage) {
+    const std::uint64_t cache = keyed_value(cgroup / "memory.stat", v2 ? "inactive_file" : "total_inactive_file").value_or(0);
+    const std::uint64_t used = *usage > cache ? *usage - cache : 0;
+    const std::uint64_t left = *limit > used ? *limit - used : 0;
     available = available ? std::min(*available, left) : left;
   }
-  return available.value_or(0);
+  return available;
 }
 
-std::uint64_t available_memory_bytes() {
-  const auto [limit, usage] = own_cgroup_files();
-  return available_memory_bytes("/proc/meminfo", limit, usage);
+std::optional<std::uint64_t> available_memory_bytes() {
+  return available_memory_bytes("/proc/meminfo", own_memory_cgroup());
 }
 
 }  // namespace scenarios

@@ -4,17 +4,20 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 
 namespace scenarios {
 
 // The smaller of the kernel's MemAvailable (/proc/meminfo) and what the process's memory cgroup
-// still allows (v2: memory.max − memory.current; v1: memory.limit_in_bytes −
-// memory.usage_in_bytes). 0 when neither can be read.
-std::uint64_t available_memory_bytes();
+// still allows: its limit minus its usage, not counting inactive page cache the kernel would
+// reclaim (v2: memory.max, memory.current, memory.stat's inactive_file; v1:
+// memory.limit_in_bytes, memory.usage_in_bytes, total_inactive_file). Limits of parent cgroups
+// are not read. Nothing when neither can be read.
+std::optional<std::uint64_t> available_memory_bytes();
 
-// The same from given files (for tests): a meminfo file, and a cgroup's limit and usage files
-// (either may be missing, or hold "max": no limit).
-std::uint64_t available_memory_bytes(const std::filesystem::path& meminfo, const std::filesystem::path& cgroup_limit,
-                                     const std::filesystem::path& cgroup_usage);
+// The same from given files (for tests): a meminfo file and a cgroup directory of either
+// version (its files may be missing, or the limit "max": no limit).
+std::optional<std::uint64_t> available_memory_bytes(const std::filesystem::path& meminfo,
+                                                    const std::filesystem::path& cgroup);
 
 }  // namespace scenarios

@@ -85,6 +85,7 @@ constexpr double kLargestMagnitude = 1e30;
 // Sizes beyond any machine or model built today.
 constexpr std::int64_t kMaxNodes = 16384;
 constexpr std::int64_t kMaxPerNode = 576;  // the largest NVLink domain NVIDIA has announced (NVL576)
+constexpr int kMaxMeshGpus = 16;            // full meshes built have 8 (MI300X); rings on larger ones cost a search
 constexpr std::int64_t kMaxStreamingMultiprocessors = 1024;  // far above any GPU (H100: 132)
 constexpr double kMaxOverlapSlowdown = 10;  // an overlapped op 11× slower: far beyond any measurement
 constexpr std::int64_t kMaxDimension = std::int64_t{1} << 24;
@@ -336,10 +337,10 @@ topology::ClusterSpec read_cluster(TableReader reader) {
   const std::string node_name = reader.choice("node", topology::node_preset_names()).value_or("hgx-h100");
   cluster.node = *topology::node_preset(node_name);
   topology::NodeSpec& node = cluster.node;
+  const topology::NodeSpec preset = node;
   cluster.nodes = static_cast<int>(reader.required_count("nodes", kMaxNodes, "how many nodes, e.g. nodes = 2"));
   node.gpus = static_cast<int>(reader.count("gpus_per_node", node.gpus, 1, kMaxPerNode));
   node.nics = static_cast<int>(reader.count("nics_per_node", node.nics, 1, kMaxPerNode));
-  const topology::NodeSpec preset = node;
   if (auto kind = reader.choice("interconnect", {"nvswitch", "pcie", "mesh"})) {
     node.kind = *kind == "nvswitch" ? topology::NodeKind::kNvSwitch
                 : *kind == "pcie"   ? topology::NodeKind::kPcie
@@ -353,8 +354,15 @@ topology::ClusterSpec read_cluster(TableReader reader) {
       (mesh && node.gpus != preset.gpus) || node.nvlink.bandwidth <= 0) {
     node.nvlink.bandwidth = mesh ? node.gpu.nvlink_bandwidth / std::max(1, node.gpus - 1) : node.gpu.nvlink_bandwidth;
   }
-  if (node.nvlink.latency <= 0 && node.kind != topology::NodeKind::kPcie) {
+  // Another interconnect brings its own link latency: a direct link is a whole GPU-to-GPU path.
+  if ((node.nvlink.latency <= 0 || node.kind != preset.kind) && node.kind != topology::NodeKind::kPcie) {
     node.nvlink.latency = topology::node_preset(mesh ? "mi300x-8" : "hgx-h100")->nvlink.latency;
+  }
+  if (mesh && node.gpus > kMaxMeshGpus) {
+    reader.fail("gpus_per_node",
+                fmt::format("a full mesh of {} GPUs would need {} links per GPU; dtsim models meshes of up to {} GPUs",
+                            node.gpus, node.gpus - 1, kMaxMeshGpus),
+                "MI300X platforms have 8; use interconnect = \"nvswitch\" for a switched domain");
   }
   read_link(reader.child("nvlink"), node.nvlink);
   read_link(reader.child("pcie"), node.pcie);

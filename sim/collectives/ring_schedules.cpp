@@ -2,6 +2,8 @@
 // broadcast and reduce (see schedule.h).
 #include <algorithm>
 #include <functional>
+#include <numeric>
+#include <tuple>
 
 #include "sim/collectives/schedule_builders.h"
 
@@ -69,28 +71,64 @@ std::vector<std::vector<std::int32_t>> disjoint_hamiltonian_cycles(std::int32_t 
   return {};
 }
 
+// For each of `channels` rings entering a full-mesh node at member ⌊c·n/C⌋: the cycle it goes
+// round inside the node. It leaves the node from the member before its entry on that cycle, so
+// cycles are chosen — least used first, then in order — to give every ring its own exit member
+// while it can (one NIC per ring, both ways), and rings on different cycles share no link.
+std::vector<std::size_t> mesh_cycle_per_ring(const std::vector<std::vector<std::int32_t>>& cycles, std::size_t n,
+                                             std::int32_t channels) {
+  std::vector<std::size_t> choice;
+  std::vector<std::int32_t> uses(cycles.size(), 0);
+  std::vector<std::uint8_t> exit_taken(n, 0);
+  for (std::int32_t c = 0; c < channels; ++c) {
+    const auto entry = static_cast<std::int32_t>(static_cast<std::size_t>(c) * n / static_cast<std::size_t>(channels));
+    std::size_t best = 0;
+    auto rank = [&](std::size_t k) {  // lower is better: a free exit, then fewer uses, then k
+      const auto& cycle = cycles[k];
+      const auto at = static_cast<std::size_t>(std::find(cycle.begin(), cycle.end(), entry) - cycle.begin());
+      const auto exit = static_cast<std::size_t>(cycle[(at + cycle.size() - 1) % cycle.size()]);
+      return std::tuple(exit_taken[exit], uses[k], k, exit);
+    };
+    for (std::size_t k = 1; k < cycles.size(); ++k) {
+      if (rank(k) < rank(best)) best = k;
+    }
+    ++uses[best];
+    exit_taken[std::get<3>(rank(best))] = 1;
+    choice.push_back(best);
+  }
+  return choice;
+}
+
 // Ring c visits the nodes in order and enters each node at member ⌊c·n/C⌋ of its n, so the C
 // rings leave and enter every node through GPUs spread evenly over the node — one per NIC when
 // C is the NIC count, also when GPUs share NICs. Rotations of a single node's cycle are the
-// same ring, and duplicates are dropped. Inside a full-mesh node, ring c goes round Hamiltonian
-// cycle c (of disjoint_hamiltonian_cycles, in turn) from that member, so that the rings' hops
-// spread over all of the node's links; a single-node group on a full mesh runs one ring per
-// cycle.
+// same ring, and duplicates are dropped. Inside a full-mesh node a ring goes round one of the
+// node's disjoint Hamiltonian cycles from its entry (mesh_cycle_per_ring), so that the rings'
+// hops spread over all of the node's links; a single-node group on a full mesh runs one ring
+// per cycle.
 std::vector<std::vector<std::int32_t>> build_rings(const CollectiveSpec& spec, const NodeGroups& groups) {
   std::vector<std::vector<std::int32_t>> rings;
   const bool single_node = groups.nodes.size() == 1;
+  const std::size_t per_node = groups.nodes.front().size();
   std::vector<std::vector<std::int32_t>> cycles;  // over a node's member positions
-  if (spec.full_mesh) cycles = disjoint_hamiltonian_cycles(static_cast<std::int32_t>(groups.nodes.front().size()));
-  const bool mesh = !cycles.empty() && groups.uniform();
+  if (spec.full_mesh && groups.uniform()) cycles = disjoint_hamiltonian_cycles(static_cast<std::int32_t>(per_node));
+  const bool mesh = !cycles.empty();
   const std::int32_t channels =
       single_node ? (mesh ? static_cast<std::int32_t>(cycles.size()) : 1) : std::max(1, spec.channels);
+  std::vector<std::size_t> cycle_of;  // a single node: ring c is cycle c
+  if (mesh && single_node) {
+    cycle_of.resize(cycles.size());
+    std::iota(cycle_of.begin(), cycle_of.end(), std::size_t{0});
+  } else if (mesh) {
+    cycle_of = mesh_cycle_per_ring(cycles, per_node, channels);
+  }
   for (std::int32_t c = 0; c < channels; ++c) {
     std::vector<std::int32_t> ring;
     ring.reserve(static_cast<std::size_t>(spec.members));
     for (const auto& members : groups.nodes) {
       const std::size_t start = static_cast<std::size_t>(c) * members.size() / static_cast<std::size_t>(channels);
       if (mesh) {
-        const auto& cycle = cycles[static_cast<std::size_t>(c) % cycles.size()];
+        const auto& cycle = cycles[cycle_of[static_cast<std::size_t>(c)]];
         const auto from = std::find(cycle.begin(), cycle.end(), static_cast<std::int32_t>(start)) - cycle.begin();
         for (std::size_t i = 0; i < cycle.size(); ++i) {
           ring.push_back(members[static_cast<std::size_t>(cycle[(static_cast<std::size_t>(from) + i) % cycle.size()])]);

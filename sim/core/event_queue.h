@@ -55,6 +55,12 @@ class EventQueue {
     }
     out = buckets_[0][now_head_++];
     --size_;
+    // A long run of events at one time (each scheduling the next) would grow bucket 0 without
+    // bound: drop what was taken out once it is most of the bucket.
+    if (now_head_ >= kKeptCapacity && 2 * now_head_ >= buckets_[0].size()) {
+      buckets_[0].erase(buckets_[0].begin(), buckets_[0].begin() + static_cast<std::ptrdiff_t>(now_head_));
+      now_head_ = 0;
+    }
     return true;
   }
 

@@ -881,7 +881,7 @@ struct MemoryEstimate {
     for (std::int32_t rank = 0; rank < program.world_size; ++rank) {
       const auto ops = static_cast<double>(program.ranks[static_cast<std::size_t>(rank)]->ops.size());
       if (symmetry == nullptr || symmetry->representative[static_cast<std::size_t>(rank)] == rank) simulated_ops += ops;
-      if (traced.empty() || traced[static_cast<std::size_t>(rank)]) {
+      if (traced.empty() || (static_cast<std::size_t>(rank) < traced.size() && traced[static_cast<std::size_t>(rank)])) {
         traced_ops += ops;
         ++traced_ranks;
       }

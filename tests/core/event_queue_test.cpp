@@ -76,6 +76,22 @@ TEST(EventQueueTest, TakesEntriesOutInTimeThenInsertionOrder) {
   }
 }
 
+// A long chain of events at one time, each pushing the next (the queue drops the entries it has
+// handed out as it goes): still first in, first out.
+TEST(EventQueueTest, AChainAtOneTimeStaysInInsertionOrder) {
+  EventQueue queue;
+  for (std::uint32_t slot = 0; slot < 100; ++slot) queue.push({Time::from_ps(5), slot});
+  std::uint32_t next_slot = 100;
+  EventQueue::Entry out;
+  for (std::uint32_t expected = 0; expected < 50'000; ++expected) {
+    ASSERT_TRUE(queue.pop_if_not_after(Time::max(), out));
+    ASSERT_EQ(out.slot, expected);
+    ASSERT_EQ(out.when, Time::from_ps(5));
+    queue.push({Time::from_ps(5), next_slot++});
+  }
+  EXPECT_EQ(queue.size(), 100u);
+}
+
 TEST(EventQueueTest, AnEntryAfterTheLimitStaysIn) {
   EventQueue queue;
   queue.push({Time::from_ps(100), 7});

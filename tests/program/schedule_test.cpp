@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <numeric>
 #include <set>
 
@@ -65,6 +66,38 @@ TEST(RingScheduleTest, OneRingPerChannelSplitsTheMessageAndSpreadsNodeExits) {
     if (t.src < 8 && t.dst >= 8) exits.insert(t.src);
   }
   EXPECT_EQ(exits, (std::set<std::int32_t>{1, 3, 5, 7}));
+}
+
+// Full-mesh nodes (MI300X): inside one node, one ring per disjoint Hamiltonian cycle — every
+// directed GPU–GPU link carries exactly one ring; across nodes, the 8 rings (one per NIC) enter
+// and leave each node through 8 different GPUs and spread their in-node hops over the links.
+TEST(RingScheduleTest, OnAFullMeshRingsUseEveryLinkAndEveryNic) {
+  CollectiveSpec one_node = spec(CollectiveKind::kAllReduce, Algorithm::kRing, grid(1, 8), 56'000);
+  one_node.full_mesh = true;
+  const auto inside = collectives::build_schedule(one_node);
+  std::set<std::pair<std::int32_t, std::int32_t>> arcs;
+  for (const auto& t : inside.phases[0].transfers) arcs.insert({t.src, t.dst});
+  EXPECT_EQ(inside.phases[0].transfers.size(), 56u);  // 7 rings × 8 hops
+  EXPECT_EQ(arcs.size(), 56u);                        // each of the 8 × 7 links once
+  expect_each_sends(inside, 8, 2.0 * 7 / 8 * 56'000);
+
+  CollectiveSpec two_nodes = spec(CollectiveKind::kAllReduce, Algorithm::kRing, grid(2, 8), 16'000);
+  two_nodes.full_mesh = true;
+  two_nodes.channels = 8;
+  const auto across = collectives::build_schedule(two_nodes);
+  std::set<std::int32_t> exits, entries;
+  std::map<std::pair<std::int32_t, std::int32_t>, int> in_node_uses;
+  for (const auto& t : across.phases[0].transfers) {
+    if (t.src < 8 && t.dst >= 8) exits.insert(t.src);
+    if (t.src >= 8 && t.dst < 8) entries.insert(t.dst);
+    if (t.src < 8 && t.dst < 8) ++in_node_uses[{t.src, t.dst}];
+  }
+  EXPECT_EQ(exits.size(), 8u);
+  EXPECT_EQ(entries.size(), 8u);
+  int most = 0;
+  for (const auto& [arc, uses] : in_node_uses) most = std::max(most, uses);
+  EXPECT_LE(most, 2);  // 8 rings on 7 cycles: no link carries more than two
+  expect_each_sends(across, 16, 2.0 * 15 / 16 * 16'000);
 }
 
 TEST(RingScheduleTest, AGroupInsideOneNodeRunsOneRing) {

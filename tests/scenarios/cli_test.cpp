@@ -79,7 +79,7 @@ TEST_F(CliTest, BadInputExitsWithTwoAndWritesNothing) {
 // Tracing all 131,072 ranks of the 405B scenario would take ~100 GB: refused up front with the
 // estimate and a way out, nothing written. (Skipped on a machine with that much to spare.)
 TEST_F(CliTest, ARunThatWouldNotFitInMemoryIsRefusedUpFront) {
-  if (scenarios::available_memory_bytes() > 200'000'000'000ull) GTEST_SKIP() << "this machine has room for it";
+  if (scenarios::available_memory_bytes().value_or(0) > 200'000'000'000ull) GTEST_SKIP() << "this machine has room";
   const CliRun run = dtsim({"run", kSource + "/scenarios/llama3_405b_131072gpu.toml", "--set",
                             "output.trace_ranks=\"all\"", "-o", directory_.string()});
   EXPECT_EQ(run.code, 2);
@@ -342,6 +342,8 @@ TEST_F(CliTest, AbsurdInputsGetOneMessageAndExitTwo) {
       {{"run", default_toml, "--set", "cluster.node=\"dgx-a100\"", "--set", "training.precision=\"fp8\"", "-o", out},
        "training.precision: fp8 needs FP8 tensor cores; the A100 SXM4 80GB has none"},
       {{"run", default_toml, "--set", "model.layers=16777216", "-o", out}, "between 1 and 10000"},
+      {{"run", default_toml, "--set", "cluster.interconnect=\"mesh\"", "--set", "cluster.gpus_per_node=32", "-o", out},
+       "dtsim models meshes of up to 16 GPUs"},
       {{"run", default_toml, "--set", "cluster.gpu.bf16_tflops=1e-30", "-o", out}, "106 days"},
       {{"run", default_toml, "--set", "training.steps=10000", "-o", out}, "more than 8,000,000 ops"},
       {{"run", default_toml, "--set", "a..b=1", "-o", out}, "empty part"},
