@@ -205,43 +205,35 @@ const std::vector<std::pair<std::string, DeviceSpec>>& devices() {
 LinkSpec pcie_gen4() { return {32 * kGiga, kPcieLatency, 1.0}; }
 LinkSpec pcie_gen5() { return {64 * kGiga, kPcieLatency, 1.0}; }
 
-NodeSpec nvswitch_node(std::string name, const char* device, LinkSpec pcie, double nvlink_efficiency,
-                       bool nvlink_sharp, int gpus = 8) {
+// What every node preset states: its GPU, how many, its NICs, PCIe and how the GPUs connect.
+NodeSpec node_of(std::string name, NodeKind kind, const char* device, int gpus, int nics, LinkSpec pcie) {
   NodeSpec node;
   node.name = std::move(name);
-  node.kind = NodeKind::kNvSwitch;
+  node.kind = kind;
   node.gpu = *device_preset(device);
   node.gpus = gpus;
-  node.nics = gpus;
-  node.nvlink = {node.gpu.nvlink_bandwidth, kNvlinkLatency, nvlink_efficiency};
+  node.nics = nics;
   node.pcie = pcie;
+  return node;
+}
+
+NodeSpec nvswitch_node(std::string name, const char* device, LinkSpec pcie, double nvlink_efficiency,
+                       bool nvlink_sharp, int gpus = 8) {
+  NodeSpec node = node_of(std::move(name), NodeKind::kNvSwitch, device, gpus, gpus, pcie);
+  node.nvlink = {node.gpu.nvlink_bandwidth, kNvlinkLatency, nvlink_efficiency};
   node.nvlink_sharp = nvlink_sharp;
   return node;
 }
 
 // Eight GPUs each linked directly to the seven others (AMD Infinity Fabric), a NIC per GPU.
 NodeSpec mesh_node(std::string name, const char* device, LinkSpec pcie, double link_efficiency) {
-  NodeSpec node;
-  node.name = std::move(name);
-  node.kind = NodeKind::kFullMesh;
-  node.gpu = *device_preset(device);
-  node.gpus = 8;
-  node.nics = 8;
+  NodeSpec node = node_of(std::move(name), NodeKind::kFullMesh, device, 8, 8, pcie);
   node.nvlink = {node.gpu.nvlink_bandwidth / (node.gpus - 1), 2 * kNvlinkLatency, link_efficiency};
-  node.pcie = pcie;
   return node;
 }
 
 NodeSpec pcie_node(std::string name, const char* device, int nics, LinkSpec pcie) {
-  NodeSpec node;
-  node.name = std::move(name);
-  node.kind = NodeKind::kPcie;
-  node.gpu = *device_preset(device);
-  node.gpus = 8;
-  node.nics = nics;
-  node.nvlink = {};
-  node.pcie = pcie;
-  return node;
+  return node_of(std::move(name), NodeKind::kPcie, device, 8, nics, pcie);
 }
 
 const std::vector<std::pair<std::string, NodeSpec>>& nodes() {
