@@ -62,6 +62,8 @@ struct RunOptions {
   std::string inject_fault;
   bool verify = false;
   bool memory_check = true;  // refuse a run estimated not to fit in this machine's memory
+  std::vector<std::string> sweep_axes;  // sweep: --sweep key=v1,v2,...
+  SweepView sweep_view;                 // sweep: --sort, --top
 };
 
 void print_result(const RunResult& result, const std::filesystem::path& directory, bool json, std::ostream& out) {
@@ -245,10 +247,11 @@ int command_run(const RunOptions& options, std::ostream& out, std::ostream& err)
 }
 
 int command_sweep(const RunOptions& options, std::ostream& out, std::ostream& err) {
-  const ScenarioDocument document = open_document(options.scenario, options.overrides);
+  ScenarioDocument document = open_document(options.scenario, options.overrides);
+  for (const std::string& axis : options.sweep_axes) document.add_sweep_axis(axis, "--sweep");
   if (document.sweep_axes().empty()) {
     throw ScenarioError(options.scenario, "sweep", "the scenario has no [sweep] table",
-                        "add e.g. [sweep] \"ddp.bucket_cap_mb\" = [10, 25, 50]");
+                        "add e.g. [sweep] \"ddp.bucket_cap_mb\" = [10, 25, 50], or --sweep ddp.bucket_cap_mb=10,25,50");
   }
   SweepResult result;
   {
@@ -264,7 +267,11 @@ int command_sweep(const RunOptions& options, std::ostream& out, std::ostream& er
   const auto directory = output_directory(options.output, result.name);
   prepare_output_directory(directory);
   write_file_atomically(directory / "sweep.csv", [&](std::ostream& file) { file << sweep_csv(result); });
-  out << format_sweep_table(result);
+  if (options.json) {
+    out << sweep_json(result, options.sweep_view);
+    return 0;
+  }
+  out << format_sweep_table(result, options.sweep_view);
   out << fmt::format("\n{} points; CSV: {}\n", result.rows.size(), (directory / "sweep.csv").string());
   return 0;
 }
@@ -405,6 +412,14 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   sweep->add_option("-o,--output", options.output, "output directory (default: out/<scenario name>)");
   sweep->add_option("--set", options.overrides, "override a scenario key: key=value (repeatable)");
   sweep->add_option("-j,--threads", options.threads, "worker threads (default: all cores)");
+  sweep->add_option("--sweep", options.sweep_axes,
+                    "sweep a key over values: key=v1,v2,... (repeatable; crossed with the file's [sweep], replacing "
+                    "an axis of the same key)");
+  sweep->add_option("--sort", options.sweep_view.sort_by, "sort the rows by a figure, best first")
+      ->check(CLI::IsMember(sweep_sort_columns()));
+  sweep->add_option("--top", options.sweep_view.top, "show only the first N rows (the CSV keeps every point)")
+      ->check(CLI::PositiveNumber);
+  sweep->add_flag("--json", options.json, "print the rows as JSON instead of a table");
 
   CLI::App* advise_command =
       app.add_subcommand("advise", "apply the chapter's parallelism rules, simulate the layouts they propose, rank them");

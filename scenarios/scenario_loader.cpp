@@ -1067,6 +1067,7 @@ struct ScenarioDocument::State {
   toml::table root;
   std::string file;
   Origins origins;
+  std::map<std::string, std::string> command_line_axes;  // [sweep] key → its --sweep text
 };
 
 ScenarioDocument::ScenarioDocument(std::unique_ptr<State> state) : state_(std::move(state)) {}
@@ -1173,27 +1174,63 @@ ScenarioDocument ScenarioDocument::from_file(const std::string& path) {
   return document;
 }
 
-void ScenarioDocument::set(const std::string& assignment, const std::string& origin) {
+namespace {
+
+// "key=text" → (key, text), the text no longer than a value may be; `example` shows the form expected.
+std::pair<std::string, std::string> split_assignment(const std::string& assignment, const std::string& origin,
+                                                     const std::string& expected, const char* example) {
   const std::size_t equals = assignment.find('=');
   if (equals == std::string::npos || equals == 0) {
-    throw ScenarioError(origin, "", fmt::format("expected key=value, got \"{}\"", assignment),
-                        "e.g. --set ddp.bucket_cap_mb=50");
+    throw ScenarioError(origin, "", fmt::format("expected {}, got \"{}\"", expected, assignment), example);
   }
-  const std::string key = assignment.substr(0, equals);
-  const std::string text = assignment.substr(equals + 1);
+  std::string key = assignment.substr(0, equals);
+  std::string text = assignment.substr(equals + 1);
   if (text.size() > kMaxStringBytes) {
     throw ScenarioError(origin, key, fmt::format("a value of {} bytes; at most {} are read", text.size(), kMaxStringBytes),
                         kLimitsHint);
   }
-  check_text_limits("value = " + text, origin, /*with_positions=*/false);
-  toml::table parsed;
+  return {std::move(key), std::move(text)};
+}
+
+// A value given on the command line: TOML (5, 2.5, true, "text", [1, 2]) or, if it does not
+// parse as TOML, a bare string.
+toml::table parse_value(const std::string& text) {
   try {
-    parsed = toml::parse("value = " + text);
+    return toml::parse("value = " + text);
   } catch (const toml::parse_error&) {
-    parsed = toml::table{{"value", text}};  // not TOML: a bare string
+    return toml::table{{"value", text}};
   }
+}
+
+}  // namespace
+
+void ScenarioDocument::set(const std::string& assignment, const std::string& origin) {
+  auto [key, text] = split_assignment(assignment, origin, "key=value", "e.g. --set ddp.bucket_cap_mb=50");
+  check_text_limits("value = " + text, origin, /*with_positions=*/false);
+  toml::table parsed = parse_value(text);
   parsed.get("value")->visit(
       [&](auto& value) { assign(state_->root, key, std::move(value), origin, state_->origins); });
+}
+
+void ScenarioDocument::add_sweep_axis(const std::string& assignment, const std::string& origin) {
+  auto [key, text] = split_assignment(assignment, origin, "key=value,value,…", "e.g. --sweep parallel.tp=2,4,8");
+  check_text_limits("value = [" + text + "]", origin, /*with_positions=*/false);
+  toml::array values;
+  try {  // the list as one TOML array: 2,4,8 or "a, b","c" or [1,2],[3]
+    values = std::move(*toml::parse("value = [" + text + "]").get("value")->as_array());
+  } catch (const toml::parse_error&) {  // else each comma-separated item on its own (bare strings)
+    std::size_t begin = 0;
+    for (std::size_t comma = text.find(','); begin <= text.size(); comma = text.find(',', begin)) {
+      const std::size_t end = comma == std::string::npos ? text.size() : comma;
+      parse_value(text.substr(begin, end - begin)).get("value")->visit([&](auto& value) { values.push_back(std::move(value)); });
+      begin = end + 1;
+    }
+  }
+  toml::node* sweep = state_->root.get("sweep");
+  if (sweep == nullptr) sweep = state_->root.insert_or_assign("sweep", toml::table{}).first->second.as_table();
+  if (!sweep->is_table()) throw ScenarioError(state_->file, "sweep", "expected a table of key = [values]");
+  sweep->as_table()->insert_or_assign(key, std::move(values));  // the command line's axis replaces the file's
+  state_->command_line_axes[key] = origin + " " + assignment;
 }
 
 ScenarioDocument ScenarioDocument::variant(const std::vector<std::string>& assignments, const std::string& origin) const {
@@ -1223,9 +1260,12 @@ std::vector<ScenarioDocument> ScenarioDocument::sweep_points() const {
     state->root.erase("sweep");
     for (std::size_t a = 0; a < axes.size(); ++a) {
       const toml::node& value = *(*sweep->get(axes[a].key)->as_array()).get(index[a]);
+      const auto command_line = state_->command_line_axes.find(axes[a].key);
       const std::string origin =
-          fmt::format("{}:{}:{} ([sweep] {} = {})", state_->file, value.source().begin.line,
-                      value.source().begin.column, axes[a].key, axes[a].values[index[a]]);
+          command_line != state_->command_line_axes.end()
+              ? fmt::format("{} ({} = {})", command_line->second, axes[a].key, axes[a].values[index[a]])
+              : fmt::format("{}:{}:{} ([sweep] {} = {})", state_->file, value.source().begin.line,
+                            value.source().begin.column, axes[a].key, axes[a].values[index[a]]);
       value.visit([&](const auto& copy) { assign(state->root, axes[a].key, copy, origin, state->origins); });
     }
     points.push_back(ScenarioDocument(std::move(state)));

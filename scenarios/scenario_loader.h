@@ -26,6 +26,9 @@ class ScenarioDocument {
   // Applies "dotted.key=value"; the value is TOML (5, 2.5, true, "text", [1, 2]) or, if it
   // does not parse as TOML, a bare string. `origin` names where it came from in messages.
   void set(const std::string& assignment, const std::string& origin);
+  // Adds (or replaces) the [sweep] axis "dotted.key=v1,v2,…"; each value is TOML or, if it does
+  // not parse as TOML, a bare string.
+  void add_sweep_axis(const std::string& assignment, const std::string& origin);
   // A copy with `assignments` applied (`origin` names them in messages); the [sweep] table
   // is dropped.
   ScenarioDocument variant(const std::vector<std::string>& assignments, const std::string& origin) const;

@@ -3,10 +3,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <exception>
 #include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <thread>
 
 #include "scenarios/run_scenario.h"
@@ -21,7 +24,87 @@ std::string csv_field(const std::string& text) {
   return quoted + "\"";
 }
 
+// A figure rows can be ranked by.
+struct SortColumn {
+  const char* name;
+  double (*value)(const trace::Report&);
+  bool lower_is_better;
+};
+
+const std::vector<SortColumn>& sort_columns() {
+  static const std::vector<SortColumn> columns = {
+      {"step_time_s", [](const trace::Report& r) { return r.step_time_s; }, true},
+      {"tokens_per_s", [](const trace::Report& r) { return r.tokens_per_s; }, false},
+      {"mfu", [](const trace::Report& r) { return r.mfu; }, false},
+      {"comm_compute_ratio", [](const trace::Report& r) { return r.comm_compute_ratio; }, true},
+      {"overlap_ratio", [](const trace::Report& r) { return r.overlap_ratio; }, false},
+      {"exposed_comm_s", [](const trace::Report& r) { return r.exposed_comm_s; }, true},
+      {"peak_memory_bytes", [](const trace::Report& r) { return static_cast<double>(r.peak_memory_bytes); }, true},
+  };
+  return columns;
+}
+
+const SortColumn& sort_column(const std::string& name) {
+  for (const SortColumn& column : sort_columns()) {
+    if (name == column.name) return column;
+  }
+  return sort_columns().front();  // step time
+}
+
+// Whether row a ranks before row b by `column`: rows that ran before invalid ones, then the
+// better figure, then point order.
+bool ranks_before(const SweepResult& result, const SortColumn& column, std::size_t a, std::size_t b) {
+  const SweepRow& x = result.rows[a];
+  const SweepRow& y = result.rows[b];
+  if (x.invalid.empty() != y.invalid.empty()) return x.invalid.empty();
+  if (x.invalid.empty()) {
+    const double u = column.value(x.report), v = column.value(y.report);
+    if (u != v) return column.lower_is_better ? u < v : u > v;
+  }
+  return a < b;
+}
+
+// The rows to show, in order.
+std::vector<std::size_t> shown_rows(const SweepResult& result, const SweepView& view) {
+  std::vector<std::size_t> order(result.rows.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  if (!view.sort_by.empty()) {
+    const SortColumn& column = sort_column(view.sort_by);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t a, std::size_t b) { return ranks_before(result, column, a, b); });
+  }
+  if (view.top > 0 && order.size() > view.top) order.resize(view.top);
+  return order;
+}
+
+// The best point that ran and fits, by the view's column; none when no point did.
+std::optional<std::size_t> best_row(const SweepResult& result, const SweepView& view) {
+  const SortColumn& column = sort_column(view.sort_by);
+  std::optional<std::size_t> best;
+  for (std::size_t i = 0; i < result.rows.size(); ++i) {
+    const SweepRow& row = result.rows[i];
+    if (!row.invalid.empty() || row.report.oom) continue;
+    if (!best || ranks_before(result, column, i, *best)) best = i;
+  }
+  return best;
+}
+
+// "key = value, key = value" of a row's point.
+std::string point_text(const SweepResult& result, const SweepRow& row) {
+  std::string point;
+  for (std::size_t a = 0; a < result.axes.size(); ++a) {
+    point += fmt::format("{}{} = {}", a == 0 ? "" : ", ", result.axes[a].key, row.values[a]);
+  }
+  return point;
+}
+
 }  // namespace
+
+std::vector<std::string> sweep_sort_columns() {
+  std::vector<std::string> names;
+  for (const SortColumn& column : sort_columns()) names.emplace_back(column.name);
+  return names;
+}
 
 std::vector<trace::Report> run_all(const std::vector<Scenario>& scenarios, unsigned threads, const Progress& progress,
                                    std::vector<std::string>* failures) {
@@ -132,28 +215,54 @@ std::vector<std::string> report_cells(const trace::Report& r) {
           r.oom ? "OOM" : "yes"};
 }
 
-std::string format_sweep_table(const SweepResult& result) {
+std::string format_sweep_table(const SweepResult& result, const SweepView& view) {
   std::vector<std::string> header;
   for (const SweepAxis& axis : result.axes) header.push_back(axis.key);
   for (std::string& column : report_columns()) header.push_back(std::move(column));
+  header.emplace_back("best");
+  const std::optional<std::size_t> best = best_row(result, view);
   std::vector<std::vector<std::string>> cells;
   std::string reasons;
-  for (const SweepRow& row : result.rows) {
+  for (std::size_t index : shown_rows(result, view)) {
+    const SweepRow& row = result.rows[index];
     std::vector<std::string> line = row.values;
     if (row.invalid.empty()) {
       for (std::string& cell : report_cells(row.report)) line.push_back(std::move(cell));
+      line.emplace_back(best == index ? "*" : "");
     } else {
       line.resize(header.size(), "—");
-      line.back() = "invalid";
-      std::string point;
-      for (std::size_t a = 0; a < result.axes.size(); ++a) {
-        point += fmt::format("{}{} = {}", a == 0 ? "" : ", ", result.axes[a].key, row.values[a]);
-      }
-      reasons += fmt::format("invalid: {}: {}\n", point, row.invalid);
+      line[header.size() - 2] = "invalid";
+      line.back() = "";
+      reasons += fmt::format("invalid: {}: {}\n", point_text(result, row), row.invalid);
     }
     cells.push_back(std::move(line));
   }
   return format_table(header, cells) + (reasons.empty() ? "" : "\n" + reasons);
+}
+
+std::string sweep_json(const SweepResult& result, const SweepView& view) {
+  const std::optional<std::size_t> best = best_row(result, view);
+  nlohmann::json json;
+  json["axes"] = nlohmann::json::array();
+  for (const SweepAxis& axis : result.axes) json["axes"].push_back(axis.key);
+  json["sorted_by"] = view.sort_by.empty() ? nlohmann::json(nullptr) : nlohmann::json(view.sort_by);
+  json["points"] = result.rows.size();
+  json["rows"] = nlohmann::json::array();
+  for (std::size_t index : shown_rows(result, view)) {
+    const SweepRow& row = result.rows[index];
+    nlohmann::json entry;
+    entry["point"] = index;
+    for (std::size_t a = 0; a < result.axes.size(); ++a) entry["values"][result.axes[a].key] = row.values[a];
+    if (row.invalid.empty()) {
+      for (const SortColumn& column : sort_columns()) entry[column.name] = column.value(row.report);
+      entry["oom"] = row.report.oom;
+    } else {
+      entry["invalid"] = row.invalid;
+    }
+    entry["best"] = best == index;
+    json["rows"].push_back(std::move(entry));
+  }
+  return json.dump(2) + "\n";
 }
 
 std::string sweep_csv(const SweepResult& result) {

@@ -45,7 +45,20 @@ std::string format_table(const std::vector<std::string>& header, const std::vect
 std::vector<std::string> report_columns();
 std::vector<std::string> report_cells(const trace::Report& report);
 
-std::string format_sweep_table(const SweepResult& result);
+// Figures a sweep can be sorted by (the CSV's names), each with its better direction.
+std::vector<std::string> sweep_sort_columns();
+
+// How a sweep is shown: rows sorted by `sort_by` (one of sweep_sort_columns(), better first,
+// invalid rows last; empty: in point order), at most `top` of them (0: all); the best row —
+// the best by `sort_by` (step time when unset) among the points that ran and fit — is marked.
+struct SweepView {
+  std::string sort_by;
+  std::size_t top = 0;
+};
+
+std::string format_sweep_table(const SweepResult& result, const SweepView& view = {});
+std::string sweep_json(const SweepResult& result, const SweepView& view = {});
+// Every point, in point order.
 std::string sweep_csv(const SweepResult& result);
 
 }  // namespace scenarios

@@ -147,6 +147,36 @@ TEST_F(CliTest, SweepKeepsGoingPastAnInvalidPoint) {
   EXPECT_FALSE(fs::exists(scratch_ / "none"));
 }
 
+// Sweeps from the command line: --sweep axes (crossed with the file's [sweep]), rows sorted by
+// a figure, the first N shown, the best row marked, JSON.
+TEST_F(CliTest, SweepAxesSortTopBestAndJsonFromTheCommandLine) {
+  const std::string c2 = kSource + "/scenarios/c2_7b_ddp_comm_compute_ratio.toml";
+  const CliRun crossed = dtsim({"sweep", c2, "--sweep", "ddp.bucket_cap_mb=25,100", "-o", directory_.string()});
+  ASSERT_EQ(crossed.code, 0) << crossed.err;
+  const std::string csv = slurp(directory_ / "sweep.csv");
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 5) << csv;  // 2 file values × 2 command-line values
+  EXPECT_EQ(std::count(crossed.out.begin(), crossed.out.end(), '*'), 1) << crossed.out;  // one best row
+
+  const CliRun json = dtsim({"sweep", c2, "--sweep", "ddp.bucket_cap_mb=10,25,100", "--sort", "step_time_s", "--top",
+                             "4", "--json", "-o", directory_.string()});
+  ASSERT_EQ(json.code, 0) << json.err;
+  const auto sweep = nlohmann::json::parse(json.out);
+  EXPECT_EQ(sweep["points"], 6);
+  EXPECT_EQ(sweep["sorted_by"], "step_time_s");
+  ASSERT_EQ(sweep["rows"].size(), 4u);
+  for (std::size_t i = 1; i < 4; ++i) {
+    EXPECT_LE(sweep["rows"][i - 1]["step_time_s"].get<double>(), sweep["rows"][i]["step_time_s"].get<double>());
+  }
+  EXPECT_TRUE(sweep["rows"][0]["best"].get<bool>());  // all fit: the fastest is the best
+  EXPECT_EQ(sweep["rows"][0]["values"].size(), 2u);
+
+  EXPECT_EQ(dtsim({"sweep", c2, "--sort", "speed", "-o", directory_.string()}).code, 2);
+  const CliRun bare = dtsim({"sweep", kSource + "/scenarios/default.toml", "--sweep", "cluster.node=hgx-h100,hgx-h200",
+                             "--json", "-o", directory_.string()});
+  ASSERT_EQ(bare.code, 0) << bare.err;  // values that are not TOML are bare strings
+  EXPECT_EQ(nlohmann::json::parse(bare.out)["rows"].size(), 2u);
+}
+
 TEST_F(CliTest, SweepIntoAFileIsBadInputLikeRun) {
   fs::create_directories(directory_);
   std::ofstream(directory_ / "a_file") << "x";
