@@ -40,20 +40,11 @@ void print_error(std::ostream& err, std::string_view kind, const std::string& me
   err << "dtsim: " << kind << ": " << one_line(message, kLongestLine, kKept) << "\n";
 }
 
-std::filesystem::path output_directory(const std::string& requested, const std::string& name) {
-  return requested.empty() ? std::filesystem::path("out") / name : std::filesystem::path(requested);
-}
-
-ScenarioDocument open_document(const std::string& path, const std::vector<std::string>& overrides) {
-  ScenarioDocument document = ScenarioDocument::from_file(path);
-  for (const std::string& assignment : overrides) document.set(assignment, "--set " + assignment);
-  return document;
-}
-
 struct RunOptions {
   std::string scenario;
   std::string output;
   std::vector<std::string> overrides;
+  std::string profile;  // --profile: a hardware profile in place of the scenario's
   bool json = false;
   unsigned threads = 0;
   std::string backend;  // empty: simulate; "mpi" or "nccl": execute for real under mpirun
@@ -65,6 +56,27 @@ struct RunOptions {
   std::vector<std::string> sweep_axes;  // sweep: --sweep key=v1,v2,...
   SweepView sweep_view;                 // sweep: --sort, --top
 };
+
+// Where a run writes: -o, else out/<name>/, and a run that changes the scenario from the
+// command line (--set, --profile, --sweep) into out/<name>/what-if-<digest of the changes>/,
+// so that a baseline and its what-ifs never overwrite each other.
+std::filesystem::path output_directory(const RunOptions& options, const std::string& name) {
+  if (!options.output.empty()) return options.output;
+  const std::filesystem::path plain = std::filesystem::path("out") / name;
+  if (options.overrides.empty() && options.profile.empty() && options.sweep_axes.empty()) return plain;
+  std::uint64_t digest = fnv1a64("--profile " + options.profile);
+  for (const auto* list : {&options.overrides, &options.sweep_axes}) {
+    digest = fnv1a64("\n--", digest);  // which list each entry is in counts
+    for (const std::string& entry : *list) digest = fnv1a64("\n" + entry, digest);
+  }
+  return plain / fmt::format("what-if-{:08x}", digest >> 32);
+}
+
+ScenarioDocument open_document(const RunOptions& options) {
+  ScenarioDocument document = ScenarioDocument::from_file(options.scenario, options.profile);
+  for (const std::string& assignment : options.overrides) document.set(assignment, "--set " + assignment);
+  return document;
+}
 
 void print_result(const RunResult& result, const std::filesystem::path& directory, bool json, std::ostream& out) {
   if (json) {
@@ -93,10 +105,10 @@ int command_execute(const RunOptions& options, std::ostream& out, std::ostream& 
     execution.measured_runs = options.measured_runs;
     execution.verify = options.verify;
     if (!options.inject_fault.empty()) execution.fault = backend::parse_fault(options.inject_fault);
-    const Scenario scenario = open_document(options.scenario, options.overrides).read();
+    const Scenario scenario = open_document(options).read();
     const RunResult result = execute_scenario(scenario, execution);
     if (mpi.rank() != 0) return 0;
-    const auto directory = output_directory(options.output, scenario.name + "-measured");
+    const auto directory = output_directory(options, scenario.name + "-measured");
     write_outputs(result, directory);
     print_result(result, directory, options.json, out);
     if (const auto verified = result.simulation.timeline.metadata.find("verification");
@@ -227,7 +239,7 @@ std::string simulation_progress(const sim::SimulationProgress& progress, double 
 }
 
 int command_run(const RunOptions& options, std::ostream& out, std::ostream& err) {
-  const Scenario scenario = open_document(options.scenario, options.overrides).read();
+  const Scenario scenario = open_document(options).read();
   RunResult result;
   {
     TerminalProgress progress(err, std::chrono::seconds(1));
@@ -240,14 +252,14 @@ int command_run(const RunOptions& options, std::ostream& out, std::ostream& err)
     const std::uint64_t memory = available ? std::max<std::uint64_t>(*available, 1) : 0;
     result = progress.on_terminal() ? run_scenario(scenario, show, memory) : run_scenario(scenario, {}, memory);
   }
-  const auto directory = output_directory(options.output, scenario.name);
+  const auto directory = output_directory(options, scenario.name);
   write_outputs(result, directory);
   print_result(result, directory, options.json, out);
   return 0;
 }
 
 int command_sweep(const RunOptions& options, std::ostream& out, std::ostream& err) {
-  ScenarioDocument document = open_document(options.scenario, options.overrides);
+  ScenarioDocument document = open_document(options);
   for (const std::string& axis : options.sweep_axes) document.add_sweep_axis(axis, "--sweep");
   if (document.sweep_axes().empty()) {
     throw ScenarioError(options.scenario, "sweep", "the scenario has no [sweep] table",
@@ -264,7 +276,7 @@ int command_sweep(const RunOptions& options, std::ostream& out, std::ostream& er
                         fmt::format("no point of the sweep is valid; the first: {}", result.rows.front().invalid),
                         "fix the base scenario or the swept values");
   }
-  const auto directory = output_directory(options.output, result.name);
+  const auto directory = output_directory(options, result.name);
   prepare_output_directory(directory);
   write_file_atomically(directory / "sweep.csv", [&](std::ostream& file) { file << sweep_csv(result); });
   if (options.json) {
@@ -277,7 +289,7 @@ int command_sweep(const RunOptions& options, std::ostream& out, std::ostream& er
 }
 
 int command_advise(const RunOptions& options, std::ostream& out) {
-  out << format_advice(advise(open_document(options.scenario, options.overrides), options.threads));
+  out << format_advice(advise(open_document(options), options.threads));
   return 0;
 }
 
@@ -378,18 +390,32 @@ int command_compare(const CompareOptions& options, std::ostream& out, std::ostre
   return 0;
 }
 
+// The options of every command that reads a scenario: the file (before or after the options),
+// --set, --profile and, for those that write files, -o.
+void add_scenario_options(CLI::App& command, RunOptions& options, bool writes_output) {
+  command.add_option("scenario", options.scenario, "scenario TOML file")->required();
+  if (writes_output) {
+    command.add_option("-o,--output", options.output,
+                       "output directory (default: out/<scenario name>/, and what-if-<digest>/ under it for a run "
+                       "changed by --set, --profile or --sweep)");
+  }
+  // One value per --set, so that `run --set k=v FILE` leaves FILE to the scenario.
+  command.add_option("--set", options.overrides, "override a scenario key: key=value (repeatable)")
+      ->allow_extra_args(false);
+  command.add_option("--profile", options.profile,
+                     "a hardware profile TOML (as dtsim calibrate writes) in place of the scenario's hardware_profile");
+}
+
 }  // namespace
 
 int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
   CLI::App app{"dtsim — simulate distributed training steps on a described cluster"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "dtsim 0.1.0");
+  app.set_version_flag("--version", "dtsim " + dtsim_version());
   RunOptions options;
 
   CLI::App* run = app.add_subcommand("run", "simulate one training step of a scenario");
-  run->add_option("scenario", options.scenario, "scenario TOML file")->required();
-  run->add_option("-o,--output", options.output, "output directory (default: out/<scenario name>)");
-  run->add_option("--set", options.overrides, "override a scenario key: key=value (repeatable)");
+  add_scenario_options(*run, options, /*writes_output=*/true);
   run->add_flag("--json", options.json, "print the report as JSON instead of text");
   run->add_option("--backend", options.backend,
                   "execute for real instead of simulating, under mpirun -np <ranks>: mpi (CPU ranks) or nccl (one GPU per rank)");
@@ -408,13 +434,12 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
                 "with --backend: check every collective's result and the tensor-parallel forward against the unsharded one");
 
   CLI::App* sweep = app.add_subcommand("sweep", "simulate every point of the scenario's [sweep] table");
-  sweep->add_option("scenario", options.scenario, "scenario TOML file")->required();
-  sweep->add_option("-o,--output", options.output, "output directory (default: out/<scenario name>)");
-  sweep->add_option("--set", options.overrides, "override a scenario key: key=value (repeatable)");
+  add_scenario_options(*sweep, options, /*writes_output=*/true);
   sweep->add_option("-j,--threads", options.threads, "worker threads (default: all cores)");
   sweep->add_option("--sweep", options.sweep_axes,
                     "sweep a key over values: key=v1,v2,... (repeatable; crossed with the file's [sweep], replacing "
-                    "an axis of the same key)");
+                    "an axis of the same key)")
+      ->allow_extra_args(false);
   sweep->add_option("--sort", options.sweep_view.sort_by, "sort the rows by a figure, best first")
       ->check(CLI::IsMember(sweep_sort_columns()));
   sweep->add_option("--top", options.sweep_view.top, "show only the first N rows (the CSV keeps every point)")
@@ -423,8 +448,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
 
   CLI::App* advise_command =
       app.add_subcommand("advise", "apply the chapter's parallelism rules, simulate the layouts they propose, rank them");
-  advise_command->add_option("scenario", options.scenario, "scenario TOML file (its cluster, model and batch)")->required();
-  advise_command->add_option("--set", options.overrides, "override a scenario key: key=value (repeatable)");
+  add_scenario_options(*advise_command, options, /*writes_output=*/false);
   advise_command->add_option("-j,--threads", options.threads, "worker threads (default: all cores)");
 
   CollectiveBenchOptions bench;

@@ -218,11 +218,14 @@ void write_file_atomically(const fs::path& path, const std::function<void(std::o
   write_files_atomically({{path, write}}, lock_wait_s);
 }
 
-void DigestingBuffer::add(const char* text, std::streamsize count) {
+std::uint64_t fnv1a64(std::string_view text, std::uint64_t digest) {
   constexpr std::uint64_t kFnvPrime = 0x100000001b3;
-  for (std::streamsize i = 0; i < count; ++i) {
-    digest_ = (digest_ ^ static_cast<unsigned char>(text[i])) * kFnvPrime;
-  }
+  for (const char c : text) digest = (digest ^ static_cast<unsigned char>(c)) * kFnvPrime;
+  return digest;
+}
+
+void DigestingBuffer::add(const char* text, std::streamsize count) {
+  digest_ = fnv1a64(std::string_view(text, static_cast<std::size_t>(count)), digest_);
 }
 
 DigestingBuffer::int_type DigestingBuffer::overflow(int_type c) {

@@ -19,6 +19,7 @@
 #include <stdexcept>
 #include <streambuf>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -48,6 +49,10 @@ void write_files_atomically(const std::vector<FileWriter>& files, double lock_wa
 void write_file_atomically(const std::filesystem::path& path, const std::function<void(std::ostream&)>& write,
                            double lock_wait_s = kOutputLockWaitSeconds);
 
+// FNV-1a (64-bit) of `text`, continuing from `digest` (the offset basis to start).
+inline constexpr std::uint64_t kFnvOffsetBasis = 0xcbf29ce484222325;
+std::uint64_t fnv1a64(std::string_view text, std::uint64_t digest = kFnvOffsetBasis);
+
 // A stream buffer that passes everything on to `target` and keeps the FNV-1a (64-bit) digest of
 // it: report.json names its timeline by this digest, so that the two files of one run can be
 // checked to belong together.
@@ -64,7 +69,7 @@ class DigestingBuffer : public std::streambuf {
  private:
   void add(const char* text, std::streamsize count);
   std::streambuf* target_;
-  std::uint64_t digest_ = 0xcbf29ce484222325;  // FNV-1a's offset basis
+  std::uint64_t digest_ = kFnvOffsetBasis;
 };
 
 // "fnv1a64:" and the 16 hex digits of a digest.

@@ -165,10 +165,26 @@ trace::RunFacts describe_run(const Scenario& scenario, const program::Program& p
 
 }  // namespace
 
+std::string dtsim_version() { return DTSIM_VERSION; }
+
+Provenance provenance_of(const Scenario& scenario) {
+  return {scenario.source, scenario.overrides, scenario.hardware_profile,
+          fmt::format("{} ({})", scenario.network.model, scenario.network.library)};
+}
+
+nlohmann::json provenance_json(const Provenance& provenance) {
+  return {{"scenario", provenance.scenario},
+          {"overrides", provenance.overrides},
+          {"hardware_profile", provenance.hardware_profile},
+          {"network_model", provenance.network_model},
+          {"dtsim_version", dtsim_version()}};
+}
+
 RunResult run_scenario(const Scenario& scenario, const std::function<bool(const sim::SimulationProgress&)>& progress,
                        std::uint64_t memory_available_bytes) {
   const topology::Cluster cluster(scenario.cluster);
   RunResult result;
+  result.provenance = provenance_of(scenario);
   result.program = strategies::lower(scenario.lowering);
 
   sim::SimulationOptions options;
@@ -237,6 +253,8 @@ RunResult execute_scenario(const Scenario& scenario, backend::ExecutionOptions o
   trace::Timeline& timeline = result.simulation.timeline;
   timeline = backend::execute(result.program, options);
   if (timeline.ranks.empty()) return result;  // not rank 0
+  result.provenance = provenance_of(scenario);
+  result.provenance.network_model = "measured (" + timeline.metadata.at("executed_on") + ")";
   trace::RunFacts facts =
       describe_run(scenario, result.program, timeline, "measured: " + timeline.metadata.at("executed_on"));
   facts.host_run_time_s = std::stod(timeline.metadata.at("host_run_time_s"));
@@ -267,6 +285,7 @@ void write_outputs(const RunResult& result, const std::filesystem::path& directo
        {directory / "report.json", [&](std::ostream& out) {
           nlohmann::json report = trace::report_to_json(result.report);
           report["timeline_digest"] = format_digest(timeline_digest);
+          report["provenance"] = provenance_json(result.provenance);
           out << report.dump(2) << "\n";
         }}});
 }

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
 #include <utility>
@@ -18,10 +19,28 @@
 
 namespace scenarios {
 
+// This build's version (CMake's project version).
+std::string dtsim_version();
+
+// Where a result came from, enough to produce it again: report.json's "provenance", each sweep
+// row's.
+struct Provenance {
+  std::string scenario;                // the scenario file
+  std::vector<std::string> overrides;  // key=value applied over it, in order
+  std::string hardware_profile;        // the profile taken in, as named; empty: none
+  std::string network_model;           // "flow (nccl)": model (collective library); a real run: "measured (…)"
+};
+
+// A simulation's provenance.
+Provenance provenance_of(const Scenario& scenario);
+// The provenance with dtsim's version, as JSON.
+nlohmann::json provenance_json(const Provenance& provenance);
+
 struct RunResult {
   program::Program program;
   sim::SimulationResult simulation;
   trace::Report report;
+  Provenance provenance;
 };
 
 // Throws sim::SimulationError if the program cannot be simulated. `progress`, when set, is
@@ -44,7 +63,7 @@ RunResult execute_scenario(const Scenario& scenario, backend::ExecutionOptions o
 
 // Writes timeline.json (Chrome trace) and report.json into `directory`, creating it, with
 // write_files_atomically; report.json's "timeline_digest" is the digest of the timeline.json
-// written with it (format_digest). Throws OutputError.
+// written with it (format_digest), its "provenance" the result's. Throws OutputError.
 void write_outputs(const RunResult& result, const std::filesystem::path& directory);
 
 }  // namespace scenarios

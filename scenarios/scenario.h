@@ -37,6 +37,10 @@ struct Scenario {
   std::string name;
   std::string description;
   std::string source;  // file the scenario came from
+  // key=value applied over the file, in order (--set, a sweep point's values): with `source`
+  // and `hardware_profile` (the profile taken in, as named; empty: none), what reproduces it.
+  std::vector<std::string> overrides;
+  std::string hardware_profile;
   topology::ClusterSpec cluster;
   strategies::LoweringInput lowering;
   sim::NetworkOptions network;

@@ -1068,6 +1068,8 @@ struct ScenarioDocument::State {
   std::string file;
   Origins origins;
   std::map<std::string, std::string> command_line_axes;  // [sweep] key → its --sweep text
+  std::vector<std::string> overrides;  // key=value applied over the file, in order (provenance)
+  std::string hardware_profile;        // the profile taken in, as named; empty: none
 };
 
 ScenarioDocument::ScenarioDocument(std::unique_ptr<State> state) : state_(std::move(state)) {}
@@ -1135,20 +1137,14 @@ std::variant<std::string, std::string_view> read_input_file(const std::filesyste
   return text.str();
 }
 
-// [scenario] hardware_profile = "FILE" (relative to the scenario): a TOML file of measured
-// hardware keys, as `dtsim calibrate` writes, under the scenario's own.
-void apply_hardware_profile(toml::table& root, const std::string& scenario_file, Origins& origins) {
-  const toml::node* path_node = root.at_path("scenario.hardware_profile").node();
-  if (path_node == nullptr) return;
-  const auto* path = path_node->as_string();
-  const std::string location =
-      fmt::format("{}:{}:{}", scenario_file, path_node->source().begin.line, path_node->source().begin.column);
-  if (path == nullptr) throw ScenarioError(location, "scenario.hardware_profile", "expected the path of a profile TOML");
-  const std::filesystem::path file = std::filesystem::path(scenario_file).parent_path() / path->get();
+// A hardware profile (a TOML file of measured hardware keys, as `dtsim calibrate` writes) taken
+// in under the scenario's own keys; `location` names where it was asked for.
+void merge_profile_file(toml::table& root, const std::filesystem::path& file, const std::string& location,
+                        const char* hint, Origins& origins) {
   const auto text = read_input_file(file);
   if (const auto* why = std::get_if<std::string_view>(&text)) {
     throw ScenarioError(location, "scenario.hardware_profile", fmt::format("cannot read {}: {}", file.string(), *why),
-                        "dtsim calibrate writes one; the path is relative to the scenario");
+                        hint);
   }
   toml::table profile;
   check_text_limits(std::get<std::string>(text), file.string());
@@ -1161,16 +1157,40 @@ void apply_hardware_profile(toml::table& root, const std::string& scenario_file,
   merge_profile(root, profile, "", file.string(), origins);
 }
 
+// The profile the scenario names: [scenario] hardware_profile = "FILE", relative to the
+// scenario. Returns the path as written (empty: none).
+std::string apply_hardware_profile(toml::table& root, const std::string& scenario_file, Origins& origins) {
+  const toml::node* path_node = root.at_path("scenario.hardware_profile").node();
+  if (path_node == nullptr) return {};
+  const auto* path = path_node->as_string();
+  const std::string location =
+      fmt::format("{}:{}:{}", scenario_file, path_node->source().begin.line, path_node->source().begin.column);
+  if (path == nullptr) throw ScenarioError(location, "scenario.hardware_profile", "expected the path of a profile TOML");
+  merge_profile_file(root, std::filesystem::path(scenario_file).parent_path() / path->get(), location,
+                     "dtsim calibrate writes one; the path is relative to the scenario", origins);
+  return path->get();
+}
+
 }  // namespace
 
-ScenarioDocument ScenarioDocument::from_file(const std::string& path) {
+ScenarioDocument ScenarioDocument::from_file(const std::string& path, const std::string& hardware_profile) {
   const auto text = read_input_file(path);
   if (const auto* why = std::get_if<std::string_view>(&text)) {
     throw ScenarioError(path, "", fmt::format("cannot read the scenario: {}", *why),
                         "scenarios/ holds examples, e.g. scenarios/default.toml");
   }
   ScenarioDocument document = from_string(std::get<std::string>(text), path);
-  apply_hardware_profile(document.state_->root, path, document.state_->origins);
+  State& state = *document.state_;
+  if (hardware_profile.empty()) {
+    state.hardware_profile = apply_hardware_profile(state.root, path, state.origins);
+  } else {  // in place of the one the scenario names
+    if (toml::node* meta = state.root.get("scenario"); meta != nullptr && meta->is_table()) {
+      meta->as_table()->erase("hardware_profile");
+    }
+    merge_profile_file(state.root, hardware_profile, "--profile " + hardware_profile,
+                       "dtsim calibrate writes one; the path is relative to the current directory", state.origins);
+    state.hardware_profile = hardware_profile;
+  }
   return document;
 }
 
@@ -1210,6 +1230,7 @@ void ScenarioDocument::set(const std::string& assignment, const std::string& ori
   toml::table parsed = parse_value(text);
   parsed.get("value")->visit(
       [&](auto& value) { assign(state_->root, key, std::move(value), origin, state_->origins); });
+  state_->overrides.push_back(key + "=" + text);
 }
 
 void ScenarioDocument::add_sweep_axis(const std::string& assignment, const std::string& origin) {
@@ -1240,6 +1261,10 @@ ScenarioDocument ScenarioDocument::variant(const std::vector<std::string>& assig
   return copy;
 }
 
+const std::string& ScenarioDocument::file() const { return state_->file; }
+const std::vector<std::string>& ScenarioDocument::overrides() const { return state_->overrides; }
+const std::string& ScenarioDocument::hardware_profile() const { return state_->hardware_profile; }
+
 std::vector<SweepAxis> ScenarioDocument::sweep_axes() const {
   const toml::node* sweep = state_->root.get("sweep");
   TableReader reader(sweep ? sweep->as_table() : nullptr, "sweep", state_->file, state_->origins,
@@ -1267,6 +1292,7 @@ std::vector<ScenarioDocument> ScenarioDocument::sweep_points() const {
               : fmt::format("{}:{}:{} ([sweep] {} = {})", state_->file, value.source().begin.line,
                             value.source().begin.column, axes[a].key, axes[a].values[index[a]]);
       value.visit([&](const auto& copy) { assign(state->root, axes[a].key, copy, origin, state->origins); });
+      state->overrides.push_back(axes[a].key + "=" + axes[a].values[index[a]]);
     }
     points.push_back(ScenarioDocument(std::move(state)));
     std::size_t a = axes.size();
@@ -1280,7 +1306,9 @@ Scenario ScenarioDocument::read() const {
   const State& s = *state_;
   TableReader root(&s.root, "", s.file, s.origins, s.file);
   Scenario scenario;
-  scenario.source = s.file;
+  scenario.source = file();
+  scenario.overrides = overrides();
+  scenario.hardware_profile = hardware_profile();
 
   TableReader meta = root.child("scenario");
   scenario.name = meta.text("name").value_or(std::filesystem::path(s.file).stem().string());

@@ -17,7 +17,9 @@ struct ValidationCase;
 // A parsed TOML document plus overrides, from which scenarios (and sweep points) are read.
 class ScenarioDocument {
  public:
-  static ScenarioDocument from_file(const std::string& path);
+  // `hardware_profile`, when given (a path from the current directory), is taken in instead of
+  // the profile the scenario names.
+  static ScenarioDocument from_file(const std::string& path, const std::string& hardware_profile = {});
   static ScenarioDocument from_string(const std::string& text, const std::string& source_name);
   ScenarioDocument(ScenarioDocument&&) noexcept;
   ScenarioDocument& operator=(ScenarioDocument&&) noexcept;
@@ -40,6 +42,12 @@ class ScenarioDocument {
   std::vector<ScenarioDocument> sweep_points() const;
   // The sweep axes (empty when the document has no [sweep] table).
   std::vector<SweepAxis> sweep_axes() const;
+
+  // Where it came from (what read() copies into the Scenario): the file, the key=value applied
+  // over it in order, the hardware profile taken in (empty: none).
+  const std::string& file() const;
+  const std::vector<std::string>& overrides() const;
+  const std::string& hardware_profile() const;
 
  private:
   friend std::vector<ValidationCase> read_validation_manifest(const std::string& path);

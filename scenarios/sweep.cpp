@@ -156,9 +156,12 @@ SweepResult run_sweep(const ScenarioDocument& document, unsigned threads, const 
   std::vector<Scenario> scenarios;  // the points that read
   std::vector<std::size_t> row_of;  // their rows
   for (std::size_t row = 0; row < total; ++row) {
+    const ScenarioDocument& point = points[row];
+    result.rows[row].provenance = {point.file(), point.overrides(), point.hardware_profile(), ""};
     try {
-      scenarios.push_back(points[row].read());
+      scenarios.push_back(point.read());
       row_of.push_back(row);
+      result.rows[row].provenance = provenance_of(scenarios.back());
     } catch (const ScenarioError& error) {
       result.rows[row].invalid = error.what();
     }
@@ -260,6 +263,7 @@ std::string sweep_json(const SweepResult& result, const SweepView& view) {
       entry["invalid"] = row.invalid;
     }
     entry["best"] = best == index;
+    entry["provenance"] = provenance_json(row.provenance);
     json["rows"].push_back(std::move(entry));
   }
   return json.dump(2) + "\n";
@@ -269,17 +273,21 @@ std::string sweep_csv(const SweepResult& result) {
   std::string out;
   for (const SweepAxis& axis : result.axes) out += csv_field(axis.key) + ",";
   out += "step_time_s,tokens_per_s,mfu,compute_time_s,comm_time_s,exposed_comm_s,"
-         "comm_compute_ratio,overlap_ratio,peak_memory_bytes,oom,invalid\n";
+         "comm_compute_ratio,overlap_ratio,peak_memory_bytes,oom,invalid,"
+         "scenario,overrides,hardware_profile,network_model,dtsim_version\n";
   for (const SweepRow& row : result.rows) {
     for (const std::string& value : row.values) out += csv_field(value) + ",";
-    if (!row.invalid.empty()) {  // no figures: empty fields, and the reason
-      out += ",,,,,,,,,," + csv_field(row.invalid) + "\n";
-      continue;
-    }
     const trace::Report& r = row.report;
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{},\n", r.step_time_s, r.tokens_per_s, r.mfu,
-                       r.compute_time_s, r.comm_time_s, r.exposed_comm_s, r.comm_compute_ratio,
-                       r.overlap_ratio, r.peak_memory_bytes, r.oom ? "true" : "false");
+    out += row.invalid.empty()
+               ? fmt::format("{},{},{},{},{},{},{},{},{},{},,", r.step_time_s, r.tokens_per_s, r.mfu, r.compute_time_s,
+                             r.comm_time_s, r.exposed_comm_s, r.comm_compute_ratio, r.overlap_ratio,
+                             r.peak_memory_bytes, r.oom ? "true" : "false")
+               : ",,,,,,,,,," + csv_field(row.invalid) + ",";  // no figures: empty fields, and the reason
+    std::string overrides;
+    for (const std::string& assignment : row.provenance.overrides) overrides += (overrides.empty() ? "" : "; ") + assignment;
+    out += fmt::format("{},{},{},{},{}\n", csv_field(row.provenance.scenario), csv_field(overrides),
+                       csv_field(row.provenance.hardware_profile), csv_field(row.provenance.network_model),
+                       csv_field(dtsim_version()));
   }
   return out;
 }

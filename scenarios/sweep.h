@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "scenarios/run_scenario.h"
 #include "scenarios/scenario_loader.h"
 #include "sim/trace/report.h"
 
@@ -18,6 +19,7 @@ struct SweepRow {
   std::vector<std::string> values;  // one per axis, as TOML text
   trace::Report report;
   std::string invalid;  // why the point could not be read or simulated; empty: it ran
+  Provenance provenance;  // the network model only when the point reads
 };
 
 struct SweepResult {
