@@ -137,7 +137,8 @@ std::optional<std::int32_t> pipeline_depth(const Facts& facts, std::int32_t tp) 
 }
 
 // Reads and simulates every candidate not yet rejected (a read error rejects it).
-void simulate(const ScenarioDocument& document, std::vector<AdviceCandidate>& candidates, unsigned threads) {
+void simulate(const ScenarioDocument& document, std::vector<AdviceCandidate>& candidates, unsigned threads,
+              const Progress& progress) {
   std::vector<Scenario> runnable;
   std::vector<std::size_t> index;
   for (std::size_t i = 0; i < candidates.size(); ++i) {
@@ -150,13 +151,13 @@ void simulate(const ScenarioDocument& document, std::vector<AdviceCandidate>& ca
       candidate.rejected = error.message() + (error.hint().empty() ? "" : " (" + error.hint() + ")");
     }
   }
-  std::vector<trace::Report> reports = run_all(runnable, threads, [](std::size_t, std::size_t) {});
+  std::vector<trace::Report> reports = run_all(runnable, threads, progress);
   for (std::size_t k = 0; k < reports.size(); ++k) candidates[index[k]].report = std::move(reports[k]);
 }
 
 }  // namespace
 
-Advice advise(const ScenarioDocument& document, unsigned threads) {
+Advice advise(const ScenarioDocument& document, unsigned threads, const Progress& progress) {
   const Scenario base = document.read();
   const Facts facts = facts_of(base);
   Advice advice;
@@ -237,7 +238,7 @@ Advice advise(const ScenarioDocument& document, unsigned threads) {
 
   // Simulate what can run; a layout whose activations do not fit is tried again with full
   // activation checkpointing, the chapter's first remedy.
-  simulate(document, advice.candidates, threads);
+  simulate(document, advice.candidates, threads, progress);
   std::vector<AdviceCandidate> recomputed;
   for (const AdviceCandidate& candidate : advice.candidates) {
     if (!candidate.report || !candidate.report->oom) continue;
@@ -248,7 +249,7 @@ Advice advise(const ScenarioDocument& document, unsigned threads) {
     retry.report.reset();
     recomputed.push_back(std::move(retry));
   }
-  simulate(document, recomputed, threads);
+  simulate(document, recomputed, threads, progress);
   for (AdviceCandidate& candidate : recomputed) advice.candidates.push_back(std::move(candidate));
   std::stable_sort(advice.candidates.begin(), advice.candidates.end(),
                    [](const AdviceCandidate& a, const AdviceCandidate& b) {
@@ -297,6 +298,22 @@ std::string format_advice(const Advice& advice) {
     out += "\nadvice: no candidate fits in memory; try activation checkpointing, a smaller micro-batch or more GPUs\n";
   }
   return out;
+}
+
+nlohmann::json advice_json(const Advice& advice) {
+  nlohmann::json json = {{"title", advice.title}, {"rules", advice.rules}, {"candidates", nlohmann::json::array()}};
+  for (const AdviceCandidate& candidate : advice.candidates) {
+    nlohmann::json entry = {{"layout", candidate.layout}, {"reason", candidate.reason}, {"overrides", candidate.overrides}};
+    if (candidate.report) {
+      entry["report"] = trace::report_to_json(*candidate.report);
+    } else {
+      entry["rejected"] = candidate.rejected;
+    }
+    json["candidates"].push_back(std::move(entry));
+  }
+  const AdviceCandidate& best = advice.candidates.front();
+  json["advice"] = best.report && !best.report->oom ? nlohmann::json(best.overrides) : nlohmann::json(nullptr);
+  return json;
 }
 
 }  // namespace scenarios

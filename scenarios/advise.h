@@ -18,11 +18,13 @@
 // is simulated too, as the baseline.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "scenarios/scenario_loader.h"
+#include "scenarios/sweep.h"
 #include "sim/trace/report.h"
 
 namespace scenarios {
@@ -41,7 +43,12 @@ struct Advice {
   std::vector<AdviceCandidate> candidates; // fitting ones fastest first, then the rest
 };
 
-Advice advise(const ScenarioDocument& document, unsigned threads);
+// `progress`, when set, hears of the simulations done (of the candidates, then of those retried
+// with full recomputation).
+Advice advise(const ScenarioDocument& document, unsigned threads, const Progress& progress = {});
 std::string format_advice(const Advice& advice);
+// The same as JSON: the rules, every candidate (its layout, rule, overrides, and report or why
+// it was not simulated) in rank order, and "advice": the best's overrides (null: none fits).
+nlohmann::json advice_json(const Advice& advice);
 
 }  // namespace scenarios

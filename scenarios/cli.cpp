@@ -7,6 +7,8 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <optional>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -53,6 +55,7 @@ struct RunOptions {
   std::string inject_fault;
   bool verify = false;
   bool memory_check = true;  // refuse a run estimated not to fit in this machine's memory
+  bool quiet = false;        // no progress
   std::vector<std::string> sweep_axes;  // sweep: --sweep key=v1,v2,...
   SweepView sweep_view;                 // sweep: --sort, --top
 };
@@ -192,13 +195,13 @@ int command_calibrate(const std::string& backend_name, const std::string& output
   return 0;
 }
 
-// Progress on a terminal (stderr), once the work has run for longer than `after`; nothing when
-// stderr is not a terminal. Clears its line when done.
+// Progress on a terminal (stderr), once the work has run for longer than `after`; nothing with
+// --quiet or when stdout or stderr is not a terminal. Clears its line when done.
 class TerminalProgress {
  public:
-  TerminalProgress(std::ostream& err, std::chrono::milliseconds after)
+  TerminalProgress(std::ostream& err, std::chrono::milliseconds after, bool quiet)
       : err_(err), start_(std::chrono::steady_clock::now()), after_(after),
-        terminal_(&err == &std::cerr && isatty(STDERR_FILENO)) {}
+        terminal_(!quiet && &err == &std::cerr && isatty(STDERR_FILENO) && isatty(STDOUT_FILENO)) {}
   TerminalProgress(const TerminalProgress&) = delete;
   TerminalProgress& operator=(const TerminalProgress&) = delete;
   ~TerminalProgress() {
@@ -220,11 +223,16 @@ class TerminalProgress {
   bool shown_ = false;
 };
 
-// A sweep's bar: points done of all.
-std::string sweep_progress(std::size_t done, std::size_t total) {
+// A bar of simulations done of all: "[####    ] 3/8 points".
+std::string bar_progress(std::size_t done, std::size_t total, std::string_view what) {
   constexpr std::size_t kWidth = 40;
   const std::size_t filled = kWidth * done / std::max<std::size_t>(total, 1);
-  return fmt::format("[{}{}] {}/{} points", std::string(filled, '#'), std::string(kWidth - filled, ' '), done, total);
+  return fmt::format("[{}{}] {}/{} {}", std::string(filled, '#'), std::string(kWidth - filled, ' '), done, total, what);
+}
+
+// A Progress that draws a bar of `what` on `progress`.
+Progress bar_on(TerminalProgress& progress, std::string_view what) {
+  return [&progress, what](std::size_t done, std::size_t total) { progress.show(bar_progress(done, total, what)); };
 }
 
 // A simulation's line: share of the ops done, the simulated clock, events per second and the
@@ -238,11 +246,33 @@ std::string simulation_progress(const sim::SimulationProgress& progress, double 
                      trace::human_seconds(left_s));
 }
 
+// A command that simulates in one process, started by mpirun: N processes would run N identical
+// simulations into one folder. The launcher says so in the environment (Open MPI, then
+// MPICH/Intel MPI's PMI); only the first process prints the refusal.
+struct MpirunRefusal {
+  std::string message;
+  bool print;
+};
+std::optional<MpirunRefusal> refuse_under_mpirun(const std::string& command) {
+  for (const auto& [size_variable, rank_variable] :
+       {std::pair{"OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK"}, std::pair{"PMI_SIZE", "PMI_RANK"}}) {
+    const char* size = std::getenv(size_variable);
+    if (size == nullptr || std::atoi(size) <= 1) continue;
+    const char* rank = std::getenv(rank_variable);
+    return MpirunRefusal{
+        fmt::format("dtsim {} simulates in one process, and mpirun started {} processes: they would all run the same "
+                    "simulation into one folder (run it without mpirun{})",
+                    command, size, command == "run" ? ", or add --backend mpi|nccl to execute the scenario for real" : ""),
+        rank == nullptr || std::atoi(rank) == 0};
+  }
+  return std::nullopt;
+}
+
 int command_run(const RunOptions& options, std::ostream& out, std::ostream& err) {
   const Scenario scenario = open_document(options).read();
   RunResult result;
   {
-    TerminalProgress progress(err, std::chrono::seconds(1));
+    TerminalProgress progress(err, std::chrono::seconds(1), options.quiet);
     const auto show = [&](const sim::SimulationProgress& now) {
       progress.show(simulation_progress(now, progress.elapsed_s()));
       return true;
@@ -267,9 +297,8 @@ int command_sweep(const RunOptions& options, std::ostream& out, std::ostream& er
   }
   SweepResult result;
   {
-    TerminalProgress progress(err, std::chrono::milliseconds(500));
-    result = run_sweep(document, options.threads,
-                       [&](std::size_t done, std::size_t total) { progress.show(sweep_progress(done, total)); });
+    TerminalProgress progress(err, std::chrono::milliseconds(500), options.quiet);
+    result = run_sweep(document, options.threads, bar_on(progress, "points"));
   }
   if (result.name.empty()) {  // no point read: nothing ran, nothing to write
     throw ScenarioError(options.scenario, "sweep",
@@ -288,14 +317,23 @@ int command_sweep(const RunOptions& options, std::ostream& out, std::ostream& er
   return 0;
 }
 
-int command_advise(const RunOptions& options, std::ostream& out) {
-  out << format_advice(advise(open_document(options), options.threads));
+int command_advise(const RunOptions& options, std::ostream& out, std::ostream& err) {
+  Advice advice;
+  {
+    TerminalProgress progress(err, std::chrono::milliseconds(500), options.quiet);
+    advice = advise(open_document(options), options.threads, bar_on(progress, "layouts simulated"));
+  }
+  out << (options.json ? advice_json(advice).dump(2) + "\n" : format_advice(advice));
   return 0;
 }
 
-int command_validate(const std::string& manifest, bool json, unsigned threads, std::ostream& out) {
-  const ValidationResult result = run_validation(manifest, threads);
-  out << (json ? validation_to_json(result).dump(2) + "\n" : format_validation(result));
+int command_validate(const RunOptions& options, const std::string& manifest, std::ostream& out, std::ostream& err) {
+  ValidationResult result;
+  {
+    TerminalProgress progress(err, std::chrono::milliseconds(500), options.quiet);
+    result = run_validation(manifest, options.threads, bar_on(progress, "published runs simulated"));
+  }
+  out << (options.json ? validation_to_json(result).dump(2) + "\n" : format_validation(result));
   return 0;
 }
 
@@ -412,7 +450,12 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   CLI::App app{"dtsim — simulate distributed training steps on a described cluster"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "dtsim " + dtsim_version());
+  app.fallthrough();  // dtsim's own options after the command too: `dtsim run --quiet FILE`
   RunOptions options;
+  app.add_flag("-q,--quiet", options.quiet, "no progress lines (they show only on a terminal anyway)");
+  std::string help_topic;
+  CLI::App* help = app.add_subcommand("help", "dtsim's help, or a command's: dtsim help run");
+  help->add_option("command", help_topic, "the command to describe");
 
   CLI::App* run = app.add_subcommand("run", "simulate one training step of a scenario");
   add_scenario_options(*run, options, /*writes_output=*/true);
@@ -450,6 +493,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       app.add_subcommand("advise", "apply the chapter's parallelism rules, simulate the layouts they propose, rank them");
   add_scenario_options(*advise_command, options, /*writes_output=*/false);
   advise_command->add_option("-j,--threads", options.threads, "worker threads (default: all cores)");
+  advise_command->add_flag("--json", options.json, "print the rules and ranked candidates as JSON");
 
   CollectiveBenchOptions bench;
   CLI::App* collective = app.add_subcommand(
@@ -458,9 +502,15 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       ->capture_default_str();
   collective->add_option("--algo", bench.algorithms, "ring, tree, hd, hier, direct, nvls, collnet or auto; several with commas")
       ->capture_default_str();
-  collective->add_option("--ranks", bench.ranks, "ranks 0..N-1 of the cluster")->capture_default_str();
-  collective->add_option("--sizes", bench.sizes, "MIN:MAX bytes, K/M/G suffixes")->capture_default_str();
-  collective->add_option("--factor", bench.factor, "size multiplier between rows")->capture_default_str();
+  CLI::Option* ranks = collective->add_option("--ranks", bench.ranks, "ranks 0..N-1 of the cluster")->capture_default_str();
+  collective->add_option("--nodes", bench.nodes, "every GPU of N nodes, in place of --ranks")->excludes(ranks);
+  CLI::Option* sizes = collective->add_option("--sizes", bench.sizes, "MIN:MAX bytes, K/M/G suffixes")->capture_default_str();
+  collective->add_option("-b,--minbytes", bench.min_bytes, "smallest size, as nccl-tests' -b (in place of --sizes' MIN)")
+      ->excludes(sizes);
+  collective->add_option("-e,--maxbytes", bench.max_bytes, "largest size, as nccl-tests' -e (in place of --sizes' MAX)")
+      ->excludes(sizes);
+  collective->add_option("-f,--factor,--stepfactor", bench.factor, "size multiplier between rows, as nccl-tests' -f")
+      ->capture_default_str();
   collective->add_option("--topology", bench.topology, "node preset (nodes as many as the ranks need)")
       ->capture_default_str();
   collective->add_option("--fabric", bench.fabric, "fabric preset")->capture_default_str();
@@ -471,6 +521,8 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       ->capture_default_str();
   collective->add_option("--channels", bench.channels, "rings per ring collective: auto or a number")
       ->capture_default_str();
+  bool collective_json = false;
+  collective->add_flag("--json", collective_json, "print the rows as JSON instead of a table");
 
   CompareOptions compare_options;
   CLI::App* compare = app.add_subcommand(
@@ -491,11 +543,10 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   calibrate->add_option("-o,--output", profile_output, "write the profile TOML here too");
 
   std::string manifest = "tests/validation/cases.toml";
-  bool validation_json = false;
   CLI::App* validate = app.add_subcommand(
       "validate", "the validation suite: published measurements of real runs beside dtsim's predictions");
   validate->add_option("manifest", manifest, "validation manifest ([[case]] tables)")->capture_default_str();
-  validate->add_flag("--json", validation_json, "print the cases and summaries as JSON");
+  validate->add_flag("--json", options.json, "print the cases and summaries as JSON");
   validate->add_option("-j,--threads", options.threads, "worker threads (default: all cores)");
 
   CLI::App* presets = app.add_subcommand("presets", "list hardware and model presets");
@@ -514,16 +565,29 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     return kExitBadInput;
   };
   try {
+    if (*help) {
+      // help() of a parsed app describes the command it ran (help itself): format the one asked for.
+      const CLI::App* topic = help_topic.empty() ? &app : app.get_subcommand(help_topic);
+      out << topic->get_formatter()->make_help(topic, topic == &app ? "dtsim" : "dtsim " + help_topic, CLI::AppFormatMode::Normal);
+      return 0;
+    }
+    if ((*run && options.backend.empty()) || *sweep || *advise_command || *validate) {
+      if (const auto refusal = refuse_under_mpirun(app.get_subcommands().front()->get_name())) {
+        if (refusal->print) print_error(err, "error", refusal->message);
+        return kExitBadInput;
+      }
+    }
     if (*run) return options.backend.empty() ? command_run(options, out, err) : command_execute(options, out, err);
     if (*sweep) return command_sweep(options, out, err);
-    if (*advise_command) return command_advise(options, out);
+    if (*advise_command) return command_advise(options, out, err);
     if (*compare) return command_compare(compare_options, out, err);
     if (*calibrate) return command_calibrate(calibrate_backend, profile_output, out, err);
     if (*collective) {
-      out << format_collective_bench(run_collective_bench(bench));
+      const CollectiveBenchResult result = run_collective_bench(bench);
+      out << (collective_json ? collective_bench_json(result) : format_collective_bench(result));
       return 0;
     }
-    if (*validate) return command_validate(manifest, validation_json, options.threads, out);
+    if (*validate) return command_validate(options, manifest, out, err);
     if (*presets) return command_presets(out);
     if (*info) {
       out << backend::describe(backend::probe_capabilities());
@@ -531,6 +595,9 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     }
   } catch (const ScenarioError& error) {
     print_error(err, "error", error.what());
+    return kExitBadInput;
+  } catch (const CLI::OptionNotFound&) {  // dtsim help NAME
+    print_error(err, "error", "help: no command \"" + help_topic + "\" (see dtsim --help)");
     return kExitBadInput;
   } catch (const OutputError& error) {
     print_error(err, "error", std::string(error.what()) + " (hint: -o names a directory, or a file for compare, to write)");

@@ -5,6 +5,7 @@
 
 #include <cctype>
 #include <cmath>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "scenarios/scenario_loader.h"
@@ -92,14 +93,38 @@ std::int64_t parse_size(const std::string& text) {
   return static_cast<std::int64_t>(bytes);
 }
 
-CollectiveBenchResult run_collective_bench(const CollectiveBenchOptions& options) {
+namespace {
+
+// The options with --nodes turned into ranks and -b / -e into --sizes.
+CollectiveBenchOptions resolved(CollectiveBenchOptions options) {
+  constexpr std::int32_t kMaxRanks = 65536;
+  if (options.nodes != 0) {
+    if (options.nodes < 1 || options.nodes > kMaxRanks) {
+      bad("--nodes", fmt::format("expected between 1 and {} nodes, got {}", kMaxRanks, options.nodes));
+    }
+    const std::int32_t per_node =
+        options.scenario.empty() ? cluster_for(options).node.gpus : load_scenario(options.scenario).cluster.node.gpus;
+    options.ranks = static_cast<std::int32_t>(std::min<std::int64_t>(std::int64_t{options.nodes} * per_node, kMaxRanks + 1));
+  }
+  if (options.ranks < 1 || options.ranks > kMaxRanks) {
+    bad(options.nodes != 0 ? "--nodes" : "--ranks",
+        fmt::format("expected between 1 and {} ranks, got {}", kMaxRanks, options.ranks));
+  }
+  if (!options.min_bytes.empty() || !options.max_bytes.empty()) {
+    const auto bounds = split(options.sizes, ':');
+    options.sizes = fmt::format("{}:{}", !options.min_bytes.empty() ? options.min_bytes : bounds.front(),
+                                !options.max_bytes.empty() ? options.max_bytes : bounds.back());
+  }
+  return options;
+}
+
+}  // namespace
+
+CollectiveBenchResult run_collective_bench(const CollectiveBenchOptions& asked) {
+  const CollectiveBenchOptions options = resolved(asked);
   CollectiveBenchResult result;
   result.kind = parse_kind(options.op);
   result.ranks = options.ranks;
-  constexpr std::int32_t kMaxRanks = 65536;
-  if (options.ranks < 1 || options.ranks > kMaxRanks) {
-    bad("--ranks", fmt::format("expected between 1 and {} ranks, got {}", kMaxRanks, options.ranks));
-  }
   const auto models = sim::network_model_names();
   if (std::find(models.begin(), models.end(), options.model) == models.end()) {
     bad("--model", fmt::format("unknown network model \"{}\"", options.model), "analytic, flow or packet");
@@ -184,6 +209,28 @@ CollectiveBenchResult run_collective_bench(const CollectiveBenchOptions& options
   result.title = fmt::format("{} on {} ranks — {} × {}, {}, {} model, {} library", options.op, options.ranks,
                              spec.nodes, spec.node.name, spec.fabric.name, options.model, options.library);
   return result;
+}
+
+std::string collective_bench_json(const CollectiveBenchResult& result) {
+  const double factor = collectives::bus_bandwidth_factor(result.kind, result.ranks);
+  nlohmann::json json = {{"title", result.title},
+                         {"op", program::collective_name(result.kind)},
+                         {"ranks", result.ranks},
+                         {"algorithms", result.algorithms},
+                         {"rows", nlohmann::json::array()}};
+  for (const CollectiveBenchRow& row : result.rows) {
+    nlohmann::json entry = {{"bytes", row.bytes}, {"results", nlohmann::json::array()}};
+    for (std::size_t a = 0; a < row.seconds.size(); ++a) {
+      const double algbw = row.seconds[a] > 0 ? static_cast<double>(row.bytes) / row.seconds[a] / 1e9 : 0;
+      entry["results"].push_back({{"algorithm", result.algorithms[a]},
+                                  {"ran", row.chosen[a]},
+                                  {"time_us", row.seconds[a] * 1e6},
+                                  {"algbw_gbyte_s", algbw},
+                                  {"busbw_gbyte_s", algbw * factor}});
+    }
+    json["rows"].push_back(std::move(entry));
+  }
+  return json.dump(2) + "\n";
 }
 
 std::string format_collective_bench(const CollectiveBenchResult& result) {

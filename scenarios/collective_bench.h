@@ -18,7 +18,9 @@ struct CollectiveBenchOptions {
   std::string op = "all_reduce";
   std::string algorithms = "auto";  // one name, or several separated by commas
   std::int32_t ranks = 8;
+  std::int32_t nodes = 0;           // > 0: every GPU of this many nodes, in place of `ranks`
   std::string sizes = "8:8G";       // MIN:MAX in bytes, K/M/G suffixes (powers of 1024)
+  std::string min_bytes, max_bytes; // nccl-tests' -b / -e: in place of MIN / MAX when set
   double factor = 2;                // size multiplier between rows
   std::string topology = "hgx-h100";
   std::string fabric = "ib-ndr";
@@ -46,6 +48,8 @@ struct CollectiveBenchResult {
 // Throws ScenarioError (naming the option) for bad options or an algorithm that cannot run.
 CollectiveBenchResult run_collective_bench(const CollectiveBenchOptions& options);
 std::string format_collective_bench(const CollectiveBenchResult& result);
+// The same rows as JSON: per size and algorithm, the time, algbw and busbw (GB/s) and what ran.
+std::string collective_bench_json(const CollectiveBenchResult& result);
 // "1K", "4M", … → bytes. Throws std::invalid_argument.
 std::int64_t parse_size(const std::string& text);
 

@@ -50,7 +50,7 @@ std::string validation_unit(const std::string& metric) {
   return "";
 }
 
-ValidationResult run_validation(const std::string& manifest, unsigned threads) {
+ValidationResult run_validation(const std::string& manifest, unsigned threads, const Progress& progress) {
   ValidationResult result;
   result.manifest = manifest;
   const std::vector<ValidationCase> cases = read_validation_manifest(manifest);
@@ -61,7 +61,7 @@ ValidationResult run_validation(const std::string& manifest, unsigned threads) {
     run_of_case[i] = runs.size();
     runs.push_back(load_scenario(cases[i].scenario));
   }
-  const std::vector<trace::Report> reports = run_all(runs, threads, {});
+  const std::vector<trace::Report> reports = run_all(runs, threads, progress);
 
   for (std::size_t i = 0; i < cases.size(); ++i) {
     const ValidationCase& c = cases[i];

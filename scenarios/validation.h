@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "scenarios/scenario.h"
+#include "scenarios/sweep.h"
 
 namespace scenarios {
 
@@ -68,7 +69,7 @@ std::string validation_unit(const std::string& metric);
 
 // Runs every case on `threads` threads (0: all cores). Throws ScenarioError for a case that
 // cannot run (its scenario, its collective).
-ValidationResult run_validation(const std::string& manifest, unsigned threads);
+ValidationResult run_validation(const std::string& manifest, unsigned threads, const Progress& progress = {});
 
 std::string format_validation(const ValidationResult& result);
 nlohmann::json validation_to_json(const ValidationResult& result);

@@ -3,9 +3,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 
 #include "scenarios/machine_memory.h"
@@ -262,6 +264,91 @@ TEST_F(CliTest, AProfileFromTheCommandLineReplacesTheScenarios) {
   const CliRun missing = dtsim({"run", c1, "--profile", (scratch_ / "none.toml").string(), "-o", directory_.string()});
   EXPECT_EQ(missing.code, 2);
   EXPECT_NE(missing.err.find("--profile"), std::string::npos) << missing.err;
+}
+
+// CLI conventions: help for dtsim or a command, --version, --quiet anywhere, --json for advise
+// and collective, nccl-tests' spellings of collective's options.
+TEST_F(CliTest, HelpVersionQuietJsonAndNcclTestsSpellings) {
+  const CliRun help = dtsim({"help"});
+  ASSERT_EQ(help.code, 0) << help.err;
+  EXPECT_NE(help.out.find("sweep"), std::string::npos) << help.out;
+  const CliRun help_run = dtsim({"help", "run"});
+  ASSERT_EQ(help_run.code, 0) << help_run.err;
+  EXPECT_NE(help_run.out.find("--profile"), std::string::npos) << help_run.out;
+  EXPECT_EQ(dtsim({"help", "nope"}).code, 2);
+  EXPECT_EQ(dtsim({"--version"}).out.rfind("dtsim ", 0), 0u);
+
+  const std::string c1 = kSource + "/scenarios/c1_7b_ddp_8xh100.toml";
+  const CliRun quiet = dtsim({"run", "--quiet", c1, "-o", directory_.string()});
+  ASSERT_EQ(quiet.code, 0) << quiet.err;
+  EXPECT_TRUE(quiet.err.empty()) << quiet.err;
+
+  // Two 8-GPU HGX H100 nodes, 1 MiB to 4 MiB by factors of 4: two rows of 16 ranks.
+  const CliRun bench = dtsim({"collective", "--nodes", "2", "-b", "1M", "-e", "4M", "-f", "4", "--json"});
+  ASSERT_EQ(bench.code, 0) << bench.err;
+  const auto rows = nlohmann::json::parse(bench.out);
+  EXPECT_EQ(rows["ranks"], 16);
+  ASSERT_EQ(rows["rows"].size(), 2u);
+  EXPECT_EQ(rows["rows"][0]["bytes"], 1 << 20);
+  EXPECT_EQ(rows["rows"][1]["bytes"], 4 << 20);
+  const auto& first = rows["rows"][0]["results"][0];
+  EXPECT_NEAR(first["algbw_gbyte_s"].get<double>(), (1 << 20) / first["time_us"].get<double>() / 1e3, 1e-9);
+  EXPECT_NEAR(first["busbw_gbyte_s"].get<double>(), first["algbw_gbyte_s"].get<double>() * 2 * 15 / 16, 1e-9);
+  EXPECT_EQ(dtsim({"collective", "--nodes", "2", "--ranks", "3"}).code, 2);
+  EXPECT_EQ(dtsim({"collective", "--sizes", "1:2", "-b", "1"}).code, 2);
+
+  const CliRun advice = dtsim({"advise", kSource + "/scenarios/c3_70b_ddp_64gpu.toml", "--json"});
+  ASSERT_EQ(advice.code, 0) << advice.err;
+  const auto json = nlohmann::json::parse(advice.out);
+  ASSERT_FALSE(json["candidates"].empty());
+  EXPECT_FALSE(json["rules"].empty());
+  EXPECT_EQ(json["advice"], json["candidates"][0]["overrides"]);  // the best fits: its overrides are the advice
+  EXPECT_GT(json["candidates"][0]["report"]["step_time_s"].get<double>(), 0);
+}
+
+// Sets an environment variable while it lives, then puts back what was there.
+class ScopedEnvironment {
+ public:
+  ScopedEnvironment(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) previous_ = old;
+    setenv(name, value, 1);
+  }
+  ScopedEnvironment(const ScopedEnvironment&) = delete;
+  ScopedEnvironment& operator=(const ScopedEnvironment&) = delete;
+  ~ScopedEnvironment() {
+    if (previous_) {
+      setenv(name_, previous_->c_str(), 1);
+    } else {
+      unsetenv(name_);
+    }
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> previous_;
+};
+
+// `mpirun -np N dtsim run` without --backend would run N identical simulations into one folder:
+// refused, with one message (from the first process), and nothing written.
+TEST_F(CliTest, ASimulationUnderMpirunIsRefused) {
+  const std::string c1 = kSource + "/scenarios/c1_7b_ddp_8xh100.toml";
+  const ScopedEnvironment size("OMPI_COMM_WORLD_SIZE", "4");
+  {
+    const ScopedEnvironment rank("OMPI_COMM_WORLD_RANK", "0");
+    for (const std::vector<std::string>& command : {std::vector<std::string>{"run", c1, "-o", directory_.string()},
+                                                    {"sweep", c1, "-o", directory_.string()}, {"advise", c1}}) {
+      const CliRun refused = dtsim(command);
+      EXPECT_EQ(refused.code, 2) << command[0];
+      EXPECT_NE(refused.err.find("mpirun started 4 processes"), std::string::npos) << refused.err;
+      EXPECT_EQ(std::count(refused.err.begin(), refused.err.end(), '\n'), 1) << refused.err;
+    }
+    EXPECT_NE(dtsim({"run", c1}).err.find("--backend mpi|nccl"), std::string::npos);
+  }
+  const ScopedEnvironment rank("OMPI_COMM_WORLD_RANK", "3");
+  const CliRun other = dtsim({"run", c1, "-o", directory_.string()});
+  EXPECT_EQ(other.code, 2);
+  EXPECT_TRUE(other.err.empty()) << other.err;
+  EXPECT_FALSE(fs::exists(directory_));
 }
 
 TEST_F(CliTest, SweepIntoAFileIsBadInputLikeRun) {
