@@ -35,6 +35,7 @@ namespace {
 
 constexpr int kExitBadInput = 2;
 constexpr int kExitFailure = 1;
+constexpr int kExitOutOfMemory = 3;  // run --fail-on-oom: the step does not fit
 
 // Prints "dtsim: KIND: MESSAGE" as one line of valid UTF-8 (MESSAGE may echo user input).
 void print_error(std::ostream& err, std::string_view kind, const std::string& message) {
@@ -56,6 +57,7 @@ struct RunOptions {
   bool verify = false;
   bool memory_check = true;  // refuse a run estimated not to fit in this machine's memory
   bool quiet = false;        // no progress
+  bool fail_on_oom = false;  // run: exit 3 when the step does not fit
   std::vector<std::string> sweep_axes;  // sweep: --sweep key=v1,v2,...
   SweepView sweep_view;                 // sweep: --sort, --top
 };
@@ -83,9 +85,13 @@ ScenarioDocument open_document(const RunOptions& options) {
 
 void print_result(const RunResult& result, const std::filesystem::path& directory, bool json, std::ostream& out) {
   if (json) {
-    out << trace::report_to_json(result.report).dump(2) << "\n";
+    out << result_json(result).dump(2) << "\n";
   } else {
     out << trace::format_report(result.report);
+    if (result.report.oom) {
+      out << "\n  remedies that apply here, each simulated (most saved first)\n"
+          << format_memory_remedies(result.memory_remedies);
+    }
     if (!result.simulation.symmetry.empty()) out << fmt::format("\nsimulated: {}\n", result.simulation.symmetry);
     out << fmt::format("\ntimeline: {}  report: {}\n", (directory / "timeline.json").string(),
                        (directory / "report.json").string());
@@ -269,7 +275,8 @@ std::optional<MpirunRefusal> refuse_under_mpirun(const std::string& command) {
 }
 
 int command_run(const RunOptions& options, std::ostream& out, std::ostream& err) {
-  const Scenario scenario = open_document(options).read();
+  const ScenarioDocument document = open_document(options);
+  const Scenario scenario = document.read();
   RunResult result;
   {
     TerminalProgress progress(err, std::chrono::seconds(1), options.quiet);
@@ -281,11 +288,15 @@ int command_run(const RunOptions& options, std::ostream& out, std::ostream& err)
     const auto available = options.memory_check ? available_memory_bytes() : std::nullopt;
     const std::uint64_t memory = available ? std::max<std::uint64_t>(*available, 1) : 0;
     result = progress.on_terminal() ? run_scenario(scenario, show, memory) : run_scenario(scenario, {}, memory);
+    if (result.report.oom) {
+      progress.show("out of memory: simulating the remedies that apply");
+      result.memory_remedies = memory_remedies(document, scenario, result.report, options.threads);
+    }
   }
   const auto directory = output_directory(options, scenario.name);
   write_outputs(result, directory);
   print_result(result, directory, options.json, out);
-  return 0;
+  return result.report.oom && options.fail_on_oom ? kExitOutOfMemory : 0;
 }
 
 int command_sweep(const RunOptions& options, std::ostream& out, std::ostream& err) {
@@ -460,6 +471,9 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   CLI::App* run = app.add_subcommand("run", "simulate one training step of a scenario");
   add_scenario_options(*run, options, /*writes_output=*/true);
   run->add_flag("--json", options.json, "print the report as JSON instead of text");
+  run->add_flag("--fail-on-oom", options.fail_on_oom,
+                "exit 3 when the step does not fit in GPU memory (the outputs are written all the same)");
+  run->add_option("-j,--threads", options.threads, "worker threads for the remedies of an OOM (default: all cores)");
   run->add_option("--backend", options.backend,
                   "execute for real instead of simulating, under mpirun -np <ranks>: mpi (CPU ranks) or nccl (one GPU per rank)");
   run->add_option("--timeout", options.timeout_s, "with --backend: abort the job when an op waits longer (seconds)")

@@ -270,6 +270,13 @@ RunResult execute_scenario(const Scenario& scenario, backend::ExecutionOptions o
   return result;
 }
 
+nlohmann::json result_json(const RunResult& result) {
+  nlohmann::json report = trace::report_to_json(result.report);
+  report["provenance"] = provenance_json(result.provenance);
+  if (result.report.oom) report["oom_remedies"] = memory_remedies_json(result.memory_remedies);
+  return report;
+}
+
 void write_outputs(const RunResult& result, const std::filesystem::path& directory) {
   prepare_output_directory(directory);
   std::uint64_t timeline_digest = 0;
@@ -283,9 +290,8 @@ void write_outputs(const RunResult& result, const std::filesystem::path& directo
           timeline_digest = digesting.digest();
         }},
        {directory / "report.json", [&](std::ostream& out) {
-          nlohmann::json report = trace::report_to_json(result.report);
+          nlohmann::json report = result_json(result);
           report["timeline_digest"] = format_digest(timeline_digest);
-          report["provenance"] = provenance_json(result.provenance);
           out << report.dump(2) << "\n";
         }}});
 }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backend/executor.h"
+#include "scenarios/memory_remedies.h"
 #include "scenarios/output_files.h"
 #include "scenarios/scenario.h"
 #include "sim/run/program_simulator.h"
@@ -41,7 +42,12 @@ struct RunResult {
   sim::SimulationResult simulation;
   trace::Report report;
   Provenance provenance;
+  std::vector<MemoryRemedy> memory_remedies;  // for a run that does not fit, when asked for
 };
+
+// The report as JSON with the run's provenance and, for a run that does not fit, its
+// "oom_remedies" (empty when none were computed).
+nlohmann::json result_json(const RunResult& result);
 
 // Throws sim::SimulationError if the program cannot be simulated. `progress`, when set, is
 // called now and then with the fraction of the simulation done; returning false cancels the

@@ -50,10 +50,7 @@ namespace {
 void add_warnings(Report& report, const RunFacts& facts) {
   if (report.oom) {
     report.warnings.push_back(fmt::format(
-        "OOM: rank {} needs {} but the device has {} (peak reached at '{}'). Remedies: "
-        "activation checkpointing, bf16 mixed precision, sharding the model states with "
-        "ZeRO-1/FSDP (16 bytes/parameter for mixed-precision Adam), a smaller micro-batch, "
-        "limit_all_gathers under FSDP.",
+        "OOM: rank {} needs {} but the device has {} (peak reached at '{}')",
         report.peak_memory_rank, human_bytes(static_cast<double>(report.peak_memory_bytes)),
         human_bytes(report.memory_capacity_bytes), report.peak_memory_op));
   }

@@ -6,7 +6,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <optional>
 #include <sstream>
 
@@ -65,6 +67,49 @@ TEST_F(CliTest, JsonFlagPrintsTheReportAsJson) {
   const auto report = nlohmann::json::parse(run.out);
   EXPECT_EQ(report["oom"], true);
   EXPECT_EQ(report["peak_memory_breakdown_bytes"]["optimizer_states"], 56'000'000'000);
+}
+
+// A step that does not fit: --fail-on-oom makes it exit 3 (outputs written all the same), and
+// the remedies listed are those that apply to this scenario, each with what it saves, simulated.
+TEST_F(CliTest, OutOfMemoryListsTheRemediesThatApplyWithWhatEachSaves) {
+  const std::string m1 = kSource + "/scenarios/m1_7b_ddp_memory.toml";
+  EXPECT_EQ(dtsim({"run", m1, "-o", directory_.string()}).code, 0);
+  const CliRun failing = dtsim({"run", m1, "--fail-on-oom", "-o", directory_.string()});
+  EXPECT_EQ(failing.code, 3) << failing.err;
+  EXPECT_NE(failing.out.find("remedies that apply here"), std::string::npos) << failing.out;
+  const auto report = nlohmann::json::parse(slurp(directory_ / "report.json"));
+  ASSERT_TRUE(report["oom"].get<bool>());
+  std::map<std::string, nlohmann::json> remedies;
+  for (const auto& remedy : report["oom_remedies"]) remedies[remedy["remedy"]] = remedy;
+  // Chapter §6.2.7: ZeRO-1 shards the fp32 master weights and Adam's two moments (12 bytes per
+  // parameter) over the 8 data-parallel ranks: 12 × 7e9 × 7/8 = 73.5 GB less at the peak.
+  ASSERT_TRUE(remedies.contains("ZeRO-1 (optimizer states sharded)")) << report["oom_remedies"];
+  EXPECT_NEAR(remedies["ZeRO-1 (optimizer states sharded)"]["saved_bytes"].get<double>(), 12 * 7e9 * 7 / 8, 1e6);
+  EXPECT_TRUE(remedies["ZeRO-1 (optimizer states sharded)"]["fits"].get<bool>());
+  for (const auto& [name, remedy] : remedies) {
+    EXPECT_EQ(name.find("mixed precision"), std::string::npos) << "already mixed precision";
+    EXPECT_EQ(remedy["saved_bytes"].get<std::int64_t>(),
+              report["peak_memory_bytes"].get<std::int64_t>() - remedy["peak_memory_bytes"].get<std::int64_t>());
+  }
+
+  // Already FSDP in mixed precision: neither is offered again; FSDP's own knobs are.
+  const fs::path fsdp = scratch_ / "fsdp70.toml";
+  std::ofstream(fsdp) << "[cluster]\nnodes = 1\n[model]\npreset = \"llama-2-70b\"\n[training]\nglobal_batch = 16\n"
+                         "micro_batch = 2\nsequence_length = 4096\nprecision = \"mixed\"\n[parallel]\n"
+                         "strategy = \"fsdp\"\n[fsdp]\nlimit_all_gathers = false\n";
+  const CliRun sharded = dtsim({"run", fsdp.string(), "--json", "-o", directory_.string()});
+  ASSERT_EQ(sharded.code, 0) << sharded.err;
+  const auto json = nlohmann::json::parse(sharded.out);
+  ASSERT_TRUE(json["oom"].get<bool>());
+  std::set<std::string> names;
+  for (const auto& remedy : json["oom_remedies"]) names.insert(remedy["remedy"].get<std::string>());
+  EXPECT_TRUE(names.contains("FSDP limit_all_gathers")) << json["oom_remedies"];
+  EXPECT_TRUE(names.contains("FSDP CPU offload")) << json["oom_remedies"];
+  for (const std::string& name : names) {
+    EXPECT_EQ(name.find("FULL_SHARD"), std::string::npos) << name;
+    EXPECT_EQ(name.find("ZeRO"), std::string::npos) << name;
+    EXPECT_EQ(name.find("precision"), std::string::npos) << name;
+  }
 }
 
 TEST_F(CliTest, BadInputExitsWithTwoAndWritesNothing) {

@@ -73,7 +73,7 @@ TEST(ReportTest, PeakMemoryAndOutOfMemory) {
   ASSERT_FALSE(report.warnings.empty());
   EXPECT_NE(report.warnings.front().find("OOM"), std::string::npos);
   EXPECT_NE(report.warnings.front().find("layer3.activations"), std::string::npos);
-  EXPECT_NE(report.warnings.front().find("activation checkpointing"), std::string::npos);
+  EXPECT_NE(report.warnings.front().find("needs"), std::string::npos);  // the remedies come from dtsim run
 }
 
 TEST(ReportTest, NoWarningWhenItFitsAndCommunicationIsCheap) {
