@@ -58,6 +58,8 @@ struct RunOptions {
   bool memory_check = true;  // refuse a run estimated not to fit in this machine's memory
   bool quiet = false;        // no progress
   bool fail_on_oom = false;  // run: exit 3 when the step does not fit
+  std::string trace_ranks;   // run: --trace-ranks, in place of output.trace_ranks
+  bool timeline = true;      // run: false with --no-timeline
   std::vector<std::string> sweep_axes;  // sweep: --sweep key=v1,v2,...
   SweepView sweep_view;                 // sweep: --sort, --top
 };
@@ -83,7 +85,26 @@ ScenarioDocument open_document(const RunOptions& options) {
   return document;
 }
 
-void print_result(const RunResult& result, const std::filesystem::path& directory, bool json, std::ostream& out) {
+// "all 64 ranks", "ranks 0-7, 896 of 1024", "no rank (of 1024)": the ranks whose spans the timeline holds.
+std::string traced_text(const trace::Timeline& timeline) {
+  const auto world = static_cast<std::int32_t>(timeline.ranks.size());
+  std::string ranges;
+  std::int32_t traced = 0;
+  for (std::int32_t r = 0; r < world; ++r) {
+    if (!timeline.ranks[r].traced) continue;
+    std::int32_t last = r;
+    while (last + 1 < world && timeline.ranks[last + 1].traced) ++last;
+    ranges += fmt::format("{}{}", ranges.empty() ? "" : ", ", last == r ? std::to_string(r) : fmt::format("{}-{}", r, last));
+    traced += last - r + 1;
+    r = last;
+  }
+  if (traced == world) return fmt::format("all {} ranks", world);
+  if (traced == 0) return fmt::format("no rank (of {})", world);
+  return fmt::format("rank{} {} of {}", traced == 1 ? "" : "s", ranges, world);
+}
+
+void print_result(const RunResult& result, const std::filesystem::path& directory, bool json, std::ostream& out,
+                  bool timeline = true) {
   if (json) {
     out << result_json(result).dump(2) << "\n";
   } else {
@@ -93,8 +114,13 @@ void print_result(const RunResult& result, const std::filesystem::path& director
           << format_memory_remedies(result.memory_remedies);
     }
     if (!result.simulation.symmetry.empty()) out << fmt::format("\nsimulated: {}\n", result.simulation.symmetry);
-    out << fmt::format("\ntimeline: {}  report: {}\n", (directory / "timeline.json").string(),
-                       (directory / "report.json").string());
+    if (timeline) {
+      out << fmt::format("\ntimeline: {} ({}; critical rank {})  report: {}\n", (directory / "timeline.json").string(),
+                         traced_text(result.simulation.timeline), result.report.critical_rank,
+                         (directory / "report.json").string());
+    } else {
+      out << fmt::format("\nreport: {} (no timeline)\n", (directory / "report.json").string());
+    }
   }
 }
 
@@ -276,7 +302,14 @@ std::optional<MpirunRefusal> refuse_under_mpirun(const std::string& command) {
 
 int command_run(const RunOptions& options, std::ostream& out, std::ostream& err) {
   const ScenarioDocument document = open_document(options);
-  const Scenario scenario = document.read();
+  Scenario scenario = document.read();
+  if (!options.trace_ranks.empty()) {
+    std::string why;
+    const auto selection = parse_trace_selection(options.trace_ranks, &why);
+    if (!selection) throw ScenarioError("--trace-ranks " + options.trace_ranks, "", why, "e.g. --trace-ranks 0-7,critical");
+    scenario.trace = *selection;
+  }
+  if (!options.timeline) scenario.trace = TraceSelection::none();
   RunResult result;
   {
     TerminalProgress progress(err, std::chrono::seconds(1), options.quiet);
@@ -294,8 +327,18 @@ int command_run(const RunOptions& options, std::ostream& out, std::ostream& err)
     }
   }
   const auto directory = output_directory(options, scenario.name);
-  write_outputs(result, directory);
-  print_result(result, directory, options.json, out);
+  write_outputs(result, directory, options.timeline);
+  print_result(result, directory, options.json, out, options.timeline);
+  if (options.timeline) {
+    constexpr std::uintmax_t kLargeTimelineBytes = 200'000'000;  // where Perfetto and dtsim-view slow down
+    std::error_code ignored;
+    if (const std::uintmax_t bytes = std::filesystem::file_size(directory / "timeline.json", ignored);
+        bytes > kLargeTimelineBytes && bytes != static_cast<std::uintmax_t>(-1)) {
+      err << fmt::format("dtsim: warning: timeline.json is {:.0f} MB ({}); --trace-ranks first-node,critical or "
+                         "--no-timeline keep it small\n",
+                         static_cast<double>(bytes) / 1e6, traced_text(result.simulation.timeline));
+    }
+  }
   return result.report.oom && options.fail_on_oom ? kExitOutOfMemory : 0;
 }
 
@@ -474,6 +517,10 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   run->add_flag("--fail-on-oom", options.fail_on_oom,
                 "exit 3 when the step does not fit in GPU memory (the outputs are written all the same)");
   run->add_option("-j,--threads", options.threads, "worker threads for the remedies of an OOM (default: all cores)");
+  run->add_option("--trace-ranks", options.trace_ranks,
+                  "ranks whose spans the timeline keeps: e.g. 0-7,896 | first-node,critical | critical | all | none "
+                  "(default: all up to 64 ranks, else the first node and the critical rank)");
+  run->add_flag("--no-timeline{false}", options.timeline, "write report.json only, no timeline.json");
   run->add_option("--backend", options.backend,
                   "execute for real instead of simulating, under mpirun -np <ranks>: mpi (CPU ranks) or nccl (one GPU per rank)");
   run->add_option("--timeout", options.timeout_s, "with --backend: abort the job when an op waits longer (seconds)")

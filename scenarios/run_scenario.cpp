@@ -23,25 +23,30 @@
 namespace scenarios {
 namespace {
 
+// The ranks whose spans the timeline keeps (empty: all) before the critical rank is known.
 std::vector<bool> traced_ranks(const Scenario& scenario, const program::Program& program) {
+  const TraceSelection& trace = scenario.trace;
   const std::int32_t world = program.world_size;
-  if (scenario.trace_all_ranks || (scenario.trace_ranks.empty() && world <= Scenario::kAutoTraceRanks)) return {};
+  if (trace.all || (trace.automatic && world <= TraceSelection::kAutoTraceRanks)) return {};
   std::vector<bool> traced(static_cast<std::size_t>(world), false);
-  if (scenario.trace_ranks.empty()) {
+  if (trace.automatic || trace.first_node) {
     for (std::int32_t r = 0; r < std::min(world, scenario.cluster.node.gpus); ++r) traced[r] = true;
-    traced[world - 1] = true;
   }
   // Staleness is measured on the first parameter server's spans.
   if (program.info.parameter_server) traced[program.info.parameter_server->first_server] = true;
-  for (std::int32_t rank : scenario.trace_ranks) {
-    if (rank >= world) {
+  for (const auto& [first, last] : trace.ranges) {
+    if (last >= world) {
       throw ScenarioError(scenario.source, "output.trace_ranks",
-                          fmt::format("rank {} does not exist: the program has {} ranks", rank, world));
+                          fmt::format("rank {} does not exist: the program has {} ranks", last, world),
+                          fmt::format("ranks are 0 to {}", world - 1));
     }
-    traced[rank] = true;
+    std::fill(traced.begin() + first, traced.begin() + last + 1, true);
   }
   return traced;
 }
+
+// Whether the critical rank goes into the timeline too (auto does that above kAutoTraceRanks).
+bool traces_critical(const TraceSelection& trace) { return trace.critical || (trace.automatic && !trace.all); }
 
 // The factor that makes one transformer layer's forward and backward, unsharded on one GPU,
 // take `seconds` under the roofline model.
@@ -200,12 +205,24 @@ RunResult run_scenario(const Scenario& scenario, const std::function<bool(const 
   options.progress = progress;
   options.use_symmetry = scenario.symmetry;
   options.memory_available_bytes = memory_available_bytes;
-  try {
-    result.simulation = sim::simulate(result.program, cluster, options);
-  } catch (const sim::InvalidOverride& error) {
-    throw ScenarioError(error.origin, error.key, error.what(),
-                        "choose an algorithm that runs on this group, or \"auto\"; collectives.library = \"ideal\" "
-                        "prices every schedule dtsim has");
+  const auto simulate = [&] {
+    try {
+      return sim::simulate(result.program, cluster, options);
+    } catch (const sim::InvalidOverride& error) {
+      throw ScenarioError(error.origin, error.key, error.what(),
+                          "choose an algorithm that runs on this group, or \"auto\"; collectives.library = \"ideal\" "
+                          "prices every schedule dtsim has");
+    }
+  };
+  result.simulation = simulate();
+  if (traces_critical(scenario.trace) && !options.traced_ranks.empty()) {
+    // The rank the report describes is known once the step has run: run it again to trace it
+    // (the same simulation, deterministic; only the spans kept differ).
+    const auto critical = static_cast<std::size_t>(trace::build_report(result.simulation.timeline, {}).critical_rank);
+    if (!options.traced_ranks[critical]) {
+      options.traced_ranks[critical] = true;
+      result.simulation = simulate();
+    }
   }
 
   trace::Timeline& timeline = result.simulation.timeline;
@@ -277,23 +294,25 @@ nlohmann::json result_json(const RunResult& result) {
   return report;
 }
 
-void write_outputs(const RunResult& result, const std::filesystem::path& directory) {
+void write_outputs(const RunResult& result, const std::filesystem::path& directory, bool timeline) {
   prepare_output_directory(directory);
   std::uint64_t timeline_digest = 0;
-  write_files_atomically(
-      {{directory / "timeline.json",
-        [&](std::ostream& out) {
-          DigestingBuffer digesting(out.rdbuf());
-          std::ostream through(&digesting);
-          trace::write_chrome_trace(result.simulation.timeline, through);
-          if (!through) out.setstate(std::ios::badbit);
-          timeline_digest = digesting.digest();
-        }},
-       {directory / "report.json", [&](std::ostream& out) {
-          nlohmann::json report = result_json(result);
-          report["timeline_digest"] = format_digest(timeline_digest);
-          out << report.dump(2) << "\n";
-        }}});
+  std::vector<FileWriter> files;
+  if (timeline) {
+    files.push_back({directory / "timeline.json", [&](std::ostream& out) {
+                       DigestingBuffer digesting(out.rdbuf());
+                       std::ostream through(&digesting);
+                       trace::write_chrome_trace(result.simulation.timeline, through);
+                       if (!through) out.setstate(std::ios::badbit);
+                       timeline_digest = digesting.digest();
+                     }});
+  }
+  files.push_back({directory / "report.json", [&](std::ostream& out) {
+                     nlohmann::json report = result_json(result);
+                     if (timeline) report["timeline_digest"] = format_digest(timeline_digest);
+                     out << report.dump(2) << "\n";
+                   }});
+  write_files_atomically(files);
 }
 
 }  // namespace scenarios

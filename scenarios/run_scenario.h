@@ -70,6 +70,7 @@ RunResult execute_scenario(const Scenario& scenario, backend::ExecutionOptions o
 // Writes timeline.json (Chrome trace) and report.json into `directory`, creating it, with
 // write_files_atomically; report.json's "timeline_digest" is the digest of the timeline.json
 // written with it (format_digest), its "provenance" the result's. Throws OutputError.
-void write_outputs(const RunResult& result, const std::filesystem::path& directory);
+// Without `timeline`, report.json alone (no digest).
+void write_outputs(const RunResult& result, const std::filesystem::path& directory, bool timeline = true);
 
 }  // namespace scenarios

@@ -33,6 +33,21 @@ struct StragglerSpec {
   std::uint64_t seed = 1;
 };
 
+// Ranks whose spans go into the timeline (output.trace_ranks, run --trace-ranks); every rank is
+// summarised for the report regardless. Written as a list of items: "all", "auto", "none",
+// "first-node", "critical" (the rank that finishes last, which the report describes), a rank
+// N or a range A-B, e.g. "0-7,896" or "first-node,critical".
+struct TraceSelection {
+  bool all = false;
+  bool first_node = false;
+  bool critical = false;  // found by simulating: a second run traces it when the first did not
+  std::vector<std::pair<std::int32_t, std::int32_t>> ranges;  // inclusive
+  // "auto": every rank up to kAutoTraceRanks ranks, else the first node and the critical rank.
+  bool automatic = true;
+  static constexpr std::int32_t kAutoTraceRanks = 64;
+  static TraceSelection none() { return {.automatic = false}; }
+};
+
 struct Scenario {
   std::string name;
   std::string description;
@@ -54,14 +69,10 @@ struct Scenario {
   std::optional<double> step_compute_time_s;
   std::optional<double> layer_compute_time_s;
   StragglerSpec stragglers;
-  // Ranks whose spans go into the timeline: empty with trace_all_ranks false means "auto" —
-  // every rank up to kAutoTraceRanks ranks, else the first node's ranks and the last rank.
-  std::vector<std::int32_t> trace_ranks;
-  bool trace_all_ranks = false;
+  TraceSelection trace;
   // Real runs ([backend] collectives): "mpi" — MPI's own collectives — or "dtsim" — dtsim's
   // algorithm schedules run step by step with MPI point-to-point.
   std::string backend_collectives = "mpi";
-  static constexpr std::int32_t kAutoTraceRanks = 64;
   std::vector<SweepAxis> sweep;
 };
 

@@ -844,19 +844,25 @@ void read_collectives(TableReader reader, sim::CollectiveOverrides& overrides, s
 
 void read_output(TableReader reader, Scenario& scenario) {
   if (const toml::node* ranks = reader.node("trace_ranks")) {
-    if (const auto* mode = ranks->as_string(); mode && (mode->get() == "auto" || mode->get() == "all")) {
-      scenario.trace_all_ranks = mode->get() == "all";
+    constexpr const char* kExpected = "expected \"auto\", \"all\", \"none\", a list of ranks, or a string of items "
+                                      "(ranks, ranges A-B, \"first-node\", \"critical\")";
+    if (const auto* text = ranks->as_string()) {
+      std::string why;
+      const auto selection = parse_trace_selection(text->get(), &why);
+      if (!selection) reader.fail("trace_ranks", fmt::format("{}: {}", kExpected, why), "e.g. trace_ranks = \"0-7,critical\"");
+      scenario.trace = *selection;
     } else if (const auto* list = ranks->as_array()) {
+      scenario.trace = TraceSelection::none();
       for (const toml::node& entry : *list) {
         const auto* rank = entry.as_integer();
         if (rank == nullptr || rank->get() < 0 || rank->get() >= kLargestCount) {
           reader.fail("trace_ranks", fmt::format("expected rank numbers, got {}", node_text(entry)));
         }
-        scenario.trace_ranks.push_back(static_cast<std::int32_t>(rank->get()));
+        const auto number = static_cast<std::int32_t>(rank->get());
+        scenario.trace.ranges.emplace_back(number, number);
       }
     } else {
-      reader.fail("trace_ranks", fmt::format("expected \"auto\", \"all\" or a list of ranks, got {}", node_text(*ranks)),
-                  "e.g. trace_ranks = [0, 7, 1023]");
+      reader.fail("trace_ranks", fmt::format("{}, got {}", kExpected, node_text(*ranks)), "e.g. trace_ranks = [0, 7, 1023]");
     }
   }
   reader.finish();
@@ -1425,6 +1431,52 @@ Scenario load_scenario(const std::string& path, const std::vector<std::string>& 
   ScenarioDocument document = ScenarioDocument::from_file(path);
   for (const std::string& assignment : overrides) document.set(assignment, "--set " + assignment);
   return document.read();
+}
+
+std::optional<TraceSelection> parse_trace_selection(const std::string& text, std::string* why) {
+  TraceSelection selection = TraceSelection::none();
+  const auto fail = [why](std::string reason) {
+    if (why != nullptr) *why = std::move(reason);
+    return std::nullopt;
+  };
+  // A rank number: digits only, below kLargestCount.
+  const auto rank_of = [](std::string_view digits) -> std::optional<std::int32_t> {
+    if (digits.empty() || digits.size() > 10 || digits.find_first_not_of("0123456789") != std::string_view::npos) {
+      return std::nullopt;
+    }
+    const std::int64_t value = std::stoll(std::string(digits));
+    if (value >= kLargestCount) return std::nullopt;
+    return static_cast<std::int32_t>(value);
+  };
+  std::size_t begin = 0;
+  while (begin <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', begin), text.size());
+    std::string item = text.substr(begin, comma - begin);
+    item.erase(0, item.find_first_not_of(' '));
+    item.erase(item.find_last_not_of(' ') + 1);
+    begin = comma + 1;
+    if (item == "auto") {
+      selection.automatic = true;
+    } else if (item == "all") {
+      selection.all = true;
+    } else if (item == "none") {
+      continue;
+    } else if (item == "first-node") {
+      selection.first_node = true;
+    } else if (item == "critical") {
+      selection.critical = true;
+    } else if (const std::size_t dash = item.find('-'); dash != std::string::npos) {
+      const auto first = rank_of(std::string_view(item).substr(0, dash));
+      const auto last = rank_of(std::string_view(item).substr(dash + 1));
+      if (!first || !last || *last < *first) return fail(fmt::format("\"{}\" is not a range A-B of ranks, A ≤ B", item));
+      selection.ranges.emplace_back(*first, *last);
+    } else if (const auto rank = rank_of(item)) {
+      selection.ranges.emplace_back(*rank, *rank);
+    } else {
+      return fail(fmt::format("\"{}\" is neither a rank, a range A-B, auto, all, none, first-node nor critical", item));
+    }
+  }
+  return selection;
 }
 
 }  // namespace scenarios

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -57,6 +58,10 @@ class ScenarioDocument {
 };
 
 Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides = {});
+
+// "0-7,896", "first-node,critical", "all", "none", … (TraceSelection); none, with the reason in
+// `why`, when the text is not such a list.
+std::optional<TraceSelection> parse_trace_selection(const std::string& text, std::string* why = nullptr);
 
 // Levenshtein distance, for "did you mean" suggestions.
 std::size_t edit_distance(const std::string& a, const std::string& b);

@@ -120,7 +120,9 @@ std::vector<trace::Report> run_all(const std::vector<Scenario>& scenarios, unsig
   auto worker = [&] {
     for (std::size_t i = next++; i < total; i = next++) {
       try {
-        reports[i] = run_scenario(scenarios[i]).report;
+        Scenario untraced = scenarios[i];  // only the report is kept: no spans to record
+        untraced.trace = TraceSelection::none();
+        reports[i] = run_scenario(untraced).report;
       } catch (const std::exception& error) {
         if (failures != nullptr) {
           (*failures)[i] = error.what();  // each thread writes its own points

@@ -112,6 +112,71 @@ TEST_F(CliTest, OutOfMemoryListsTheRemediesThatApplyWithWhatEachSaves) {
   }
 }
 
+// The ranks (pids) that have spans in a timeline.json.
+std::set<int> traced_pids(const fs::path& timeline) {
+  std::set<int> pids;
+  const auto trace = nlohmann::json::parse(slurp(timeline));
+  for (const auto& event : trace["traceEvents"]) {
+    if (event.value("ph", "") == "X") pids.insert(event["pid"].get<int>());
+  }
+  return pids;
+}
+
+// Timeline size under control: by default the first node and the critical rank the report
+// describes; --trace-ranks picks ranks, ranges, first-node, critical, all or none; --no-timeline
+// writes the report alone. The simulation is the same whatever is traced.
+TEST_F(CliTest, TraceRanksChoosesWhatTheTimelineHoldsAndTheCriticalRankIsInItByDefault) {
+  // 128 ranks of a tiny model with seeded stragglers: the slowest rank sets the step.
+  const fs::path scenario = scratch_ / "stragglers.toml";
+  std::ofstream(scenario) << "[cluster]\nnodes = 16\n[model]\npreset = \"tiny-256\"\n[training]\nglobal_batch = 128\n"
+                             "micro_batch = 1\n[parallel]\nstrategy = \"ddp\"\n[stragglers]\n"
+                             "distribution = \"lognormal\"\nsigma = 0.2\nseed = 11\n";
+  const auto run = [&](std::vector<std::string> extra, const std::string& folder) {
+    std::vector<std::string> args = {"run", scenario.string(), "-o", (scratch_ / folder).string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const CliRun result = dtsim(args);
+    EXPECT_EQ(result.code, 0) << result.err;
+    return nlohmann::json::parse(slurp(scratch_ / folder / "report.json"));
+  };
+  const auto report = run({}, "auto");
+  const int critical = report["critical_rank"].get<int>();
+  std::set<int> expected = {0, 1, 2, 3, 4, 5, 6, 7, critical};
+  EXPECT_EQ(traced_pids(scratch_ / "auto" / "timeline.json"), expected);
+
+  run({"--trace-ranks", "0-2,100"}, "listed");
+  EXPECT_EQ(traced_pids(scratch_ / "listed" / "timeline.json"), (std::set<int>{0, 1, 2, 100}));
+  run({"--trace-ranks", "critical"}, "critical");
+  EXPECT_EQ(traced_pids(scratch_ / "critical" / "timeline.json"), (std::set<int>{critical}));
+  const auto untraced = run({"--trace-ranks", "none"}, "none");
+  EXPECT_TRUE(traced_pids(scratch_ / "none" / "timeline.json").empty());
+  EXPECT_EQ(untraced["step_time_s"], report["step_time_s"]);
+  EXPECT_EQ(untraced["critical_rank"], critical);
+  const auto bare = run({"--no-timeline"}, "bare");
+  EXPECT_FALSE(fs::exists(scratch_ / "bare" / "timeline.json"));
+  EXPECT_FALSE(bare.contains("timeline_digest"));
+  EXPECT_EQ(bare["step_time_s"], report["step_time_s"]);
+
+  for (const char* bad : {"0-7,x", "7-3", "0-200"}) {
+    const CliRun refused = dtsim({"run", scenario.string(), "--trace-ranks", bad, "-o", directory_.string()});
+    EXPECT_EQ(refused.code, 2) << bad;
+    EXPECT_NE(refused.err.find("trace"), std::string::npos) << refused.err;
+  }
+  EXPECT_FALSE(fs::exists(directory_));
+}
+
+// A timeline past 200 MB is written, with a warning that gives its size and the way out.
+TEST_F(CliTest, ALargeTimelineIsWrittenWithAWarning) {
+  const CliRun large = dtsim({"run", kSource + "/scenarios/ddp_llama2_70b_1024gpu.toml", "--trace-ranks", "0-399", "-o",
+                              directory_.string()});
+  ASSERT_EQ(large.code, 0) << large.err;
+  EXPECT_GT(fs::file_size(directory_ / "timeline.json"), 200'000'000u);
+  EXPECT_NE(large.err.find("dtsim: warning: timeline.json is "), std::string::npos) << large.err;
+  EXPECT_NE(large.err.find("--no-timeline"), std::string::npos) << large.err;
+  const CliRun small = dtsim({"run", kSource + "/scenarios/ddp_llama2_70b_1024gpu.toml", "-o", directory_.string()});
+  ASSERT_EQ(small.code, 0) << small.err;
+  EXPECT_TRUE(small.err.empty()) << small.err;
+}
+
 TEST_F(CliTest, BadInputExitsWithTwoAndWritesNothing) {
   for (const char* file : {"unknown_key.toml", "syntax_error.toml", "r2_world_size.toml"}) {
     const CliRun run = dtsim({"run", kSource + "/tests/scenarios/broken/" + file, "-o", directory_.string()});

@@ -192,6 +192,27 @@ TEST(ScenarioOverrideTest, SetOverridesTypedValuesAndBareStrings) {
   EXPECT_EQ(s.efficiency.matmul, 0.6);
 }
 
+// output.trace_ranks: a list of ranks, or a string of items (ranks, ranges, first-node,
+// critical, auto, all, none).
+TEST(ScenarioLoaderTest, TraceRanksTakesAListOrAStringOfItems) {
+  const scenarios::Scenario listed = scenarios::load_scenario(kDefault, {"output.trace_ranks=[3, 5]"});
+  EXPECT_FALSE(listed.trace.automatic);
+  EXPECT_EQ(listed.trace.ranges, (std::vector<std::pair<std::int32_t, std::int32_t>>{{3, 3}, {5, 5}}));
+  const scenarios::Scenario items = scenarios::load_scenario(kDefault, {"output.trace_ranks=\"0-7, 896,critical\""});
+  EXPECT_FALSE(items.trace.automatic);
+  EXPECT_TRUE(items.trace.critical);
+  EXPECT_FALSE(items.trace.first_node);
+  EXPECT_EQ(items.trace.ranges, (std::vector<std::pair<std::int32_t, std::int32_t>>{{0, 7}, {896, 896}}));
+  const scenarios::Scenario none = scenarios::load_scenario(kDefault, {"output.trace_ranks=\"none\""});
+  EXPECT_FALSE(none.trace.automatic || none.trace.all || none.trace.critical || !none.trace.ranges.empty());
+  EXPECT_TRUE(scenarios::load_scenario(kDefault, {"output.trace_ranks=\"all\""}).trace.all);
+  EXPECT_TRUE(scenarios::load_scenario(kDefault).trace.automatic);
+  for (const char* bad : {"output.trace_ranks=\"0-\"", "output.trace_ranks=\"critic\"", "output.trace_ranks=[-1]",
+                          "output.trace_ranks=\"9-2\"", "output.trace_ranks=4"}) {
+    EXPECT_THROW(scenarios::load_scenario(kDefault, {bad}), scenarios::ScenarioError) << bad;
+  }
+}
+
 TEST(ScenarioOverrideTest, CalibratedCurvesInterpolateInLogSize) {
   // 64 KiB at 1.0, 64 MiB at 0.25: 2 MiB is halfway in log(size) → 0.625; clamped outside.
   const scenarios::Scenario s = scenarios::load_scenario(
