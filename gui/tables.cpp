@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "gui/core/time_axis.h"
+#include "sim/trace/comparison.h"
 
 namespace gui {
 namespace {
@@ -87,15 +88,34 @@ Table peak_memory_table(const Documents& documents) {
   return table;
 }
 
-Table compare_table(const Document& a, const Document& b) {
+Table compare_table(const Document& first, const Document& second) {
+  // dtsim compare's convention: error = (predicted − measured) / measured. The reference (the
+  // "measured" side) is the measured run when one of the two is; between two predictions, or two
+  // measurements, the first opened (the baseline of a what-if), the other being B.
+  const trace::Timeline& first_timeline = first.index->timeline();
+  const trace::Timeline& second_timeline = second.index->timeline();
+  const bool first_measured = trace::is_measured(first_timeline), second_measured = trace::is_measured(second_timeline);
+  const bool predicted_vs_measured = first_measured != second_measured;
+  const Document& reference = predicted_vs_measured && second_measured ? second : first;
+  const Document& other = &reference == &first ? second : first;
+  const std::string other_label = predicted_vs_measured ? "predicted" : "B";
+  const std::string reference_label = predicted_vs_measured ? "measured" : "A";
   Table table;
-  table.headers << "figure" << QString::fromStdString("A: " + a.title) << QString::fromStdString("B: " + b.title)
-                << "B − A" << "(B − A) / A";
-  for (const trace::Difference& difference : trace::compare_timelines(a.stats, b.stats)) {
-    const auto relative = difference.relative();
-    table.rows.push_back({text_cell(difference.what), seconds_cell(difference.a_s), seconds_cell(difference.b_s),
+  table.headers << "figure" << QString::fromStdString(fmt::format("{}: {}", other_label, other.title))
+                << QString::fromStdString(fmt::format("{}: {}", reference_label, reference.title))
+                << QString::fromStdString(fmt::format("{} − {}", other_label, reference_label))
+                << QString::fromStdString(fmt::format("error ({0} − {1}) / {1}", other_label, reference_label));
+  for (const trace::Difference& difference : trace::compare_timelines(reference.stats, other.stats)) {
+    const auto relative = difference.relative();  // (other − reference) / reference
+    table.rows.push_back({text_cell(difference.what), seconds_cell(difference.b_s), seconds_cell(difference.a_s),
                           seconds_cell(difference.delta_s()),
                           relative ? number_cell(*relative * 100, "{:+.1f} %") : text_cell("—")});
+  }
+  for (const std::string& warning :
+       trace::comparability_warnings(other.index->timeline(), reference.index->timeline(), other_label + " (" + other.title + ")",
+                                     reference_label + " (" + reference.title + ")")) {
+    table.rows.push_back({text_cell("⚠ warning"), text_cell(warning), text_cell(""),
+                          text_cell(""), text_cell("")});
   }
   return table;
 }

@@ -129,9 +129,29 @@ trace::ParameterServerFacts parameter_server_facts(const program::ProgramInfo::P
   return facts;
 }
 
+// The cluster as it is after the scenario's keys and overrides: figures, not preset names (a
+// NIC overridden to 200 Gb/s is not "NDR 400").
 std::string cluster_summary(const topology::ClusterSpec& cluster) {
-  return fmt::format("{} × {} ({} GPUs), {}", cluster.nodes, cluster.node.name, cluster.gpu_count(),
-                     cluster.fabric.name);
+  const topology::NodeSpec& node = cluster.node;
+  const topology::DeviceSpec& gpu = node.gpu;
+  const char* fabric = cluster.fabric.kind == topology::FabricKind::kRoCE ? "RoCE" : "InfiniBand";
+  const auto gigabytes_per_s = [](const topology::LinkSpec& link) { return link.bandwidth / 1e9; };
+  std::string intra;
+  switch (node.kind) {
+    case topology::NodeKind::kNvSwitch: intra = fmt::format("NVSwitch {:.0f} GB/s", gigabytes_per_s(node.nvlink)); break;
+    case topology::NodeKind::kFullMesh: intra = fmt::format("mesh links {:.0f} GB/s", gigabytes_per_s(node.nvlink)); break;
+    case topology::NodeKind::kPcie: intra = fmt::format("PCIe {:.0f} GB/s", gigabytes_per_s(node.pcie)); break;
+  }
+  std::string summary = fmt::format("{} × {} {} ({:.0f} TFLOP/s bf16, {:.0f} GB, {}) = {} GPUs", cluster.nodes,
+                                    node.gpus, gpu.name, gpu.bf16_flops / 1e12, gpu.memory_bytes / 1e9, intra,
+                                    cluster.gpu_count());
+  if (cluster.nodes > 1 || cluster.parameter_servers.count > 0) {
+    summary += fmt::format(", {} fat-tree, {} × {:.0f} Gb/s NICs per node{}{}{}", fabric, node.nics,
+                           cluster.fabric.nic.bandwidth * 8 / 1e9,
+                           cluster.fabric.oversubscription > 1 ? fmt::format(", {:g}:1 oversubscribed", cluster.fabric.oversubscription) : "",
+                           cluster.fabric.rail_optimized ? ", rail-optimized" : "", cluster.fabric.sharp ? ", SHARP" : "");
+  }
+  return summary;
 }
 
 // The timeline's title and metadata, and the report's facts that do not depend on how the
@@ -144,8 +164,12 @@ trace::RunFacts describe_run(const Scenario& scenario, const program::Program& p
   timeline.metadata["cluster"] = cluster_summary(scenario.cluster);
   timeline.metadata["made_by"] = made_by;
   timeline.metadata["steps"] = std::to_string(program.info.steps);
+  timeline.metadata["model"] = scenario.lowering.model.name;
+  timeline.metadata["gpu"] = scenario.cluster.node.gpu.name;  // what the prediction prices
+  timeline.metadata["hardware_profile"] = scenario.hardware_profile;
 
   trace::RunFacts facts;
+  facts.notes = scenario.warnings;
   facts.title = fmt::format("{} — {}\n{}, {}", scenario.name, program.info.description,
                             cluster_summary(scenario.cluster), made_by);
   facts.steps = program.info.steps;

@@ -70,6 +70,9 @@ struct Scenario {
   std::optional<double> layer_compute_time_s;
   StragglerSpec stragglers;
   TraceSelection trace;
+  // Values that read but no hardware has (a GPU memory in bytes where GB are asked for), one
+  // line each naming the key: the report lists them among its warnings.
+  std::vector<std::string> warnings;
   // Real runs ([backend] collectives): "mpi" — MPI's own collectives — or "dtsim" — dtsim's
   // algorithm schedules run step by step with MPI point-to-point.
   std::string backend_collectives = "mpi";

@@ -1078,6 +1078,58 @@ struct ScenarioDocument::State {
   std::string hardware_profile;        // the profile taken in, as named; empty: none
 };
 
+namespace {
+
+// Values that read well but no hardware has — a GPU memory given in bytes where GB are asked
+// for, a NIC in Gb/s where GB/s are: one warning each, naming the key, where it was set and the
+// range real hardware spans (2026: GPUs of 16–288 GB and 100–2,500 bf16 TFLOP/s, NICs of
+// 10–1,600 Gb/s, NVLink up to 1,800 GB/s per GPU).
+std::vector<std::string> implausible_values(const topology::ClusterSpec& cluster, const toml::table& root,
+                                            const std::string& file, const Origins& origins) {
+  struct Check {
+    std::string key;  // the scenario key that sets it (when the scenario sets it: else the preset's)
+    double value;     // in the key's unit
+    double low, high;
+    const char* unit;
+  };
+  const auto given_as = [&](const std::string& gbyte_key, const std::string& gbit_key, double bytes_per_s) {
+    return root.at_path(gbit_key).node() != nullptr ? Check{gbit_key, bytes_per_s * 8 / kGiga, 1, 12800, "Gb/s"}
+                                                           : Check{gbyte_key, bytes_per_s / kGiga, 0.125, 1600, "GB/s"};
+  };
+  const topology::DeviceSpec& gpu = cluster.node.gpu;
+  std::vector<Check> checks = {
+      {"cluster.gpu.memory_gb", gpu.memory_bytes / kGiga, 4, 1024, "GB"},
+      {"cluster.gpu.bf16_tflops", gpu.bf16_flops / kTera, 1, 20000, "TFLOP/s"},
+      {"cluster.gpu.memory_bandwidth_gbyte_s", gpu.memory_bandwidth / kGiga, 20, 50000, "GB/s"},
+      {"cluster.nvlink.latency_us", cluster.node.nvlink.latency / kMicro, 0, 100, "µs"},
+      {"cluster.fabric.nic.latency_us", cluster.fabric.nic.latency / kMicro, 0, 1000, "µs"},
+  };
+  if (cluster.node.kind != topology::NodeKind::kPcie) {
+    checks.push_back(given_as("cluster.nvlink.bandwidth_gbyte_s", "cluster.nvlink.bandwidth_gbit_s", cluster.node.nvlink.bandwidth));
+    checks.back().low = cluster.node.kind == topology::NodeKind::kFullMesh ? 1 : 10;  // a mesh link is one of gpus − 1
+    checks.back().high = 10000;
+  }
+  if (cluster.nodes > 1) {
+    checks.push_back(given_as("cluster.fabric.nic.bandwidth_gbyte_s", "cluster.fabric.nic.bandwidth_gbit_s", cluster.fabric.nic.bandwidth));
+  }
+  std::vector<std::string> warnings;
+  for (const Check& check : checks) {
+    if (check.value >= check.low && check.value <= check.high) continue;
+    std::string where;
+    if (const auto origin = origins.find(check.key); origin != origins.end()) {
+      where = origin->second + ": ";
+    } else if (const toml::node* node = root.at_path(check.key).node(); node != nullptr) {
+      where = fmt::format("{}:{}:{}: ", file, node->source().begin.line, node->source().begin.column);
+    }
+    warnings.push_back(fmt::format("{}{} = {:g} {} is implausible: real hardware has {:g}–{:g} {} (a value in the wrong "
+                                   "unit?)",
+                                   where, check.key, check.value, check.unit, check.low, check.high, check.unit));
+  }
+  return warnings;
+}
+
+}  // namespace
+
 ScenarioDocument::ScenarioDocument(std::unique_ptr<State> state) : state_(std::move(state)) {}
 ScenarioDocument::ScenarioDocument(ScenarioDocument&&) noexcept = default;
 ScenarioDocument& ScenarioDocument::operator=(ScenarioDocument&&) noexcept = default;
@@ -1373,6 +1425,7 @@ Scenario ScenarioDocument::read() const {
   }
   scenario.sweep = read_sweep_axes(root.child("sweep"), sweep ? sweep->as_table() : nullptr);
   root.finish();
+  scenario.warnings = implausible_values(scenario.cluster, s.root, s.file, s.origins);
   return scenario;
 }
 

@@ -181,8 +181,14 @@ SweepResult run_sweep(const ScenarioDocument& document, unsigned threads, const 
   std::vector<std::string> failures;
   std::vector<trace::Report> reports = run_all(scenarios, threads, progress, &failures);
   for (std::size_t i = 0; i < scenarios.size(); ++i) {
-    result.rows[row_of[i]].report = std::move(reports[i]);
-    result.rows[row_of[i]].invalid = std::move(failures[i]);
+    SweepRow& row = result.rows[row_of[i]];
+    row.report = std::move(reports[i]);
+    row.invalid = std::move(failures[i]);
+    row.warnings = scenarios[i].warnings;
+    if (row.invalid.empty() && row.report.mfu > 1) {
+      row.warnings.push_back(fmt::format("MFU {:.1f} % is above 100 %: an imposed compute time or an efficiency is unrealistic",
+                                         100 * row.report.mfu));
+    }
   }
   if (!scenarios.empty()) result.name = scenarios.front().name;
   return result;
@@ -242,7 +248,14 @@ std::string format_sweep_table(const SweepResult& result, const SweepView& view)
     }
     cells.push_back(std::move(line));
   }
-  return format_table(header, cells) + (reasons.empty() ? "" : "\n" + reasons);
+  std::string warnings;  // each once, in point order
+  for (std::size_t index : shown_rows(result, view)) {
+    for (const std::string& warning : result.rows[index].warnings) {
+      const std::string line = fmt::format("warning: {}: {}\n", point_text(result, result.rows[index]), warning);
+      if (warnings.find(line) == std::string::npos) warnings += line;
+    }
+  }
+  return format_table(header, cells) + (reasons.empty() ? "" : "\n" + reasons) + (warnings.empty() ? "" : "\n" + warnings);
 }
 
 std::string sweep_json(const SweepResult& result, const SweepView& view) {
@@ -265,6 +278,7 @@ std::string sweep_json(const SweepResult& result, const SweepView& view) {
       entry["invalid"] = row.invalid;
     }
     entry["best"] = best == index;
+    entry["warnings"] = row.warnings;
     entry["provenance"] = provenance_json(row.provenance);
     json["rows"].push_back(std::move(entry));
   }

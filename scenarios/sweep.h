@@ -20,6 +20,7 @@ struct SweepRow {
   trace::Report report;
   std::string invalid;  // why the point could not be read or simulated; empty: it ran
   Provenance provenance;  // the network model only when the point reads
+  std::vector<std::string> warnings;  // implausible inputs, an MFU above 100 %
 };
 
 struct SweepResult {

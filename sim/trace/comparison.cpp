@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <map>
 #include <numeric>
+#include <tuple>
 #include <unordered_map>
 
 #include "sim/trace/report.h"
@@ -73,8 +74,44 @@ std::string percent(const std::optional<double>& fraction) {
 
 }  // namespace
 
+bool is_measured(const Timeline& timeline) {
+  const auto made_by = timeline.metadata.find("made_by");
+  return made_by == timeline.metadata.end() || made_by->second.starts_with("measured");
+}
+
+std::vector<std::string> comparability_warnings(const Timeline& first, const Timeline& second, const std::string& first_name,
+                                                const std::string& second_name) {
+  std::vector<std::string> warnings;
+  if (first.ranks.size() != second.ranks.size()) {
+    warnings.push_back(fmt::format("{} has {} ranks and {} has {}: they are not the same job", first_name,
+                                   first.ranks.size(), second_name, second.ranks.size()));
+  }
+  for (const auto& [key, what] : {std::pair{"model", "models"}, std::pair{"steps", "steps"}}) {
+    const auto a = first.metadata.find(key), b = second.metadata.find(key);
+    if (a != first.metadata.end() && b != second.metadata.end() && a->second != b->second) {
+      warnings.push_back(fmt::format("different {}: {} in {}, {} in {}", what, a->second, first_name, b->second, second_name));
+    }
+  }
+  // A prediction from presets prices its scenario's GPU; a run on other hardware is not that.
+  for (const auto& [prediction, run, run_name] :
+       {std::tuple{&first, &second, &second_name}, std::tuple{&second, &first, &first_name}}) {
+    const auto executed_on = run->metadata.find("executed_on");
+    const auto gpu = prediction->metadata.find("gpu");
+    if (is_measured(*prediction) || executed_on == run->metadata.end() || gpu == prediction->metadata.end()) continue;
+    const auto profile = prediction->metadata.find("hardware_profile");
+    const bool calibrated = profile != prediction->metadata.end() && !profile->second.empty();
+    if (!calibrated && executed_on->second.find(gpu->second.substr(0, gpu->second.find(' '))) == std::string::npos) {
+      warnings.push_back(fmt::format("the prediction prices the {} from dtsim's presets, but {} ran on {}: run "
+                                     "`dtsim calibrate` there and simulate with its profile (--profile FILE)",
+                                     gpu->second, *run_name, executed_on->second));
+    }
+  }
+  return warnings;
+}
+
 Comparison compare_runs(const Timeline& predicted, const Timeline& measured) {
   Comparison comparison;
+  comparison.warnings = comparability_warnings(predicted, measured, "the prediction", "the measurement");
   comparison.figures = compare_timelines(timeline_stats(measured), timeline_stats(predicted));
   comparison.predicted_ops = predicted.spans.size();
   comparison.measured_ops = measured.spans.size();
@@ -115,7 +152,10 @@ Comparison compare_runs(const Timeline& predicted, const Timeline& measured) {
 }
 
 std::string format_comparison(const Comparison& comparison, const std::string& predicted, const std::string& measured) {
-  std::string out = fmt::format("predicted: {}\nmeasured:  {}\n\n", predicted, measured);
+  std::string out = fmt::format("predicted: {}\nmeasured:  {}\nerror = (predicted − measured) / measured\n", predicted,
+                                measured);
+  for (const std::string& warning : comparison.warnings) out += fmt::format("warning: {}\n", warning);
+  out += "\n";
   out += fmt::format("{:>24} {:>14} {:>14} {:>10}\n", "figure (per step, rank)", "predicted", "measured", "error");
   for (const Difference& figure : comparison.figures) {
     out += fmt::format("{:>24} {:>14} {:>14} {:>10}\n", figure.what, human_seconds(figure.b_s), human_seconds(figure.a_s),
@@ -170,7 +210,9 @@ nlohmann::json comparison_to_json(const Comparison& comparison) {
                         {"measured_s", kind.measured_s},
                         {"error", (kind.predicted_s - kind.measured_s) / kind.measured_s}};
   }
-  return {{"figures", figures},
+  return {{"error", "(predicted - measured) / measured"},
+          {"warnings", comparison.warnings},
+          {"figures", figures},
           {"ops",
            {{"predicted", comparison.predicted_ops},
             {"measured", comparison.measured_ops},

@@ -48,12 +48,24 @@ struct Comparison {
   std::size_t matched_ops = 0;         // pairs with a measured duration > 0
   std::optional<double> op_mape;       // none when no op matched
   std::vector<OpError> worst_ops;      // the largest |error| first, at most kWorstOps
+  std::vector<std::string> warnings;   // comparability_warnings(predicted, measured)
   static constexpr std::size_t kWorstOps = 10;
   std::vector<KindError> by_kind;      // by kind name
   std::vector<OpError> matched;        // every matched op, by rank, name and occurrence
 };
 
 Comparison compare_runs(const Timeline& predicted, const Timeline& measured);
+
+// Whether a timeline is of a real run: dtsim's backend ("made_by": "measured: …") or another
+// tool's trace (a PyTorch profiler trace has no "made_by").
+bool is_measured(const Timeline& timeline);
+
+// Why two timelines may not be comparable, one line each: different rank counts, models or
+// steps (from dtsim's metadata, where both have it); a prediction priced for a GPU from dtsim's
+// presets against a run measured on other hardware (CPU ranks, another GPU), which
+// `dtsim calibrate` fixes. `first` and `second` name the two in the lines.
+std::vector<std::string> comparability_warnings(const Timeline& first, const Timeline& second, const std::string& first_name,
+                                                const std::string& second_name);
 
 // A table for the terminal; `predicted` and `measured` name the two inputs.
 std::string format_comparison(const Comparison& comparison, const std::string& predicted, const std::string& measured);

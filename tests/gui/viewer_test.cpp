@@ -186,12 +186,48 @@ TEST(TableModelTest, EveryTablePassesTheModelTester) {
   EXPECT_DOUBLE_EQ(model.data(model.index(0, 1), Qt::UserRole).toDouble(), 1e-6);
   model.set_table(gui::peak_memory_table({a, b}));
   model.set_table(gui::compare_table(*a, *b));
-  EXPECT_EQ(model.headerData(4, Qt::Horizontal).toString(), "(B − A) / A");
+  EXPECT_EQ(model.headerData(4, Qt::Horizontal).toString(), "error (B − A) / A");  // two measured traces
   model.set_table(gui::search_table(*a, 0, gui::SpanQuery::parse("tiny rank:1"), 10));
   EXPECT_EQ(model.rowCount(), 10);
   EXPECT_EQ(model.table().spans[3].span, 6u);
   model.set_table({});
   EXPECT_EQ(model.rowCount(), 0);
+}
+
+// One rank stepping for `step_ps`, simulated (made_by a network model) or measured.
+std::shared_ptr<const gui::Document> one_step(const char* title, std::int64_t step_ps, bool simulated, int ranks = 1) {
+  std::vector<std::int32_t> rank_list(static_cast<std::size_t>(ranks));
+  for (int r = 0; r < ranks; ++r) rank_list[static_cast<std::size_t>(r)] = r;
+  test_support::TimelineMaker maker(rank_list, {"compute"});
+  for (int r = 0; r < ranks; ++r) maker.add(r, 0, Category::kForward, "fwd", 0, step_ps);
+  maker.timeline->metadata["made_by"] = simulated ? "flow network model" : "measured: MPI + OpenBLAS on CPU ranks";
+  if (simulated) maker.timeline->metadata["gpu"] = "H100 SXM5";
+  if (!simulated) maker.timeline->metadata["executed_on"] = "MPI + OpenBLAS on CPU ranks (one core each)";
+  return gui::make_document(title, "test", std::move(*maker.timeline));
+}
+
+// The viewer's compare table follows dtsim compare: error = (predicted − measured) / measured
+// whichever was opened first, both sides labelled; between two predictions (a what-if), B against
+// the first opened, A. Timelines that are not comparable say so.
+TEST(TableModelTest, CompareUsesOneSignConventionWithBothSidesLabelled) {
+  const auto predicted = one_step("sim", 1'200'000, true);
+  const auto measured = one_step("real", 1'000'000, false);
+  for (const auto& [first, second] : {std::pair{predicted, measured}, std::pair{measured, predicted}}) {
+    const gui::Table table = gui::compare_table(*first, *second);
+    EXPECT_EQ(table.headers[1], "predicted: sim");
+    EXPECT_EQ(table.headers[2], "measured: real");
+    EXPECT_EQ(table.headers[4], "error (predicted − measured) / measured");
+    EXPECT_EQ(table.rows[0][0].text, "step time");
+    EXPECT_NEAR(table.rows[0][4].value.toDouble(), 20.0, 1e-9);  // +20 %: the prediction is slower
+    bool warned = false;  // priced for an H100, run on CPU ranks
+    for (const auto& row : table.rows) warned = warned || row[1].text.contains("dtsim calibrate");
+    EXPECT_TRUE(warned);
+  }
+  const gui::Table what_if = gui::compare_table(*one_step("baseline", 1'000'000, true), *one_step("what-if", 1'500'000, true, 2));
+  EXPECT_EQ(what_if.headers[1], "B: what-if");
+  EXPECT_EQ(what_if.headers[2], "A: baseline");
+  EXPECT_NEAR(what_if.rows[0][4].value.toDouble(), 50.0, 1e-9);
+  EXPECT_TRUE(what_if.rows.back()[1].text.contains("has 2 ranks")) << what_if.rows.back()[1].text.toStdString();
 }
 
 TEST(DocumentTest, PyTorchProfilerTracesOpenWithNestingAndNcclCategories) {

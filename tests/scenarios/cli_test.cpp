@@ -177,6 +177,59 @@ TEST_F(CliTest, ALargeTimelineIsWrittenWithAWarning) {
   EXPECT_TRUE(small.err.empty()) << small.err;
 }
 
+// The header shows the hardware as it is after overrides (a NIC set to 200 Gb/s is not "NDR
+// 400"); an implausible value is a warning naming its key; a sweep row above 100 % MFU says so.
+TEST_F(CliTest, TheHeaderShowsOverriddenHardwareAndImplausibleValuesAreWarnedAbout) {
+  const std::string default_toml = kSource + "/scenarios/default.toml";
+  const CliRun slower = dtsim({"run", default_toml, "--set", "cluster.fabric.nic.bandwidth_gbit_s=200", "--json", "-o",
+                               directory_.string()});
+  ASSERT_EQ(slower.code, 0) << slower.err;
+  const std::string title = nlohmann::json::parse(slower.out)["title"];
+  EXPECT_NE(title.find("8 × 200 Gb/s NICs per node"), std::string::npos) << title;
+  EXPECT_EQ(title.find("400"), std::string::npos) << title;
+
+  const CliRun odd = dtsim({"run", default_toml, "--set", "cluster.gpu.memory_gb=141e9", "-o", directory_.string()});
+  ASSERT_EQ(odd.code, 0) << odd.err;
+  EXPECT_NE(odd.out.find("! --set cluster.gpu.memory_gb=141e9: cluster.gpu.memory_gb = 1.41e+11 GB is implausible"),
+            std::string::npos)
+      << odd.out;
+
+  // C2 imposes 0.2 s and 0.4 s of compute: the 0.2 s step runs above the H100's peak.
+  const CliRun sweep = dtsim({"sweep", kSource + "/scenarios/c2_7b_ddp_comm_compute_ratio.toml", "--json", "-o",
+                              directory_.string()});
+  ASSERT_EQ(sweep.code, 0) << sweep.err;
+  int warned = 0;
+  const auto rows = nlohmann::json::parse(sweep.out);
+  for (const auto& row : rows["rows"]) {
+    const bool above_peak = row["mfu"].get<double>() > 1;
+    EXPECT_EQ(row["warnings"].size(), above_peak ? 1u : 0u) << row;
+    if (above_peak) EXPECT_EQ(row["warnings"][0].get<std::string>().rfind("MFU ", 0), 0u) << row;
+    warned += above_peak ? 1 : 0;
+  }
+  EXPECT_EQ(warned, 1);
+  const CliRun table = dtsim({"sweep", kSource + "/scenarios/c2_7b_ddp_comm_compute_ratio.toml", "-o", directory_.string()});
+  EXPECT_NE(table.out.find("warning: compute.step_compute_time_s = 0.2: MFU "), std::string::npos) << table.out;
+}
+
+// compare states its sign convention and warns when the two timelines are not the same job.
+TEST_F(CliTest, CompareStatesItsConventionAndWarnsWhenTheRunsDiffer) {
+  ASSERT_EQ(dtsim({"run", kSource + "/scenarios/c1_7b_ddp_8xh100.toml", "-o", (scratch_ / "seven").string()}).code, 0);
+  ASSERT_EQ(dtsim({"run", kSource + "/scenarios/c3_70b_ddp_64gpu.toml", "-o", (scratch_ / "seventy").string()}).code, 0);
+  const std::string seven = (scratch_ / "seven" / "timeline.json").string();
+  const std::string seventy = (scratch_ / "seventy" / "timeline.json").string();
+  const CliRun same = dtsim({"compare", seven, seven});
+  ASSERT_EQ(same.code, 0) << same.err;
+  EXPECT_NE(same.out.find("error = (predicted − measured) / measured"), std::string::npos) << same.out;
+  EXPECT_EQ(same.out.find("warning:"), std::string::npos) << same.out;
+  const CliRun differ = dtsim({"compare", seven, seventy, "--json"});
+  ASSERT_EQ(differ.code, 0) << differ.err;
+  const auto json = nlohmann::json::parse(differ.out);
+  EXPECT_EQ(json["error"], "(predicted - measured) / measured");
+  ASSERT_EQ(json["warnings"].size(), 2u) << json["warnings"];
+  EXPECT_NE(json["warnings"][0].get<std::string>().find("has 8 ranks and the measurement has 64"), std::string::npos);
+  EXPECT_NE(json["warnings"][1].get<std::string>().find("different models"), std::string::npos);
+}
+
 TEST_F(CliTest, BadInputExitsWithTwoAndWritesNothing) {
   for (const char* file : {"unknown_key.toml", "syntax_error.toml", "r2_world_size.toml"}) {
     const CliRun run = dtsim({"run", kSource + "/tests/scenarios/broken/" + file, "-o", directory_.string()});

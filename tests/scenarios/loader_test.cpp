@@ -22,7 +22,11 @@ TEST(ScenarioLoaderTest, EveryExampleScenarioLoads) {
   int count = 0;
   for (const auto& entry : std::filesystem::directory_iterator(kSource + "/scenarios")) {
     if (entry.path().extension() != ".toml" || entry.path().filename().string().front() == 'r') continue;
-    EXPECT_NO_THROW(scenarios::load_scenario(entry.path().string())) << entry.path();
+    try {
+      EXPECT_EQ(scenarios::load_scenario(entry.path().string()).warnings, std::vector<std::string>{}) << entry.path();
+    } catch (const scenarios::ScenarioError& error) {
+      ADD_FAILURE() << entry.path() << ": " << error.what();
+    }
     ++count;
   }
   EXPECT_GE(count, 6);
@@ -211,6 +215,28 @@ TEST(ScenarioLoaderTest, TraceRanksTakesAListOrAStringOfItems) {
                           "output.trace_ranks=\"9-2\"", "output.trace_ranks=4"}) {
     EXPECT_THROW(scenarios::load_scenario(kDefault, {bad}), scenarios::ScenarioError) << bad;
   }
+}
+
+// A value that reads but no hardware has is a warning naming the key and where it was set, in
+// the unit it was given in; every preset is plausible.
+TEST(ScenarioLoaderTest, ImplausibleHardwareValuesAreWarnedAboutByKey) {
+  const scenarios::Scenario bytes = scenarios::load_scenario(kDefault, {"cluster.gpu.memory_gb=141e9"});
+  ASSERT_EQ(bytes.warnings.size(), 1u);
+  EXPECT_EQ(bytes.warnings[0].rfind("--set cluster.gpu.memory_gb=141e9: cluster.gpu.memory_gb = 1.41e+11 GB is implausible", 0), 0u)
+      << bytes.warnings[0];
+  const scenarios::Scenario slow_nic = scenarios::load_scenario(kDefault, {"cluster.fabric.nic.bandwidth_gbit_s=0.4"});
+  ASSERT_EQ(slow_nic.warnings.size(), 1u);
+  EXPECT_NE(slow_nic.warnings[0].find("cluster.fabric.nic.bandwidth_gbit_s = 0.4 Gb/s"), std::string::npos)
+      << slow_nic.warnings[0];
+  int loaded = 0;
+  for (const std::string& node : topology::node_preset_names()) {
+    try {  // a node of another size than the default's 8 GPUs does not make its 16-GPU layout
+      EXPECT_EQ(scenarios::load_scenario(kDefault, {"cluster.node=" + node}).warnings, std::vector<std::string>{}) << node;
+      ++loaded;
+    } catch (const scenarios::ScenarioError&) {
+    }
+  }
+  EXPECT_GE(loaded, 6);
 }
 
 TEST(ScenarioOverrideTest, CalibratedCurvesInterpolateInLogSize) {
