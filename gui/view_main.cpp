@@ -7,6 +7,8 @@
 #include <QEventLoop>
 #include <QTimer>
 
+#include <fmt/format.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -39,9 +41,11 @@ bool exporting(const Options& options) {
   return !options.export_png.isEmpty() || !options.export_json.isEmpty() || !options.screenshot.isEmpty();
 }
 
-std::optional<Options> parse(const QApplication& app, QCommandLineParser& parser) {
+// The options, declared on `parser`.
+void declare_options(QCommandLineParser& parser) {
   parser.setApplicationDescription("dtsim-view: timelines of simulated and real training runs, side by side.");
   parser.addHelpOption();
+  parser.addVersionOption();
   parser.addPositionalArgument("files", "dtsim timelines or Chrome/Perfetto JSON traces (PyTorch profiler traces too)",
                                "[FILE…]");
   parser.addOptions({
@@ -55,7 +59,10 @@ std::optional<Options> parse(const QApplication& app, QCommandLineParser& parser
       {"size", "Size of the rendered image, WIDTHxHEIGHT (default 1600x900).", "WxH"},
       {"step", "Fit the view to this training step (1-based) before rendering.", "N"},
   });
-  parser.process(app);
+}
+
+// The options of a command line parsed by `parser` (help and version already handled).
+std::optional<Options> read_options(const QCommandLineParser& parser) {
   Options options;
   options.files = parser.positionalArguments();
   options.scenario = parser.value("scenario");
@@ -125,39 +132,69 @@ bool load_inputs(gui::MainWindow& window, const Options& options) {
   return window.error_text().isEmpty();
 }
 
-void prepare_view(gui::MainWindow& window, const Options& options) {
+// Applies --select and --step; the reason when one cannot be (a query that finds nothing, a
+// step past the last), else empty.
+std::string prepare_view(gui::MainWindow& window, const Options& options) {
   gui::TimelineView& view = *window.view();
   if (!options.select.isEmpty()) {
     window.search_field()->setText(options.select);
     emit window.search_field()->returnPressed();
-    if (!window.search_model()->table().spans.empty()) view.select(window.search_model()->table().spans.front(), true);
+    if (window.search_model()->table().spans.empty()) {
+      return "--select " + options.select.toStdString() + ": no span matches (the Search panel's syntax: words, rank:N, "
+             "cat:NAME)";
+    }
+    view.select(window.search_model()->table().spans.front(), true);
     view.set_query({});  // the selection shows among unfaded spans
   }
   if (options.step > 0 && !view.state().documents.empty()) {
     const auto& steps = view.state().documents.front()->index->steps();
-    const gui::Window step = steps[std::min<std::size_t>(static_cast<std::size_t>(options.step), steps.size()) - 1];
+    if (static_cast<std::size_t>(options.step) > steps.size()) {
+      return fmt::format("--step {}: the timeline has {} step{}", options.step, steps.size(), steps.size() == 1 ? "" : "s");
+    }
+    const gui::Window step = steps[static_cast<std::size_t>(options.step) - 1];
     const double offset = view.state().offset_ps(0);
     view.set_window({step.begin_ps - offset, step.end_ps - offset});
   }
+  return {};
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  // Exporting needs no display: render offscreen unless a platform was chosen.
-  const bool headless = std::getenv("DISPLAY") == nullptr && std::getenv("WAYLAND_DISPLAY") == nullptr;
-  bool wants_export = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string argument = argv[i];
-    wants_export = wants_export || argument.starts_with("--export") || argument.starts_with("--screenshot");
+  // The command line is read before any window system is touched, so that --help, --version and
+  // usage errors work without a display.
+  QStringList arguments;
+  for (int i = 0; i < argc; ++i) arguments << QString::fromLocal8Bit(argv[i]);
+  QCommandLineParser parser;
+  declare_options(parser);
+  if (!parser.parse(arguments)) {
+    print_error(parser.errorText().toStdString() + " (see dtsim-view --help)");
+    return kExitUsage;
   }
-  if (headless && wants_export && std::getenv("QT_QPA_PLATFORM") == nullptr) setenv("QT_QPA_PLATFORM", "offscreen", 1);
+  if (parser.isSet("help")) {
+    std::cout << parser.helpText().replace("<executable_name>", "dtsim-view").toStdString();
+    return 0;
+  }
+  if (parser.isSet("version")) {
+    std::cout << "dtsim-view " << scenarios::dtsim_version() << "\n";
+    return 0;
+  }
+  const auto options = read_options(parser);
+  if (!options) return kExitUsage;
+
+  // Exporting needs no display: render offscreen unless a platform was chosen. A window does.
+  const bool headless = std::getenv("DISPLAY") == nullptr && std::getenv("WAYLAND_DISPLAY") == nullptr;
+  if (headless && std::getenv("QT_QPA_PLATFORM") == nullptr) {
+    if (!exporting(*options)) {
+      print_error("no display to open a window on (DISPLAY and WAYLAND_DISPLAY are unset): render to a file with "
+                  "--export-png or --screenshot, or set QT_QPA_PLATFORM=offscreen");
+      return kExitUsage;
+    }
+    setenv("QT_QPA_PLATFORM", "offscreen", 1);
+  }
 
   QApplication app(argc, argv);
   QApplication::setApplicationName("dtsim-view");
-  QCommandLineParser parser;
-  const auto options = parse(app, parser);
-  if (!options) return kExitUsage;
 
   gui::MainWindow window;
   window.resize(options->size);
@@ -165,8 +202,10 @@ int main(int argc, char** argv) {
     window.show();
     // From inside the event loop, so that closing the window meanwhile ends the program.
     QTimer::singleShot(0, &window, [&window, &options] {
-      load_inputs(window, *options);  // a failure stays in the window's banner
-      prepare_view(window, *options);
+      if (!load_inputs(window, *options)) return;  // a failure stays in the window's banner
+      if (const std::string problem = prepare_view(window, *options); !problem.empty()) {
+        window.show_error(QString::fromStdString(problem));
+      }
     });
     return QApplication::exec();
   }
@@ -177,7 +216,10 @@ int main(int argc, char** argv) {
     print_error(window.error_text().toStdString());
     return kExitBadInput;
   }
-  prepare_view(window, *options);
+  if (const std::string problem = prepare_view(window, *options); !problem.empty()) {
+    print_error(problem);
+    return kExitBadInput;
+  }
   QApplication::processEvents();
   if (!options->export_png.isEmpty()) {
     window.view()->resize(options->size);

@@ -45,7 +45,11 @@ struct TraceSelection {
   // "auto": every rank up to kAutoTraceRanks ranks, else the first node and the critical rank.
   bool automatic = true;
   static constexpr std::int32_t kAutoTraceRanks = 64;
-  static TraceSelection none() { return {.automatic = false}; }
+  static TraceSelection none() {
+    TraceSelection selection;
+    selection.automatic = false;
+    return selection;
+  }
 };
 
 struct Scenario {

@@ -374,15 +374,46 @@ TEST_F(MainWindowTest, ALongSimulationCanBeCancelledWithoutBlockingTheWindow) {
 
 // ---- The command line ----------------------------------------------------------------------
 
-int run_viewer(const QStringList& arguments, QString* errors = nullptr) {
+// Runs dtsim-view offscreen (or, with `display` false, with no display and no platform chosen).
+int run_viewer(const QStringList& arguments, QString* errors = nullptr, QString* output = nullptr, bool display = true) {
   QProcess process;
   QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
-  environment.insert("QT_QPA_PLATFORM", "offscreen");
+  if (display) {
+    environment.insert("QT_QPA_PLATFORM", "offscreen");
+  } else {
+    for (const char* name : {"QT_QPA_PLATFORM", "DISPLAY", "WAYLAND_DISPLAY"}) environment.remove(name);
+  }
   process.setProcessEnvironment(environment);
   process.start(DTSIM_VIEW_PATH, arguments);
   if (!process.waitForFinished(120'000)) return -1;
   if (errors != nullptr) *errors = QString::fromUtf8(process.readAllStandardError());
+  if (output != nullptr) *output = QString::fromUtf8(process.readAllStandardOutput());
   return process.exitStatus() == QProcess::NormalExit ? process.exitCode() : -1;
+}
+
+// --help and --version need no display; an unknown option is a usage error (2); a --select that
+// finds nothing and a --step past the last are errors, not silent successes; without a display
+// a window is refused with one message.
+TEST(ViewerCommandLineTest, HelpAndVersionWithoutADisplayAndUsageErrorsExitTwo) {
+  QString output, errors;
+  EXPECT_EQ(run_viewer({"--help"}, &errors, &output, /*display=*/false), 0) << errors.toStdString();
+  EXPECT_TRUE(output.contains("Usage: dtsim-view")) << output.toStdString();
+  EXPECT_TRUE(output.contains("--export-png")) << output.toStdString();
+  EXPECT_EQ(run_viewer({"--version"}, &errors, &output, false), 0);
+  EXPECT_TRUE(output.startsWith("dtsim-view ")) << output.toStdString();
+  EXPECT_EQ(run_viewer({"--no-such-option"}, &errors, &output, false), 2);
+  EXPECT_TRUE(errors.contains("no-such-option")) << errors.toStdString();
+  EXPECT_EQ(run_viewer({"timeline.json"}, &errors, &output, false), 2);
+  EXPECT_TRUE(errors.contains("no display")) << errors.toStdString();
+
+  QTemporaryDir directory;
+  const QString png = directory.filePath("view.png");
+  const QString scenario = QString::fromStdString(kScenarios + "default.toml");
+  EXPECT_EQ(run_viewer({"--scenario", scenario, "--export-png", png, "--select", "no-span-is-called-this"}, &errors), 1);
+  EXPECT_TRUE(errors.contains("--select no-span-is-called-this: no span matches")) << errors.toStdString();
+  EXPECT_EQ(run_viewer({"--scenario", scenario, "--export-png", png, "--step", "2"}, &errors), 1);
+  EXPECT_TRUE(errors.contains("--step 2: the timeline has 1 step")) << errors.toStdString();
+  EXPECT_FALSE(QFile::exists(png));
 }
 
 TEST(ViewerCommandLineTest, ExportsExitZeroAndBadInputExitsNonZeroWritingNothing) {
