@@ -6,6 +6,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "gui/core/timeline_index.h"
 #include "sim/trace/timeline_stats.h"
@@ -27,9 +28,14 @@ struct Document {
   std::string source;  // the file it came from, or the scenario it was simulated from
   std::shared_ptr<const TimelineIndex> index;
   trace::TimelineStats stats;
+  // The report's warnings (OOM, R > 1, stragglers, implausible inputs): from the run that made
+  // it in the app, or from the report.json dtsim wrote beside the file (when its digest names
+  // this timeline).
+  std::vector<std::string> warnings;
 };
 
-std::shared_ptr<const Document> make_document(std::string title, std::string source, trace::Timeline timeline);
+std::shared_ptr<const Document> make_document(std::string title, std::string source, trace::Timeline timeline,
+                                              std::vector<std::string> warnings = {});
 
 // Reads a dtsim timeline or any Chrome/Perfetto JSON trace (PyTorch profiler traces
 // included). Throws LoadError naming the file and what is wrong with it.

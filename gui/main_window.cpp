@@ -46,6 +46,7 @@ MainWindow::MainWindow(QWidget* parent)
     : QMainWindow(parent),
       view_(new TimelineView),
       banner_(new QLabel),
+      warnings_banner_(new QLabel),
       legend_(new QListWidget),
       details_(new QTextBrowser),
       search_field_(new QLineEdit),
@@ -62,11 +63,17 @@ MainWindow::MainWindow(QWidget* parent)
   banner_->setWordWrap(true);
   banner_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   banner_->hide();
+  warnings_banner_->setStyleSheet(
+      "QLabel { background: #fff4d6; color: #6b4a00; padding: 6px; border-bottom: 1px solid #e8cf8a; }");
+  warnings_banner_->setWordWrap(true);
+  warnings_banner_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  warnings_banner_->hide();
   auto* central = new QWidget;
   auto* layout = new QVBoxLayout(central);
   layout->setContentsMargins(0, 0, 0, 0);
   layout->setSpacing(0);
   layout->addWidget(banner_);
+  layout->addWidget(warnings_banner_);
   layout->addWidget(view_, 1);
   setCentralWidget(central);
 
@@ -228,6 +235,14 @@ void MainWindow::close_all() {
 
 void MainWindow::documents_updated() {
   view_->set_documents(documents_);
+  QStringList warnings;  // what the report says, as dtsim run prints it under "warnings"
+  for (const auto& document : documents_) {
+    for (const std::string& warning : document->warnings) {
+      warnings << QString::fromStdString("⚠ " + (documents_.size() > 1 ? document->title + ": " : "") + warning);
+    }
+  }
+  warnings_banner_->setText(warnings.join("\n"));
+  warnings_banner_->setVisible(!warnings.isEmpty());
   summary_model_->set_table(summary_table(documents_));
   memory_model_->set_table(peak_memory_table(documents_));
   compare_model_->set_table(documents_.size() >= 2 ? compare_table(**(documents_.end() - 2), *documents_.back()) : Table{});

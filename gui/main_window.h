@@ -47,6 +47,8 @@ class MainWindow : public QMainWindow {
   TimelineView* view() const { return view_; }
   ScenarioPanel* scenario_panel() const { return scenario_panel_; }
   QString error_text() const { return banner_->isHidden() ? QString() : banner_->text(); }
+  // The report warnings of the open timelines, as the amber banner shows them (empty: hidden).
+  QString warnings_text() const { return warnings_banner_->isHidden() ? QString() : warnings_banner_->text(); }
   bool loading() const { return loads_in_flight_ > 0; }
   TableModel* summary_model() const { return summary_model_; }
   TableModel* memory_model() const { return memory_model_; }
@@ -68,6 +70,7 @@ class MainWindow : public QMainWindow {
 
   TimelineView* view_;
   QLabel* banner_;
+  QLabel* warnings_banner_;
   QListWidget* legend_;
   QTextBrowser* details_;
   QLineEdit* search_field_;

@@ -140,7 +140,7 @@ void ScenarioPanel::run() {
         progress_ = progress.fraction_done;
         return !cancel_requested_;
       });
-      document = make_document(title.toStdString(), path, std::move(result.simulation.timeline));
+      document = make_document(title.toStdString(), path, std::move(result.simulation.timeline), result.report.warnings);
     } catch (const sim::SimulationCancelled&) {
       cancelled = true;
     } catch (const std::exception& failure) {

@@ -72,7 +72,7 @@ Table peak_memory_table(const Documents& documents) {
   table.headers << "rank";
   std::size_t ranks = 0;
   for (const auto& document : documents) {
-    table.headers << QString::fromStdString(document->title + " (GiB)");
+    table.headers << QString::fromStdString(document->title + " (GB)");
     ranks = std::max(ranks, document->stats.peak_memory_bytes.size());
   }
   for (std::size_t rank = 0; rank < ranks; ++rank) {
@@ -80,7 +80,7 @@ Table peak_memory_table(const Documents& documents) {
     for (const auto& document : documents) {
       const auto& peaks = document->stats.peak_memory_bytes;
       row.push_back(rank < peaks.size() && peaks[rank] > 0
-                        ? number_cell(static_cast<double>(peaks[rank]) / (1 << 30), "{:.2f}")
+                        ? number_cell(static_cast<double>(peaks[rank]) / 1e9, "{:.2f}")
                         : text_cell("—"));
     }
     table.rows.push_back(std::move(row));

@@ -167,6 +167,7 @@ trace::RunFacts describe_run(const Scenario& scenario, const program::Program& p
   timeline.metadata["model"] = scenario.lowering.model.name;
   timeline.metadata["gpu"] = scenario.cluster.node.gpu.name;  // what the prediction prices
   timeline.metadata["hardware_profile"] = scenario.hardware_profile;
+  timeline.metadata["memory_capacity_bytes"] = fmt::format("{:.0f}", scenario.cluster.node.gpu.memory_bytes);
 
   trace::RunFacts facts;
   facts.notes = scenario.warnings;

@@ -16,6 +16,9 @@
 
 #include "gui/category_palette.h"
 #include "gui/main_window.h"
+#include "gui/memory_chart.h"
+#include "scenarios/run_scenario.h"
+#include "scenarios/scenario_loader.h"
 #include "sim/trace/chrome_trace.h"
 #include "tests/support/timeline_maker.h"
 
@@ -194,6 +197,41 @@ TEST(TableModelTest, EveryTablePassesTheModelTester) {
   EXPECT_EQ(model.rowCount(), 0);
 }
 
+// The memory chart stacks the last timeline's memory by category, draws the device's capacity
+// and marks where the rank first needs more, naming the allocation; in GB.
+TEST(MemoryChartTest, StacksByCategoryDrawsTheCapacityAndMarksTheOutOfMemory) {
+  test_support::TimelineMaker maker({0}, {"compute"});
+  maker.add(0, 0, Category::kForward, "fwd", 0, 1'000'000);  // 1 µs
+  trace::Timeline& timeline = *maker.timeline;
+  timeline.memory_series = {"parameters", "activations"};
+  timeline.metadata["memory_capacity_bytes"] = "35000000000";  // 35 GB
+  timeline.memory.push_back({0, 0, {10'000'000'000, 0}, timeline.strings.intern("model")});
+  timeline.memory.push_back({0, 500'000, {10'000'000'000, 30'000'000'000}, timeline.strings.intern("layer1.activations")});
+  gui::MemoryChart chart;
+  chart.resize(600, 300);
+  chart.set_documents({gui::make_document("oom", "test", std::move(timeline))});
+  const auto geometry = chart.geometry();
+  ASSERT_TRUE(geometry);
+  EXPECT_DOUBLE_EQ(geometry->top_bytes, 40e9 * 1.08);  // the peak (40 GB) is above the capacity
+  const auto oom = chart.out_of_memory();
+  ASSERT_TRUE(oom);
+  EXPECT_DOUBLE_EQ(oom->time_ps, 500'000);
+  EXPECT_EQ(oom->cause, "layer1.activations");
+
+  const QImage image = chart.grab().toImage();
+  const auto pixel = [&](double time_ps, double bytes) {
+    return QColor(image.pixel(static_cast<int>(geometry->x_of(time_ps)), static_cast<int>(geometry->y_of(bytes))));
+  };
+  EXPECT_EQ(pixel(250'000, 5e9), gui::memory_series_color("parameters"));   // first half: parameters only
+  EXPECT_EQ(pixel(250'000, 20e9), QColor(Qt::white));                      // nothing above them yet
+  EXPECT_EQ(pixel(750'000, 5e9), gui::memory_series_color("parameters"));   // then activations on top
+  EXPECT_EQ(pixel(750'000, 25e9), gui::memory_series_color("activations"));
+  EXPECT_EQ(pixel(500'000 + 2, 38e9), gui::kCapacityColor);                // the OOM marker
+  int capacity_pixels = 0;  // the dashed capacity line across the first half, at 35 GB
+  for (double t = 10'000; t < 250'000; t += 5'000) capacity_pixels += pixel(t, 35e9) == gui::kCapacityColor ? 1 : 0;
+  EXPECT_GT(capacity_pixels, 10);
+}
+
 // One rank stepping for `step_ps`, simulated (made_by a network model) or measured.
 std::shared_ptr<const gui::Document> one_step(const char* title, std::int64_t step_ps, bool simulated, int ranks = 1) {
   std::vector<std::int32_t> rank_list(static_cast<std::size_t>(ranks));
@@ -285,7 +323,7 @@ TEST_F(MainWindowTest, BadFilesLeaveAMessageAndNoDocument) {
       {write("empty.json", ""), "empty"},
       {write("no_spans.json", "{\"traceEvents\": []}"), "no spans"},
       {directory_.filePath("missing.json"), "cannot read"},
-      {huge, "GiB"},
+      {huge, "GB is more than the 4.3 GB"},
   };
   for (const auto& [path, expected] : cases) {
     open({path});
@@ -296,6 +334,24 @@ TEST_F(MainWindowTest, BadFilesLeaveAMessageAndNoDocument) {
   open({write("valid.json", valid)});
   EXPECT_TRUE(window_.error_text().isEmpty());
   EXPECT_EQ(window_.view()->state().documents.size(), 1u);
+}
+
+// The warnings dtsim run prints (OOM, R > 1, …) are in an amber banner: from the report.json
+// written with the timeline, never from another run's report left in the folder.
+TEST_F(MainWindowTest, TheReportsWarningsAreInABanner) {
+  const std::filesystem::path folder = directory_.filePath("m1").toStdString();
+  const scenarios::Scenario m1 = scenarios::load_scenario(kScenarios + "m1_7b_ddp_memory.toml");
+  scenarios::write_outputs(scenarios::run_scenario(m1), folder);
+  open({QString::fromStdString((folder / "timeline.json").string())});
+  EXPECT_TRUE(window_.warnings_text().contains("⚠ OOM: rank 0 needs")) << window_.warnings_text().toStdString();
+  EXPECT_TRUE(window_.error_text().isEmpty());
+
+  // Another run's report written alone beside it (dtsim run --no-timeline) names no timeline.
+  const scenarios::Scenario c1 = scenarios::load_scenario(kScenarios + "c1_7b_ddp_8xh100.toml");
+  scenarios::write_outputs(scenarios::run_scenario(c1), folder, /*timeline=*/false);
+  window_.close_all();
+  open({QString::fromStdString((folder / "timeline.json").string())});
+  EXPECT_TRUE(window_.warnings_text().isEmpty()) << window_.warnings_text().toStdString();
 }
 
 TEST_F(MainWindowTest, TwoTimelinesAreComparedAndExportedBack) {
