@@ -174,6 +174,15 @@ void MainWindow::build_menus() {
   navigate->addAction("Fit one &step (F)", view_, &TimelineView::fit_step);
   navigate->addAction("Zoom &back (Alt+←)", view_, &TimelineView::go_back);
   navigate->addAction("Zoom &forward (Alt+→)", view_, &TimelineView::go_forward);
+  QAction* pipeline = navigate->addAction("&Pipeline view: one rank per stage");
+  pipeline->setCheckable(true);
+  connect(pipeline, &QAction::toggled, this, [this, pipeline](bool on) {
+    if (!view_->set_pipeline_view(on)) {
+      pipeline->setChecked(false);
+      statusBar()->showMessage("no open timeline says where its pipeline stages are (dtsim timelines of pp > 1 do)");
+    }
+  });
+  connect(this, &MainWindow::documents_changed, pipeline, [pipeline] { pipeline->setChecked(false); });
 
   QMenu* help = menuBar()->addMenu("&Help");
   help->addAction("&Keys", this, [this] {

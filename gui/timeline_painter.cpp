@@ -20,6 +20,7 @@ namespace {
 const QColor kBackground(0xFF, 0xFF, 0xFF);
 const QColor kGutter(0xF4, 0xF4, 0xF6);
 const QColor kNodeHeader(0xE4, 0xE7, 0xEC);
+const QColor kRankGroupHeader(0xEE, 0xF0, 0xF4);
 const QColor kTitleBar(0x3A, 0x44, 0x55);
 const QColor kGrid(0xE6, 0xE6, 0xE6);
 const QColor kText(0x22, 0x22, 0x22);
@@ -60,7 +61,13 @@ std::vector<const TimelineIndex*> ViewState::indices() const {
   return result;
 }
 
-void ViewState::relayout(const LaneMetrics& metrics) { layout.rebuild(indices(), collapsed, metrics); }
+QString item_label(const DrawItem& item, const trace::Span& first, const trace::Timeline& timeline) {
+  if (item.count == 1) return QString::fromStdString(timeline.strings.at(first.name));
+  if (item.mixed) return QStringLiteral("mixed · %1 ops").arg(item.count);
+  return QString::fromStdString(fmt::format("{} · {} ops", trace::category_name(item.category), item.count));
+}
+
+void ViewState::relayout(const LaneMetrics& metrics) { layout.rebuild(indices(), lanes, metrics); }
 
 Window ViewState::document_window(std::size_t document) const {
   const Window window = viewport.window();
@@ -103,12 +110,22 @@ void TimelinePainter::paint(QPainter& painter, QSize size, const ViewState& stat
         break;
       case LayoutEntry::Kind::kNode: {
         const NodeGroup& node = document.index->nodes()[entry.node];
-        const bool collapsed = state.collapsed.count({entry.document, node.node}) != 0;
+        const bool collapsed = state.lanes.collapsed.count({entry.document, node.node}) != 0;
         painter.fillRect(0, y, size.width(), entry.height, kNodeHeader);
         painter.setPen(kText);
         painter.drawText(QRect(6, y, size.width(), entry.height), Qt::AlignVCenter | Qt::AlignLeft,
                          QString::fromStdString(fmt::format("{} node {} · {} lanes", collapsed ? "▸" : "▾", node.node,
                                                             node.rows.size())));
+        break;
+      }
+      case LayoutEntry::Kind::kRanks: {
+        const RankRun& run = document.index->nodes()[entry.node].runs[entry.run];
+        painter.fillRect(0, y, size.width(), entry.height, kRankGroupHeader);
+        painter.setPen(kText);
+        painter.drawText(QRect(14, y, size.width(), entry.height), Qt::AlignVCenter | Qt::AlignLeft,
+                         QString::fromStdString(fmt::format("▸ ranks {}–{} · {} identical ranks, rank {} shown (click to expand)",
+                                                            run.first_rank, run.first_rank + run.ranks - 1, run.ranks,
+                                                            run.first_rank)));
         break;
       }
       case LayoutEntry::Kind::kRow: {
@@ -179,10 +196,7 @@ void TimelinePainter::paint_row(QPainter& painter, QRect lane, std::size_t docum
     painter.fillRect(box, color);
     if (item.mixed) painter.fillRect(box, QBrush(kMixedHatch, Qt::BDiagPattern));
     if (w < kMinLabelWidth || !matches) continue;
-    // A label: the op's name, or how many ops the fold holds; cut to the characters that fit.
-    QString label = item.count == 1 ? QString::fromStdString(timeline.strings.at(first.name))
-                    : item.mixed    ? QStringLiteral("%1 ops, mixed").arg(item.count)
-                                    : QStringLiteral("%1 ops").arg(item.count);
+    QString label = item_label(item, first, timeline);  // cut to the characters that fit
     const int fits = (w - 4) / average_char;
     if (label.size() > fits) label = fits > 2 ? label.left(fits - 1) + QChar(0x2026) : QString();
     if (label.isEmpty()) continue;

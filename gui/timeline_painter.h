@@ -43,7 +43,7 @@ struct ViewState {
   std::optional<SpanRef> selected;
   RelatedSpans related;             // of the selected span, in its document
   std::optional<std::pair<int, int>> box_zoom;  // x range being dragged out
-  CollapsedNodes collapsed;
+  LayoutChoices lanes;  // collapsed nodes, expanded rank groups, the ranks shown
 
   std::vector<const TimelineIndex*> indices() const;
   void relayout(const LaneMetrics& metrics = {});
@@ -56,6 +56,10 @@ struct ViewState {
   // From 0 to the end of the longest timeline.
   Window aligned_extent() const;
 };
+
+// What a drawn item says: the op's name, or what a fold holds ("backward · 200 ops", "mixed ·
+// 3264 ops"); `first` is its first span.
+QString item_label(const DrawItem& item, const trace::Span& first, const trace::Timeline& timeline);
 
 class TimelinePainter {
  public:

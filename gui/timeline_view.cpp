@@ -10,6 +10,7 @@
 #include <QWheelEvent>
 
 #include <cmath>
+#include <sstream>
 
 #include "gui/core/span_details.h"
 
@@ -40,7 +41,7 @@ void TimelineView::set_documents(std::vector<std::shared_ptr<const Document>> do
   state_.documents = std::move(documents);
   state_.selected.reset();
   state_.related = {};
-  state_.collapsed.clear();
+  state_.lanes = {};
   state_.relayout();
   update_scroll_range();
   if (keep_window && !state_.documents.empty()) {
@@ -76,7 +77,21 @@ void TimelineView::select(std::optional<SpanRef> span, bool reveal) {
     const double start = static_cast<double>(selected.start_ps) - state_.offset_ps(span->document);
     set_window({start - length / 3, start + length * 2 / 3});
     const std::size_t row = index.row_of(span->span);
-    if (state_.collapsed.erase({span->document, index.node_of(index.rows()[row])}) != 0) {
+    bool changed = state_.lanes.collapsed.erase({span->document, index.node_of(index.rows()[row])}) != 0;
+    if (!state_.layout.entry_of_row(span->document, row)) {  // a rank shown by its group's first: expand the group
+      for (const NodeGroup& node : index.nodes()) {
+        for (const RankRun& run : node.runs) {
+          const std::int32_t rank = index.rows()[row].rank;
+          if (rank >= run.first_rank && rank < run.first_rank + run.ranks) {
+            changed = state_.lanes.expanded.insert({span->document, run.first_rank}).second || changed;
+          }
+        }
+      }
+      if (span->document < state_.lanes.shown.size() && !state_.lanes.shown[span->document].empty()) {
+        changed = state_.lanes.shown[span->document].insert(index.rows()[row].rank).second || changed;  // past the pipeline view
+      }
+    }
+    if (changed || !state_.layout.entry_of_row(span->document, row)) {
       state_.relayout();
       update_scroll_range();
     }
@@ -152,10 +167,42 @@ void TimelineView::go_forward() {
 }
 
 void TimelineView::toggle_node(std::size_t document, std::int32_t node) {
-  if (state_.collapsed.erase({document, node}) == 0) state_.collapsed.insert({document, node});
+  if (state_.lanes.collapsed.erase({document, node}) == 0) state_.lanes.collapsed.insert({document, node});
   state_.relayout();
   update_scroll_range();
   update();
+}
+
+void TimelineView::toggle_rank_group(std::size_t document, std::int32_t first_rank) {
+  if (state_.lanes.expanded.erase({document, first_rank}) == 0) state_.lanes.expanded.insert({document, first_rank});
+  state_.relayout();
+  update_scroll_range();
+  update();
+}
+
+bool TimelineView::set_pipeline_view(bool on) {
+  ShownRanks shown(state_.documents.size());
+  bool any = false;
+  for (std::size_t d = 0; on && d < state_.documents.size(); ++d) {
+    const auto& metadata = state_.documents[d]->index->timeline().metadata;
+    const auto stages = metadata.find("pipeline_stage_ranks");
+    if (stages == metadata.end()) continue;
+    std::stringstream list(stages->second);
+    for (std::string rank; std::getline(list, rank, ',');) {
+      try {
+        shown[d].insert(std::stoi(rank));
+      } catch (const std::exception&) {  // not a dtsim list: show this timeline whole
+        shown[d].clear();
+        break;
+      }
+    }
+    any = any || !shown[d].empty();
+  }
+  state_.lanes.shown = any ? std::move(shown) : ShownRanks{};
+  state_.relayout();
+  update_scroll_range();
+  update();
+  return any || !on;
 }
 
 std::optional<SpanRef> TimelineView::span_at(QPoint position) const {
@@ -258,6 +305,9 @@ void TimelineView::mouseReleaseEvent(QMouseEvent* event) {
                                    : nullptr;
     if (entry != nullptr && entry->kind == LayoutEntry::Kind::kNode) {
       toggle_node(entry->document, state_.documents[entry->document]->index->nodes()[entry->node].node);
+    } else if (entry != nullptr && entry->kind == LayoutEntry::Kind::kRanks) {
+      toggle_rank_group(entry->document,
+                        state_.documents[entry->document]->index->nodes()[entry->node].runs[entry->run].first_rank);
     } else {
       select(span_at(position));
     }

@@ -43,6 +43,12 @@ class TimelineView : public QWidget {
   void go_back();
   void go_forward();
   void toggle_node(std::size_t document, std::int32_t node);
+  // Shows a run of identical ranks rank by rank, or again as one group.
+  void toggle_rank_group(std::size_t document, std::int32_t first_rank);
+  // The pipeline view: one rank per pipeline stage (the first, as dtsim timelines list them in
+  // "pipeline_stage_ranks"), so that the bubbles line up; off: every rank. False when no open
+  // timeline says where its stages are.
+  bool set_pipeline_view(bool on);
 
   QImage render(QSize size) const { return render_view(state_, size); }
   std::optional<SpanRef> span_at(QPoint position) const;

@@ -35,6 +35,7 @@ struct Options {
   QString export_png, export_json, screenshot, select;
   QSize size{1600, 900};
   int step = 0;  // 0: fit everything; k: fit step k
+  bool pipeline_view = false;
 };
 
 bool exporting(const Options& options) {
@@ -58,6 +59,7 @@ void declare_options(QCommandLineParser& parser) {
       {"select", "Select the first span this query finds (Search panel syntax) before rendering.", "QUERY"},
       {"size", "Size of the rendered image, WIDTHxHEIGHT (default 1600x900).", "WxH"},
       {"step", "Fit the view to this training step (1-based) before rendering.", "N"},
+      {"pipeline-view", "Show one rank per pipeline stage (View ▸ Pipeline view) before rendering."},
   });
 }
 
@@ -76,6 +78,7 @@ std::optional<Options> read_options(const QCommandLineParser& parser) {
   options.export_json = parser.value("export-json");
   options.screenshot = parser.value("screenshot");
   options.select = parser.value("select");
+  options.pipeline_view = parser.isSet("pipeline-view");
   if (parser.isSet("size")) {
     const QStringList parts = parser.value("size").split('x');
     bool width_ok = false, height_ok = false;
@@ -136,6 +139,9 @@ bool load_inputs(gui::MainWindow& window, const Options& options) {
 // step past the last), else empty.
 std::string prepare_view(gui::MainWindow& window, const Options& options) {
   gui::TimelineView& view = *window.view();
+  if (options.pipeline_view && !view.set_pipeline_view(true)) {
+    return "--pipeline-view: no timeline says where its pipeline stages are (dtsim timelines of pp > 1 do)";
+  }
   if (!options.select.isEmpty()) {
     window.search_field()->setText(options.select);
     emit window.search_field()->returnPressed();

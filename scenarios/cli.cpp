@@ -519,7 +519,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   run->add_option("-j,--threads", options.threads, "worker threads for the remedies of an OOM (default: all cores)");
   run->add_option("--trace-ranks", options.trace_ranks,
                   "ranks whose spans the timeline keeps: e.g. 0-7,896 | first-node,critical | critical | all | none "
-                  "(default: all up to 64 ranks, else the first node and the critical rank)");
+                  "(default: all up to 64 ranks, else the first node, each pipeline stage's first rank and the critical rank)");
   run->add_flag("--no-timeline{false}", options.timeline, "write report.json only, no timeline.json");
   run->add_option("--backend", options.backend,
                   "execute for real instead of simulating, under mpirun -np <ranks>: mpi (CPU ranks) or nccl (one GPU per rank)");

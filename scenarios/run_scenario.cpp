@@ -2,6 +2,7 @@
 #include "scenarios/run_scenario.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -16,12 +17,24 @@
 
 #include "sim/compute/compute_model.h"
 #include "sim/trace/chrome_trace.h"
+#include "strategies/layout.h"
 #include "strategies/lowering.h"
 #include "strategies/transformer_ops.h"
 #include "topology/cluster.h"
 
 namespace scenarios {
 namespace {
+
+// The first rank of each pipeline stage (Megatron's order, strategies/layout.h); empty without
+// pipeline parallelism.
+std::vector<std::int32_t> pipeline_stage_ranks(const Scenario& scenario) {
+  const strategies::ParallelSpec& parallel = scenario.lowering.parallel;
+  if (parallel.pp <= 1 || parallel.strategy == "ps") return {};
+  const strategies::ParallelLayout layout(parallel.dp, parallel.tp, parallel.pp);
+  std::vector<std::int32_t> ranks;
+  for (std::int32_t stage = 0; stage < parallel.pp; ++stage) ranks.push_back(layout.rank_of({0, 0, stage}));
+  return ranks;
+}
 
 // The ranks whose spans the timeline keeps (empty: all) before the critical rank is known.
 std::vector<bool> traced_ranks(const Scenario& scenario, const program::Program& program) {
@@ -31,6 +44,9 @@ std::vector<bool> traced_ranks(const Scenario& scenario, const program::Program&
   std::vector<bool> traced(static_cast<std::size_t>(world), false);
   if (trace.automatic || trace.first_node) {
     for (std::int32_t r = 0; r < std::min(world, scenario.cluster.node.gpus); ++r) traced[r] = true;
+  }
+  if (trace.automatic) {  // one rank per pipeline stage, for the viewer's pipeline view
+    for (const std::int32_t rank : pipeline_stage_ranks(scenario)) traced[rank] = true;
   }
   // Staleness is measured on the first parameter server's spans.
   if (program.info.parameter_server) traced[program.info.parameter_server->first_server] = true;
@@ -168,6 +184,9 @@ trace::RunFacts describe_run(const Scenario& scenario, const program::Program& p
   timeline.metadata["gpu"] = scenario.cluster.node.gpu.name;  // what the prediction prices
   timeline.metadata["hardware_profile"] = scenario.hardware_profile;
   timeline.metadata["memory_capacity_bytes"] = fmt::format("{:.0f}", scenario.cluster.node.gpu.memory_bytes);
+  if (const auto stages = pipeline_stage_ranks(scenario); !stages.empty()) {
+    timeline.metadata["pipeline_stage_ranks"] = fmt::format("{}", fmt::join(stages, ","));
+  }
 
   trace::RunFacts facts;
   facts.notes = scenario.warnings;

@@ -42,7 +42,8 @@ struct TraceSelection {
   bool first_node = false;
   bool critical = false;  // found by simulating: a second run traces it when the first did not
   std::vector<std::pair<std::int32_t, std::int32_t>> ranges;  // inclusive
-  // "auto": every rank up to kAutoTraceRanks ranks, else the first node and the critical rank.
+  // "auto": every rank up to kAutoTraceRanks ranks, else the first node, the first rank of each
+  // pipeline stage and the critical rank.
   bool automatic = true;
   static constexpr std::int32_t kAutoTraceRanks = 64;
   static TraceSelection none() {

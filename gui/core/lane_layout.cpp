@@ -5,7 +5,7 @@
 
 namespace gui {
 
-void LaneLayout::rebuild(const std::vector<const TimelineIndex*>& documents, const CollapsedNodes& collapsed,
+void LaneLayout::rebuild(const std::vector<const TimelineIndex*>& documents, const LayoutChoices& choices,
                          const LaneMetrics& metrics) {
   entries_.clear();
   int y = 0;
@@ -17,13 +17,36 @@ void LaneLayout::rebuild(const std::vector<const TimelineIndex*>& documents, con
   };
   const bool titled = documents.size() > 1;
   for (std::size_t d = 0; d < documents.size(); ++d) {
-    if (titled) add({LayoutEntry::Kind::kTitle, d, 0, 0, 0, 0}, metrics.title_height);
+    if (titled) add({LayoutEntry::Kind::kTitle, d, 0, 0, 0, 0, 0}, metrics.title_height);
+    const bool filtered = d < choices.shown.size() && !choices.shown[d].empty();
+    const auto shown = [&](std::int32_t rank) { return !filtered || choices.shown[d].count(rank) != 0; };
     const std::vector<NodeGroup>& nodes = documents[d]->nodes();
     for (std::size_t n = 0; n < nodes.size(); ++n) {
-      add({LayoutEntry::Kind::kNode, d, n, 0, 0, 0}, metrics.node_height);
-      if (collapsed.count({d, nodes[n].node}) != 0) continue;
-      for (const std::size_t row : nodes[n].rows) {
-        add({LayoutEntry::Kind::kRow, d, n, row, 0, 0}, metrics.row_height + metrics.row_gap);
+      const NodeGroup& node = nodes[n];
+      // The ranks of each run that are shown; a node with none is left out.
+      std::vector<std::vector<std::int32_t>> ranks(node.runs.size());
+      bool any = false;
+      for (std::size_t r = 0; r < node.runs.size(); ++r) {
+        for (std::int32_t k = 0; k < node.runs[r].ranks; ++k) {
+          if (shown(node.runs[r].first_rank + k)) ranks[r].push_back(k);
+        }
+        any = any || !ranks[r].empty();
+      }
+      if (!any) continue;
+      add({LayoutEntry::Kind::kNode, d, n, 0, 0, 0, 0}, metrics.node_height);
+      if (choices.collapsed.count({d, node.node}) != 0) continue;
+      for (std::size_t r = 0; r < node.runs.size(); ++r) {
+        const RankRun& run = node.runs[r];
+        if (ranks[r].empty()) continue;
+        const bool grouped = ranks[r].size() > 1 && choices.expanded.count({d, run.first_rank}) == 0;
+        if (grouped) add({LayoutEntry::Kind::kRanks, d, n, 0, r, 0, 0}, metrics.node_height);
+        for (const std::int32_t k : ranks[r]) {
+          for (std::size_t i = 0; i < run.rows_per_rank; ++i) {
+            const std::size_t position = run.first_row + static_cast<std::size_t>(k) * run.rows_per_rank + i;
+            add({LayoutEntry::Kind::kRow, d, n, node.rows[position], r, 0, 0}, metrics.row_height + metrics.row_gap);
+          }
+          if (grouped) break;  // the group shows its first shown rank's lanes
+        }
       }
     }
   }

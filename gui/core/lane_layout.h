@@ -22,21 +22,33 @@ struct LaneMetrics {
 };
 
 struct LayoutEntry {
-  enum class Kind { kTitle, kNode, kRow };
+  enum class Kind { kTitle, kNode, kRanks, kRow };
   Kind kind = Kind::kRow;
   std::size_t document = 0;
   std::size_t node = 0;  // index into the document's nodes()
   std::size_t row = 0;   // index into the document's rows() (kRow only)
+  std::size_t run = 0;   // index into the node's runs (kRanks: the lane group it heads)
   int y = 0;
   int height = 0;
 };
 
 // A node collapsed in one document: (document index, node id).
 using CollapsedNodes = std::set<std::pair<std::size_t, std::int32_t>>;
+// A run of identical ranks shown rank by rank: (document index, its first rank). Other runs of
+// more than one rank show a group header and the first rank's lanes only.
+using ExpandedRuns = std::set<std::pair<std::size_t, std::int32_t>>;
+// Per document, the ranks shown (empty: all): the pipeline view keeps one rank per stage.
+using ShownRanks = std::vector<std::set<std::int32_t>>;
+
+struct LayoutChoices {
+  CollapsedNodes collapsed;
+  ExpandedRuns expanded;
+  ShownRanks shown;
+};
 
 class LaneLayout {
  public:
-  void rebuild(const std::vector<const TimelineIndex*>& documents, const CollapsedNodes& collapsed,
+  void rebuild(const std::vector<const TimelineIndex*>& documents, const LayoutChoices& choices,
                const LaneMetrics& metrics);
   const std::vector<LayoutEntry>& entries() const { return entries_; }
   int height() const { return height_; }

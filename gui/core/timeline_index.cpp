@@ -69,10 +69,46 @@ void TimelineIndex::build_rows() {
   for (std::size_t r = 0; r < rows_.size(); ++r) {
     const std::int32_t node = node_of(rows_[r]);
     auto group = std::find_if(nodes_.begin(), nodes_.end(), [&](const NodeGroup& g) { return g.node == node; });
-    if (group == nodes_.end()) group = nodes_.insert(nodes_.end(), NodeGroup{node, {}});
+    if (group == nodes_.end()) group = nodes_.insert(nodes_.end(), NodeGroup{node, {}, {}});
     group->rows.push_back(r);
   }
   std::stable_sort(nodes_.begin(), nodes_.end(), [](const NodeGroup& a, const NodeGroup& b) { return a.node < b.node; });
+  find_rank_runs();
+}
+
+// Whether the rank whose rows start at `first_row` of `node` has the lanes of `run`'s first
+// rank: as many rows, each the same stream and depth with the same ops at the same times.
+bool TimelineIndex::same_lanes(const NodeGroup& node, const RankRun& run, std::size_t first_row) const {
+  for (std::size_t k = 0; k < run.rows_per_rank; ++k) {
+    const Row& a = rows_[node.rows[run.first_row + k]];
+    const Row& b = rows_[node.rows[first_row + k]];
+    if (a.stream != b.stream || a.depth != b.depth || a.spans.size() != b.spans.size()) return false;
+    for (std::size_t i = 0; i < a.spans.size(); ++i) {
+      const trace::Span& x = timeline_->spans[a.spans[i]];
+      const trace::Span& y = timeline_->spans[b.spans[i]];
+      if (x.name != y.name || x.category != y.category || x.start_ps != y.start_ps || x.end_ps != y.end_ps) return false;
+    }
+  }
+  return true;
+}
+
+void TimelineIndex::find_rank_runs() {
+  for (NodeGroup& node : nodes_) {
+    std::size_t position = 0;
+    while (position < node.rows.size()) {
+      const std::int32_t rank = rows_[node.rows[position]].rank;
+      std::size_t rows = 0;
+      while (position + rows < node.rows.size() && rows_[node.rows[position + rows]].rank == rank) ++rows;
+      RankRun* last = node.runs.empty() ? nullptr : &node.runs.back();
+      if (last != nullptr && last->first_rank + last->ranks == rank && last->rows_per_rank == rows &&
+          same_lanes(node, *last, position)) {
+        ++last->ranks;
+      } else {
+        node.runs.push_back({rank, 1, position, rows});
+      }
+      position += rows;
+    }
+  }
 }
 
 void TimelineIndex::find_steps() {

@@ -28,9 +28,20 @@ struct Row {
   std::vector<std::uint32_t> category_changes;
 };
 
+// Consecutive ranks of one node whose lanes are identical — the same ops on the same streams at
+// the same times, as the ranks of a tensor-parallel group are in a simulation: the viewer shows
+// them as one lane group with a count.
+struct RankRun {
+  std::int32_t first_rank = 0;
+  std::int32_t ranks = 1;
+  std::size_t first_row = 0;      // position in NodeGroup::rows of the first rank's first row
+  std::size_t rows_per_rank = 0;  // its rows (every rank of the run has as many)
+};
+
 struct NodeGroup {
   std::int32_t node = 0;
   std::vector<std::size_t> rows;  // indices into TimelineIndex::rows(), by rank, stream, depth
+  std::vector<RankRun> runs;      // its ranks, in order, identical neighbours together
 };
 
 // A time interval in picoseconds.
@@ -65,7 +76,9 @@ class TimelineIndex {
 
  private:
   void build_rows();
+  void find_rank_runs();
   void find_steps();
+  bool same_lanes(const NodeGroup& node, const RankRun& run, std::size_t first_row) const;
 
   std::shared_ptr<const trace::Timeline> timeline_;
   std::vector<Row> rows_;

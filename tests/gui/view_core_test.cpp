@@ -311,14 +311,49 @@ TEST(LaneLayoutTest, CollapsedNodesHideTheirLanesAndCompareModeAddsTitles) {
   EXPECT_EQ(layout.entry_at(20)->row, 0u);
   EXPECT_EQ(layout.visible(19, 40), (std::pair<std::size_t, std::size_t>{1, 3}));
 
-  layout.rebuild({&index}, {{0, 0}}, metrics);
+  layout.rebuild({&index}, gui::LayoutChoices{{{0, 0}}, {}, {}}, metrics);
   EXPECT_EQ(layout.entries().size(), 3u);
   EXPECT_EQ(layout.entry_of_row(0, 0), nullptr);
   EXPECT_NE(layout.entry_of_row(0, 2), nullptr);
 
-  layout.rebuild({&index, &index}, {{1, 1}}, metrics);
+  layout.rebuild({&index, &index}, gui::LayoutChoices{{{1, 1}}, {}, {}}, metrics);
   EXPECT_EQ(layout.entries().front().kind, gui::LayoutEntry::Kind::kTitle);
   EXPECT_EQ(layout.entries().size(), 1u + 5 + 1 + 4);
+}
+
+// Consecutive ranks of a node with the same spans at the same times (a tensor-parallel group)
+// are one lane group with a count, its first rank's lanes shown until it is expanded; the
+// pipeline view's filter keeps the ranks it names and drops nodes left empty.
+TEST(LaneLayoutTest, IdenticalRanksAreOneGroupAndAFilterKeepsTheRanksItNames) {
+  TimelineMaker maker({0, 0, 0, 1}, {"compute"});
+  for (std::int32_t rank : {0, 1}) maker.add(rank, 0, Category::kForward, "f", 0, 10);
+  maker.add(2, 0, Category::kForward, "f", 0, 11);  // a different time: not rank 0's twin
+  maker.add(3, 0, Category::kForward, "f", 0, 10);  // the same spans on another node
+  const gui::TimelineIndex index(maker.timeline);
+  ASSERT_EQ(index.nodes()[0].runs.size(), 2u);
+  EXPECT_EQ(index.nodes()[0].runs[0].first_rank, 0);
+  EXPECT_EQ(index.nodes()[0].runs[0].ranks, 2);
+  EXPECT_EQ(index.nodes()[0].runs[1].ranks, 1);
+  EXPECT_EQ(index.nodes()[1].runs.size(), 1u);
+
+  const auto kinds = [](const gui::LaneLayout& layout) {
+    std::vector<std::pair<gui::LayoutEntry::Kind, std::int32_t>> entries;  // kind, and the rank of a row
+    for (const gui::LayoutEntry& entry : layout.entries()) entries.emplace_back(entry.kind, entry.kind == gui::LayoutEntry::Kind::kRow ? static_cast<std::int32_t>(entry.row) : -1);
+    return entries;
+  };
+  using Kind = gui::LayoutEntry::Kind;
+  gui::LaneLayout layout;
+  layout.rebuild({&index}, {}, {});
+  EXPECT_EQ(kinds(layout), (std::vector<std::pair<Kind, std::int32_t>>{
+                               {Kind::kNode, -1}, {Kind::kRanks, -1}, {Kind::kRow, 0}, {Kind::kRow, 2}, {Kind::kNode, -1}, {Kind::kRow, 3}}));
+  layout.rebuild({&index}, gui::LayoutChoices{{}, {{0, 0}}, {}}, {});  // the group expanded
+  EXPECT_EQ(kinds(layout), (std::vector<std::pair<Kind, std::int32_t>>{
+                               {Kind::kNode, -1}, {Kind::kRow, 0}, {Kind::kRow, 1}, {Kind::kRow, 2}, {Kind::kNode, -1}, {Kind::kRow, 3}}));
+  layout.rebuild({&index}, gui::LayoutChoices{{}, {}, {{1, 3}}}, {});  // ranks 1 and 3 only
+  EXPECT_EQ(kinds(layout), (std::vector<std::pair<Kind, std::int32_t>>{
+                               {Kind::kNode, -1}, {Kind::kRow, 1}, {Kind::kNode, -1}, {Kind::kRow, 3}}));
+  layout.rebuild({&index}, gui::LayoutChoices{{}, {}, {{3}}}, {});  // node 0 has none: left out
+  EXPECT_EQ(kinds(layout), (std::vector<std::pair<Kind, std::int32_t>>{{Kind::kNode, -1}, {Kind::kRow, 3}}));
 }
 
 }  // namespace

@@ -161,6 +161,45 @@ TEST(TimelineViewTest, KeysWheelAndHistoryMoveTheWindow) {
   EXPECT_NEAR(view.time_at(cursor.x()), time_under_cursor, 1e-6);
 }
 
+// Large layouts: identical ranks are one lane group (a click expands it, and selecting a span of
+// a hidden rank does too); the pipeline view shows the ranks the timeline lists, one per stage;
+// a fold says its category.
+TEST(TimelineViewTest, RankGroupsExpandAndThePipelineViewShowsOneRankPerStage) {
+  test_support::TimelineMaker maker({0, 0, 0, 0}, {"compute"});
+  for (std::int32_t rank = 0; rank < 4; ++rank) {
+    maker.add(rank, 0, Category::kForward, "f", 0, 400'000);
+    maker.add(rank, 0, Category::kBackward, "b", 400'000, 1'000'000);
+  }
+  maker.timeline->metadata["pipeline_stage_ranks"] = "0,2";
+  gui::TimelineView view;
+  view.resize(kWidth + 20, 300);
+  view.set_documents({gui::make_document("tp", "test", *maker.timeline)});
+  using Kind = gui::LayoutEntry::Kind;
+  ASSERT_EQ(view.state().layout.entries().size(), 3u);  // node, "ranks 0–3 · 4 identical", rank 0
+  EXPECT_EQ(view.state().layout.entries()[1].kind, Kind::kRanks);
+  QTest::mouseClick(&view, Qt::LeftButton, {}, QPoint(50, gui::ViewGeometry::kAxisHeight + 18 + 5));  // the group header
+  EXPECT_EQ(view.state().layout.entries().size(), 1u + 4);  // node, then every rank
+  QTest::mouseClick(&view, Qt::LeftButton, {}, QPoint(50, gui::ViewGeometry::kAxisHeight + 18 + 5));  // rank 0's lane: a span
+  view.toggle_rank_group(0, 0);  // grouped again
+  ASSERT_EQ(view.state().layout.entries().size(), 3u);
+  view.select(gui::SpanRef{0, 6}, /*reveal=*/true);  // rank 3's forward span, hidden in the group
+  EXPECT_NE(view.state().layout.entry_of_row(0, 3), nullptr);
+
+  ASSERT_TRUE(view.set_pipeline_view(true));
+  std::vector<std::size_t> rows;
+  for (const gui::LayoutEntry& entry : view.state().layout.entries()) {
+    if (entry.kind == Kind::kRow) rows.push_back(entry.row);
+  }
+  EXPECT_EQ(rows, (std::vector<std::size_t>{0, 2}));
+  ASSERT_TRUE(view.set_pipeline_view(false));
+  view.set_documents({known_document()});
+  EXPECT_FALSE(view.set_pipeline_view(true));  // no stages listed
+
+  const trace::Timeline& timeline = view.state().documents[0]->index->timeline();
+  EXPECT_EQ(gui::item_label({0, 1, 0, 200, Category::kBackward, false}, timeline.spans[0], timeline), "backward · 200 ops");
+  EXPECT_EQ(gui::item_label({0, 1, 0, 5, Category::kForward, true}, timeline.spans[0], timeline), "mixed · 5 ops");
+}
+
 TEST(TimelineViewTest, ClickingSelectsASpanAndANodeHeaderCollapsesItsLanes) {
   gui::TimelineView view;
   view.resize(kWidth + 20, 300);
