@@ -15,6 +15,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "gui/category_palette.h"
 #include "gui/core/span_details.h"
 #include "scenarios/run_scenario.h"
@@ -34,7 +36,11 @@ QTableView* table_view(QAbstractItemModel* model, QWidget* parent) {
   view->setSortingEnabled(true);
   view->sortByColumn(-1, Qt::AscendingOrder);
   view->verticalHeader()->hide();
+  // Every column as wide as its widest text (a scroll bar when the dock is narrower): never
+  // "exposed communicati…".
+  view->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
   view->horizontalHeader()->setStretchLastSection(true);
+  view->setTextElideMode(Qt::ElideNone);
   view->setSelectionBehavior(QAbstractItemView::SelectRows);
   view->setEditTriggers(QAbstractItemView::NoEditTriggers);
   return view;
@@ -123,8 +129,8 @@ MainWindow::MainWindow(QWidget* parent)
   add_dock("Legend", legend_, Qt::LeftDockWidgetArea);
   add_dock("Search", search_panel, Qt::LeftDockWidgetArea);
   add_dock("Scenario", scenario_panel_, Qt::LeftDockWidgetArea);
-  add_dock("Details", details_, Qt::RightDockWidgetArea);
-  add_dock("Summary", summary_panel, Qt::RightDockWidgetArea);
+  details_dock_ = add_dock("Details", details_, Qt::RightDockWidgetArea);
+  summary_dock_ = add_dock("Summary", summary_panel, Qt::RightDockWidgetArea);
   memory_dock_ = add_dock("Memory", memory_panel, Qt::BottomDockWidgetArea);
   compare_dock_ = add_dock("Compare", table_view(compare_model_, this), Qt::BottomDockWidgetArea);
   compare_dock_->hide();  // until two timelines are open
@@ -290,6 +296,15 @@ void MainWindow::selection_updated() {
               .arg(related.successors.size())
               .arg(related.peers.size());
   details_->setHtml(html);
+  // The whole of it in view: the dock grows to the text's height when it can.
+  details_->document()->setTextWidth(details_->viewport()->width());
+  const int needed = static_cast<int>(std::ceil(details_->document()->size().height())) + 2 * details_->frameWidth() +
+                     (details_dock_->height() - details_->height());
+  if (details_dock_->height() < needed) {  // taken from the Summary dock under it
+    const int both = details_dock_->height() + summary_dock_->height();
+    resizeDocks({details_dock_, summary_dock_}, {needed, std::max(both - needed, summary_dock_->minimumSizeHint().height())},
+                Qt::Vertical);
+  }
 }
 
 void MainWindow::search() {

@@ -56,6 +56,7 @@ class MainWindow : public QMainWindow {
   TableModel* search_model() const { return search_model_; }
   QLineEdit* search_field() const { return search_field_; }
   QString details_text() const { return details_->toPlainText(); }
+  QTextBrowser* details() const { return details_; }
 
  signals:
   void documents_changed();
@@ -71,6 +72,8 @@ class MainWindow : public QMainWindow {
   TimelineView* view_;
   QLabel* banner_;
   QLabel* warnings_banner_;
+  QDockWidget* details_dock_ = nullptr;
+  QDockWidget* summary_dock_ = nullptr;
   QListWidget* legend_;
   QTextBrowser* details_;
   QLineEdit* search_field_;

@@ -7,6 +7,10 @@
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QApplication>
+#include <QTextBrowser>
+#include <QScrollBar>
+#include <QTableView>
 
 #include <filesystem>
 #include <fstream>
@@ -391,6 +395,48 @@ TEST_F(MainWindowTest, TheReportsWarningsAreInABanner) {
   window_.close_all();
   open({QString::fromStdString((folder / "timeline.json").string())});
   EXPECT_TRUE(window_.warnings_text().isEmpty()) << window_.warnings_text().toStdString();
+}
+
+// Panels fit their text: every table column is as wide as its widest cell (nothing elided); a
+// span selected with reveal is on screen whole — its lane in view, its extent inside the lanes —
+// and its details show without scrolling.
+TEST_F(MainWindowTest, PanelsFitTheirTextAndASelectedSpanIsShownWhole) {
+  const std::filesystem::path folder = directory_.filePath("c1").toStdString();
+  scenarios::write_outputs(scenarios::run_scenario(scenarios::load_scenario(kScenarios + "c1_7b_ddp_8xh100.toml")), folder);
+  window_.setAttribute(Qt::WA_DontShowOnScreen);
+  window_.resize(1600, 900);
+  window_.show();
+  open({QString::fromStdString((folder / "timeline.json").string())});
+  const trace::Timeline& timeline = window_.view()->state().documents.at(0)->index->timeline();
+  std::uint32_t last_rank_span = 0;  // the last span of rank 7: its lane starts below the fold
+  for (std::uint32_t s = 0; s < timeline.spans.size(); ++s) {
+    if (timeline.spans[s].rank == 7) last_rank_span = s;
+  }
+  window_.view()->select(gui::SpanRef{0, last_rank_span}, /*reveal=*/true);
+  for (int round = 0; round < 3; ++round) QApplication::processEvents();  // the docks' layout settles
+
+  for (QTableView* table : window_.findChildren<QTableView*>()) {
+    if (!table->isVisible() || table->model() == nullptr) continue;
+    const QFontMetrics metrics(table->font());
+    for (int column = 0; column < table->model()->columnCount(); ++column) {
+      for (int row = 0; row < std::min(table->model()->rowCount(), 40); ++row) {
+        const QString text = table->model()->data(table->model()->index(row, column)).toString();
+        EXPECT_LE(metrics.horizontalAdvance(text), table->columnWidth(column)) << text.toStdString();
+      }
+    }
+  }
+  const gui::TimelineView& view = *window_.view();
+  const gui::LayoutEntry* lane = view.state().layout.entry_of_row(0, view.state().documents[0]->index->row_of(last_rank_span));
+  ASSERT_NE(lane, nullptr);
+  const int lanes_height = view.height() - gui::ViewGeometry::kAxisHeight;
+  EXPECT_GE(lane->y, view.state().scroll_y);
+  EXPECT_LE(lane->y + lane->height, view.state().scroll_y + lanes_height);
+  const trace::Span& span = timeline.spans[last_rank_span];
+  const double offset = view.state().offset_ps(0);
+  EXPECT_GE(view.x_of(static_cast<double>(span.start_ps) - offset), gui::ViewGeometry::kGutterWidth);
+  EXPECT_LE(view.x_of(static_cast<double>(span.end_ps) - offset), view.width());
+  EXPECT_TRUE(window_.details_text().contains("duration")) << window_.details_text().toStdString();
+  EXPECT_EQ(window_.details()->verticalScrollBar()->maximum(), 0);  // the whole of the details in view
 }
 
 TEST_F(MainWindowTest, TwoTimelinesAreComparedAndExportedBack) {
