@@ -8,6 +8,7 @@
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QPixmap>
+#include <QScrollBar>
 #include <QSortFilterProxyModel>
 #include <QStatusBar>
 #include <QThread>
@@ -112,7 +113,8 @@ MainWindow::MainWindow(QWidget* parent)
 
   auto* summary_panel = new QWidget;
   auto* summary_layout = new QVBoxLayout(summary_panel);
-  summary_layout->addWidget(table_view(summary_model_, summary_panel), 2);
+  summary_view_ = table_view(summary_model_, summary_panel);
+  summary_layout->addWidget(summary_view_, 2);
   summary_layout->addWidget(new QLabel("peak memory per rank"));
   summary_layout->addWidget(table_view(memory_model_, summary_panel), 1);
 
@@ -267,6 +269,12 @@ void MainWindow::documents_updated() {
   }
   compare_dock_->setVisible(documents_.size() >= 2);
   memory_chart_->set_documents(documents_);
+  // The Summary dock as wide as its table, up to a third of the window.
+  summary_view_->resizeColumnsToContents();
+  const int table_width = summary_view_->horizontalHeader()->length() + 2 * summary_view_->frameWidth() +
+                          summary_view_->verticalScrollBar()->sizeHint().width();
+  const int wanted = std::min(table_width + (summary_dock_->width() - summary_view_->width()), width() / 3);
+  if (summary_dock_->width() < wanted) resizeDocks({summary_dock_}, {wanted}, Qt::Horizontal);
   std::size_t ranks = 1;
   for (const auto& document : documents_) ranks = std::max(ranks, document->index->timeline().ranks.size());
   memory_rank_->setRange(0, static_cast<int>(ranks) - 1);

@@ -74,6 +74,7 @@ class MainWindow : public QMainWindow {
   QLabel* warnings_banner_;
   QDockWidget* details_dock_ = nullptr;
   QDockWidget* summary_dock_ = nullptr;
+  QTableView* summary_view_ = nullptr;
   QListWidget* legend_;
   QTextBrowser* details_;
   QLineEdit* search_field_;

@@ -168,7 +168,7 @@ void MemoryChart::paintEvent(QPaintEvent*) {
     painter.setPen(QPen(kCapacityColor, 1.5, Qt::DashLine));
     const double y = g.y_of(*capacity);
     painter.drawLine(QPointF(plot.left(), y), QPointF(plot.right(), y));
-    painter.drawText(QRectF(plot.left(), y - 15, plot.width() - 4, 14), Qt::AlignRight,
+    painter.drawText(QRectF(plot.left() + 4, y - 15, plot.width() - 8, 14), Qt::AlignLeft,
                      QString::fromStdString("capacity " + gigabytes(*capacity)));
   }
   if (const auto oom = out_of_memory()) {
@@ -179,19 +179,32 @@ void MemoryChart::paintEvent(QPaintEvent*) {
                      QString::fromStdString("OOM at " + oom->cause));
   }
 
-  // Legend: the stacked series, top down as they stack bottom up; totals of the others.
+  // Legend: the stacked series, top down as they stack bottom up; totals of the others; on a
+  // white box so that it reads over the areas.
+  const int lines = static_cast<int>(std::count(present.begin(), present.end(), true) + documents_.size() - 1);
+  int legend_width = 0;
+  for (std::size_t s = 0; s < shown.memory_series.size(); ++s) {
+    if (present[s]) legend_width = std::max(legend_width, painter.fontMetrics().horizontalAdvance(QString::fromStdString(shown.memory_series[s])) + 26);
+  }
+  for (std::size_t d = 0; d + 1 < documents_.size(); ++d) {
+    legend_width = std::max(legend_width,
+                            painter.fontMetrics().horizontalAdvance(QString::fromStdString("— " + documents_[d]->title + " (total)")) + 12);
+  }
+  const int left = plot.right() - legend_width - 4;  // top right, under the capacity's label
+  const int top = plot.top() + 20;
+  if (lines > 0) painter.fillRect(QRect(left - 4, top, legend_width + 4, lines * 14 + 6), QColor(255, 255, 255, 220));
   painter.setPen(Qt::black);
   int line = 0;
   for (std::size_t s = shown.memory_series.size(); s-- > 0;) {
     if (!present[s]) continue;
-    const int y = plot.top() + 20 + line++ * 14;
-    painter.fillRect(QRect(plot.left() + 6, y - 9, 10, 10), memory_series_color(shown.memory_series[s]));
-    painter.drawText(plot.left() + 20, y, QString::fromStdString(shown.memory_series[s]));
+    const int y = top + 14 + line++ * 14;
+    painter.fillRect(QRect(left, y - 9, 10, 10), memory_series_color(shown.memory_series[s]));
+    painter.drawText(left + 14, y, QString::fromStdString(shown.memory_series[s]));
   }
   for (std::size_t d = 0; d + 1 < documents_.size(); ++d) {
-    const int y = plot.top() + 20 + line++ * 14;
+    const int y = top + 14 + line++ * 14;
     painter.setPen(kLineColors[d % std::size(kLineColors)]);
-    painter.drawText(plot.left() + 6, y, QString::fromStdString("— " + documents_[d]->title + " (total)"));
+    painter.drawText(left, y, QString::fromStdString("— " + documents_[d]->title + " (total)"));
   }
 
   painter.setClipping(false);
