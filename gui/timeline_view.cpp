@@ -187,10 +187,13 @@ bool TimelineView::set_pipeline_view(bool on) {
     const auto& metadata = state_.documents[d]->index->timeline().metadata;
     const auto stages = metadata.find("pipeline_stage_ranks");
     if (stages == metadata.end()) continue;
+    const auto& ranks = state_.documents[d]->index->timeline().ranks;
     std::stringstream list(stages->second);
     for (std::string rank; std::getline(list, rank, ',');) {
       try {
-        shown[d].insert(std::stoi(rank));
+        const int number = std::stoi(rank);
+        // Only the stages whose rank has spans here (--trace-ranks may have left some out).
+        if (number >= 0 && static_cast<std::size_t>(number) < ranks.size() && ranks[number].traced) shown[d].insert(number);
       } catch (const std::exception&) {  // not a dtsim list: show this timeline whole
         shown[d].clear();
         break;

@@ -104,6 +104,32 @@ std::optional<Options> read_options(const QCommandLineParser& parser) {
   return options;
 }
 
+// The command line without the options QApplication takes for itself (-platform NAME, -style
+// NAME, -reverse, …; one dash or two), which it removes from argv when it is made.
+QStringList without_qt_options(const QStringList& arguments) {
+  static const QStringList kWithValue = {"platform", "platformpluginpath", "platformtheme", "plugin", "qwindowgeometry",
+                                         "qwindowicon", "qwindowtitle", "style", "stylesheet", "session", "display",
+                                         "geometry", "title"};
+  static const QStringList kFlags = {"reverse", "widgetcount", "nograb", "dograb"};
+  QStringList kept;
+  for (qsizetype i = 0; i < arguments.size(); ++i) {
+    QString name = arguments[i];
+    if (i == 0 || !name.startsWith('-')) {
+      kept << name;
+      continue;
+    }
+    name.remove(0, name.startsWith("--") ? 2 : 1);
+    const QString bare = name.section('=', 0, 0);
+    if (kFlags.contains(bare)) continue;
+    if (kWithValue.contains(bare)) {
+      if (!name.contains('=')) ++i;  // its value is the next argument
+      continue;
+    }
+    kept << arguments[i];
+  }
+  return kept;
+}
+
 // Runs the event loop until `signal` of `sender` fires.
 template <typename Sender, typename Signal>
 void wait_for(Sender* sender, Signal signal) {
@@ -171,6 +197,7 @@ int main(int argc, char** argv) {
   // usage errors work without a display.
   QStringList arguments;
   for (int i = 0; i < argc; ++i) arguments << QString::fromLocal8Bit(argv[i]);
+  arguments = without_qt_options(arguments);
   QCommandLineParser parser;
   declare_options(parser);
   if (!parser.parse(arguments)) {
@@ -188,9 +215,19 @@ int main(int argc, char** argv) {
   const auto options = read_options(parser);
   if (!options) return kExitUsage;
 
-  // Exporting needs no display: render offscreen unless a platform was chosen. A window does.
+  // Exporting needs no display: render offscreen unless a platform was chosen. A window does
+  // (on Linux, where DISPLAY or WAYLAND_DISPLAY says there is one).
+  bool platform_chosen = std::getenv("QT_QPA_PLATFORM") != nullptr;
+  for (int i = 1; i < argc; ++i) {
+    const std::string argument = argv[i];
+    platform_chosen = platform_chosen || argument.starts_with("-platform") || argument.starts_with("--platform");
+  }
+#ifdef __linux__
   const bool headless = std::getenv("DISPLAY") == nullptr && std::getenv("WAYLAND_DISPLAY") == nullptr;
-  if (headless && std::getenv("QT_QPA_PLATFORM") == nullptr) {
+#else
+  const bool headless = false;
+#endif
+  if (headless && !platform_chosen) {
     if (!exporting(*options)) {
       print_error("no display to open a window on (DISPLAY and WAYLAND_DISPLAY are unset): render to a file with "
                   "--export-png or --screenshot, or set QT_QPA_PLATFORM=offscreen");

@@ -109,9 +109,9 @@ void print_result(const RunResult& result, const std::filesystem::path& director
     out << result_json(result).dump(2) << "\n";
   } else {
     out << trace::format_report(result.report);
-    if (result.report.oom) {
+    if (result.memory_remedies) {
       out << "\n  remedies that apply here, each simulated (most saved first)\n"
-          << format_memory_remedies(result.memory_remedies);
+          << format_memory_remedies(*result.memory_remedies);
     }
     if (!result.simulation.symmetry.empty()) out << fmt::format("\nsimulated: {}\n", result.simulation.symmetry);
     if (timeline) {
@@ -129,6 +129,11 @@ void print_result(const RunResult& result, const std::filesystem::path& director
 int command_execute(const RunOptions& options, std::ostream& out, std::ostream& err) {
   if (options.backend != "mpi" && options.backend != "nccl") {
     print_error(err, "error", "--backend " + options.backend + ": expected mpi (CPU ranks) or nccl (one GPU per rank)");
+    return kExitBadInput;
+  }
+  if (!options.trace_ranks.empty() || !options.timeline) {
+    print_error(err, "error", "--trace-ranks and --no-timeline choose what a simulation traces; a real run (--backend) "
+                              "records every rank");
     return kExitBadInput;
   }
   const backend::MpiSession mpi(nullptr, nullptr);
@@ -150,7 +155,7 @@ int command_execute(const RunOptions& options, std::ostream& out, std::ostream& 
         verified != result.simulation.timeline.metadata.end() && !options.json) {
       out << "verified: " << verified->second << "\n";
     }
-    return 0;
+    return result.report.oom && options.fail_on_oom ? kExitOutOfMemory : 0;
   } catch (const ScenarioError& error) {
     if (mpi.rank() == 0) print_error(err, "error", error.what());
     return kExitBadInput;
@@ -308,6 +313,7 @@ int command_run(const RunOptions& options, std::ostream& out, std::ostream& err)
     const auto selection = parse_trace_selection(options.trace_ranks, &why);
     if (!selection) throw ScenarioError("--trace-ranks " + options.trace_ranks, "", why, "e.g. --trace-ranks 0-7,critical");
     scenario.trace = *selection;
+    scenario.trace.origin = "--trace-ranks " + options.trace_ranks;
   }
   if (!options.timeline) scenario.trace = TraceSelection::none();
   RunResult result;
@@ -323,7 +329,8 @@ int command_run(const RunOptions& options, std::ostream& out, std::ostream& err)
     result = progress.on_terminal() ? run_scenario(scenario, show, memory) : run_scenario(scenario, {}, memory);
     if (result.report.oom) {
       progress.show("out of memory: simulating the remedies that apply");
-      result.memory_remedies = memory_remedies(document, scenario, result.report, options.threads);
+      // One at a time unless -j says otherwise: each needs about the memory of the run itself.
+      result.memory_remedies = memory_remedies(document, scenario, result.report, options.threads == 0 ? 1 : options.threads);
     }
   }
   const auto directory = output_directory(options, scenario.name);
@@ -516,7 +523,8 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   run->add_flag("--json", options.json, "print the report as JSON instead of text");
   run->add_flag("--fail-on-oom", options.fail_on_oom,
                 "exit 3 when the step does not fit in GPU memory (the outputs are written all the same)");
-  run->add_option("-j,--threads", options.threads, "worker threads for the remedies of an OOM (default: all cores)");
+  run->add_option("-j,--threads", options.threads,
+                  "simulations of an OOM's remedies at once (default 1: each needs about the run's own memory)");
   run->add_option("--trace-ranks", options.trace_ranks,
                   "ranks whose spans the timeline keeps: e.g. 0-7,896 | first-node,critical | critical | all | none "
                   "(default: all up to 64 ranks, else the first node, each pipeline stage's first rank and the critical rank)");

@@ -104,11 +104,14 @@ CollectiveBenchOptions resolved(CollectiveBenchOptions options) {
     }
     const std::int32_t per_node =
         options.scenario.empty() ? cluster_for(options).node.gpus : load_scenario(options.scenario).cluster.node.gpus;
-    options.ranks = static_cast<std::int32_t>(std::min<std::int64_t>(std::int64_t{options.nodes} * per_node, kMaxRanks + 1));
+    const std::int64_t ranks = std::int64_t{options.nodes} * per_node;
+    if (ranks > kMaxRanks) {
+      bad("--nodes", fmt::format("{} nodes × {} GPUs = {} ranks, more than {}", options.nodes, per_node, ranks, kMaxRanks));
+    }
+    options.ranks = static_cast<std::int32_t>(ranks);
   }
   if (options.ranks < 1 || options.ranks > kMaxRanks) {
-    bad(options.nodes != 0 ? "--nodes" : "--ranks",
-        fmt::format("expected between 1 and {} ranks, got {}", kMaxRanks, options.ranks));
+    bad("--ranks", fmt::format("expected between 1 and {} ranks, got {}", kMaxRanks, options.ranks));
   }
   if (!options.min_bytes.empty() || !options.max_bytes.empty()) {
     const auto bounds = split(options.sizes, ':');
@@ -137,9 +140,12 @@ CollectiveBenchResult run_collective_bench(const CollectiveBenchOptions& asked) 
     min_bytes = parse_size(bounds[0]);
     max_bytes = parse_size(bounds[1]);
   } catch (const std::exception&) {
-    bad("--sizes", fmt::format("cannot read \"{}\"", options.sizes), "MIN:MAX, e.g. 8:8G or 1M:1G");
+    bad(asked.min_bytes.empty() && asked.max_bytes.empty() ? "--sizes" : "-b/-e",
+        fmt::format("cannot read \"{}\"", options.sizes), "sizes in bytes with K/M/G suffixes, e.g. -b 8 -e 8G or --sizes 1M:1G");
   }
-  if (min_bytes < 1 || max_bytes < min_bytes) bad("--sizes", "expected 1 <= MIN <= MAX");
+  if (min_bytes < 1 || max_bytes < min_bytes) {
+    bad(asked.min_bytes.empty() && asked.max_bytes.empty() ? "--sizes" : "-b/-e", "expected 1 <= MIN <= MAX");
+  }
   const double rows = std::floor(std::log(static_cast<double>(max_bytes) / static_cast<double>(min_bytes)) /
                                  std::log(options.factor)) + 1;
   if (rows > static_cast<double>(kMaxRows)) {

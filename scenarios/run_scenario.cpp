@@ -52,7 +52,7 @@ std::vector<bool> traced_ranks(const Scenario& scenario, const program::Program&
   if (program.info.parameter_server) traced[program.info.parameter_server->first_server] = true;
   for (const auto& [first, last] : trace.ranges) {
     if (last >= world) {
-      throw ScenarioError(scenario.source, "output.trace_ranks",
+      throw ScenarioError(trace.origin.empty() ? scenario.source : trace.origin, trace.origin.empty() ? "output.trace_ranks" : "",
                           fmt::format("rank {} does not exist: the program has {} ranks", last, world),
                           fmt::format("ranks are 0 to {}", world - 1));
     }
@@ -334,7 +334,7 @@ RunResult execute_scenario(const Scenario& scenario, backend::ExecutionOptions o
 nlohmann::json result_json(const RunResult& result) {
   nlohmann::json report = trace::report_to_json(result.report);
   report["provenance"] = provenance_json(result.provenance);
-  if (result.report.oom) report["oom_remedies"] = memory_remedies_json(result.memory_remedies);
+  if (result.memory_remedies) report["oom_remedies"] = memory_remedies_json(*result.memory_remedies);
   return report;
 }
 
@@ -357,6 +357,10 @@ void write_outputs(const RunResult& result, const std::filesystem::path& directo
                      out << report.dump(2) << "\n";
                    }});
   write_files_atomically(files);
+  if (!timeline) {  // an earlier run's timeline would pass for this report's
+    std::error_code ignored;
+    std::filesystem::remove(directory / "timeline.json", ignored);
+  }
 }
 
 }  // namespace scenarios

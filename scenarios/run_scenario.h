@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
@@ -42,11 +43,11 @@ struct RunResult {
   sim::SimulationResult simulation;
   trace::Report report;
   Provenance provenance;
-  std::vector<MemoryRemedy> memory_remedies;  // for a run that does not fit, when asked for
+  std::optional<std::vector<MemoryRemedy>> memory_remedies;  // for a simulated run that does not fit
 };
 
-// The report as JSON with the run's provenance and, for a run that does not fit, its
-// "oom_remedies" (empty when none were computed).
+// The report as JSON with the run's provenance and, when they were computed, the remedies of a
+// run that does not fit ("oom_remedies").
 nlohmann::json result_json(const RunResult& result);
 
 // Throws sim::SimulationError if the program cannot be simulated. `progress`, when set, is
@@ -70,7 +71,8 @@ RunResult execute_scenario(const Scenario& scenario, backend::ExecutionOptions o
 // Writes timeline.json (Chrome trace) and report.json into `directory`, creating it, with
 // write_files_atomically; report.json's "timeline_digest" is the digest of the timeline.json
 // written with it (format_digest), its "provenance" the result's. Throws OutputError.
-// Without `timeline`, report.json alone (no digest).
+// Without `timeline`, report.json alone (no digest), and a timeline.json left there by an
+// earlier run is removed.
 void write_outputs(const RunResult& result, const std::filesystem::path& directory, bool timeline = true);
 
 }  // namespace scenarios

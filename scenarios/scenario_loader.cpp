@@ -1085,7 +1085,8 @@ namespace {
 // range real hardware spans (2026: GPUs of 16–288 GB and 100–2,500 bf16 TFLOP/s, NICs of
 // 10–1,600 Gb/s, NVLink up to 1,800 GB/s per GPU).
 std::vector<std::string> implausible_values(const topology::ClusterSpec& cluster, const toml::table& root,
-                                            const std::string& file, const Origins& origins) {
+                                            const std::string& file, const Origins& origins,
+                                            const std::string& hardware_profile) {
   struct Check {
     std::string key;  // the scenario key that sets it (when the scenario sets it: else the preset's)
     double value;     // in the key's unit
@@ -1117,6 +1118,10 @@ std::vector<std::string> implausible_values(const topology::ClusterSpec& cluster
     if (check.value >= check.low && check.value <= check.high) continue;
     std::string where;
     if (const auto origin = origins.find(check.key); origin != origins.end()) {
+      // A measured profile is what this machine is (a CPU core's memory bandwidth is low).
+      if (!hardware_profile.empty() && origin->second.find(std::filesystem::path(hardware_profile).filename().string()) != std::string::npos) {
+        continue;
+      }
       where = origin->second + ": ";
     } else if (const toml::node* node = root.at_path(check.key).node(); node != nullptr) {
       where = fmt::format("{}:{}:{}: ", file, node->source().begin.line, node->source().begin.column);
@@ -1301,7 +1306,13 @@ void ScenarioDocument::add_sweep_axis(const std::string& assignment, const std::
     std::size_t begin = 0;
     for (std::size_t comma = text.find(','); begin <= text.size(); comma = text.find(',', begin)) {
       const std::size_t end = comma == std::string::npos ? text.size() : comma;
-      parse_value(text.substr(begin, end - begin)).get("value")->visit([&](auto& value) { values.push_back(std::move(value)); });
+      std::string item = text.substr(begin, end - begin);
+      item.erase(0, item.find_first_not_of(' '));
+      item.erase(item.find_last_not_of(' ') + 1);
+      if (item.empty()) {
+        throw ScenarioError(origin, key, fmt::format("an empty value in \"{}\"", text), "e.g. --sweep parallel.tp=2,4,8");
+      }
+      parse_value(item).get("value")->visit([&](auto& value) { values.push_back(std::move(value)); });
       begin = end + 1;
     }
   }
@@ -1425,7 +1436,7 @@ Scenario ScenarioDocument::read() const {
   }
   scenario.sweep = read_sweep_axes(root.child("sweep"), sweep ? sweep->as_table() : nullptr);
   root.finish();
-  scenario.warnings = implausible_values(scenario.cluster, s.root, s.file, s.origins);
+  scenario.warnings = implausible_values(scenario.cluster, s.root, s.file, s.origins, s.hardware_profile);
   return scenario;
 }
 

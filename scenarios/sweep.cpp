@@ -248,13 +248,17 @@ std::string format_sweep_table(const SweepResult& result, const SweepView& view)
     }
     cells.push_back(std::move(line));
   }
-  std::string warnings;  // each once, in point order
+  // Each warning once, with the points it concerns, in the order first met.
+  std::vector<std::pair<std::string, std::string>> warned;  // warning, its points
   for (std::size_t index : shown_rows(result, view)) {
     for (const std::string& warning : result.rows[index].warnings) {
-      const std::string line = fmt::format("warning: {}: {}\n", point_text(result, result.rows[index]), warning);
-      if (warnings.find(line) == std::string::npos) warnings += line;
+      auto found = std::find_if(warned.begin(), warned.end(), [&](const auto& w) { return w.first == warning; });
+      if (found == warned.end()) found = warned.insert(warned.end(), {warning, ""});
+      found->second += (found->second.empty() ? "" : "; ") + point_text(result, result.rows[index]);
     }
   }
+  std::string warnings;
+  for (const auto& [warning, points] : warned) warnings += fmt::format("warning: {}: {}\n", points, warning);
   return format_table(header, cells) + (reasons.empty() ? "" : "\n" + reasons) + (warnings.empty() ? "" : "\n" + warnings);
 }
 

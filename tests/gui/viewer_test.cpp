@@ -542,6 +542,8 @@ TEST(ViewerCommandLineTest, HelpAndVersionWithoutADisplayAndUsageErrorsExitTwo) 
   EXPECT_TRUE(output.contains("--export-png")) << output.toStdString();
   EXPECT_EQ(run_viewer({"--version"}, &errors, &output, false), 0);
   EXPECT_TRUE(output.startsWith("dtsim-view ")) << output.toStdString();
+  EXPECT_EQ(run_viewer({"-platform", "offscreen", "-style", "fusion", "--version"}, &errors, &output, false), 0)
+      << errors.toStdString();  // Qt's own options are Qt's
   EXPECT_EQ(run_viewer({"--no-such-option"}, &errors, &output, false), 2);
   EXPECT_TRUE(errors.contains("no-such-option")) << errors.toStdString();
   EXPECT_EQ(run_viewer({"timeline.json"}, &errors, &output, false), 2);

@@ -156,11 +156,15 @@ TEST_F(CliTest, TraceRanksChoosesWhatTheTimelineHoldsAndTheCriticalRankIsInItByD
   EXPECT_FALSE(bare.contains("timeline_digest"));
   EXPECT_EQ(bare["step_time_s"], report["step_time_s"]);
 
-  for (const char* bad : {"0-7,x", "7-3", "0-200"}) {
+  for (const std::string bad : {"0-7,x", "7-3", "0-200"}) {
     const CliRun refused = dtsim({"run", scenario.string(), "--trace-ranks", bad, "-o", directory_.string()});
     EXPECT_EQ(refused.code, 2) << bad;
-    EXPECT_NE(refused.err.find("trace"), std::string::npos) << refused.err;
+    EXPECT_NE(refused.err.find("--trace-ranks " + bad), std::string::npos) << refused.err;  // not the file
   }
+  // A report written alone: the timeline an earlier run left in the folder goes.
+  ASSERT_TRUE(fs::exists(scratch_ / "auto" / "timeline.json"));
+  run({"--no-timeline"}, "auto");
+  EXPECT_FALSE(fs::exists(scratch_ / "auto" / "timeline.json"));
   EXPECT_FALSE(fs::exists(directory_));
 }
 
@@ -203,7 +207,9 @@ TEST_F(CliTest, TheHeaderShowsOverriddenHardwareAndImplausibleValuesAreWarnedAbo
   for (const auto& row : rows["rows"]) {
     const bool above_peak = row["mfu"].get<double>() > 1;
     EXPECT_EQ(row["warnings"].size(), above_peak ? 1u : 0u) << row;
-    if (above_peak) EXPECT_EQ(row["warnings"][0].get<std::string>().rfind("MFU ", 0), 0u) << row;
+    if (above_peak) {
+      EXPECT_EQ(row["warnings"][0].get<std::string>().rfind("MFU ", 0), 0u) << row;
+    }
     warned += above_peak ? 1 : 0;
   }
   EXPECT_EQ(warned, 1);
@@ -340,6 +346,11 @@ TEST_F(CliTest, SweepAxesSortTopBestAndJsonFromTheCommandLine) {
                              "--json", "-o", directory_.string()});
   ASSERT_EQ(bare.code, 0) << bare.err;  // values that are not TOML are bare strings
   EXPECT_EQ(nlohmann::json::parse(bare.out)["rows"].size(), 2u);
+  const CliRun spaced = dtsim({"sweep", kSource + "/scenarios/default.toml", "--sweep", "cluster.node=hgx-h100, hgx-h200",
+                               "--json", "-o", directory_.string()});
+  ASSERT_EQ(spaced.code, 0) << spaced.err;  // items are trimmed
+  EXPECT_EQ(nlohmann::json::parse(spaced.out)["rows"][1]["values"]["cluster.node"], "\"hgx-h200\"");
+  EXPECT_EQ(dtsim({"sweep", c2, "--sweep", "ddp.bucket_cap_mb=10,,25", "-o", directory_.string()}).code, 2);
 }
 
 // Runs in `directory` while it lives.
