@@ -1288,7 +1288,11 @@ toml::table parse_value(const std::string& text) {
 }  // namespace
 
 void ScenarioDocument::set(const std::string& assignment, const std::string& origin) {
-  auto [key, text] = split_assignment(assignment, origin, "key=value", "e.g. --set ddp.bucket_cap_mb=50");
+  // Named references, not a structured binding: a lambda below uses the key (C++20 lets
+  // lambdas capture bindings, clang 15 does not yet).
+  const auto parts = split_assignment(assignment, origin, "key=value", "e.g. --set ddp.bucket_cap_mb=50");
+  const std::string& key = parts.first;
+  const std::string& text = parts.second;
   check_text_limits("value = " + text, origin, /*with_positions=*/false);
   toml::table parsed = parse_value(text);
   parsed.get("value")->visit(
