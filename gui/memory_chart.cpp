@@ -32,12 +32,6 @@ std::vector<const trace::MemorySample*> samples_of(const trace::Timeline& timeli
   return samples;
 }
 
-std::int64_t total(const trace::MemorySample& sample) {
-  std::int64_t bytes = 0;
-  for (const std::int64_t series : sample.bytes) bytes += series;
-  return bytes;
-}
-
 // The device memory a dtsim timeline states (metadata "memory_capacity_bytes"); none for traces
 // that do not say.
 std::optional<double> capacity_of(const trace::Timeline& timeline) {
@@ -82,7 +76,7 @@ std::optional<MemoryChartGeometry> MemoryChart::geometry() const {
   double peak = 0;
   for (const auto& document : documents_) {
     for (const trace::MemorySample* sample : samples_of(document->index->timeline(), rank_)) {
-      peak = std::max(peak, static_cast<double>(total(*sample)));
+      peak = std::max(peak, static_cast<double>(trace::total_bytes(*sample)));
     }
     geometry.end_ps = std::max(geometry.end_ps, document->index->extent().length());
   }
@@ -98,7 +92,7 @@ std::optional<MemoryChart::OutOfMemory> MemoryChart::out_of_memory() const {
   const std::optional<double> capacity = capacity_of(timeline);
   if (!capacity) return std::nullopt;
   for (const trace::MemorySample* sample : samples_of(timeline, rank_)) {
-    if (static_cast<double>(total(*sample)) > *capacity) {
+    if (static_cast<double>(trace::total_bytes(*sample)) > *capacity) {
       return OutOfMemory{static_cast<double>(sample->time_ps) - documents_.back()->index->extent().begin_ps,
                          timeline.strings.at(sample->cause)};
     }
@@ -153,7 +147,7 @@ void MemoryChart::paintEvent(QPaintEvent*) {
     for (const trace::MemorySample* sample : curve) {
       const double x = g.x_of(static_cast<double>(sample->time_ps) - begin);
       path.lineTo(x, g.y_of(previous));
-      previous = static_cast<double>(total(*sample));
+      previous = static_cast<double>(trace::total_bytes(*sample));
       path.lineTo(x, g.y_of(previous));
     }
     path.lineTo(g.x_of(g.end_ps), g.y_of(previous));

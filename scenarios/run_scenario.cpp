@@ -262,7 +262,8 @@ RunResult run_scenario(const Scenario& scenario, const std::function<bool(const 
   if (traces_critical(scenario.trace) && !options.traced_ranks.empty()) {
     // The rank the report describes is known once the step has run: run it again to trace it
     // (the same simulation, deterministic; only the spans kept differ).
-    const auto critical = static_cast<std::size_t>(trace::build_report(result.simulation.timeline, {}).critical_rank);
+    const auto critical =
+        static_cast<std::size_t>(trace::critical_rank(trace::summarize_ranks(result.simulation.timeline)));
     if (!options.traced_ranks[critical]) {
       options.traced_ranks[critical] = true;
       result.simulation = simulate();

@@ -1275,6 +1275,22 @@ std::pair<std::string, std::string> split_assignment(const std::string& assignme
   return {std::move(key), std::move(text)};
 }
 
+// "a, b,c" → "a", "b", "c": the comma-separated items of a command-line list, spaces around
+// them trimmed (an empty item stays, for the caller to refuse).
+std::vector<std::string> comma_separated_items(const std::string& text) {
+  std::vector<std::string> items;
+  std::size_t begin = 0;
+  while (begin <= text.size()) {
+    const std::size_t end = std::min(text.find(',', begin), text.size());
+    std::string item = text.substr(begin, end - begin);
+    item.erase(0, item.find_first_not_of(' '));
+    item.erase(item.find_last_not_of(' ') + 1);
+    items.push_back(std::move(item));
+    begin = end + 1;
+  }
+  return items;
+}
+
 // A value given on the command line: TOML (5, 2.5, true, "text", [1, 2]) or, if it does not
 // parse as TOML, a bare string.
 toml::table parse_value(const std::string& text) {
@@ -1307,17 +1323,11 @@ void ScenarioDocument::add_sweep_axis(const std::string& assignment, const std::
   try {  // the list as one TOML array: 2,4,8 or "a, b","c" or [1,2],[3]
     values = std::move(*toml::parse("value = [" + text + "]").get("value")->as_array());
   } catch (const toml::parse_error&) {  // else each comma-separated item on its own (bare strings)
-    std::size_t begin = 0;
-    for (std::size_t comma = text.find(','); begin <= text.size(); comma = text.find(',', begin)) {
-      const std::size_t end = comma == std::string::npos ? text.size() : comma;
-      std::string item = text.substr(begin, end - begin);
-      item.erase(0, item.find_first_not_of(' '));
-      item.erase(item.find_last_not_of(' ') + 1);
+    for (const std::string& item : comma_separated_items(text)) {
       if (item.empty()) {
         throw ScenarioError(origin, key, fmt::format("an empty value in \"{}\"", text), "e.g. --sweep parallel.tp=2,4,8");
       }
       parse_value(item).get("value")->visit([&](auto& value) { values.push_back(std::move(value)); });
-      begin = end + 1;
     }
   }
   toml::node* sweep = state_->root.get("sweep");
@@ -1516,13 +1526,7 @@ std::optional<TraceSelection> parse_trace_selection(const std::string& text, std
     if (value >= kLargestCount) return std::nullopt;
     return static_cast<std::int32_t>(value);
   };
-  std::size_t begin = 0;
-  while (begin <= text.size()) {
-    const std::size_t comma = std::min(text.find(',', begin), text.size());
-    std::string item = text.substr(begin, comma - begin);
-    item.erase(0, item.find_first_not_of(' '));
-    item.erase(item.find_last_not_of(' ') + 1);
-    begin = comma + 1;
+  for (const std::string& item : comma_separated_items(text)) {
     if (item == "auto") {
       selection.automatic = true;
     } else if (item == "all") {

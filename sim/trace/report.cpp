@@ -73,6 +73,19 @@ void add_warnings(Report& report, const RunFacts& facts) {
 
 }  // namespace
 
+std::int32_t critical_rank(const std::vector<RankSummary>& summaries) {
+  std::int32_t critical = 0;
+  std::optional<std::int64_t> latest;
+  for (const RankSummary& summary : summaries) {
+    if (summary.end_ps == 0 && summary.begin_ps == 0) continue;  // ran nothing
+    if (!latest || summary.end_ps > *latest) {
+      latest = summary.end_ps;
+      critical = summary.rank;
+    }
+  }
+  return critical;
+}
+
 Report build_report(const Timeline& timeline, const RunFacts& facts) {
   Report report;
   report.title = facts.title.empty() ? timeline.title : facts.title;
@@ -91,12 +104,10 @@ Report build_report(const Timeline& timeline, const RunFacts& facts) {
   for (const RankSummary& summary : summaries) {
     if (summary.end_ps == 0 && summary.begin_ps == 0) continue;
     begin = any ? std::min(begin, summary.begin_ps) : summary.begin_ps;
-    if (!any || summary.end_ps > end) {
-      end = summary.end_ps;
-      report.critical_rank = summary.rank;
-    }
+    end = any ? std::max(end, summary.end_ps) : summary.end_ps;
     any = true;
   }
+  report.critical_rank = critical_rank(summaries);
   report.step_time_s = seconds(end - begin) / steps;
   if (facts.host_run_time_s) report.host_step_time_s = *facts.host_run_time_s / steps;
   for (const double run : facts.host_run_times_s) report.host_step_times_s.push_back(run / steps);

@@ -123,6 +123,9 @@ struct Report {
 };
 
 Report build_report(const Timeline& timeline, const RunFacts& facts);
+// The rank the report describes: the one that finishes last (the first of equals); 0 when no
+// rank ran anything.
+std::int32_t critical_rank(const std::vector<RankSummary>& summaries);
 std::string format_report(const Report& report);
 // A duration in s, ms or µs with the report's precision.
 std::string human_seconds(double seconds);

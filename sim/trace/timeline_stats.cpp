@@ -83,10 +83,12 @@ std::vector<Difference> compare_timelines(const TimelineStats& a, const Timeline
   return rows;
 }
 
+std::int64_t total_bytes(const MemorySample& sample) { return total(sample.bytes); }
+
 std::vector<MemoryPoint> memory_curve(const Timeline& timeline, std::int32_t rank) {
   std::vector<MemoryPoint> points;
   for (const MemorySample& sample : timeline.memory) {
-    if (sample.rank == rank) points.push_back({sample.time_ps, total(sample.bytes)});
+    if (sample.rank == rank) points.push_back({sample.time_ps, total_bytes(sample)});
   }
   std::stable_sort(points.begin(), points.end(), [](const MemoryPoint& x, const MemoryPoint& y) { return x.time_ps < y.time_ps; });
   return points;

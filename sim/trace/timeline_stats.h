@@ -54,5 +54,7 @@ struct MemoryPoint {
   std::int64_t bytes = 0;
 };
 std::vector<MemoryPoint> memory_curve(const Timeline& timeline, std::int32_t rank);
+// A sample's bytes summed over the series.
+std::int64_t total_bytes(const MemorySample& sample);
 
 }  // namespace trace
