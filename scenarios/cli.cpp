@@ -447,7 +447,7 @@ int command_presets(std::ostream& out) {
   }
   out << "\nModels ([model] preset):\n";
   for (const auto& name : strategies::model_preset_names()) {
-    out << fmt::format("  {:<16}{}\n", name, strategies::describe(*strategies::model_preset(name)));
+    out << fmt::format("  {:<19}{}\n", name, strategies::describe(*strategies::model_preset(name)));
   }
   return 0;
 }

@@ -452,6 +452,85 @@ topology::ClusterSpec read_cluster(TableReader reader) {
   return cluster;
 }
 
+// [model.moe]: a preset's mixture of experts changed key by key, or a custom one (experts,
+// top_k and expert_ffn_hidden required).
+void read_moe(TableReader reader, strategies::ModelSpec& model) {
+  if (!reader.present()) return;
+  const bool preset_moe = model.moe.has_value();
+  strategies::MoeSpec moe = model.moe.value_or(strategies::MoeSpec{});
+  const auto required = [&](std::string_view key, std::int64_t& field, std::int64_t minimum) {
+    if (!preset_moe && reader.node(key) == nullptr) {
+      reader.fail(key, "missing required key", "a mixture of experts needs experts, top_k and expert_ffn_hidden");
+    }
+    field = reader.count(key, field, minimum, kMaxDimension);
+  };
+  required("experts", moe.experts, 1);
+  required("top_k", moe.top_k, 1);
+  required("expert_ffn_hidden", moe.expert_ffn_hidden, 1);
+  if (moe.top_k > moe.experts) {
+    reader.fail("top_k", fmt::format("top_k = {} routes each token to more experts than the {} there are", moe.top_k, moe.experts),
+                fmt::format("use top_k ≤ model.moe.experts = {}", moe.experts));
+  }
+  moe.shared_experts = reader.count("shared_experts", moe.shared_experts, 0, kMaxDimension);
+  moe.shared_expert_ffn_hidden = reader.count("shared_expert_ffn_hidden", moe.shared_expert_ffn_hidden, 0, kMaxDimension);
+  moe.shared_expert_gate = reader.boolean("shared_expert_gate").value_or(moe.shared_expert_gate);
+  moe.layer_frequency = reader.count("layer_frequency", moe.layer_frequency, 1, kMaxLayers);
+  moe.first_dense_layers = reader.count("first_dense_layers", moe.first_dense_layers, 0, kMaxLayers);
+  reader.choice("router", {"softmax_topk"});  // the only router modelled
+  if (const auto capacity = reader.number("capacity_factor")) {
+    if (!(*capacity > 0)) {
+      reader.fail("capacity_factor", fmt::format("expected a positive number, got {}", *capacity),
+                  "1.0 lets each expert take its balanced share T·k/E; remove the key for dropless routing");
+    }
+    moe.capacity_factor = *capacity;
+  }
+  if (reader.boolean("dropless").value_or(false)) moe.capacity_factor.reset();
+  moe.load = reader.named("load", moe.load);
+  moe.zipf_exponent = reader.non_negative("zipf_exponent", moe.zipf_exponent);
+  moe.load_seed = static_cast<std::uint64_t>(reader.count("load_seed", static_cast<std::int64_t>(moe.load_seed), 0));
+  if (const toml::node* fractions = reader.node("expert_fractions")) {
+    const auto* list = fractions->as_array();
+    double total = 0;
+    moe.measured_fractions.clear();
+    for (std::size_t i = 0; list != nullptr && i < list->size(); ++i) {
+      const auto value = list->get(i)->value<double>();
+      if (!value || !(*value >= 0)) break;
+      moe.measured_fractions.push_back(*value);
+      total += *value;
+    }
+    if (list == nullptr || moe.measured_fractions.size() != static_cast<std::size_t>(moe.experts) || !(std::abs(total - 1) < 1e-3)) {
+      reader.fail("expert_fractions",
+                  fmt::format("expected {} non-negative fractions (one per expert) summing to 1, got {}", moe.experts,
+                              node_text(*fractions)),
+                  "measured per-expert token fractions, e.g. from the router's tokens_per_expert counts divided by their sum");
+    }
+  }
+  if ((moe.load == strategies::ExpertLoad::kMeasured) != !moe.measured_fractions.empty()) {
+    reader.fail(moe.measured_fractions.empty() ? "load" : "expert_fractions",
+                moe.measured_fractions.empty() ? "load = \"measured\" needs the measured shares in expert_fractions"
+                                               : "expert_fractions are read only with load = \"measured\"",
+                "set load = \"measured\" and expert_fractions = [...] together");
+  }
+  reader.finish();
+  model.moe = moe;
+}
+
+// [model.mla]: multi-head latent attention's ranks and head dimensions (model.h).
+void read_mla(TableReader reader, strategies::ModelSpec& model) {
+  if (!reader.present()) return;
+  strategies::MlaSpec mla = model.mla.value_or(strategies::MlaSpec{});
+  mla.q_lora_rank = reader.count("q_lora_rank", mla.q_lora_rank, 0, kMaxDimension);
+  for (auto [key, field] : {std::pair{"kv_lora_rank", &mla.kv_lora_rank}, {"qk_nope_head_dim", &mla.qk_nope_head_dim},
+                            {"qk_rope_head_dim", &mla.qk_rope_head_dim}, {"v_head_dim", &mla.v_head_dim}}) {
+    if (!model.mla && reader.node(key) == nullptr) {
+      reader.fail(key, "missing required key", "latent attention needs kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim and v_head_dim");
+    }
+    *field = reader.count(key, *field, 1, kMaxDimension);
+  }
+  reader.finish();
+  model.mla = mla;
+}
+
 strategies::ModelSpec read_model(TableReader reader) {
   strategies::ModelSpec model;
   const auto preset = reader.choice("preset", strategies::model_preset_names());
@@ -485,6 +564,7 @@ strategies::ModelSpec read_model(TableReader reader) {
                                             : strategies::AttentionKind::kStandard;
   }
   model.biases = reader.boolean("biases").value_or(model.biases);
+  model.qkv_biases = reader.boolean("qkv_biases").value_or(model.qkv_biases);
   model.tied_embeddings = reader.boolean("tied_embeddings").value_or(model.tied_embeddings);
   model.learned_positions = reader.boolean("learned_positions").value_or(model.learned_positions);
   model.causal = reader.boolean("causal").value_or(model.causal);
@@ -497,6 +577,12 @@ strategies::ModelSpec read_model(TableReader reader) {
     reader.fail("kv_heads",
                 fmt::format("{} attention heads are not divisible by {} KV heads", model.heads, model.kv_heads),
                 "grouped-query attention needs heads % kv_heads == 0");
+  }
+  read_moe(reader.child("moe"), model);
+  read_mla(reader.child("mla"), model);
+  if (model.mla && model.attention != strategies::AttentionKind::kFlash) {
+    reader.fail("attention", "latent attention (model.mla) is modelled with a fused attention kernel only",
+                "set model.attention = \"flash\"");
   }
   reader.finish();
   return model;
@@ -541,6 +627,8 @@ void read_parallel(TableReader& reader, Scenario& scenario) {
   parallel.pipeline_p2p_blocking = reader.boolean("pipeline_p2p_blocking").value_or(parallel.pipeline_p2p_blocking);
   parallel.pipeline_scatter_gather = reader.boolean("pipeline_scatter_gather").value_or(parallel.pipeline_scatter_gather);
   parallel.tp_comm_overlap = reader.boolean("tp_comm_overlap").value_or(parallel.tp_comm_overlap);
+  parallel.ep = static_cast<std::int32_t>(reader.count("ep", 1, 1, gpus));
+  parallel.moe_shared_expert_overlap = reader.boolean("moe_shared_expert_overlap").value_or(parallel.moe_shared_expert_overlap);
   parallel.gpus_per_node = scenario.cluster.node.gpus;
   scenario.lowering.parameter_servers = scenario.cluster.parameter_servers.count;
 }
@@ -568,6 +656,69 @@ void check_tensor_parallel_divisibility(TableReader& parallel_reader, const stra
   }
   if (model.ffn_hidden % tp != 0) {
     fail(fmt::format("model.ffn_hidden {} is not divisible by tp {}", model.ffn_hidden, tp));
+  }
+}
+
+// Expert parallelism: ep splits the data-parallel ranks into groups that each hold every routed
+// expert once (strategies/layout.h), so it divides dp and the experts.
+void check_expert_parallel(TableReader& parallel_reader, TableReader& zero_reader, const Scenario& scenario) {
+  const strategies::ParallelSpec& parallel = scenario.lowering.parallel;
+  const strategies::LoweringInput& lowering = scenario.lowering;
+  const auto& moe = lowering.model.moe;
+  if (!moe) {
+    if (parallel.ep > 1 || parallel.moe_shared_expert_overlap) {
+      parallel_reader.fail(parallel.ep > 1 ? "ep" : "moe_shared_expert_overlap",
+                           fmt::format("{} is a dense model: expert parallelism needs a mixture of experts", lowering.model.name),
+                           "add [model.moe], use a MoE preset (mixtral-8x7b, deepseek-v3, qwen1.5-moe-a2.7b), or set ep = 1");
+    }
+    return;
+  }
+  if (moe->experts % parallel.ep != 0) {
+    parallel_reader.fail("ep",
+                         fmt::format("ep = {} does not divide the {} experts (model.moe.experts): each expert-parallel "
+                                     "rank must hold a whole number of experts",
+                                     parallel.ep, moe->experts),
+                         fmt::format("use an ep that divides {}", moe->experts));
+  }
+  if (parallel.dp % parallel.ep != 0) {
+    parallel_reader.fail("ep",
+                         fmt::format("ep × tp = {} × {} = {} GPUs per expert group, but the expert groups are cut from the "
+                                     "dp × tp = {} × {} data-parallel GPUs of a stage, which ep does not divide",
+                                     parallel.ep, parallel.tp, parallel.ep * parallel.tp, parallel.dp, parallel.tp),
+                         "choose an ep that divides parallel.dp: Megatron-Core's expert data parallelism is dp / ep");
+  }
+  if (parallel.tp > 1 && !parallel.sequence_parallel) {
+    parallel_reader.fail("sequence_parallel",
+                         "a MoE layer under tensor parallelism needs sequence parallelism (Megatron-Core requires it: "
+                         "each rank routes its own share of the tokens)",
+                         "set sequence_parallel = true");
+  }
+  if (moe->expert_ffn_hidden % parallel.tp != 0 || moe->shared_width() % parallel.tp != 0) {
+    parallel_reader.fail("tp", fmt::format("tp = {} does not divide the experts' width {} (model.moe.expert_ffn_hidden) or the "
+                                           "shared experts' {}",
+                                           parallel.tp, moe->expert_ffn_hidden, moe->shared_width()),
+                         "choose a tp dividing both widths");
+  }
+  const bool sharded_parameters = parallel.strategy == "fsdp" || (parallel.strategy == "zero" && lowering.zero.stage == 3);
+  if (parallel.ep > 1 && sharded_parameters) {
+    parallel_reader.fail("strategy",
+                         "expert parallelism is modelled with DDP or ZeRO-1/2 (Megatron-Core's distributed optimizer), "
+                         "not with parameters sharded per unit",
+                         "use strategy = \"ddp\", or \"zero\" with zero.stage = 1 or 2");
+  }
+  if (parallel.ep > 1 && lowering.zero.overlap_param_gather) {
+    zero_reader.fail("overlap_param_gather", "the overlapped parameter gather is not modelled for expert parameters",
+                     "remove zero.overlap_param_gather with parallel.ep > 1");
+  }
+  if (parallel.moe_shared_expert_overlap && (parallel.ep == 1 || moe->shared_width() == 0)) {
+    parallel_reader.fail("moe_shared_expert_overlap",
+                         parallel.ep == 1 ? "overlaps the shared experts with the token all-to-alls, but parallel.ep is 1"
+                                          : fmt::format("{} has no shared experts to overlap", lowering.model.name),
+                         "remove moe_shared_expert_overlap");
+  }
+  if (parallel.tp_comm_overlap) {
+    parallel_reader.fail("tp_comm_overlap", "tensor-parallel communication overlap is not modelled for MoE layers",
+                         "set tp_comm_overlap = false for a mixture-of-experts model");
   }
 }
 
@@ -1428,6 +1579,7 @@ Scenario ScenarioDocument::read() const {
   read_fsdp(fsdp, scenario.lowering.fsdp);
   check_tensor_parallel_divisibility(parallel, scenario.lowering.model, scenario.lowering.parallel.tp);
   check_parallel_combination(parallel, fsdp, zero, scenario);
+  check_expert_parallel(parallel, zero, scenario);
   for (TableReader* table : {&training, &parallel, &zero, &fsdp}) table->finish();
 
   read_ps(root.child("ps"), scenario.lowering.ps);

@@ -43,8 +43,9 @@ std::vector<OpIndex> with(std::vector<OpIndex> ops, const std::vector<OpIndex>& 
 class BucketFiller {
  public:
   BucketFiller(const DdpSpec& ddp, CollectiveKind kind, program::GroupFamilyId group, program::StreamId stream,
-               program::DType dtype, double bytes_per_element)
-      : ddp_(ddp), kind_(kind), group_(group), stream_(stream), dtype_(dtype), bytes_per_element_(bytes_per_element) {}
+               program::DType dtype, double bytes_per_element, std::string label = "")
+      : ddp_(ddp), kind_(kind), group_(group), stream_(stream), dtype_(dtype), bytes_per_element_(bytes_per_element),
+        label_(std::move(label)) {}
 
   void add(RankProgramBuilder& builder, std::int64_t elements, OpIndex ready_after) {
     bytes_ += static_cast<double>(elements) * bytes_per_element_;
@@ -53,7 +54,7 @@ class BucketFiller {
   }
   void flush(RankProgramBuilder& builder, OpIndex ready_after) {
     if (bytes_ <= 0) return;
-    last_ = builder.add(fmt::format("{}.bucket{}.{}", kind_ == CollectiveKind::kAllReduce ? "ddp" : "zero", index_,
+    last_ = builder.add(fmt::format("{}{}.bucket{}.{}", kind_ == CollectiveKind::kAllReduce ? "ddp" : "zero", label_, index_,
                                     program::collective_name(kind_)),
                         stream_, program::make_collective(kind_, group_, bytes_, dtype_), {ready_after});
     ++index_;
@@ -73,6 +74,7 @@ class BucketFiller {
   program::StreamId stream_;
   program::DType dtype_;
   double bytes_per_element_;
+  std::string label_;  // ".experts" for the routed experts' buckets
   int index_ = 0;
   double bytes_ = 0;
   std::optional<OpIndex> last_;
@@ -88,17 +90,14 @@ class ReplicatedPolicy : public DataParallelPolicy {
         dp_(input_.parallel.dp),
         // ZeroRedundancyOptimizer keeps DDP's all-reduce; DeepSpeed's ZeRO reduce-scatters.
         reduce_scatter_(zero_stage > 0 && input_.zero.implementation == ZeroImplementation::kDeepSpeed),
-        buckets_(input_.ddp, reduce_scatter_ ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce,
-                 context.dp_group, context.dp_reduce, context.replica->gradient_dtype,
-                 dtype_size(context.replica->gradient_dtype) * parameter_scale(input_.model)) {}
+        buckets_(bucket_filler(context.dp_group)),
+        expert_buckets_(bucket_filler(context.expert_dp_group, ".experts")) {}
 
   void allocate_states(RankProgramBuilder& builder) override {
-    const double sharded = 1.0 / dp_;
-    StateShares shares;
-    if (zero_stage_ >= 1) shares.optimizer_states = sharded;
-    if (reduce_scatter_) shares.master_weights = sharded;
-    if (zero_stage_ >= 2) shares.gradients = sharded;
-    allocate_model_states(builder, context_.streams.compute, context_.parameters, context_.replica->state, shares);
+    allocate_model_states(builder, context_.streams.compute, context_.parameters - context_.expert_parameters,
+                          context_.replica->state, shares(dp_));
+    allocate_model_states(builder, context_.streams.compute, context_.expert_parameters, context_.replica->state,
+                          shares(context_.expert_dp), "experts.");
     if (!reduce_scatter_ && !input_.ddp.gradient_as_bucket_view && dp_ > 1) {
       builder.allocate("ddp.bucket_buffers", context_.streams.compute, MemoryCategory::kCommBuffers,
                        context_.parameters * context_.replica->state.gradients);
@@ -115,19 +114,25 @@ class ReplicatedPolicy : public DataParallelPolicy {
 
   OpIndex backward(RankProgramBuilder& builder, std::vector<OpIndex> deps, bool last_micro_batch) override {
     const bool sync = dp_ > 1 && (last_micro_batch || (!reduce_scatter_ && !input_.ddp.no_sync));
+    const bool expert_sync = sync && context_.expert_dp > 1;
     buckets_.reset();
+    expert_buckets_.reset();
     const OpIndex last = emit_backward(builder, context_.blocks, context_.streams, input_.training.checkpointing,
                                        std::move(deps), [&](const Block& block, const BackwardStep& step, OpIndex op) {
-                                         if (!sync) return;
                                          for (std::size_t param : step.grads_ready) {
-                                           buckets_.add(builder, block.params[param].elements, op);
+                                           const ParamTensor& tensor = block.params[param];
+                                           if (tensor.expert ? expert_sync : sync) {
+                                             (tensor.expert ? expert_buckets_ : buckets_).add(builder, tensor.elements, op);
+                                           }
                                          }
                                        });
     if (!sync) return last;
-    buckets_.flush(builder, last);
     // The next compute waits for every bucket, as DDP's finalize_backward makes the compute
     // stream wait for the communication stream.
-    if (buckets_.last()) wait_for_.push_back(*buckets_.last());
+    for (BucketFiller* filler : {&buckets_, &expert_buckets_}) {
+      filler->flush(builder, last);
+      if (filler->last()) wait_for_.push_back(*filler->last());
+    }
     if (zero_stage_ == 0 && input_.ddp.barrier_every_step && last_micro_batch && context_.issues_step_barrier) {
       program::CollectiveOp barrier = program::make_collective(CollectiveKind::kBarrier, context_.world_group, 0, program::DType::kFP32);
       wait_for_.push_back(builder.add("barrier", context_.dp_reduce, barrier, {last}));
@@ -136,11 +141,12 @@ class ReplicatedPolicy : public DataParallelPolicy {
   }
 
   std::vector<OpIndex> finish_step(RankProgramBuilder& builder, std::vector<OpIndex> before_update) override {
-    const double share = zero_stage_ >= 1 ? 1.0 / dp_ : 1.0;
+    const double dense = context_.parameters - context_.expert_parameters;
+    const auto share = [&](std::int32_t ranks) { return zero_stage_ >= 1 ? 1.0 / ranks : 1.0; };
+    const double updated = dense * share(dp_) + context_.expert_parameters * share(context_.expert_dp);
     const OpIndex update = builder.add(fmt::format("optimizer.{}", name_of(input_.training.optimizer)),
                                        context_.streams.compute,
-                                       optimizer_update(context_.parameters * share, context_.replica->state,
-                                                        context_.replica->dtype),
+                                       optimizer_update(updated, context_.replica->state, context_.replica->dtype),
                                        with(std::exchange(wait_for_, {}), before_update));
     if (zero_stage_ == 0 || dp_ == 1) return {};
     if (gathers_in_forward()) {  // gathered during the next forward
@@ -149,14 +155,35 @@ class ReplicatedPolicy : public DataParallelPolicy {
       return {};
     }
     // Every rank updated its shard of the parameters: gather them back.
-    wait_for_ = {gather_parameters(builder, "zero.parameters.all_gather", context_.parameters, {update})};
+    wait_for_ = {gather_parameters(builder, "zero.parameters.all_gather", dense, {update})};
+    if (context_.expert_parameters > 0 && context_.expert_dp > 1) {
+      wait_for_.push_back(gather_parameters(builder, "zero.experts.all_gather", context_.expert_parameters, {update},
+                                            context_.expert_dp_group));
+    }
     return {};
   }
 
  private:
-  OpIndex gather_parameters(RankProgramBuilder& builder, std::string name, double parameters, std::vector<OpIndex> deps) {
-    const program::CollectiveOp gather = program::make_collective(
-        CollectiveKind::kAllGather, context_.dp_group, parameters * context_.replica->state.parameters, context_.replica->dtype);
+  BucketFiller bucket_filler(program::GroupFamilyId group, std::string label = "") const {
+    return BucketFiller(input_.ddp, reduce_scatter_ ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce, group,
+                        context_.dp_reduce, context_.replica->gradient_dtype,
+                        dtype_size(context_.replica->gradient_dtype) * parameter_scale(input_.model), std::move(label));
+  }
+  // The model states a rank keeps when sharded over `ranks` data-parallel ranks.
+  StateShares shares(std::int32_t ranks) const {
+    const double sharded = 1.0 / ranks;
+    StateShares shares;
+    if (zero_stage_ >= 1) shares.optimizer_states = sharded;
+    if (reduce_scatter_) shares.master_weights = sharded;
+    if (zero_stage_ >= 2) shares.gradients = sharded;
+    return shares;
+  }
+
+  OpIndex gather_parameters(RankProgramBuilder& builder, std::string name, double parameters, std::vector<OpIndex> deps,
+                            std::optional<program::GroupFamilyId> group = std::nullopt) {
+    const program::CollectiveOp gather =
+        program::make_collective(CollectiveKind::kAllGather, group.value_or(context_.dp_group),
+                                 parameters * context_.replica->state.parameters, context_.replica->dtype);
     return builder.add(std::move(name), context_.dp_gather, gather, std::move(deps));
   }
 
@@ -201,6 +228,7 @@ class ReplicatedPolicy : public DataParallelPolicy {
   std::int32_t dp_;
   bool reduce_scatter_;
   BucketFiller buckets_;
+  BucketFiller expert_buckets_;
   std::vector<OpIndex> wait_for_;
   // With overlap_param_gather the next forward gathers the parameters (in steady state the first
   // step's too), after the optimizer step that updated them.

@@ -18,6 +18,9 @@
 //              to backward (one all-gather); HYBRID_SHARD shards inside a node and all-reduces
 //              the shards across nodes; prefetching, limit_all_gathers and CPU offload as in
 //              PyTorch (data_parallel.cpp documents each).
+// With expert parallelism (DDP and ZeRO-1/2 only) the routed experts' gradients fill their own
+// buckets, reduced over the expert-data-parallel group, and their states are sharded over it,
+// as Megatron-Core keeps a separate buffer for expert parameters.
 #pragma once
 
 #include <memory>
@@ -34,6 +37,11 @@ struct StageContext {
   std::vector<const Block*> blocks;  // this stage's blocks, in forward order
   ReplicaModel* replica = nullptr;
   double parameters = 0;             // parameters this rank holds before any sharding
+  // Of which routed experts' (ParamTensor::expert): synchronised and sharded over the
+  // expert-data-parallel group of `expert_dp` ranks instead of the data-parallel group.
+  double expert_parameters = 0;
+  program::GroupFamilyId expert_dp_group = 0;
+  std::int32_t expert_dp = 1;
   Streams streams;
   program::StreamId dp_reduce = 0;   // gradient all-reduce / reduce-scatter
   program::StreamId dp_gather = 0;   // parameter all-gather

@@ -6,9 +6,10 @@
 
 namespace strategies {
 
-ParallelLayout::ParallelLayout(std::int32_t dp, std::int32_t tp, std::int32_t pp)
-    : dp_(dp), tp_(tp), pp_(pp) {
-  if (dp < 1 || tp < 1 || pp < 1) throw std::invalid_argument("parallel degrees must be >= 1");
+ParallelLayout::ParallelLayout(std::int32_t dp, std::int32_t tp, std::int32_t pp, std::int32_t ep)
+    : dp_(dp), tp_(tp), pp_(pp), ep_(ep) {
+  if (dp < 1 || tp < 1 || pp < 1 || ep < 1) throw std::invalid_argument("parallel degrees must be >= 1");
+  if (dp % ep != 0) throw std::invalid_argument("ep must divide dp");
 }
 
 std::int32_t ParallelLayout::rank_of(RankCoordinates c) const {
@@ -46,6 +47,24 @@ std::vector<program::GroupFamily> ParallelLayout::group_families() const {
   families.push_back(program::make_group_family("dp", world(), std::move(dp_groups)));
   families.push_back(program::make_group_family("tp", world(), std::move(tp_groups)));
   families.push_back(program::make_group_family("pp", world(), std::move(pp_groups)));
+  if (ep_ > 1) {
+    std::vector<std::vector<std::int32_t>> ep_groups;
+    std::vector<std::vector<std::int32_t>> expert_dp_groups;
+    for (std::int32_t pp = 0; pp < pp_; ++pp) {
+      for (std::int32_t tp = 0; tp < tp_; ++tp) {
+        for (std::int32_t block = 0; block < dp_ / ep_; ++block) {
+          auto& group = ep_groups.emplace_back();
+          for (std::int32_t e = 0; e < ep_; ++e) group.push_back(rank_of({block * ep_ + e, tp, pp}));
+        }
+        for (std::int32_t e = 0; e < ep_; ++e) {
+          auto& group = expert_dp_groups.emplace_back();
+          for (std::int32_t block = 0; block < dp_ / ep_; ++block) group.push_back(rank_of({block * ep_ + e, tp, pp}));
+        }
+      }
+    }
+    families.push_back(program::make_group_family("ep", world(), std::move(ep_groups)));
+    families.push_back(program::make_group_family("expert_dp", world(), std::move(expert_dp_groups)));
+  }
   return families;
 }
 

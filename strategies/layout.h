@@ -4,6 +4,9 @@
 // Megatron-LM's order: tensor-parallel rank varies fastest, then data-parallel, then
 // pipeline stage — rank = tp + TP·(dp + DP·pp) — so a tensor-parallel group sits on
 // consecutive GPUs of one node. Ranks are placed block-wise: rank r runs on GPU r.
+// Expert parallelism splits the data-parallel coordinate as Megatron-Core's expert rank
+// generator does (order tp-ep-dp-pp): dp = ep_rank + EP·expert_dp_rank, so an expert-parallel
+// group is EP consecutive data-parallel ranks (inside a node when TP·EP fits in one).
 #pragma once
 
 #include <cstdint>
@@ -21,17 +24,18 @@ struct RankCoordinates {
 
 class ParallelLayout {
  public:
-  ParallelLayout(std::int32_t dp, std::int32_t tp, std::int32_t pp);
+  ParallelLayout(std::int32_t dp, std::int32_t tp, std::int32_t pp, std::int32_t ep = 1);
   std::int32_t world() const { return dp_ * tp_ * pp_; }
   std::int32_t rank_of(RankCoordinates coordinates) const;
   RankCoordinates coordinates(std::int32_t rank) const;
-  // "world", "dp", "tp" and "pp" families, in that order.
+  // "world", "dp", "tp" and "pp" families, in that order; then, with ep > 1, "ep" and "expert_dp".
   std::vector<program::GroupFamily> group_families() const;
 
  private:
   std::int32_t dp_;
   std::int32_t tp_;
   std::int32_t pp_;
+  std::int32_t ep_;
 };
 
 std::vector<std::int32_t> block_placement(std::int32_t world);

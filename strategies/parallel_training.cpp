@@ -75,7 +75,8 @@ program::Program lower_parallel(const LoweringInput& input) {
 
   program::Program program;
   OpBudget budget;
-  const ParallelLayout layout(dp, tp, pp);
+  const std::int32_t ep = parallel.ep;
+  const ParallelLayout layout(dp, tp, pp, ep);
   program.world_size = layout.world();
   program.group_families = layout.group_families();
   program.placement = block_placement(program.world_size);
@@ -87,6 +88,7 @@ program::Program lower_parallel(const LoweringInput& input) {
   base.input = &input;
   base.streams.compute = streams("compute");
   if (tp > 1) base.streams.tensor_parallel = streams("tp");
+  if (ep > 1) base.streams.expert_parallel = streams("ep");
   if (dp > 1) base.dp_reduce = streams("dp");
   if (dp > 1 && parallel.strategy != "ddp") base.dp_gather = streams("dp_gather");
   if (input.fsdp.cpu_offload && parallel.strategy == "fsdp") {
@@ -115,7 +117,24 @@ program::Program lower_parallel(const LoweringInput& input) {
   // Megatron-LM all-reduces their gradients between the first and last stage (the "embedding"
   // group) after the backward of the last micro-batch, before the optimizer step.
   const bool embedding_copy = pp > 1 && input.model.tied_embeddings;
-  ReplicaModel replica = replica_model(input.model, training, tensor_parallel, embedding_copy);
+  // One replica model per expert-parallel rank when the router's load differs between them (each
+  // holds other experts), else one for all.
+  const ExpertRouting routing = expert_routing(input.model);
+  const bool balanced = !input.model.moe || input.model.moe->load == ExpertLoad::kUniform;
+  std::vector<ReplicaModel> replicas;
+  for (std::int32_t expert_rank = 0; expert_rank < (balanced ? 1 : ep); ++expert_rank) {
+    const ExpertParallel expert_parallel{ep, expert_rank, ep > 1 ? *program.find_family("ep") : program::GroupFamilyId{0},
+                                        &routing, parallel.moe_shared_expert_overlap};
+    replicas.push_back(replica_model(input.model, training, tensor_parallel, embedding_copy, expert_parallel));
+  }
+  if (ep > 1) {
+    base.expert_dp_group = *program.find_family("expert_dp");
+    base.expert_dp = dp / ep;
+  } else {
+    base.expert_dp_group = dp_group;
+    base.expert_dp = dp;
+  }
+  const ReplicaModel& first_replica = replicas.front();
   const double scale = parameter_scale(input.model);
   program::GroupFamilyId embedding_group = 0;
   program::StreamId embedding_stream = 0;
@@ -129,11 +148,11 @@ program::Program lower_parallel(const LoweringInput& input) {
     // After the data-parallel gradient reduction, as Megatron-LM orders them: on its stream.
     embedding_stream = dp > 1 ? base.dp_reduce : streams("embedding");
   }
-  const double embedding_gradient_bytes = static_cast<double>(replica.blocks.front().params.front().elements) * scale *
-                                          static_cast<double>(program::dtype_bytes(replica.gradient_dtype));
+  const double embedding_gradient_bytes = static_cast<double>(first_replica.blocks.front().params.front().elements) * scale *
+                                          static_cast<double>(program::dtype_bytes(first_replica.gradient_dtype));
   const std::int64_t layers = input.model.layers;
   const std::int64_t micro_batches = training.accumulation;
-  const double element_bytes = static_cast<double>(program::dtype_bytes(replica.dtype));
+  const double element_bytes = static_cast<double>(program::dtype_bytes(first_replica.dtype));
   const std::int64_t sent_tokens =
       training.micro_batch * training.sequence / (tensor_parallel.sequence_parallel ? tp : 1);
   const double activation_bytes = static_cast<double>(sent_tokens * input.model.hidden) * element_bytes;
@@ -160,105 +179,113 @@ program::Program lower_parallel(const LoweringInput& input) {
   }
   program.ranks.resize(static_cast<std::size_t>(program.world_size));
   for (std::int32_t stage = 0; stage < pp; ++stage) {
-    // One data-parallel policy per model chunk: Megatron wraps each chunk in its own DDP, with
-    // its own gradient buckets, synchronised after the chunk's last backward.
-    std::vector<StageContext> contexts(static_cast<std::size_t>(chunks), base);
-    std::vector<std::unique_ptr<DataParallelPolicy>> policies;
-    for (std::int32_t chunk = 0; chunk < chunks; ++chunk) {
-      StageContext& context = contexts[static_cast<std::size_t>(chunk)];
-      context.replica = &replica;
-      context.issues_step_barrier = chunk == 0;
-      const std::int64_t virtual_stage = std::int64_t{chunk} * pp + stage;
-      if (virtual_stage == 0) context.blocks.push_back(&replica.blocks.front());
-      for (std::int64_t layer = layers * virtual_stage / virtual_stages; layer < layers * (virtual_stage + 1) / virtual_stages;
-           ++layer) {
-        context.blocks.push_back(&replica.blocks[static_cast<std::size_t>(layer + 1)]);
-      }
-      if (virtual_stage == virtual_stages - 1) context.blocks.push_back(&replica.blocks.back());
-      for (const Block* block : context.blocks) {
-        context.parameters += static_cast<double>(block->parameter_elements()) * scale;
-      }
-      policies.push_back(make_data_parallel_policy(context));
-    }
-    RankProgramBuilder builder(budget);
-    const auto chunk_names = [&](std::int32_t chunk) {
-      builder.set_name_prefix(chunks > 1 ? fmt::format("chunk{}.", chunk) : "");
-    };
-    for (std::int32_t chunk = 0; chunk < chunks; ++chunk) {
-      chunk_names(chunk);
-      policies[static_cast<std::size_t>(chunk)]->allocate_states(builder);
-    }
-    // The neighbours of a virtual stage: the next rank's same chunk, or from the last rank the
-    // first rank's next chunk (and back).
-    const bool wraps_forward = stage == pp - 1, wraps_backward = stage == 0;
-    const std::int32_t next_offset = wraps_forward ? -(pp - 1) : 1, previous_offset = wraps_backward ? pp - 1 : -1;
-    const program::GroupFamilyId next_group = wraps_forward ? wrap_group : pp_group;
-    const program::GroupFamilyId previous_group = wraps_backward ? wrap_group : pp_group;
-    // A stage's input (activation or gradient) arrives as one transfer, or with scatter/gather as
-    // 1/t of it followed by an all-gather over the tensor-parallel group.
-    const auto receive = [&](const std::string& what, std::int64_t micro, program::StreamId stream, std::int32_t offset,
-                             program::GroupFamilyId group) {
-      const OpIndex received = builder.add(fmt::format("pp.recv_{}.{}", what, micro), stream,
-                                           activation_transfer(false, offset, group, sent_bytes, replica.dtype));
-      if (!scatter_gather) return received;
-      return builder.add(fmt::format("pp.gather_{}.{}", what, micro), base.streams.tensor_parallel,
-                         program::make_collective(program::CollectiveKind::kAllGather, tensor_parallel.group,
-                                                  activation_bytes, replica.dtype),
-                         {received});
-    };
-    // A send: with blocking point-to-point the stage's next compute waits for it to complete.
-    std::vector<OpIndex> next_step;
-    std::optional<OpIndex> last_backward;
-    const auto send = [&](const std::string& what, std::int64_t micro, program::StreamId stream, std::int32_t offset,
-                          program::GroupFamilyId group, OpIndex after) {
-      const OpIndex sent = builder.add(fmt::format("pp.send_{}.{}", what, micro), stream,
-                                       activation_transfer(true, offset, group, sent_bytes, replica.dtype), {after});
-      if (parallel.pipeline_p2p_blocking) next_step.push_back(sent);
-    };
-    for (std::int32_t step = 0; step < training.steps; ++step) {
-      for (const PipelineSlot& slot : pipeline_order(parallel.schedule, pp, stage, micro_batches, chunks)) {
-        chunk_names(slot.chunk);
-        DataParallelPolicy& policy = *policies[static_cast<std::size_t>(slot.chunk)];
-        const std::int64_t virtual_stage = std::int64_t{slot.chunk} * pp + stage;
-        const bool has_previous = virtual_stage > 0, has_next = virtual_stage < virtual_stages - 1;
-        std::vector<OpIndex> deps = std::exchange(next_step, {});
-        if (slot.forward) {
-          if (has_previous) {
-            deps.push_back(receive("activation", slot.micro, pipe.recv_previous, previous_offset, previous_group));
-          }
-          const OpIndex last = policy.forward(builder, std::move(deps));
-          if (has_next) send("activation", slot.micro, pipe.send_next, next_offset, next_group, last);
-        } else {
-          if (has_next) deps.push_back(receive("gradient", slot.micro, pipe.recv_next, next_offset, next_group));
-          const OpIndex last = policy.backward(builder, std::move(deps), slot.micro == micro_batches - 1);
-          last_backward = last;
-          if (has_previous) send("gradient", slot.micro, pipe.send_previous, previous_offset, previous_group, last);
+    for (std::size_t variant = 0; variant < replicas.size(); ++variant) {
+      ReplicaModel& replica = replicas[variant];
+      // One data-parallel policy per model chunk: Megatron wraps each chunk in its own DDP, with
+      // its own gradient buckets, synchronised after the chunk's last backward.
+      std::vector<StageContext> contexts(static_cast<std::size_t>(chunks), base);
+      std::vector<std::unique_ptr<DataParallelPolicy>> policies;
+      for (std::int32_t chunk = 0; chunk < chunks; ++chunk) {
+        StageContext& context = contexts[static_cast<std::size_t>(chunk)];
+        context.replica = &replica;
+        context.issues_step_barrier = chunk == 0;
+        const std::int64_t virtual_stage = std::int64_t{chunk} * pp + stage;
+        if (virtual_stage == 0) context.blocks.push_back(&replica.blocks.front());
+        for (std::int64_t layer = layers * virtual_stage / virtual_stages; layer < layers * (virtual_stage + 1) / virtual_stages;
+             ++layer) {
+          context.blocks.push_back(&replica.blocks[static_cast<std::size_t>(layer + 1)]);
         }
+        if (virtual_stage == virtual_stages - 1) context.blocks.push_back(&replica.blocks.back());
+        for (const Block* block : context.blocks) {
+          context.parameters += static_cast<double>(block->parameter_elements()) * scale;
+          for (const ParamTensor& param : block->params) {
+            if (param.expert) context.expert_parameters += static_cast<double>(param.elements) * scale;
+          }
+        }
+        policies.push_back(make_data_parallel_policy(context));
       }
-      std::vector<OpIndex> before_update;
-      if (embedding_copy && (stage == 0 || stage == pp - 1) && last_backward) {
-        chunk_names(0);
-        before_update.push_back(builder.add("embedding.gradients.all_reduce", embedding_stream,
-                                            program::make_collective(program::CollectiveKind::kAllReduce, embedding_group,
-                                                                     embedding_gradient_bytes, replica.gradient_dtype),
-                                            {*last_backward}));
-      }
+      RankProgramBuilder builder(budget);
+      const auto chunk_names = [&](std::int32_t chunk) {
+        builder.set_name_prefix(chunks > 1 ? fmt::format("chunk{}.", chunk) : "");
+      };
       for (std::int32_t chunk = 0; chunk < chunks; ++chunk) {
         chunk_names(chunk);
-        for (const OpIndex op : policies[static_cast<std::size_t>(chunk)]->finish_step(builder, before_update)) {
-          next_step.push_back(op);
+        policies[static_cast<std::size_t>(chunk)]->allocate_states(builder);
+      }
+      // The neighbours of a virtual stage: the next rank's same chunk, or from the last rank the
+      // first rank's next chunk (and back).
+      const bool wraps_forward = stage == pp - 1, wraps_backward = stage == 0;
+      const std::int32_t next_offset = wraps_forward ? -(pp - 1) : 1, previous_offset = wraps_backward ? pp - 1 : -1;
+      const program::GroupFamilyId next_group = wraps_forward ? wrap_group : pp_group;
+      const program::GroupFamilyId previous_group = wraps_backward ? wrap_group : pp_group;
+      // A stage's input (activation or gradient) arrives as one transfer, or with scatter/gather as
+      // 1/t of it followed by an all-gather over the tensor-parallel group.
+      const auto receive = [&](const std::string& what, std::int64_t micro, program::StreamId stream, std::int32_t offset,
+                               program::GroupFamilyId group) {
+        const OpIndex received = builder.add(fmt::format("pp.recv_{}.{}", what, micro), stream,
+                                             activation_transfer(false, offset, group, sent_bytes, replica.dtype));
+        if (!scatter_gather) return received;
+        return builder.add(fmt::format("pp.gather_{}.{}", what, micro), base.streams.tensor_parallel,
+                           program::make_collective(program::CollectiveKind::kAllGather, tensor_parallel.group,
+                                                    activation_bytes, replica.dtype),
+                           {received});
+      };
+      // A send: with blocking point-to-point the stage's next compute waits for it to complete.
+      std::vector<OpIndex> next_step;
+      std::optional<OpIndex> last_backward;
+      const auto send = [&](const std::string& what, std::int64_t micro, program::StreamId stream, std::int32_t offset,
+                            program::GroupFamilyId group, OpIndex after) {
+        const OpIndex sent = builder.add(fmt::format("pp.send_{}.{}", what, micro), stream,
+                                         activation_transfer(true, offset, group, sent_bytes, replica.dtype), {after});
+        if (parallel.pipeline_p2p_blocking) next_step.push_back(sent);
+      };
+      for (std::int32_t step = 0; step < training.steps; ++step) {
+        for (const PipelineSlot& slot : pipeline_order(parallel.schedule, pp, stage, micro_batches, chunks)) {
+          chunk_names(slot.chunk);
+          DataParallelPolicy& policy = *policies[static_cast<std::size_t>(slot.chunk)];
+          const std::int64_t virtual_stage = std::int64_t{slot.chunk} * pp + stage;
+          const bool has_previous = virtual_stage > 0, has_next = virtual_stage < virtual_stages - 1;
+          std::vector<OpIndex> deps = std::exchange(next_step, {});
+          if (slot.forward) {
+            if (has_previous) {
+              deps.push_back(receive("activation", slot.micro, pipe.recv_previous, previous_offset, previous_group));
+            }
+            const OpIndex last = policy.forward(builder, std::move(deps));
+            if (has_next) send("activation", slot.micro, pipe.send_next, next_offset, next_group, last);
+          } else {
+            if (has_next) deps.push_back(receive("gradient", slot.micro, pipe.recv_next, next_offset, next_group));
+            const OpIndex last = policy.backward(builder, std::move(deps), slot.micro == micro_batches - 1);
+            last_backward = last;
+            if (has_previous) send("gradient", slot.micro, pipe.send_previous, previous_offset, previous_group, last);
+          }
+        }
+        std::vector<OpIndex> before_update;
+        if (embedding_copy && (stage == 0 || stage == pp - 1) && last_backward) {
+          chunk_names(0);
+          before_update.push_back(builder.add("embedding.gradients.all_reduce", embedding_stream,
+                                              program::make_collective(program::CollectiveKind::kAllReduce, embedding_group,
+                                                                       embedding_gradient_bytes, replica.gradient_dtype),
+                                              {*last_backward}));
+        }
+        for (std::int32_t chunk = 0; chunk < chunks; ++chunk) {
+          chunk_names(chunk);
+          for (const OpIndex op : policies[static_cast<std::size_t>(chunk)]->finish_step(builder, before_update)) {
+            next_step.push_back(op);
+          }
         }
       }
-    }
-    const auto stage_program = std::make_shared<const program::RankProgram>(builder.take());
-    for (std::int32_t d = 0; d < dp; ++d) {
-      for (std::int32_t t = 0; t < tp; ++t) program.ranks[layout.rank_of({d, t, stage})] = stage_program;
+      const auto stage_program = std::make_shared<const program::RankProgram>(builder.take());
+      for (std::int32_t d = 0; d < dp; ++d) {
+        if (replicas.size() > 1 && static_cast<std::size_t>(d % ep) != variant) continue;  // another expert rank's
+        for (std::int32_t t = 0; t < tp; ++t) program.ranks[layout.rank_of({d, t, stage})] = stage_program;
+      }
     }
   }
 
   set_step_facts(program.info, input.model, training, dp);
   std::string layout_text = fmt::format("{} ranks", program.world_size);
   if (tp > 1 || pp > 1) layout_text = fmt::format("dp {} × tp {}{} × pp {}", dp, tp, tensor_parallel.sequence_parallel ? " (SP)" : "", pp);
+  if (ep > 1) layout_text += fmt::format(", ep {} (expert dp {})", ep, dp / ep);
   // The data-parallel flavour, named only when there is data parallelism.
   const std::string flavour = dp > 1 ? strategy_label(input) + " " : "";
   program.info.description = fmt::format(

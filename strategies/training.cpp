@@ -21,6 +21,13 @@ std::span<const NamedValue<OptimizerKind>> named_values() {
   return kValues;
 }
 template <>
+std::span<const NamedValue<ExpertLoad>> named_values() {
+  static constexpr NamedValue<ExpertLoad> kValues[] = {
+      {"uniform", ExpertLoad::kUniform}, {"zipf", ExpertLoad::kZipf}, {"measured", ExpertLoad::kMeasured}};
+  return kValues;
+}
+
+template <>
 std::span<const NamedValue<Checkpointing>> named_values() {
   static constexpr NamedValue<Checkpointing> kValues[] = {
       {"none", Checkpointing::kNone}, {"full", Checkpointing::kFull}, {"selective", Checkpointing::kSelective}};

@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "strategies/model.h"
 #include "strategies/program/program.h"
 
 namespace strategies {
@@ -107,6 +108,12 @@ struct ParallelSpec {
   // Megatron-Core's --tp-comm-overlap (needs sequence parallelism): tensor-parallel all-gathers
   // and reduce-scatters pipelined in chunks with the GEMMs beside them (TensorParallel).
   bool tp_comm_overlap = false;
+  // Expert parallelism (MoE models): the data-parallel ranks split into groups of ep, each group
+  // holding every routed expert once (transformer_ops.h, ExpertParallel); expert gradients are
+  // synchronised over the dp/ep ranks holding the same experts (Megatron-Core's expert data
+  // parallelism), everything else over dp as before.
+  std::int32_t ep = 1;
+  bool moe_shared_expert_overlap = false;  // Megatron-Core's --moe-shared-expert-overlap
   std::int32_t gpus_per_node = 8;  // placement, for groups that follow node boundaries
   std::int32_t world() const { return dp * tp * pp; }
 };
@@ -176,6 +183,8 @@ template <>
 std::span<const NamedValue<OptimizerKind>> named_values();
 template <>
 std::span<const NamedValue<Checkpointing>> named_values();
+template <>
+std::span<const NamedValue<ExpertLoad>> named_values();
 template <>
 std::span<const NamedValue<PipelineSchedule>> named_values();
 template <>

@@ -12,22 +12,22 @@ using program::MemoryCategory;
 using program::OpIndex;
 
 ReplicaModel replica_model(const ModelSpec& model, const TrainingSpec& training, const TensorParallel& tensor_parallel,
-                           bool head_embedding_copy) {
+                           bool head_embedding_copy, const ExpertParallel& expert_parallel) {
   ReplicaModel replica;
   replica.dtype = compute_dtype(training.precision);
   replica.gradient_dtype = gradient_dtype(training.precision);
   replica.blocks = model_blocks(model, BlockShape{training.micro_batch, training.sequence, replica.dtype, tensor_parallel,
-                                                  training.precision == Precision::kFP8, head_embedding_copy});
+                                                  training.precision == Precision::kFP8, head_embedding_copy, expert_parallel});
   replica.parameters = total_parameters(model);
   replica.state = model_state_bytes(training);
   return replica;
 }
 
 void allocate_model_states(RankProgramBuilder& builder, program::StreamId stream, double parameters,
-                           const ModelStateBytes& state, const StateShares& shares) {
+                           const ModelStateBytes& state, const StateShares& shares, const std::string& prefix) {
   auto allocate = [&](const char* name, MemoryCategory category, double bytes_per_parameter, double share) {
     const double bytes = parameters * bytes_per_parameter * share;
-    if (bytes > 0) builder.allocate(name, stream, category, bytes);
+    if (bytes > 0) builder.allocate(prefix + name, stream, category, bytes);
   };
   allocate("parameters", MemoryCategory::kParameters, state.parameters, shares.parameters);
   allocate("gradients", MemoryCategory::kGradients, state.gradients, shares.gradients);
@@ -55,13 +55,16 @@ class StepEmitter {
     last_compute_ = last_;
     return last_;
   }
-  OpIndex collective(std::string name, const program::CollectiveOp& op, bool overlapped, bool chunk = false) {
+  OpIndex collective(std::string name, const program::CollectiveOp& op, bool overlapped, bool chunk = false,
+                     std::vector<OpIndex> extra = {}) {
     if (chunk && !in_run_) run_after_ = last_compute_;
     in_run_ = chunk;
     const std::optional<OpIndex> after = chunk ? run_after_ : last_compute_;
     std::vector<OpIndex> deps = wait_;  // what the next op had to wait for (a received input, …)
     if (after) deps.push_back(*after);
-    last_ = builder_.add(std::move(name), streams_.tensor_parallel, op, std::move(deps));
+    deps.insert(deps.end(), extra.begin(), extra.end());
+    const bool expert = op.kind == program::CollectiveKind::kAllToAll && streams_.expert_parallel;
+    last_ = builder_.add(std::move(name), expert ? *streams_.expert_parallel : streams_.tensor_parallel, op, std::move(deps));
     if (!overlapped) wait_ = {last_};
     return last_;
   }
@@ -75,15 +78,21 @@ class StepEmitter {
   }
   // The forward steps of a block, as a forward pass or as its recomputation in backward.
   void forward_steps(const Block& block, bool recompute, bool only_attention_core = false) {
-    for (const ForwardStep& step : block.forward) {
+    std::vector<std::optional<OpIndex>> index_of(block.forward.size());
+    for (std::size_t i = 0; i < block.forward.size(); ++i) {
+      const ForwardStep& step = block.forward[i];
       if (only_attention_core && !step.attention_core) continue;
       std::string name = recompute ? recompute_name(step.name) : step.name;
+      std::vector<OpIndex> waits;
+      for (std::size_t w : step.waits_for) {
+        if (index_of[w]) waits.push_back(*index_of[w]);
+      }
       if (step.compute) {
         program::ComputeOp op = *step.compute;
         if (recompute) op.phase = program::Phase::kRecompute;
-        compute(std::move(name), std::move(op), {}, step.chunk);
+        index_of[i] = compute(std::move(name), std::move(op), std::move(waits), step.chunk);
       } else if (step.collective) {
-        collective(std::move(name), *step.collective, step.overlapped, step.chunk);
+        index_of[i] = collective(std::move(name), *step.collective, step.overlapped, step.chunk, std::move(waits));
       }
     }
   }
@@ -147,16 +156,16 @@ OpIndex emit_backward(RankProgramBuilder& builder, const std::vector<const Block
     std::vector<OpIndex> index_of(block.backward.size(), 0);
     for (std::size_t i = 0; i < block.backward.size(); ++i) {
       const BackwardStep& step = block.backward[i];
+      std::vector<OpIndex> waits;
+      for (std::size_t w : step.waits_for) waits.push_back(index_of[w]);
       if (const auto* collective = std::get_if<program::CollectiveOp>(&step.op)) {
-        index_of[i] = emit.collective(step.name, *collective, step.overlapped, step.chunk);
+        index_of[i] = emit.collective(step.name, *collective, step.overlapped, step.chunk, std::move(waits));
         continue;
       }
       if (selective && i == first_core) {  // recompute the attention core's scores
         emit.memory(block.name + ".recomputed_scores", MemoryCategory::kActivations, block.score_bytes(), true);
         emit.forward_steps(block, true, true);
       }
-      std::vector<OpIndex> waits;
-      for (std::size_t w : step.waits_for) waits.push_back(index_of[w]);
       index_of[i] = emit.compute(step.name, std::get<program::ComputeOp>(step.op), std::move(waits), step.chunk);
       if (!step.grads_ready.empty()) on_gradients(block, step, index_of[i]);
       if (selective && i == last_core) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,7 +26,8 @@ struct ReplicaModel {
   ModelStateBytes state;
 };
 ReplicaModel replica_model(const ModelSpec& model, const TrainingSpec& training,
-                           const TensorParallel& tensor_parallel = {}, bool head_embedding_copy = false);
+                           const TensorParallel& tensor_parallel = {}, bool head_embedding_copy = false,
+                           const ExpertParallel& expert_parallel = {});
 
 // Which model states a rank holds, as a fraction of the model (1 = all of it).
 struct StateShares {
@@ -35,13 +37,17 @@ struct StateShares {
   double optimizer_states = 1;
 };
 
-// Allocates the model states (`parameters` × bytes per parameter × share) on `stream`.
+// Allocates the model states (`parameters` × bytes per parameter × share) on `stream`, each
+// tensor named `prefix` + its state ("parameters", "gradients", …).
 void allocate_model_states(RankProgramBuilder& builder, program::StreamId stream, double parameters,
-                           const ModelStateBytes& state, const StateShares& shares);
+                           const ModelStateBytes& state, const StateShares& shares, const std::string& prefix = "");
 
 struct Streams {
   program::StreamId compute = 0;
   program::StreamId tensor_parallel = 0;  // used only when blocks hold TP collectives
+  // The expert dispatch and combine all-to-alls, apart from the tensor-parallel collectives
+  // that shared experts run beside them; unset: on the tensor-parallel stream.
+  std::optional<program::StreamId> expert_parallel = {};
 };
 
 // Forward of `blocks` in order for one micro-batch: each block's activations are allocated

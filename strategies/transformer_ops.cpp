@@ -3,8 +3,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
 #include <numeric>
 #include <optional>
+#include <random>
 
 namespace strategies {
 namespace {
@@ -44,8 +47,12 @@ class BlockBuilder {
   void set_input_bytes(double bytes) { block_.input_bytes = bytes; }
   void mark_layer() { block_.layer = true; }
 
-  std::size_t param(std::string name, std::int64_t elements) {
-    block_.params.push_back({block_.name + "." + std::move(name), elements});
+  const BlockShape& shape() const { return shape_; }
+  std::size_t next_step() const { return block_.forward.size(); }
+  ForwardStep& step(std::size_t index) { return block_.forward[index]; }
+
+  std::size_t param(std::string name, std::int64_t elements, bool expert = false) {
+    block_.params.push_back({block_.name + "." + std::move(name), elements, expert});
     return block_.params.size() - 1;
   }
 
@@ -53,10 +60,15 @@ class BlockBuilder {
   // gathered again in backward under sequence parallelism with regather.
   void matmul(std::string name, std::int64_t m, std::int64_t n, std::int64_t k, double saved,
               std::vector<std::size_t> params, bool tensor_parallel_input = false) {
-    const ComputeOp op = gemm(1, m, n, k, shape_.fp8_linear ? std::optional{program::DType::kFP8} : std::nullopt);
+    grouped_matmul(std::move(name), 1, m, n, k, saved, std::move(params), tensor_parallel_input);
+  }
+  // `batch` GEMMs of the same shape in one kernel (a MoE layer's grouped expert GEMMs).
+  void grouped_matmul(std::string name, std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k, double saved,
+                      std::vector<std::size_t> params, bool tensor_parallel_input = false) {
+    const ComputeOp op = gemm(batch, m, n, k, shape_.fp8_linear ? std::optional{program::DType::kFP8} : std::nullopt);
     if (shape_.fp8_linear) {  // cast the input to FP8 first (no backward of its own)
-      memory_bound(name + ".fp8_cast", ComputeKind::kElementwise, Shape::of({m * k}),
-                   static_cast<double>(m * k) * kFp8CastBytes, 0, {}, false);
+      memory_bound(name + ".fp8_cast", ComputeKind::kElementwise, Shape::of({batch * m * k}),
+                   static_cast<double>(batch * m * k) * kFp8CastBytes, 0, {}, false);
     }
     ForwardStep step{std::move(name), op, std::nullopt, std::nullopt, std::nullopt, saved, 0, std::move(params), true,
                      false};
@@ -119,6 +131,17 @@ class BlockBuilder {
     }
     block_.forward.push_back(std::move(step));
   }
+  // A collective in forward over `group` and, when given, its conjugate in backward; returns its step's index.
+  std::size_t collective_step(std::string name, CollectiveKind kind, program::GroupFamilyId group, double bytes,
+                              std::optional<CollectiveKind> backward_kind, bool overlapped = false) {
+    ForwardStep step{std::move(name)};
+    step.collective = program::make_collective(kind, group, bytes, shape_.dtype);
+    if (backward_kind) step.backward_collective = program::make_collective(*backward_kind, group, bytes, shape_.dtype);
+    step.overlapped = overlapped;
+    block_.forward.push_back(std::move(step));
+    return block_.forward.size() - 1;
+  }
+
   // An all-reduce in forward only (vocabulary-parallel loss statistics).
   void all_reduce(std::string name, double bytes) {
     if (t() == 1) return;
@@ -137,13 +160,15 @@ class BlockBuilder {
     const std::int64_t s = shape_.sequence;
     const double tp = static_cast<double>(t());
     const double tokens_d = static_cast<double>(tokens());
-    const double h = static_cast<double>(model.hidden);
-    const double kv = static_cast<double>(model.kv_dim());
-    ComputeOp op = make(ComputeKind::kAttention,
-                        Shape::of({b, model.heads / t(), model.kv_heads / t(), s, model.head_dim()}));
-    op.flops = 4.0 * static_cast<double>(b) * static_cast<double>(s) * static_cast<double>(s) * h *
-               (model.causal ? 0.5 : 1.0) / tp;
-    const double qkvo_bytes = (2 * tokens_d * h + 2 * tokens_d * kv) * e() / tp;
+    // Multi-head latent attention's heads: queries and keys of qk_head_dim, values of v_head_dim,
+    // as many key/value heads as query heads once projected up.
+    const std::int64_t qk_dim = model.mla ? model.mla->qk_head_dim() : model.head_dim();
+    const std::int64_t v_dim = model.mla ? model.mla->v_head_dim : model.head_dim();
+    const std::int64_t kv_heads = model.mla ? model.heads : model.kv_heads;
+    ComputeOp op = make(ComputeKind::kAttention, Shape::of({b, model.heads / t(), kv_heads / t(), s, qk_dim}));
+    op.flops = 2.0 * static_cast<double>(b) * static_cast<double>(s) * static_cast<double>(s) *
+               static_cast<double>(model.heads * (qk_dim + v_dim)) * (model.causal ? 0.5 : 1.0) / tp;
+    const double qkvo_bytes = tokens_d * static_cast<double>(model.heads * (qk_dim + v_dim) + kv_heads * (qk_dim + v_dim)) * e() / tp;
     ForwardStep step{"attention", op};
     step.attention_core = true;
     step.compute->bytes = qkvo_bytes;
@@ -358,11 +383,199 @@ void add_residual(BlockBuilder& builder, const ModelSpec& model, const std::stri
 // Weights (+ bias) of a linear layer as this rank holds them: columns split for a
 // column-parallel layer (with its bias), rows split for a row-parallel one (bias replicated).
 std::vector<std::size_t> linear_params(BlockBuilder& builder, const ModelSpec& model, const std::string& name,
-                                       std::int64_t in, std::int64_t out, bool column_parallel) {
+                                       std::int64_t in, std::int64_t out, bool column_parallel, bool bias = false) {
   const std::int64_t t = builder.t();
   std::vector<std::size_t> params = {builder.param(name + ".weight", in * out / t)};
-  if (model.biases) params.push_back(builder.param(name + ".bias", column_parallel ? out / t : out));
+  if (model.biases || bias) params.push_back(builder.param(name + ".bias", column_parallel ? out / t : out));
   return params;
+}
+
+// Multi-head latent attention's projections (DeepSeek-V2, §2.1): the hidden state projected down
+// to the query latent and to the key/value latent with the shared rotary key, each latent
+// RMS-normalised, then projected up per head. As Megatron-Core splits them, the down projections
+// are replicated on every tensor-parallel rank and the up projections column-parallel.
+void add_latent_projections(BlockBuilder& builder, const ModelSpec& model) {
+  const MlaSpec& mla = *model.mla;
+  const std::int64_t tokens = builder.tokens(), t = builder.t(), h = model.hidden;
+  const double e = builder.e();
+  const double token_row = static_cast<double>(tokens * h) * e;
+  const auto latent_norm = [&](const std::string& name, std::int64_t width) {
+    const double elements = static_cast<double>(tokens * width);
+    builder.memory_bound(name, ComputeKind::kNorm, Shape::of({tokens * width}), 2 * elements * e,
+                         elements * e + kFp32Bytes * static_cast<double>(tokens), {builder.param(name + ".weight", width)});
+  };
+  const std::int64_t query_width = model.heads * mla.qk_head_dim();
+  if (mla.q_lora_rank > 0) {
+    builder.matmul("q_down", tokens, mla.q_lora_rank, h, token_row, {builder.param("q_down_proj.weight", h * mla.q_lora_rank)}, true);
+    latent_norm("q_norm", mla.q_lora_rank);
+    builder.matmul("q_up", tokens, query_width / t, mla.q_lora_rank, static_cast<double>(tokens * mla.q_lora_rank) * e,
+                   linear_params(builder, model, "q_up_proj", mla.q_lora_rank, query_width, true));
+  } else {
+    builder.matmul("q_proj", tokens, query_width / t, h, token_row, linear_params(builder, model, "q_proj", h, query_width, true), true);
+  }
+  const std::int64_t kv_down_width = mla.kv_lora_rank + mla.qk_rope_head_dim;
+  builder.matmul("kv_down", tokens, kv_down_width, h, token_row, {builder.param("kv_down_proj.weight", h * kv_down_width)}, true);
+  latent_norm("kv_norm", mla.kv_lora_rank);
+  const std::int64_t kv_up_width = model.heads * (mla.qk_nope_head_dim + mla.v_head_dim);
+  builder.matmul("kv_up", tokens, kv_up_width / t, mla.kv_lora_rank, static_cast<double>(tokens * mla.kv_lora_rank) * e,
+                 linear_params(builder, model, "kv_up_proj", mla.kv_lora_rank, kv_up_width, true));
+}
+
+// A tensor-parallel MLP of `width` (Megatron's column-parallel gate/up and row-parallel down
+// projections between f and g): the dense layers' MLP, and a MoE layer's shared experts.
+void add_mlp(BlockBuilder& builder, const ModelSpec& model, const std::string& prefix, std::int64_t width) {
+  const std::int64_t tokens = builder.tokens(), h = model.hidden;
+  const double token_row = static_cast<double>(tokens * h) * builder.e();
+  builder.enter_tensor_parallel(prefix + "_f", token_row);
+  const std::int64_t f = width / builder.t();
+  const double ffn_row = static_cast<double>(tokens * f) * builder.e();
+  const std::string name = prefix == "mlp" ? "" : prefix + ".";
+  if (model.mlp == MlpKind::kSwiGlu) {
+    std::vector<std::size_t> gate_up = linear_params(builder, model, name + "gate_proj", h, width, true);
+    for (std::size_t p : linear_params(builder, model, name + "up_proj", h, width, true)) gate_up.push_back(p);
+    builder.matmul(prefix + "_gate_up", tokens, 2 * f, h, token_row, std::move(gate_up), true);
+    // silu(gate) · up keeps both inputs.
+    builder.memory_bound(prefix + "_act", ComputeKind::kElementwise, Shape::of({tokens * f}), 3 * ffn_row, 2 * ffn_row);
+  } else {
+    builder.matmul(prefix + "_up", tokens, f, h, token_row, linear_params(builder, model, name + "up_proj", h, width, true), true);
+    builder.memory_bound(prefix + "_act", ComputeKind::kElementwise, Shape::of({tokens * f}), 2 * ffn_row, ffn_row);
+  }
+  builder.matmul(prefix + "_down", tokens, h, f, ffn_row, linear_params(builder, model, name + "down_proj", width, h, false));
+  builder.leave_tensor_parallel(prefix + "_g", token_row);
+}
+
+// This rank's experts' share of a layer's routed token copies, the largest share of any rank
+// in the expert-parallel group, and the share sent at all (1 − dropped).
+struct RankShares {
+  double own = 0;
+  double hottest = 0;
+  double sent = 0;
+};
+RankShares rank_shares(const ModelSpec& model, const ExpertParallel& ep, std::int64_t layer) {
+  const std::int64_t experts = model.moe->experts, local = experts / ep.degree;
+  RankShares shares;
+  for (std::int32_t rank = 0; rank < ep.degree; ++rank) {
+    double share = 0;
+    for (std::int64_t expert = rank * local; expert < (rank + 1) * local; ++expert) {
+      share += ep.routing != nullptr ? ep.routing->shares[static_cast<std::size_t>(layer)][static_cast<std::size_t>(expert)]
+                                     : 1.0 / static_cast<double>(experts);
+    }
+    if (rank == ep.rank) shares.own = share;
+    shares.hottest = std::max(shares.hottest, share);
+    shares.sent += share;
+  }
+  return shares;
+}
+
+// A MoE layer's MLP (ExpertParallel in the header). Per rank, with T_l tokens outside the
+// tensor-parallel region (b·s, or b·s/t with sequence parallelism), k = top_k, E experts over
+// ep ranks, and this rank's experts receiving a share σ of the layer's routed copies (1/ep
+// when balanced): the router GEMM [T_l,h]·[h,E] and its softmax/top-k; the permutation of the
+// T_l·k copies into expert order; the dispatch all-to-all, each rank sending its copies
+// (T_l·k·h elements), priced at the hottest receiver's max(σ)·ep·T_l·k·h; under tensor
+// parallelism the all-gather of the received rows over the tensor-parallel group, making
+// R = σ·ep·T_l·k·t rows; the experts' grouped GEMMs (E/ep GEMMs of R/(E/ep) rows, width
+// expert_ffn/t), their activation; the reduce-scatter and the combine all-to-all mirroring the
+// dispatch; the unpermutation, weighting each copy by its router probability and summing.
+// FLOPs of the routed part: 2·R·h·(3·expert_ffn/t) forward for SwiGLU — 6·h·expert_ffn per
+// token copy over all ranks, as a dense MLP of that width per copy.
+void add_moe(BlockBuilder& builder, const ModelSpec& model, std::int64_t layer) {
+  const MoeSpec& moe = *model.moe;
+  const ExpertParallel& ep = builder.shape().ep;
+  const std::int64_t h = model.hidden, t = builder.t(), k = moe.top_k;
+  const std::int64_t local_tokens = builder.local_tokens();
+  const double e = builder.e();
+  const double token_row = static_cast<double>(local_tokens * h) * e;
+  const double copies = static_cast<double>(local_tokens * k);
+
+  builder.matmul("router", local_tokens, moe.experts, h, token_row, {builder.param("router.weight", h * moe.experts)});
+  const double logits = static_cast<double>(local_tokens * moe.experts);
+  // Reads the logits, writes the fp32 probabilities (kept for backward) and the top-k indices.
+  builder.memory_bound("router_topk", ComputeKind::kElementwise, Shape::of({local_tokens * moe.experts}),
+                       logits * (e + kFp32Bytes) + copies * kTokenIdBytes, logits * kFp32Bytes);
+  const RankShares shares = rank_shares(model, ep, layer);
+  builder.memory_bound("permute", ComputeKind::kElementwise, Shape::of({local_tokens * k * h}),
+                       (1 + shares.sent * static_cast<double>(k)) * token_row, 0);
+  const double dispatched = std::max(shares.sent, shares.hottest * ep.degree) * copies * static_cast<double>(h) * e;
+  std::optional<std::size_t> dispatch;
+  if (ep.degree > 1) {
+    dispatch = builder.collective_step("dispatch", CollectiveKind::kAllToAll, ep.group, dispatched, CollectiveKind::kAllToAll,
+                                       ep.shared_expert_overlap);
+  }
+  if (moe.shared_width() > 0) {
+    add_mlp(builder, model, "shared_expert", moe.shared_width());
+    if (moe.shared_expert_gate) {
+      builder.matmul("shared_expert_gate", local_tokens, 1, h, 0, {builder.param("shared_expert_gate.weight", h)});
+    }
+  }
+  const std::size_t first_routed = builder.next_step();
+  const std::int64_t rows = std::llround(shares.own * ep.degree * copies * static_cast<double>(builder.sequence_parallel() ? t : 1));
+  const double rows_bytes = static_cast<double>(rows * h) * e;
+  if (builder.sequence_parallel()) {
+    builder.collective_step("expert_gather", CollectiveKind::kAllGather, builder.shape().tp.group, rows_bytes,
+                            CollectiveKind::kReduceScatter);
+  }
+  const std::int64_t local_experts = moe.experts / ep.degree;
+  const std::int64_t rows_per_expert = std::max<std::int64_t>(1, rows / local_experts);
+  const std::int64_t f = moe.expert_ffn_hidden / t;
+  const double ffn_rows = static_cast<double>(rows * f) * e;
+  const auto expert_params = [&](const std::string& name, std::int64_t in, std::int64_t out, bool column) {
+    std::vector<std::size_t> params = {builder.param(name + ".weight", local_experts * in * out / t, true)};
+    if (model.biases) params.push_back(builder.param(name + ".bias", local_experts * (column ? out / t : out), true));
+    return params;
+  };
+  const std::int64_t in_width = model.mlp == MlpKind::kSwiGlu ? 2 * moe.expert_ffn_hidden : moe.expert_ffn_hidden;
+  builder.grouped_matmul("experts_gate_up", local_experts, rows_per_expert, in_width / t, h, rows_bytes,
+                         expert_params("experts.gate_up_proj", h, in_width, true));
+  const bool gated = model.mlp == MlpKind::kSwiGlu;
+  builder.memory_bound("experts_act", ComputeKind::kElementwise, Shape::of({rows * f}), (gated ? 3 : 2) * ffn_rows,
+                       (gated ? 2 : 1) * ffn_rows);
+  builder.grouped_matmul("experts_down", local_experts, rows_per_expert, h, f, ffn_rows,
+                         expert_params("experts.down_proj", moe.expert_ffn_hidden, h, false));
+  if (dispatch) builder.step(first_routed).waits_for.push_back(*dispatch);
+  if (builder.sequence_parallel()) {
+    builder.collective_step("expert_scatter", CollectiveKind::kReduceScatter, builder.shape().tp.group, rows_bytes,
+                            CollectiveKind::kAllGather);
+  }
+  if (ep.degree > 1) {
+    builder.collective_step("combine", CollectiveKind::kAllToAll, ep.group, dispatched, CollectiveKind::kAllToAll);
+  }
+  // Reads every returned copy and the probabilities, writes the weighted sum; keeps the returned
+  // copies for the gradient of the router probabilities.
+  builder.memory_bound("unpermute", ComputeKind::kElementwise, Shape::of({local_tokens * k * h}),
+                       (1 + shares.sent * static_cast<double>(k)) * token_row, shares.sent * copies * static_cast<double>(h) * e);
+}
+
+// --moe-shared-expert-overlap in backward: the shared experts' backward steps move to just after the combine's all-to-all, which
+// they then run beside; the routed experts' first backward step waits for that all-to-all.
+// Every step's waits are renumbered to the new order.
+void overlap_shared_experts_in_backward(Block& block) {
+  auto& backward = block.backward;
+  const auto find = [&](std::string_view part) {
+    return static_cast<std::size_t>(std::find_if(backward.begin(), backward.end(),
+                                                 [&](const BackwardStep& step) { return step.name.find(part) != std::string::npos; }) -
+                                    backward.begin());
+  };
+  // In forward the shared experts directly follow the dispatch: in backward they directly precede it.
+  const std::size_t combine = find(".bwd.combine");
+  const std::size_t first_shared = find(".bwd.shared_expert");
+  const std::size_t last_shared = find(".bwd.dispatch") - 1;
+  if (combine >= backward.size() || first_shared >= backward.size() || last_shared < first_shared) return;
+  std::vector<std::size_t> order;  // new position → old index
+  for (std::size_t i = 0; i <= combine; ++i) order.push_back(i);
+  for (std::size_t i = first_shared; i <= last_shared; ++i) order.push_back(i);
+  for (std::size_t i = combine + 1; i < first_shared; ++i) order.push_back(i);
+  for (std::size_t i = last_shared + 1; i < backward.size(); ++i) order.push_back(i);
+  std::vector<std::size_t> position(backward.size());
+  for (std::size_t i = 0; i < order.size(); ++i) position[order[i]] = i;
+  std::vector<BackwardStep> reordered;
+  for (std::size_t old : order) {
+    reordered.push_back(std::move(backward[old]));
+    for (std::size_t& wait : reordered.back().waits_for) wait = position[wait];
+  }
+  reordered[position[combine]].overlapped = true;
+  reordered[position[combine + 1]].waits_for.push_back(position[combine]);
+  backward = std::move(reordered);
 }
 
 }  // namespace
@@ -417,7 +630,6 @@ Block transformer_layer_block(const ModelSpec& model, const BlockShape& shape, s
   const std::int64_t tokens = builder.tokens();
   const std::int64_t t = builder.t();
   const std::int64_t h = model.hidden;
-  const std::int64_t kv = model.kv_dim();
   const double token_row = static_cast<double>(tokens * h) * builder.e();  // a full b·s·h activation
   const bool flash = model.attention == AttentionKind::kFlash;
   builder.set_input_bytes(static_cast<double>(builder.local_tokens() * h) * builder.e());
@@ -425,41 +637,39 @@ Block transformer_layer_block(const ModelSpec& model, const BlockShape& shape, s
 
   add_norm(builder, model, "attn_norm");
   builder.enter_tensor_parallel("attn_f", token_row);
-  std::vector<std::size_t> qkv = linear_params(builder, model, "q_proj", h, h, true);
-  for (const char* name : {"k_proj", "v_proj"}) {
-    for (std::size_t p : linear_params(builder, model, name, h, kv, true)) qkv.push_back(p);
+  if (model.mla) {
+    add_latent_projections(builder, model);
+  } else {
+    const std::int64_t kv = model.kv_dim();
+    std::vector<std::size_t> qkv = linear_params(builder, model, "q_proj", h, h, true, model.qkv_biases);
+    for (const char* name : {"k_proj", "v_proj"}) {
+      for (std::size_t p : linear_params(builder, model, name, h, kv, true, model.qkv_biases)) qkv.push_back(p);
+    }
+    builder.matmul("qkv", tokens, (h + 2 * kv) / t, h, token_row, std::move(qkv), true);
   }
-  builder.matmul("qkv", tokens, (h + 2 * kv) / t, h, token_row, std::move(qkv), true);
   builder.attention(model);
   // With FlashAttention the output projection's input is the attention output, already kept.
-  builder.matmul("attn_out", tokens, h, h / t, flash ? 0 : token_row / static_cast<double>(t),
-                 linear_params(builder, model, "o_proj", h, h, false));
+  const std::int64_t attention_width = model.mla ? model.heads * model.mla->v_head_dim : h;
+  builder.matmul("attn_out", tokens, h, attention_width / t,
+                 flash ? 0 : static_cast<double>(tokens * attention_width) * builder.e() / static_cast<double>(t),
+                 linear_params(builder, model, "o_proj", attention_width, h, false));
   builder.leave_tensor_parallel("attn_g", token_row);
   add_dropout(builder, model, "attn_dropout");
   add_residual(builder, model, "attn_residual");
 
   add_norm(builder, model, "mlp_norm");
-  builder.enter_tensor_parallel("mlp_f", token_row);
-  const std::int64_t f = model.ffn_hidden / t;
-  const double ffn_row = static_cast<double>(tokens * f) * builder.e();
-  if (model.mlp == MlpKind::kSwiGlu) {
-    std::vector<std::size_t> gate_up = linear_params(builder, model, "gate_proj", h, model.ffn_hidden, true);
-    for (std::size_t p : linear_params(builder, model, "up_proj", h, model.ffn_hidden, true)) gate_up.push_back(p);
-    builder.matmul("mlp_gate_up", tokens, 2 * f, h, token_row, std::move(gate_up), true);
-    // silu(gate) · up keeps both inputs.
-    builder.memory_bound("mlp_act", ComputeKind::kElementwise, Shape::of({tokens * f}), 3 * ffn_row, 2 * ffn_row);
+  if (model.is_moe_layer(layer)) {
+    add_moe(builder, model, layer);
   } else {
-    builder.matmul("mlp_up", tokens, f, h, token_row,
-                   linear_params(builder, model, "up_proj", h, model.ffn_hidden, true), true);
-    builder.memory_bound("mlp_act", ComputeKind::kElementwise, Shape::of({tokens * f}), 2 * ffn_row, ffn_row);
+    add_mlp(builder, model, "mlp", model.ffn_hidden);
   }
-  builder.matmul("mlp_down", tokens, h, f, ffn_row,
-                 linear_params(builder, model, "down_proj", model.ffn_hidden, h, false));
-  builder.leave_tensor_parallel("mlp_g", token_row);
   add_dropout(builder, model, "mlp_dropout");
   add_residual(builder, model, "mlp_residual");
-  builder.overlap_tensor_parallel();
-  return builder.finish();
+  // Not for MoE layers: their steps wait for the dispatch by index, which chunking would move.
+  if (!model.is_moe_layer(layer)) builder.overlap_tensor_parallel();
+  Block block = builder.finish();
+  if (model.is_moe_layer(layer) && shape.ep.shared_expert_overlap) overlap_shared_experts_in_backward(block);
+  return block;
 }
 
 Block head_block(const ModelSpec& model, const BlockShape& shape) {
@@ -483,6 +693,49 @@ Block head_block(const ModelSpec& model, const BlockShape& shape) {
                        logits * (builder.e() + 2 * kFp32Bytes), logits * kFp32Bytes);
   builder.all_reduce("loss_statistics", kLossReductions * kFp32Bytes * static_cast<double>(tokens));
   return builder.finish();
+}
+
+// Zipf weights 1/r^s for ranks r = 1..E, shuffled per layer by a Fisher–Yates pass over
+// mt19937_64 draws (whose sequence the C++ standard fixes, unlike its distributions': the same
+// seed gives the same loads everywhere). No expert can take more than 1/k of the copies (a
+// token picks k distinct experts): the excess is spread over the others in proportion to their
+// shares until none exceeds it. Then each expert is capped at capacity_factor/E, the rest dropped.
+ExpertRouting expert_routing(const ModelSpec& model) {
+  ExpertRouting routing;
+  if (!model.moe) return routing;
+  const MoeSpec& moe = *model.moe;
+  const auto experts = static_cast<std::size_t>(moe.experts);
+  std::mt19937_64 generator(moe.load_seed);
+  routing.shares.resize(static_cast<std::size_t>(model.layers));
+  for (std::int64_t layer = 0; layer < model.layers; ++layer) {
+    if (!model.is_moe_layer(layer)) continue;
+    std::vector<double> shares(experts, 1.0 / static_cast<double>(experts));
+    if (moe.load == ExpertLoad::kMeasured) shares = moe.measured_fractions;
+    if (moe.load == ExpertLoad::kZipf) {
+      double total = 0;
+      for (std::size_t r = 0; r < experts; ++r) total += shares[r] = std::pow(static_cast<double>(r + 1), -moe.zipf_exponent);
+      for (double& share : shares) share /= total;
+      for (std::size_t i = experts - 1; i > 0; --i) std::swap(shares[i], shares[generator() % (i + 1)]);
+    }
+    const double most = 1.0 / static_cast<double>(moe.top_k);
+    for (std::size_t round = 0; round < experts; ++round) {
+      double excess = 0, below = 0;
+      for (const double share : shares) {
+        if (share >= most) {
+          excess += share - most;
+        } else {
+          below += share;
+        }
+      }
+      if (excess <= 1e-12 || below <= 0) break;
+      for (double& share : shares) share = share >= most ? most : share * (1 + excess / below);
+    }
+    if (moe.capacity_factor) {
+      for (double& share : shares) share = std::min(share, *moe.capacity_factor / static_cast<double>(experts));
+    }
+    routing.shares[static_cast<std::size_t>(layer)] = std::move(shares);
+  }
+  return routing;
 }
 
 std::vector<Block> model_blocks(const ModelSpec& model, const BlockShape& shape) {

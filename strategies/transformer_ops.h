@@ -61,6 +61,7 @@ namespace strategies {
 struct ParamTensor {
   std::string name;
   std::int64_t elements = 0;  // on one tensor-parallel rank
+  bool expert = false;        // a routed expert's weight: synchronised over the expert-data-parallel group
 };
 
 struct TensorParallel {
@@ -72,6 +73,34 @@ struct TensorParallel {
   // all-gather or reduce-scatter next to a linear layer's GEMM is split into t chunks that
   // pipeline with the GEMM's t row blocks.
   bool comm_overlap = false;
+};
+
+// Which share of the routed token copies each expert of each MoE layer receives (index: layer,
+// then expert; empty rows for dense layers), after the capacity factor's drops: a layer's
+// shares sum to 1 − its dropped fraction.
+struct ExpertRouting {
+  std::vector<std::vector<double>> shares;
+};
+// The model's router load (MoeSpec::load) drawn for every layer; deterministic for a seed.
+ExpertRouting expert_routing(const ModelSpec& model);
+
+// Expert parallelism (Megatron-Core's MoE layer with the all-to-all token dispatcher): a MoE
+// layer's routed experts are split over the `degree` ranks of an expert-parallel group, each
+// holding experts/degree of them (and 1/t of each expert's width under tensor parallelism).
+// Each rank routes its tokens, sends every token copy to the rank holding its expert
+// (dispatch: an all-to-all over the group), gathers the received tokens over the
+// tensor-parallel group, runs its experts as grouped GEMMs, reduce-scatters, and sends the
+// results back (combine: a second all-to-all). The rank whose experts receive the most tokens
+// sets the pace: its grouped GEMMs are the longest, and each all-to-all is priced at the hottest
+// receiver's share (every rank waits for it to drain). With shared_expert_overlap
+// (Megatron-Core's --moe-shared-expert-overlap) the shared experts compute while the dispatch
+// and, in backward, the combine's gradient are in flight.
+struct ExpertParallel {
+  std::int32_t degree = 1;
+  std::int32_t rank = 0;              // this rank's place in its expert-parallel group
+  program::GroupFamilyId group = 0;   // the expert-parallel group family
+  const ExpertRouting* routing = nullptr;  // null: every expert gets an equal share
+  bool shared_expert_overlap = false;
 };
 
 struct ForwardStep {
@@ -99,6 +128,9 @@ struct ForwardStep {
   bool chunk = false;
   bool backward_overlapped = false;
   bool backward_chunk = false;
+  // Earlier forward steps (indices into Block::forward) this one waits for beyond stream order:
+  // a compute op waiting for an overlapped collective issued before the ops in between.
+  std::vector<std::size_t> waits_for = {};
 };
 
 struct BackwardStep {
@@ -136,6 +168,7 @@ struct BlockShape {
   // embeddings for the output layer (Megatron-LM), kept equal to the first stage's by an
   // all-reduce of their gradients.
   bool head_embedding_copy = false;
+  ExpertParallel ep = {};
 };
 
 Block embedding_block(const ModelSpec& model, const BlockShape& shape);

@@ -7,6 +7,19 @@ namespace {
 
 using program::CollectiveKind;
 
+// Every ordered pair of members inside every node, all nodes at once.
+std::vector<Transfer> intra_node_meshes(const NodeGroups& groups) {
+  std::vector<Transfer> edges;
+  for (const auto& members : groups.nodes) {
+    for (const std::int32_t from : members) {
+      for (const std::int32_t to : members) {
+        if (from != to) edges.push_back({from, to});
+      }
+    }
+  }
+  return edges;
+}
+
 // A ring inside every node, all nodes at once.
 std::vector<Transfer> intra_node_rings(const NodeGroups& groups) {
   std::vector<Transfer> edges;
@@ -69,6 +82,10 @@ Schedule hierarchical_schedule(const CollectiveSpec& spec, const NodeGroups& gro
     case CollectiveKind::kAllGather:
       schedule.phases.push_back({"inter-node all-gather", n - 1, block, inter_node_rings(groups)});
       intra("intra-node all-gather");
+      break;
+    case CollectiveKind::kAllToAll:
+      if (g > 1) schedule.phases.push_back({"intra-node exchange to the rail", 1, m / g, intra_node_meshes(groups)});
+      schedule.phases.push_back({"inter-node exchange on the rail", 1, m / n, inter_node_meshes(groups)});
       break;
     default: break;
   }

@@ -90,7 +90,7 @@ std::vector<Algorithm> algorithms_for(CollectiveKind kind) {
     case CollectiveKind::kBroadcast:
     case CollectiveKind::kReduce:
       return {Algorithm::kRing, Algorithm::kTree, Algorithm::kDirect};
-    case CollectiveKind::kAllToAll: return {Algorithm::kDirect};
+    case CollectiveKind::kAllToAll: return {Algorithm::kDirect, Algorithm::kHierarchical};
     case CollectiveKind::kBarrier:
       return {Algorithm::kRing, Algorithm::kTree, Algorithm::kHalvingDoubling};
     case CollectiveKind::kPsPush:

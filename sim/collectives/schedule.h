@@ -31,7 +31,13 @@
 //   hier       two levels: reduce-scatter inside each node (G−1 steps of M/G), all-reduce of
 //              the M/G shards across nodes between GPUs with the same local index (N rings,
 //              2(N−1) steps of M/(G·N)), all-gather inside the node. all-gather and
-//              reduce-scatter likewise. Needs ≥ 2 nodes with the same number of members each.
+//              reduce-scatter likewise. all-to-all (DeepEP's and Tutel's two-level exchange):
+//              inside each node every member first hands each local peer what goes to that
+//              peer's local index on every node (one step, M/G per pair), then members with the
+//              same local index exchange across nodes what their node sends each other node's
+//              member (one step, M/N per pair): the bytes leaving a node are the flat
+//              exchange's, in N−1 messages per member instead of (N−1)·G, each on its own rail.
+//              Needs ≥ 2 nodes with the same number of members each.
 //   direct     everyone sends straight to everyone in one step (all-gather, reduce-scatter,
 //              all-reduce as both, broadcast and reduce to/from the root); all-to-all as
 //              pairwise exchange: P−1 steps, in step k member i sends M/P to i+k mod P. Both

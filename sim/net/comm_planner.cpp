@@ -136,6 +136,9 @@ const CommPlan& CommPlanner::plan(const CommRequest& request) {
     chosen = plan_with(collective_spec(cluster_, options_, request, request.algorithm), request.endpoints);
   } else {
     auto candidates = collectives::algorithms_for(*request.kind);
+    // An all-to-all runs flat unless asked otherwise: NCCL and torch's all_to_all_single post
+    // one send/recv per peer; the two-level exchange is a library's choice (DeepEP).
+    if (*request.kind == program::CollectiveKind::kAllToAll) candidates = {program::Algorithm::kDirect};
     if (options_.library == "nccl" && nccl::chooses_algorithm(*request.kind)) {  // only what NCCL would run
       std::erase_if(candidates, [&](program::Algorithm algorithm) { return !nccl::runs(*request.kind, algorithm); });
     } else {  // the chapter's textbook algorithms: in-switch reduction only when a scenario asks for it
@@ -150,8 +153,8 @@ const CommPlan& CommPlanner::plan(const CommRequest& request) {
       auto candidate = plan_with(spec, request.endpoints);
       if (!chosen || candidate->seconds() < chosen->seconds()) chosen = std::move(candidate);
     }
-    if (!chosen) {  // nothing runs it: report why the first algorithm cannot
-      collectives::build_schedule(collective_spec(cluster_, options_, request, candidates.front()));
+    if (!chosen) {  // nothing else runs it: the first algorithm, or why it cannot
+      chosen = plan_with(collective_spec(cluster_, options_, request, candidates.front()), request.endpoints);
     }
   }
   return *plans_.emplace(std::move(key), std::move(chosen)).first->second;

@@ -295,6 +295,23 @@ TEST(HierarchicalScheduleTest, AllGatherAndReduceScatterMoveEverythingOnce) {
   }
 }
 
+TEST(HierarchicalScheduleTest, AllToAllGathersOnTheRailInsideTheNodeThenCrossesOnce) {
+  // 3 nodes of 4: each member owes every member M/12. Inside the node it hands each local peer
+  // the 3 blocks for that peer's rail (M/4 per pair); across nodes each rail member sends the 4
+  // blocks its node owes one remote member (M/3 per pair). What leaves a node is the flat
+  // exchange's 2/3 of M per member, in 2 messages instead of 8.
+  const double m = 12'000;
+  const auto schedule = collectives::build_schedule(spec(CollectiveKind::kAllToAll, Algorithm::kHierarchical, grid(3, 4), 12'000));
+  ASSERT_EQ(schedule.phases.size(), 2u);
+  EXPECT_DOUBLE_EQ(schedule.phases[0].bytes_per_transfer, m / 4);
+  EXPECT_EQ(schedule.phases[0].transfers.size(), 3u * 4 * 3);
+  for (const auto& t : schedule.phases[0].transfers) EXPECT_EQ(t.src / 4, t.dst / 4);  // inside a node
+  EXPECT_DOUBLE_EQ(schedule.phases[1].bytes_per_transfer, m / 3);
+  for (const auto& t : schedule.phases[1].transfers) EXPECT_EQ(t.src % 4, t.dst % 4);  // on a rail
+  EXPECT_EQ(schedule.phases[1].transfers.size() / 12, 2u);  // each member's inter-node messages
+  expect_each_sends(schedule, 12, 3 * m / 4 + 2 * m / 3);
+}
+
 TEST(DirectScheduleTest, AllToAllIsPairwiseExchange) {
   const auto schedule = collectives::build_schedule(spec(CollectiveKind::kAllToAll, Algorithm::kDirect, grid(1, 4), 4'000));
   ASSERT_EQ(schedule.phases.size(), 3u);

@@ -166,6 +166,18 @@ INSTANTIATE_TEST_SUITE_P(
                    "but parallel.strategy is \"ddp\"", "set parallel.strategy = \"zero\""},
         BrokenCase{"tp_overlap_uneven_tokens.toml", "14:19", "parallel.tp_comm_overlap",
                    "micro-batch × sequence = 4095 tokens over tp = 8", "whose tokens tp divides"},
+        BrokenCase{"ep_does_not_divide_experts.toml", "11:6", "parallel.ep", "ep = 16 does not divide the 8 experts",
+                   "an ep that divides 8"},
+        BrokenCase{"ep_beyond_expert_group.toml", "13:6", "parallel.ep",
+                   "ep × tp = 8 × 2 = 16 GPUs per expert group, but the expert groups are cut from the dp × tp = 4 × 2",
+                   "an ep that divides parallel.dp"},
+        BrokenCase{"top_k_above_experts.toml", "8:9", "model.moe.top_k", "top_k = 9 routes each token to more experts than the 8",
+                   "top_k ≤ model.moe.experts"},
+        BrokenCase{"capacity_factor_zero.toml", "8:19", "model.moe.capacity_factor", "expected a positive number, got 0",
+                   "dropless"},
+        BrokenCase{"moe_tp_without_sp.toml", "10:1", "parallel.sequence_parallel",
+                   "a MoE layer under tensor parallelism needs sequence parallelism", "set sequence_parallel = true"},
+        BrokenCase{"ep_on_dense_model.toml", "11:6", "parallel.ep", "Llama-2-7B is a dense model", "use a MoE preset"},
         BrokenCase{"empty.toml", "1:1", "cluster.nodes", "missing required key", ""}),
     [](const testing::TestParamInfo<BrokenCase>& param_info) {
       std::string name = param_info.param.file;

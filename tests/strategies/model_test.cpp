@@ -2,6 +2,8 @@
 // activation memory of the transformer op builders against their closed forms.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "strategies/model.h"
 #include "strategies/transformer_ops.h"
 
@@ -19,6 +21,62 @@ TEST(ModelPresetTest, ParameterCountsMatchThePublishedModels) {
   // GPT-3 paper, table 2.1: 175.0 B.
   EXPECT_NEAR(static_cast<double>(strategies::architecture_parameters(*strategies::model_preset("gpt3-175b"))),
               175.0e9, 0.005 * 175.0e9);
+}
+
+TEST(ModelPresetTest, MixtureOfExpertsPresetsMatchTheirModelCards) {
+  // Totals and active (per-token) parameters as the model cards state them, to their rounding:
+  // Mixtral-8x7B 46.7 B / 12.9 B (Jiang et al., 2024), Qwen1.5-MoE-A2.7B 14.3 B / 2.7 B.
+  const auto billions = [](const char* name, bool active) {
+    const ModelSpec model = *strategies::model_preset(name);
+    return static_cast<double>(active ? strategies::active_parameters(model) : strategies::architecture_parameters(model)) / 1e9;
+  };
+  EXPECT_NEAR(billions("mixtral-8x7b", false), 46.7, 0.05);
+  EXPECT_NEAR(billions("mixtral-8x7b", true), 12.9, 0.05);
+  EXPECT_NEAR(billions("qwen1.5-moe-a2.7b", false), 14.3, 0.05);
+  EXPECT_NEAR(billions("qwen1.5-moe-a2.7b", true), 2.7, 0.05);
+  // DeepSeek-V3 technical report: 671 B total, 37 B activated per token (multi-token prediction
+  // module excluded). "37B" is rounded to whole billions and the report does not say whether the
+  // token-embedding table (0.93 B) counts: 36.6 B without it, 37.6 B with it, both within 1 B.
+  EXPECT_NEAR(billions("deepseek-v3", false), 671.0, 0.5);
+  EXPECT_NEAR(billions("deepseek-v3", true), 37.0, 1.0);
+  EXPECT_EQ(strategies::model_preset("deepseek-v3")->moe_layers(), 58);  // the first 3 of 61 are dense
+}
+
+TEST(ModelPresetTest, AMoeLayerComputesTopKExpertsPerTokenNotAllOfThem) {
+  // Forward matmul FLOPs of one Mixtral layer: 2 per token per weight it passes through — the
+  // attention projections, the router and k of the E experts.
+  const ModelSpec model = *strategies::model_preset("mixtral-8x7b");
+  const std::int64_t b = 1, s = 4096;
+  const auto block = strategies::transformer_layer_block(model, {b, s, program::DType::kBF16, {}}, 0);
+  double matmul = 0;
+  for (const auto& step : block.forward) {
+    if (step.compute && step.compute->kind == program::ComputeKind::kMatmul) matmul += step.compute->flops;
+  }
+  const double h = 4096, kv = 1024, f = 14336, experts = 8, k = 2;
+  const double weights = h * (h + 2 * kv) + h * h + h * experts + k * 3 * h * f;
+  EXPECT_DOUBLE_EQ(matmul, 2.0 * static_cast<double>(b * s) * weights);
+}
+
+TEST(ModelPresetTest, RouterLoadIsSeededCappedAndDropsBeyondCapacity) {
+  ModelSpec model = *strategies::model_preset("mixtral-8x7b");
+  model.moe->load = strategies::ExpertLoad::kZipf;
+  model.moe->zipf_exponent = 3.0;  // 1/H: the top expert would take 83 % of the copies
+  const auto routing = strategies::expert_routing(model);
+  EXPECT_EQ(routing.shares, strategies::expert_routing(model).shares);  // deterministic
+  for (const auto& layer : routing.shares) {
+    double sum = 0, top = 0;
+    for (double share : layer) {
+      sum += share;
+      top = std::max(top, share);
+    }
+    EXPECT_NEAR(sum, 1.0, 1e-12);
+    EXPECT_NEAR(top, 0.5, 1e-12);  // a token picks k = 2 distinct experts: none takes over 1/2
+  }
+  EXPECT_NE(routing.shares[0], routing.shares[1]);  // hot experts differ from layer to layer
+  model.moe->capacity_factor = 1.0;  // each expert at most its balanced 1/8: the excess dropped
+  for (const auto& layer : strategies::expert_routing(model).shares) {
+    for (double share : layer) EXPECT_LE(share, 1.0 / 8 + 1e-15);
+  }
 }
 
 TEST(ModelPresetTest, NominalParameterCountScalesParameterSizedQuantities) {
@@ -50,7 +108,7 @@ TEST(TransformerOpsTest, LayerMatmulFlopsAreTwicePerTokenWeights) {
   for (const auto& step : block.forward) {
     if (step.compute && step.compute->kind == program::ComputeKind::kMatmul) matmul += step.compute->flops;
   }
-  const double weights = static_cast<double>(strategies::layer_parameters(model) - 2 * model.hidden);
+  const double weights = static_cast<double>(strategies::layer_parameters(model, 0) - 2 * model.hidden);
   EXPECT_DOUBLE_EQ(matmul, 2.0 * static_cast<double>(b * s) * weights);
 }
 

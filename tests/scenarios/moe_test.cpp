@@ -1,0 +1,172 @@
+// Mixture of experts under expert parallelism, lowered and simulated: token dispatch and combine
+// as all-to-alls over the expert-parallel group, the routed work of each rank from the router's
+// load, expert gradients and states over the expert-data-parallel group, and the shared experts
+// overlapping the all-to-alls.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "scenarios/run_scenario.h"
+#include "scenarios/scenario_loader.h"
+#include "strategies/transformer_ops.h"
+
+namespace {
+
+// Mixtral-8x7B cut to two layers, one expert per GPU of one H100 node.
+const std::string kMixtral = R"(
+[cluster]
+node = "hgx-h100"
+nodes = 1
+
+[model]
+preset = "mixtral-8x7b"
+layers = 2
+
+[training]
+global_batch = 8
+micro_batch = 1
+sequence_length = 4096
+
+[parallel]
+ep = 8
+)";
+
+scenarios::RunResult run(const std::string& text, const std::vector<std::string>& overrides) {
+  scenarios::ScenarioDocument document = scenarios::ScenarioDocument::from_string(text, "test.toml");
+  for (const std::string& assignment : overrides) document.set(assignment, "--set " + assignment);
+  return scenarios::run_scenario(document.read());
+}
+
+const program::Op& op_named(const program::Program& program, std::int32_t rank, const std::string& name) {
+  const auto& ops = program.ranks[static_cast<std::size_t>(rank)]->ops;
+  const auto it = std::find_if(ops.begin(), ops.end(), [&](const program::Op& op) { return op.name == name; });
+  if (it == ops.end()) throw std::runtime_error("no op " + name);
+  return *it;
+}
+
+double flops(const program::Program& program, std::int32_t rank, const std::string& name) {
+  return std::get<program::ComputeOp>(op_named(program, rank, name).body).flops;
+}
+
+const program::CollectiveOp& collective(const program::Program& program, std::int32_t rank, const std::string& name) {
+  return std::get<program::CollectiveOp>(op_named(program, rank, name).body);
+}
+
+// Bytes of the model states allocated before rank 0's first op, by tensor name.
+std::map<std::string, double> states(const program::Program& program) {
+  std::map<std::string, double> bytes;
+  for (const program::Op& op : program.ranks.front()->ops) {
+    const auto* memory = std::get_if<program::MemoryOp>(&op.body);
+    if (memory == nullptr) break;
+    bytes[op.name] += static_cast<double>(memory->bytes);
+  }
+  return bytes;
+}
+
+constexpr double kTokens = 4096, kHidden = 4096, kExpertWidth = 14336, kTopK = 2, kBf16 = 2;
+
+TEST(ExpertParallelTest, BalancedRoutingSendsEachRanksTokenCopiesAndGivesEveryRankTheSameWork) {
+  const auto result = run(kMixtral, {});
+  const program::Program& program = result.program;
+  EXPECT_EQ(program.ranks.front(), program.ranks.back());  // one program: the same work everywhere
+  // Dispatch and combine: each rank sends its T·k token copies of h bf16 values.
+  for (const char* name : {"layer0.fwd.dispatch", "layer1.fwd.combine"}) {
+    const program::CollectiveOp& all_to_all = collective(program, 3, name);
+    EXPECT_EQ(all_to_all.kind, program::CollectiveKind::kAllToAll);
+    EXPECT_EQ(program.family(all_to_all.group).name, "ep");
+    EXPECT_EQ(all_to_all.bytes, static_cast<std::int64_t>(kTokens * kTopK * kHidden * kBf16));
+  }
+  // One expert per rank receives its 1/8 of the 8 × T·k copies: T·k rows through gate/up (2f wide).
+  EXPECT_DOUBLE_EQ(flops(program, 5, "layer0.fwd.experts_gate_up"), 2 * kTokens * kTopK * 2 * kExpertWidth * kHidden);
+  EXPECT_GT(result.report.time_by_category_s.at("all_to_all"), 0);
+}
+
+TEST(ExpertParallelTest, TheRankWithTheHottestExpertsSetsThePace) {
+  const std::vector<std::string> zipf = {"model.moe.load=\"zipf\"", "model.moe.zipf_exponent=1.2"};
+  const auto skewed = run(kMixtral, zipf);
+  const auto balanced = run(kMixtral, {});
+  // Each rank's routed GEMMs follow its expert's share of the layer's copies (to a whole row).
+  scenarios::ScenarioDocument document = scenarios::ScenarioDocument::from_string(kMixtral, "test.toml");
+  for (const auto& assignment : zipf) document.set(assignment, "--set " + assignment);
+  const auto routing = strategies::expert_routing(document.read().lowering.model);
+  std::int32_t hottest = 0;
+  for (std::int32_t rank = 0; rank < 8; ++rank) {
+    const double share = routing.shares[1][static_cast<std::size_t>(rank)];
+    EXPECT_NEAR(flops(skewed.program, rank, "layer1.fwd.experts_gate_up"),
+                share * 8 * 2 * kTokens * kTopK * 2 * kExpertWidth * kHidden, 2 * 2 * kExpertWidth * kHidden)
+        << rank;
+    if (share > routing.shares[1][static_cast<std::size_t>(hottest)]) hottest = rank;
+  }
+  EXPECT_NE(skewed.program.ranks[0], skewed.program.ranks[1]);
+  // Every rank waits at the combine for the busiest one: the step is at least its compute, and
+  // longer than with balanced routing.
+  double busiest = 0;
+  for (const auto& rank : skewed.report.rank_reports) busiest = std::max(busiest, rank.compute_time_s);
+  EXPECT_GE(skewed.report.step_time_s, busiest);
+  EXPECT_GT(skewed.report.step_time_s, 1.2 * balanced.report.step_time_s);
+  // A capacity factor of 1 drops what exceeds an expert's balanced share: no rank does more
+  // routed work than under balanced routing.
+  auto capped_overrides = zipf;
+  capped_overrides.push_back("model.moe.capacity_factor=1.0");
+  const auto capped = run(kMixtral, capped_overrides);
+  EXPECT_LE(flops(capped.program, hottest, "layer1.fwd.experts_gate_up"),
+            flops(balanced.program, hottest, "layer1.fwd.experts_gate_up") * (1 + 1e-12));
+  EXPECT_LT(capped.report.step_time_s, skewed.report.step_time_s);
+}
+
+TEST(ExpertParallelTest, ExpertGradientsAndStatesBelongToTheExpertDataParallelGroup) {
+  // 16 GPUs, ep 8: two ranks hold each expert. ZeRO-1 shards the dense states over dp = 16 and
+  // the experts' over expert dp = 2; the experts' gradients are reduce-scattered over those 2.
+  const auto result = run(kMixtral, {"cluster.nodes=2", "training.global_batch=16", "parallel.strategy=\"zero\""});
+  const program::Program& program = result.program;
+  std::map<std::string, std::int32_t> group_size;
+  for (const auto& op : program.ranks.front()->ops) {
+    const auto* reduce = std::get_if<program::CollectiveOp>(&op.body);
+    if (reduce == nullptr || reduce->kind != program::CollectiveKind::kReduceScatter) continue;
+    const std::string bucket = op.name.find(".experts.") != std::string::npos ? "experts" : "dense";
+    group_size[bucket] = static_cast<std::int32_t>(program.family(reduce->group).instances.front().size());
+  }
+  EXPECT_EQ(group_size["dense"], 16);
+  EXPECT_EQ(group_size["experts"], 2);
+  // One expert per rank and layer: 2 layers × 3·h·f parameters; fp32 master weights (4 B) and
+  // Adam's two moments (8 B), each held once per expert-data-parallel pair.
+  const double expert_parameters = 2 * 3 * kHidden * kExpertWidth;
+  const auto bytes = states(program);
+  EXPECT_DOUBLE_EQ(bytes.at("experts.parameters"), 2 * expert_parameters);
+  EXPECT_NEAR(bytes.at("experts.optimizer_states"), 8 * expert_parameters / 2, 1);
+  EXPECT_NEAR(bytes.at("experts.master_weights"), 4 * expert_parameters / 2, 1);
+}
+
+TEST(ExpertParallelTest, SharedExpertsComputeWhileTheTokensAreInFlight) {
+  // Qwen1.5-MoE's shared expert (width 5632) beside the dispatch and the combine's gradient.
+  const std::string qwen = R"(
+[cluster]
+node = "hgx-h100"
+nodes = 1
+[model]
+preset = "qwen1.5-moe-a2.7b"
+layers = 2
+[training]
+global_batch = 8
+sequence_length = 4096
+[parallel]
+ep = 4
+)";
+  const auto serial = run(qwen, {});
+  const auto overlapped = run(qwen, {"parallel.moe_shared_expert_overlap=true"});
+  const auto depends_on_dispatch = [](const program::Program& program, const std::string& op) {
+    const auto& ops = program.ranks.front()->ops;
+    const auto index = static_cast<program::OpIndex>(&op_named(program, 0, "layer0.fwd.dispatch") - ops.data());
+    const auto& deps = op_named(program, 0, op).deps;
+    return std::find(deps.begin(), deps.end(), index) != deps.end();
+  };
+  EXPECT_FALSE(depends_on_dispatch(overlapped.program, "layer0.fwd.shared_expert_gate_up"));
+  EXPECT_TRUE(depends_on_dispatch(overlapped.program, "layer0.fwd.experts_gate_up"));
+  EXPECT_TRUE(depends_on_dispatch(serial.program, "layer0.fwd.shared_expert_gate_up"));
+  EXPECT_LT(overlapped.report.step_time_s, serial.report.step_time_s);
+}
+
+}  // namespace
