@@ -30,7 +30,7 @@ namespace {
 std::vector<std::int32_t> pipeline_stage_ranks(const Scenario& scenario) {
   const strategies::ParallelSpec& parallel = scenario.lowering.parallel;
   if (parallel.pp <= 1 || parallel.strategy == "ps") return {};
-  const strategies::ParallelLayout layout(parallel.dp, parallel.tp, parallel.pp);
+  const strategies::ParallelLayout layout(parallel.dp, parallel.tp, parallel.pp, parallel.ep, parallel.cp);
   std::vector<std::int32_t> ranks;
   for (std::int32_t stage = 0; stage < parallel.pp; ++stage) ranks.push_back(layout.rank_of({0, 0, stage}));
   return ranks;

@@ -609,17 +609,20 @@ void read_parallel(TableReader& reader, Scenario& scenario) {
   const std::int64_t gpus = scenario.cluster.gpu_count();
   parallel.tp = static_cast<std::int32_t>(reader.count("tp", 1, 1, gpus));
   parallel.pp = static_cast<std::int32_t>(reader.count("pp", 1, 1, gpus));
+  parallel.cp = static_cast<std::int32_t>(reader.count("cp", 1, 1, gpus));
   const bool dp_given = reader.node("dp") != nullptr;
   parallel.dp = static_cast<std::int32_t>(
-      reader.count("dp", std::max<std::int64_t>(1, gpus / (parallel.tp * parallel.pp)), 1, gpus));
+      reader.count("dp", std::max<std::int64_t>(1, gpus / (parallel.tp * parallel.pp * parallel.cp)), 1, gpus));
   if (static_cast<std::int64_t>(parallel.world()) != gpus) {  // rule R2
     reader.fail(dp_given ? "dp" : "tp",
-                fmt::format("world size dp × tp × pp = {} × {} × {} = {} does not match the cluster's "
+                fmt::format("world size dp × tp × pp{} = {} × {} × {}{} = {} does not match the cluster's "
                             "{} GPUs ({} nodes × {})",
-                            parallel.dp, parallel.tp, parallel.pp, parallel.world(), gpus,
+                            parallel.cp > 1 ? " × cp" : "", parallel.dp, parallel.tp, parallel.pp,
+                            parallel.cp > 1 ? fmt::format(" × {}", parallel.cp) : "", parallel.world(), gpus,
                             scenario.cluster.nodes, scenario.cluster.node.gpus),
                 "the product of the parallel degrees must equal cluster.nodes × gpus_per_node");
   }
+  parallel.cp_scheme = reader.named("cp_scheme", parallel.cp_scheme);
   parallel.sequence_parallel = reader.boolean("sequence_parallel").value_or(false);
   parallel.sp_regather = reader.boolean("sequence_parallel_regather").value_or(parallel.sp_regather);
   parallel.schedule = reader.named("pipeline_schedule", parallel.schedule);
@@ -643,8 +646,10 @@ void check_tensor_parallel_divisibility(TableReader& parallel_reader, const stra
     parallel_reader.fail(
         "tp", std::move(what),
         fmt::format("tp must divide heads, kv_heads and ffn_hidden (tp ≤ {} here); to use more GPUs per layer, "
-                    "split the sequence (context parallelism) or the layers (pipeline parallelism, pp)",
-                    largest));
+                    "split the sequence with context parallelism{} or the layers with pipeline parallelism (parallel.pp)",
+                    largest,
+                    tp % largest == 0 ? fmt::format(" (tp = {}, cp = {}: the same {} GPUs per layer)", largest, tp / largest, tp)
+                                      : " (parallel.cp)"));
   };
   if (model.heads % tp != 0) {
     fail(fmt::format("{} attention heads are not divisible by tp {}: each rank must hold whole heads", model.heads, tp));
@@ -656,6 +661,42 @@ void check_tensor_parallel_divisibility(TableReader& parallel_reader, const stra
   }
   if (model.ffn_hidden % tp != 0) {
     fail(fmt::format("model.ffn_hidden {} is not divisible by tp {}", model.ffn_hidden, tp));
+  }
+}
+
+// Context parallelism: cp splits every sequence; ring attention's load balancing cuts it into
+// 2·cp chunks (Megatron-Core requires the sequence divisible by 2·cp), Ulysses gives each rank
+// whole heads.
+void check_context_parallel(TableReader& parallel_reader, const Scenario& scenario) {
+  const strategies::ParallelSpec& parallel = scenario.lowering.parallel;
+  const strategies::LoweringInput& lowering = scenario.lowering;
+  if (parallel.cp == 1) return;
+  const bool ring = parallel.cp_scheme == strategies::ContextParallelScheme::kRing;
+  const std::int64_t chunks = ring ? 2 * parallel.cp : parallel.cp;
+  const std::int64_t sequence = lowering.training.sequence;
+  if (sequence % chunks != 0 || (parallel.sequence_parallel && sequence / parallel.cp % parallel.tp != 0)) {
+    parallel_reader.fail("cp",
+                         fmt::format("cp = {} does not divide the sequence of {} tokens (training.sequence_length){}", parallel.cp,
+                                     sequence,
+                                     ring ? fmt::format(" into the 2·cp = {} chunks ring attention balances the causal mask with", chunks)
+                                          : ""),
+                         fmt::format("choose a sequence length that is a multiple of {}", chunks * (parallel.sequence_parallel ? parallel.tp : 1)));
+  }
+  if (lowering.model.attention != strategies::AttentionKind::kFlash) {
+    parallel_reader.fail("cp", "context parallelism is modelled with a fused attention kernel",
+                         "set model.attention = \"flash\"");
+  }
+  if (parallel.strategy == "ps") {
+    parallel_reader.fail("cp", "strategy \"ps\" trains whole replicas on its workers", "use ddp, zero or fsdp with cp");
+  }
+  const std::int64_t heads = lowering.model.heads / parallel.tp;
+  const std::int64_t kv_heads = (lowering.model.mla ? lowering.model.heads : lowering.model.kv_heads) / parallel.tp;
+  if (!ring && (heads % parallel.cp != 0 || kv_heads % parallel.cp != 0)) {
+    parallel_reader.fail("cp_scheme",
+                         fmt::format("Ulysses splits the heads over cp = {}, but each tensor-parallel rank holds {} heads and {} KV "
+                                     "heads (model.heads / tp, model.kv_heads / tp)",
+                                     parallel.cp, heads, kv_heads),
+                         "use cp_scheme = \"ring\", or a cp dividing both");
   }
 }
 
@@ -1580,6 +1621,7 @@ Scenario ScenarioDocument::read() const {
   check_tensor_parallel_divisibility(parallel, scenario.lowering.model, scenario.lowering.parallel.tp);
   check_parallel_combination(parallel, fsdp, zero, scenario);
   check_expert_parallel(parallel, zero, scenario);
+  check_context_parallel(parallel, scenario);
   for (TableReader* table : {&training, &parallel, &zero, &fsdp}) table->finish();
 
   read_ps(root.child("ps"), scenario.lowering.ps);

@@ -87,7 +87,7 @@ class ReplicatedPolicy : public DataParallelPolicy {
       : context_(context),
         input_(*context.input),
         zero_stage_(zero_stage),
-        dp_(input_.parallel.dp),
+        dp_(input_.parallel.data_parallel_ranks()),
         // ZeroRedundancyOptimizer keeps DDP's all-reduce; DeepSpeed's ZeRO reduce-scatters.
         reduce_scatter_(zero_stage > 0 && input_.zero.implementation == ZeroImplementation::kDeepSpeed),
         buckets_(bucket_filler(context.dp_group)),
@@ -243,7 +243,7 @@ class ShardedPolicy : public DataParallelPolicy {
       : context_(context), input_(*context.input), fsdp_(zero3 ? FsdpSpec{} : input_.fsdp) {
     const bool hybrid = fsdp_.sharding == ShardingStrategy::kHybridShard;
     group_ = hybrid ? context.shard_group : context.dp_group;
-    shards_ = hybrid ? shard_count(context) : input_.parallel.dp;
+    shards_ = hybrid ? shard_count(context) : input_.parallel.data_parallel_ranks();
     param_dtype_ = fsdp_.param_dtype.value_or(context.replica->dtype);
     reduce_dtype_ = fsdp_.reduce_dtype.value_or(param_dtype_);
     state_ = context.replica->state;
@@ -372,7 +372,7 @@ class ShardedPolicy : public DataParallelPolicy {
   static std::int32_t shard_count(const StageContext& context) {
     const auto& parallel = context.input->parallel;
     const std::int32_t per_node = std::max(1, parallel.gpus_per_node / parallel.tp);
-    return std::min(parallel.dp, per_node);
+    return std::min(parallel.data_parallel_ranks(), per_node);
   }
 
   void close(Unit& unit) {
@@ -429,7 +429,7 @@ class ShardedPolicy : public DataParallelPolicy {
     const double bytes = unit.elements * dtype_size(reduce_dtype_);
     OpIndex last = builder.add(fmt::format("{}.reduce_scatter", unit.name), context_.dp_reduce,
                                program::make_collective(CollectiveKind::kReduceScatter, group_, bytes, reduce_dtype_), {after});
-    if (fsdp_.sharding == ShardingStrategy::kHybridShard && input_.parallel.dp > shards_) {
+    if (fsdp_.sharding == ShardingStrategy::kHybridShard && input_.parallel.data_parallel_ranks() > shards_) {
       last = builder.add(fmt::format("{}.replica_all_reduce", unit.name), context_.dp_reduce,
                          program::make_collective(CollectiveKind::kAllReduce, context_.replicate_group, bytes / shards_, reduce_dtype_));
     }

@@ -11,7 +11,7 @@ namespace strategies {
 std::vector<std::string> strategy_names() { return {"ddp", "zero", "fsdp", "ps"}; }
 
 std::vector<std::string> group_family_names() {
-  return {"world", "dp", "tp", "pp", "pp_wrap", "embedding", "dp_shard", "dp_replicate", "ps", "ep", "expert_dp"};
+  return {"world", "dp", "tp", "pp", "pp_wrap", "embedding", "dp_shard", "dp_replicate", "ps", "ep", "expert_dp", "cp"};
 }
 
 program::Program lower(const LoweringInput& input) {

@@ -75,8 +75,8 @@ program::Program lower_parallel(const LoweringInput& input) {
 
   program::Program program;
   OpBudget budget;
-  const std::int32_t ep = parallel.ep;
-  const ParallelLayout layout(dp, tp, pp, ep);
+  const std::int32_t ep = parallel.ep, cp = parallel.cp;
+  const ParallelLayout layout(dp, tp, pp, ep, cp);
   program.world_size = layout.world();
   program.group_families = layout.group_families();
   program.placement = block_placement(program.world_size);
@@ -88,9 +88,20 @@ program::Program lower_parallel(const LoweringInput& input) {
   base.input = &input;
   base.streams.compute = streams("compute");
   if (tp > 1) base.streams.tensor_parallel = streams("tp");
-  if (ep > 1) base.streams.expert_parallel = streams("ep");
-  if (dp > 1) base.dp_reduce = streams("dp");
-  if (dp > 1 && parallel.strategy != "ddp") base.dp_gather = streams("dp_gather");
+  if (ep > 1) base.streams.group_streams.emplace_back(*program.find_family("ep"), streams("ep"));
+  ContextParallel context_parallel{cp, parallel.cp_scheme, 0};
+  if (cp > 1) {
+    context_parallel.group = *program.find_family("cp");
+    if (parallel.cp_scheme == ContextParallelScheme::kUlysses) {
+      base.streams.group_streams.emplace_back(context_parallel.group, streams("cp"));
+    } else {
+      base.streams.transfer_send = streams("cp_send");
+      base.streams.transfer_receive = streams("cp_recv");
+    }
+  }
+  const std::int32_t replicas_of_parameters = parallel.data_parallel_ranks();  // dp × cp
+  if (replicas_of_parameters > 1) base.dp_reduce = streams("dp");
+  if (replicas_of_parameters > 1 && parallel.strategy != "ddp") base.dp_gather = streams("dp_gather");
   if (input.fsdp.cpu_offload && parallel.strategy == "fsdp") {
     base.host_to_device = streams("host_to_device");
     base.device_to_host = streams("device_to_host");
@@ -98,7 +109,7 @@ program::Program lower_parallel(const LoweringInput& input) {
   base.dp_group = dp_group;
   base.world_group = *program.find_family("world");
   if (parallel.strategy == "fsdp" && input.fsdp.sharding == ShardingStrategy::kHybridShard) {
-    const std::int32_t shards = std::min(dp, std::max(1, parallel.gpus_per_node / tp));
+    const std::int32_t shards = std::min(replicas_of_parameters, std::max(1, parallel.gpus_per_node / tp));
     add_hybrid_groups(program, program.family(dp_group), shards);
     base.shard_group = *program.find_family("dp_shard");
     base.replicate_group = *program.find_family("dp_replicate");
@@ -125,14 +136,14 @@ program::Program lower_parallel(const LoweringInput& input) {
   for (std::int32_t expert_rank = 0; expert_rank < (balanced ? 1 : ep); ++expert_rank) {
     const ExpertParallel expert_parallel{ep, expert_rank, ep > 1 ? *program.find_family("ep") : program::GroupFamilyId{0},
                                         &routing, parallel.moe_shared_expert_overlap};
-    replicas.push_back(replica_model(input.model, training, tensor_parallel, embedding_copy, expert_parallel));
+    replicas.push_back(replica_model(input.model, training, tensor_parallel, embedding_copy, expert_parallel, context_parallel));
   }
   if (ep > 1) {
     base.expert_dp_group = *program.find_family("expert_dp");
-    base.expert_dp = dp / ep;
+    base.expert_dp = dp / ep * cp;
   } else {
     base.expert_dp_group = dp_group;
-    base.expert_dp = dp;
+    base.expert_dp = replicas_of_parameters;
   }
   const ReplicaModel& first_replica = replicas.front();
   const double scale = parameter_scale(input.model);
@@ -141,12 +152,16 @@ program::Program lower_parallel(const LoweringInput& input) {
   if (embedding_copy) {
     std::vector<std::vector<std::int32_t>> pairs;
     for (std::int32_t d = 0; d < dp; ++d) {
-      for (std::int32_t t = 0; t < tp; ++t) pairs.push_back({layout.rank_of({d, t, 0}), layout.rank_of({d, t, pp - 1})});
+      for (std::int32_t c = 0; c < cp; ++c) {
+        for (std::int32_t t = 0; t < tp; ++t) {
+          pairs.push_back({layout.rank_of({d, t, 0, c}), layout.rank_of({d, t, pp - 1, c})});
+        }
+      }
     }
     program.group_families.push_back(program::make_group_family("embedding", program.world_size, std::move(pairs)));
     embedding_group = static_cast<program::GroupFamilyId>(program.group_families.size() - 1);
     // After the data-parallel gradient reduction, as Megatron-LM orders them: on its stream.
-    embedding_stream = dp > 1 ? base.dp_reduce : streams("embedding");
+    embedding_stream = replicas_of_parameters > 1 ? base.dp_reduce : streams("embedding");
   }
   const double embedding_gradient_bytes = static_cast<double>(first_replica.blocks.front().params.front().elements) * scale *
                                           static_cast<double>(program::dtype_bytes(first_replica.gradient_dtype));
@@ -154,7 +169,7 @@ program::Program lower_parallel(const LoweringInput& input) {
   const std::int64_t micro_batches = training.accumulation;
   const double element_bytes = static_cast<double>(program::dtype_bytes(first_replica.dtype));
   const std::int64_t sent_tokens =
-      training.micro_batch * training.sequence / (tensor_parallel.sequence_parallel ? tp : 1);
+      training.micro_batch * training.sequence / cp / (tensor_parallel.sequence_parallel ? tp : 1);
   const double activation_bytes = static_cast<double>(sent_tokens * input.model.hidden) * element_bytes;
   const bool scatter_gather = parallel.pipeline_scatter_gather && tp > 1 && !tensor_parallel.sequence_parallel;
   const double sent_bytes = scatter_gather ? activation_bytes / tp : activation_bytes;
@@ -277,7 +292,9 @@ program::Program lower_parallel(const LoweringInput& input) {
       const auto stage_program = std::make_shared<const program::RankProgram>(builder.take());
       for (std::int32_t d = 0; d < dp; ++d) {
         if (replicas.size() > 1 && static_cast<std::size_t>(d % ep) != variant) continue;  // another expert rank's
-        for (std::int32_t t = 0; t < tp; ++t) program.ranks[layout.rank_of({d, t, stage})] = stage_program;
+        for (std::int32_t c = 0; c < cp; ++c) {
+          for (std::int32_t t = 0; t < tp; ++t) program.ranks[layout.rank_of({d, t, stage, c})] = stage_program;
+        }
       }
     }
   }
@@ -285,7 +302,8 @@ program::Program lower_parallel(const LoweringInput& input) {
   set_step_facts(program.info, input.model, training, dp);
   std::string layout_text = fmt::format("{} ranks", program.world_size);
   if (tp > 1 || pp > 1) layout_text = fmt::format("dp {} × tp {}{} × pp {}", dp, tp, tensor_parallel.sequence_parallel ? " (SP)" : "", pp);
-  if (ep > 1) layout_text += fmt::format(", ep {} (expert dp {})", ep, dp / ep);
+  if (cp > 1) layout_text += fmt::format(", cp {} ({})", cp, name_of(parallel.cp_scheme));
+  if (ep > 1) layout_text += fmt::format(", ep {} (expert dp {})", ep, dp / ep * cp);
   // The data-parallel flavour, named only when there is data parallelism.
   const std::string flavour = dp > 1 ? strategy_label(input) + " " : "";
   program.info.description = fmt::format(

@@ -21,6 +21,13 @@ std::span<const NamedValue<OptimizerKind>> named_values() {
   return kValues;
 }
 template <>
+std::span<const NamedValue<ContextParallelScheme>> named_values() {
+  static constexpr NamedValue<ContextParallelScheme> kValues[] = {{"ring", ContextParallelScheme::kRing},
+                                                                  {"ulysses", ContextParallelScheme::kUlysses}};
+  return kValues;
+}
+
+template <>
 std::span<const NamedValue<ExpertLoad>> named_values() {
   static constexpr NamedValue<ExpertLoad> kValues[] = {
       {"uniform", ExpertLoad::kUniform}, {"zipf", ExpertLoad::kZipf}, {"measured", ExpertLoad::kMeasured}};

@@ -86,6 +86,10 @@ bool keeps_fp32_master(Precision precision);
 program::DType gradient_dtype(Precision precision);
 
 enum class PipelineSchedule { kGPipe, kOneFOneB, kInterleaved };
+// Context parallelism's attention (transformer_ops.h, ContextParallel): ring attention's KV
+// blocks passed round the cp ranks (Megatron-Core's --cp-comm-type p2p), or DeepSpeed-Ulysses'
+// all-to-alls from a split sequence to split heads and back (a2a).
+enum class ContextParallelScheme { kRing, kUlysses };
 
 struct ParallelSpec {
   std::string strategy = "ddp";  // ddp, zero, fsdp (data parallelism flavour) or ps
@@ -114,8 +118,15 @@ struct ParallelSpec {
   // parallelism), everything else over dp as before.
   std::int32_t ep = 1;
   bool moe_shared_expert_overlap = false;  // Megatron-Core's --moe-shared-expert-overlap
+  // Context parallelism: each sequence split over cp ranks (layout.h), which together hold one
+  // replica's activations; gradients are reduced over the dp × cp ranks holding the same
+  // parameters, as Megatron-Core's data-parallel-with-cp group does.
+  std::int32_t cp = 1;
+  ContextParallelScheme cp_scheme = ContextParallelScheme::kRing;
   std::int32_t gpus_per_node = 8;  // placement, for groups that follow node boundaries
-  std::int32_t world() const { return dp * tp * pp; }
+  std::int32_t world() const { return dp * tp * pp * cp; }
+  // Ranks holding the same (dense) parameters: what data parallelism reduces and shards over.
+  std::int32_t data_parallel_ranks() const { return dp * cp; }
 };
 
 // ZeRO (Rajbhandari et al., SC 2020): stage 1 shards the optimizer states over the data-parallel
@@ -185,6 +196,8 @@ template <>
 std::span<const NamedValue<Checkpointing>> named_values();
 template <>
 std::span<const NamedValue<ExpertLoad>> named_values();
+template <>
+std::span<const NamedValue<ContextParallelScheme>> named_values();
 template <>
 std::span<const NamedValue<PipelineSchedule>> named_values();
 template <>

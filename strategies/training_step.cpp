@@ -12,12 +12,14 @@ using program::MemoryCategory;
 using program::OpIndex;
 
 ReplicaModel replica_model(const ModelSpec& model, const TrainingSpec& training, const TensorParallel& tensor_parallel,
-                           bool head_embedding_copy, const ExpertParallel& expert_parallel) {
+                           bool head_embedding_copy, const ExpertParallel& expert_parallel,
+                           const ContextParallel& context_parallel) {
   ReplicaModel replica;
   replica.dtype = compute_dtype(training.precision);
   replica.gradient_dtype = gradient_dtype(training.precision);
-  replica.blocks = model_blocks(model, BlockShape{training.micro_batch, training.sequence, replica.dtype, tensor_parallel,
-                                                  training.precision == Precision::kFP8, head_embedding_copy, expert_parallel});
+  replica.blocks = model_blocks(model, BlockShape{training.micro_batch, training.sequence / context_parallel.degree,
+                                                  replica.dtype, tensor_parallel, training.precision == Precision::kFP8,
+                                                  head_embedding_copy, expert_parallel, context_parallel});
   replica.parameters = total_parameters(model);
   replica.state = model_state_bytes(training);
   return replica;
@@ -63,9 +65,21 @@ class StepEmitter {
     std::vector<OpIndex> deps = wait_;  // what the next op had to wait for (a received input, …)
     if (after) deps.push_back(*after);
     deps.insert(deps.end(), extra.begin(), extra.end());
-    const bool expert = op.kind == program::CollectiveKind::kAllToAll && streams_.expert_parallel;
-    last_ = builder_.add(std::move(name), expert ? *streams_.expert_parallel : streams_.tensor_parallel, op, std::move(deps));
+    program::StreamId stream = streams_.tensor_parallel;
+    for (const auto& [group, own] : streams_.group_streams) {
+      if (group == op.group) stream = own;
+    }
+    last_ = builder_.add(std::move(name), stream, op, std::move(deps));
     if (!overlapped) wait_ = {last_};
+    return last_;
+  }
+  // A send or receive beside the compute: after the last compute op and `extra`; the next
+  // compute does not wait for it (a step that needs it names it in waits_for).
+  OpIndex transfer(std::string name, const program::SendRecvOp& op, std::vector<OpIndex> extra) {
+    std::vector<OpIndex> deps = wait_;
+    if (last_compute_) deps.push_back(*last_compute_);
+    deps.insert(deps.end(), extra.begin(), extra.end());
+    last_ = builder_.add(std::move(name), op.is_send ? streams_.transfer_send : streams_.transfer_receive, op, std::move(deps));
     return last_;
   }
   OpIndex memory(std::string tensor, MemoryCategory category, double bytes, bool allocate) {
@@ -93,6 +107,8 @@ class StepEmitter {
         index_of[i] = compute(std::move(name), std::move(op), std::move(waits), step.chunk);
       } else if (step.collective) {
         index_of[i] = collective(std::move(name), *step.collective, step.overlapped, step.chunk, std::move(waits));
+      } else if (step.transfer) {
+        index_of[i] = transfer(std::move(name), *step.transfer, std::move(waits));
       }
     }
   }
@@ -160,6 +176,10 @@ OpIndex emit_backward(RankProgramBuilder& builder, const std::vector<const Block
       for (std::size_t w : step.waits_for) waits.push_back(index_of[w]);
       if (const auto* collective = std::get_if<program::CollectiveOp>(&step.op)) {
         index_of[i] = emit.collective(step.name, *collective, step.overlapped, step.chunk, std::move(waits));
+        continue;
+      }
+      if (const auto* transfer = std::get_if<program::SendRecvOp>(&step.op)) {
+        index_of[i] = emit.transfer(step.name, *transfer, std::move(waits));
         continue;
       }
       if (selective && i == first_core) {  // recompute the attention core's scores

@@ -5,8 +5,8 @@
 #pragma once
 
 #include <functional>
-#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "strategies/model.h"
@@ -27,7 +27,7 @@ struct ReplicaModel {
 };
 ReplicaModel replica_model(const ModelSpec& model, const TrainingSpec& training,
                            const TensorParallel& tensor_parallel = {}, bool head_embedding_copy = false,
-                           const ExpertParallel& expert_parallel = {});
+                           const ExpertParallel& expert_parallel = {}, const ContextParallel& context_parallel = {});
 
 // Which model states a rank holds, as a fraction of the model (1 = all of it).
 struct StateShares {
@@ -45,9 +45,13 @@ void allocate_model_states(RankProgramBuilder& builder, program::StreamId stream
 struct Streams {
   program::StreamId compute = 0;
   program::StreamId tensor_parallel = 0;  // used only when blocks hold TP collectives
-  // The expert dispatch and combine all-to-alls, apart from the tensor-parallel collectives
-  // that shared experts run beside them; unset: on the tensor-parallel stream.
-  std::optional<program::StreamId> expert_parallel = {};
+  // Collectives over these groups on their own streams: the expert dispatch and combine apart
+  // from the tensor-parallel collectives shared experts run beside them, Ulysses' all-to-alls.
+  // Any other group's collectives go on the tensor-parallel stream.
+  std::vector<std::pair<program::GroupFamilyId, program::StreamId>> group_streams = {};
+  // Ring attention's KV blocks: sends and receives on streams of their own, beside the compute.
+  program::StreamId transfer_send = 0;
+  program::StreamId transfer_receive = 0;
 };
 
 // Forward of `blocks` in order for one micro-batch: each block's activations are allocated

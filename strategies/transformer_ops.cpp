@@ -150,31 +150,122 @@ class BlockBuilder {
     block_.forward.push_back(std::move(step));
   }
 
-  // FlashAttention: one fused kernel, the scores never in device memory.
+  // FlashAttention: one fused kernel, the scores never in device memory; under context
+  // parallelism as ring attention or Ulysses (ContextParallel in the header).
   void attention(const ModelSpec& model) {
     if (model.attention == AttentionKind::kStandard) {
       standard_attention(model);
       return;
     }
-    const std::int64_t b = shape_.micro_batch;
-    const std::int64_t s = shape_.sequence;
+    const std::int32_t cp = shape_.cp.degree;
+    if (cp > 1 && shape_.cp.scheme == ContextParallelScheme::kRing) {
+      ring_attention(model);
+      return;
+    }
     const double tp = static_cast<double>(t());
     const double tokens_d = static_cast<double>(tokens());
-    // Multi-head latent attention's heads: queries and keys of qk_head_dim, values of v_head_dim,
-    // as many key/value heads as query heads once projected up.
-    const std::int64_t qk_dim = model.mla ? model.mla->qk_head_dim() : model.head_dim();
-    const std::int64_t v_dim = model.mla ? model.mla->v_head_dim : model.head_dim();
-    const std::int64_t kv_heads = model.mla ? model.heads : model.kv_heads;
-    ComputeOp op = make(ComputeKind::kAttention, Shape::of({b, model.heads / t(), kv_heads / t(), s, qk_dim}));
-    op.flops = 2.0 * static_cast<double>(b) * static_cast<double>(s) * static_cast<double>(s) *
-               static_cast<double>(model.heads * (qk_dim + v_dim)) * (model.causal ? 0.5 : 1.0) / tp;
-    const double qkvo_bytes = tokens_d * static_cast<double>(model.heads * (qk_dim + v_dim) + kv_heads * (qk_dim + v_dim)) * e() / tp;
+    const AttentionHeads heads = attention_heads(model);
+    // Q, K, V and the output of this rank's tokens and heads.
+    const double qkvo_bytes =
+        tokens_d * static_cast<double>(model.heads * (heads.qk + heads.v) + heads.kv * (heads.qk + heads.v)) * e() / tp;
+    const double qkv_bytes = tokens_d * static_cast<double>(model.heads * heads.qk + heads.kv * (heads.qk + heads.v)) * e() / tp;
+    const double output_bytes = tokens_d * static_cast<double>(model.heads * heads.v) * e() / tp;
+    if (cp > 1) {  // Ulysses: all s tokens of heads/cp heads
+      collective_step("cp_qkv_all_to_all", CollectiveKind::kAllToAll, shape_.cp.group, qkv_bytes, CollectiveKind::kAllToAll);
+    }
+    ComputeOp op = flash_op(model, shape_.sequence * cp, model.heads / t() / cp, heads.kv / t() / cp);
     ForwardStep step{"attention", op};
     step.attention_core = true;
     step.compute->bytes = qkvo_bytes;
     // Q, K, V, the output, and the fp32 log-sum-exp per query and head.
-    step.saved_bytes = qkvo_bytes + kFp32Bytes * static_cast<double>(b * model.heads / t() * s);
+    step.saved_bytes = qkvo_bytes + kFp32Bytes * static_cast<double>(shape_.micro_batch * model.heads / t() * shape_.sequence);
     block_.forward.push_back(std::move(step));
+    if (cp > 1) {
+      collective_step("cp_output_all_to_all", CollectiveKind::kAllToAll, shape_.cp.group, output_bytes, CollectiveKind::kAllToAll);
+    }
+  }
+
+  // Multi-head latent attention's heads: queries and keys of qk_head_dim, values of v_head_dim,
+  // as many key/value heads as query heads once projected up.
+  struct AttentionHeads {
+    std::int64_t qk = 0;
+    std::int64_t v = 0;
+    std::int64_t kv = 0;
+  };
+  static AttentionHeads attention_heads(const ModelSpec& model) {
+    if (model.mla) return {model.mla->qk_head_dim(), model.mla->v_head_dim, model.heads};
+    return {model.head_dim(), model.head_dim(), model.kv_heads};
+  }
+
+  // A fused attention kernel over `sequence` tokens of each of the micro-batch's sequences, for
+  // `heads` query heads: 2·b·s²·heads·(d_qk + d_v) FLOPs, halved by a causal mask. A ring step
+  // is one with s = s_full/cp: F/cp², the balanced share of the whole sequence's F.
+  ComputeOp flash_op(const ModelSpec& model, std::int64_t sequence, std::int64_t heads, std::int64_t kv_heads) const {
+    const AttentionHeads dims = attention_heads(model);
+    const std::int64_t b = shape_.micro_batch;
+    ComputeOp op = make(ComputeKind::kAttention, Shape::of({b, heads, kv_heads, sequence, dims.qk}));
+    op.flops = 2.0 * static_cast<double>(b) * static_cast<double>(sequence) * static_cast<double>(sequence) *
+               static_cast<double>(heads * (dims.qk + dims.v)) * (model.causal ? 0.5 : 1.0);
+    return op;
+  }
+
+  // Ring attention (ContextParallel in the header): cp steps of F/cp² FLOPs, each but the last
+  // beside the send of the K,V block it holds to the next rank and the receive of the previous
+  // rank's; step i computes with the block received in step i − 1. The backward ring, written
+  // out on the last step, passes K,V and their gradients.
+  void ring_attention(const ModelSpec& model) {
+    const std::int32_t cp = shape_.cp.degree;
+    const double tp = static_cast<double>(t());
+    const double tokens_d = static_cast<double>(tokens());
+    const AttentionHeads heads = attention_heads(model);
+    const double q_bytes = tokens_d * static_cast<double>(model.heads * heads.qk) * e() / tp;
+    const double o_bytes = tokens_d * static_cast<double>(model.heads * heads.v) * e() / tp;
+    const double kv_block = tokens_d * static_cast<double>(heads.kv * (heads.qk + heads.v)) * e() / tp;
+    const auto ring_transfer = [&](bool send, double bytes) {
+      return program::SendRecvOp{send, shape_.cp.group, send ? 1 : -1, static_cast<std::int64_t>(bytes), shape_.dtype, true};
+    };
+    std::vector<BackwardStep> backward;
+    std::optional<std::size_t> received, received_backward;
+    for (std::int32_t i = 0; i < cp; ++i) {
+      const std::string suffix = fmt::format(".step{}", i);
+      std::optional<std::size_t> receiving, receiving_backward;
+      if (i + 1 < cp) {  // pass the block on while computing with it
+        for (const bool send : {true, false}) {
+          ForwardStep transfer{fmt::format("attention_kv_{}{}", send ? "send" : "recv", suffix)};
+          transfer.transfer = ring_transfer(send, kv_block);
+          transfer.attention_core = true;
+          if (received) transfer.waits_for.push_back(*received);
+          if (!send) receiving = block_.forward.size();
+          block_.forward.push_back(std::move(transfer));
+          BackwardStep back{fmt::format("attention_kv_grad_{}{}", send ? "send" : "recv", suffix), ring_transfer(send, 2 * kv_block)};
+          back.attention_core = true;
+          if (received_backward) back.waits_for.push_back(*received_backward);
+          if (!send) receiving_backward = backward.size();
+          backward.push_back(std::move(back));
+        }
+      }
+      ForwardStep step{"attention" + suffix, flash_op(model, shape_.sequence, model.heads / t(), heads.kv / t())};
+      step.attention_core = true;
+      step.has_backward = false;  // the backward ring below
+      step.compute->bytes = q_bytes + kv_block + o_bytes;
+      if (i == 0) {  // Q, K, V, the output and the log-sum-exp of this rank's tokens
+        step.saved_bytes = q_bytes + kv_block + o_bytes +
+                           kFp32Bytes * static_cast<double>(shape_.micro_batch * model.heads / t() * shape_.sequence);
+      }
+      if (received) step.waits_for.push_back(*received);
+      ComputeOp gradient = *step.compute;
+      gradient.phase = Phase::kBackward;
+      gradient.flops *= kFlashBackwardFactor;
+      gradient.bytes *= kMemoryBoundBackwardFactor;
+      BackwardStep back{"attention" + suffix, gradient};
+      back.attention_core = true;
+      if (received_backward) back.waits_for.push_back(*received_backward);
+      backward.push_back(std::move(back));
+      block_.forward.push_back(std::move(step));
+      received = receiving;
+      received_backward = receiving_backward;
+    }
+    block_.forward.back().backward_steps = std::move(backward);
   }
 
   // Megatron-LM's unfused attention core (see the header): four kernels, each keeping what its
@@ -264,6 +355,11 @@ class BlockBuilder {
 
   Block finish() {
     for (auto it = block_.forward.rbegin(); it != block_.forward.rend(); ++it) {
+      const std::size_t first = block_.backward.size();
+      for (BackwardStep step : it->backward_steps) {
+        for (std::size_t& wait : step.waits_for) wait += first;
+        block_.backward.push_back(std::move(step));
+      }
       if (it->compute && it->has_backward) add_backward_of(*it);
       if (it->backward_collective) {
         block_.backward.push_back(

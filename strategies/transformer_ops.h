@@ -54,6 +54,7 @@
 #include <vector>
 
 #include "strategies/model.h"
+#include "strategies/training.h"
 #include "strategies/program/program.h"
 
 namespace strategies {
@@ -103,6 +104,37 @@ struct ExpertParallel {
   bool shared_expert_overlap = false;
 };
 
+struct BackwardStep {
+  std::string name;
+  program::OpBody op;                    // a ComputeOp, a CollectiveOp or a SendRecvOp
+  std::vector<std::size_t> grads_ready = {};  // parameter gradients complete after this op
+  bool attention_core = false;
+  // A collective the following compute does not wait for (it overlaps the input gradient).
+  bool overlapped = false;
+  // Earlier steps of Block::backward this one waits for (beyond stream order).
+  std::vector<std::size_t> waits_for = {};
+  bool chunk = false;  // as ForwardStep::chunk
+};
+
+// Context parallelism (Megatron-Core; Liu et al., "Ring Attention", 2023; Jacobs et al.,
+// "DeepSpeed Ulysses", 2023): each sequence is split over the `degree` ranks of a cp group,
+// every op outside attention working on its s/cp tokens. Megatron-Core balances the causal mask
+// by giving rank i the sequence chunks i and 2·cp−1−i, so every rank does 1/cp of the attention.
+//   ring     attention in cp steps: each rank's queries against its own K,V block, then against
+//            the block its predecessor sends (each block passed on round the ring), every
+//            transfer overlapped with the step computing beside it: per step
+//            F/cp² FLOPs (F the whole sequence's attention) and one K,V block of s/cp tokens
+//            sent; backward passes K,V and their gradients (twice the bytes) round the ring.
+//            Time ≈ (compute/cp) + the transfers the steps do not hide.
+//   ulysses  an all-to-all turns the s/cp-token Q,K,V of all heads into all s tokens of
+//            heads/cp heads; attention runs locally; a second all-to-all turns the output back.
+//            Needs heads and KV heads (per tensor-parallel rank) divisible by cp.
+struct ContextParallel {
+  std::int32_t degree = 1;
+  ContextParallelScheme scheme = ContextParallelScheme::kRing;
+  program::GroupFamilyId group = 0;
+};
+
 struct ForwardStep {
   std::string name;
   // A compute op, or a tensor-parallel collective; neither for Megatron's f without SP.
@@ -131,19 +163,13 @@ struct ForwardStep {
   // Earlier forward steps (indices into Block::forward) this one waits for beyond stream order:
   // a compute op waiting for an overlapped collective issued before the ops in between.
   std::vector<std::size_t> waits_for = {};
+  // A point-to-point transfer beside the compute (ring attention's KV blocks).
+  std::optional<program::SendRecvOp> transfer = {};
+  // When set, this step's backward as written here, in execution order, instead of the one
+  // derived from it (ring attention's backward ring); its waits_for count from its first step.
+  std::vector<BackwardStep> backward_steps = {};
 };
 
-struct BackwardStep {
-  std::string name;
-  program::OpBody op;                    // a ComputeOp or a tensor-parallel CollectiveOp
-  std::vector<std::size_t> grads_ready;  // parameter gradients complete after this op
-  bool attention_core = false;
-  // A collective the following compute does not wait for (it overlaps the input gradient).
-  bool overlapped = false;
-  // Earlier steps of Block::backward this one waits for (beyond stream order).
-  std::vector<std::size_t> waits_for;
-  bool chunk = false;  // as ForwardStep::chunk
-};
 
 struct Block {
   std::string name;  // "embedding", "layer7", "head"
@@ -160,7 +186,7 @@ struct Block {
 
 struct BlockShape {
   std::int64_t micro_batch = 1;
-  std::int64_t sequence = 1;
+  std::int64_t sequence = 1;  // tokens of each sequence on this rank: the sequence / cp
   program::DType dtype = program::DType::kBF16;
   TensorParallel tp;
   bool fp8_linear = false;  // the transformer layers' linear GEMMs in FP8 (training.precision = "fp8")
@@ -169,6 +195,7 @@ struct BlockShape {
   // all-reduce of their gradients.
   bool head_embedding_copy = false;
   ExpertParallel ep = {};
+  ContextParallel cp = {};
 };
 
 Block embedding_block(const ModelSpec& model, const BlockShape& shape);

@@ -269,8 +269,11 @@ class GpuExecutor final : public job::RankRunner {
 
   // A transfer's pair communicator key, seen from `world_rank`, which sends or receives it.
   PairKey pair_key(const program::SendRecvOp& p2p, std::int32_t world_rank) const {
-    const std::int32_t me = program_.family(p2p.group).index_in_instance[static_cast<std::size_t>(world_rank)];
-    return p2p.is_send ? PairKey{p2p.group, me, me + p2p.peer_offset} : PairKey{p2p.group, me + p2p.peer_offset, me};
+    const program::GroupFamily& family = program_.family(p2p.group);
+    const std::int32_t me = family.index_in_instance[static_cast<std::size_t>(world_rank)];
+    const auto size = static_cast<std::int32_t>(family.instances[family.instance_of_rank[static_cast<std::size_t>(world_rank)]].size());
+    const std::int32_t peer = program::peer_position(p2p, me, size);
+    return p2p.is_send ? PairKey{p2p.group, me, peer} : PairKey{p2p.group, peer, me};
   }
 
   ncclComm_t comm_of(program::GroupFamilyId family, int stream, const program::Op& op) {
@@ -479,7 +482,9 @@ class GpuExecutor final : public job::RankRunner {
         nccl(ncclCommUserRank(comm_of(collective->group, static_cast<int>(op.stream), op), &checked.member), op_label(op));
       } else if (const auto* p2p = std::get_if<program::SendRecvOp>(&op.body)) {
         checked.bytes = std::max<std::int64_t>(p2p->bytes, 4);
-        checked.member = program_.family(p2p->group).index_in_instance[static_cast<std::size_t>(rank_)];
+        const program::GroupFamily& family = program_.family(p2p->group);
+        checked.member = family.index_in_instance[static_cast<std::size_t>(rank_)];
+        checked.size = static_cast<int>(family.instances[family.instance_of_rank[static_cast<std::size_t>(rank_)]].size());
       } else {
         continue;
       }
@@ -545,7 +550,7 @@ class GpuExecutor final : public job::RankRunner {
         wrong = verification::check_collective(*collective, checked.member, checked.size, checked.in, checked.out);
       } else if (const auto& p2p = std::get<program::SendRecvOp>(op.body); !p2p.is_send) {
         if (faults_.corrupts(op)) checked.out[0] ^= 0x40;
-        wrong = verification::check_transfer(checked.member + p2p.peer_offset, p2p.bytes, checked.out);
+        wrong = verification::check_transfer(program::peer_position(p2p, checked.member, checked.size), p2p.bytes, checked.out);
       } else {
         continue;  // a send's result is its receiver's
       }

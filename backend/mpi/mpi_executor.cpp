@@ -370,8 +370,8 @@ class RankExecutor final : public job::RankRunner {
     int me = 0, size = 1;
     MPI_Comm_rank(comm, &me);
     MPI_Comm_size(comm, &size);
-    const int peer = me + p2p.peer_offset;
-    if (peer < 0 || peer >= size) {
+    const int peer = program::peer_position(p2p, me, size);
+    if (peer < 0) {
       throw ExecutionError(fmt::format("rank {}, op '{}': peer offset {} leaves the group", rank_, op.name, p2p.peer_offset));
     }
     char* buffer = cpu::Scratch::sized(scratch.send, std::max<std::int64_t>(p2p.bytes, 1));

@@ -485,8 +485,9 @@ class Simulator {
   void post(std::int32_t rank, OpIndex index, const program::SendRecvOp& p2p) {
     const program::GroupFamily& family = program_.family(p2p.group);
     const auto& members = family.instances[family.instance_of_rank[rank]];
-    const std::int32_t peer_position = family.index_in_instance[rank] + p2p.peer_offset;
-    if (peer_position < 0 || peer_position >= static_cast<std::int32_t>(members.size())) {
+    const std::int32_t peer_position =
+        program::peer_position(p2p, family.index_in_instance[rank], static_cast<std::int32_t>(members.size()));
+    if (peer_position < 0) {
       throw SimulationError(fmt::format("rank {} op '{}': peer offset {} is outside its {} group",
                                         rank, op_of(rank, index).name, p2p.peer_offset,
                                         family.name));

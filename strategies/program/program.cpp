@@ -12,6 +12,12 @@
 
 namespace program {
 
+std::int32_t peer_position(const SendRecvOp& p2p, std::int32_t me, std::int32_t size) {
+  const std::int32_t position = me + p2p.peer_offset;
+  if (p2p.ring) return ((position % size) + size) % size;
+  return position >= 0 && position < size ? position : -1;
+}
+
 CollectiveOp make_collective(CollectiveKind kind, GroupFamilyId group, double bytes, DType dtype) {
   CollectiveOp op;
   op.kind = kind;

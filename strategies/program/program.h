@@ -127,7 +127,11 @@ struct SendRecvOp {
   std::int32_t peer_offset = 1;  // peer = member (my index + offset) of my group instance
   std::int64_t bytes = 0;
   DType dtype = DType::kBF16;
+  bool ring = false;             // the offset wraps around the instance (context parallelism's ring)
 };
+// The peer's position in a group instance of `size` members as seen from position `me`; -1
+// when a non-ring offset leaves the instance.
+std::int32_t peer_position(const SendRecvOp& p2p, std::int32_t me, std::int32_t size);
 
 // The first four are resident model states (what the ZeRO paper's per-device figures count);
 // the rest are transient: activations, communication buffers, and FSDP/ZeRO-3's gathered

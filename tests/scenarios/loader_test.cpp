@@ -178,6 +178,11 @@ INSTANTIATE_TEST_SUITE_P(
         BrokenCase{"moe_tp_without_sp.toml", "10:1", "parallel.sequence_parallel",
                    "a MoE layer under tensor parallelism needs sequence parallelism", "set sequence_parallel = true"},
         BrokenCase{"ep_on_dense_model.toml", "11:6", "parallel.ep", "Llama-2-7B is a dense model", "use a MoE preset"},
+        BrokenCase{"cp_does_not_divide_sequence.toml", "12:6", "parallel.cp",
+                   "cp = 8 does not divide the sequence of 8200 tokens", "a multiple of 16"},
+        BrokenCase{"ulysses_heads_not_divisible.toml", "14:13", "parallel.cp_scheme",
+                   "Ulysses splits the heads over cp = 2, but each tensor-parallel rank holds 4 heads and 1 KV heads",
+                   "cp_scheme = \"ring\""},
         BrokenCase{"empty.toml", "1:1", "cluster.nodes", "missing required key", ""}),
     [](const testing::TestParamInfo<BrokenCase>& param_info) {
       std::string name = param_info.param.file;

@@ -1,13 +1,16 @@
-// Mixture of experts under expert parallelism, lowered and simulated: token dispatch and combine
-// as all-to-alls over the expert-parallel group, the routed work of each rank from the router's
-// load, expert gradients and states over the expert-data-parallel group, and the shared experts
-// overlapping the all-to-alls.
+// Today's large-model layouts, lowered and simulated. Mixture of experts under expert
+// parallelism: token dispatch and combine as all-to-alls over the expert-parallel group, the
+// routed work of each rank from the router's load, expert gradients and states over the
+// expert-data-parallel group, the shared experts overlapping the all-to-alls. Context
+// parallelism: ring attention's pipelined KV ring, Ulysses' all-to-alls.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "scenarios/run_scenario.h"
 #include "scenarios/scenario_loader.h"
@@ -167,6 +170,92 @@ ep = 4
   EXPECT_TRUE(depends_on_dispatch(overlapped.program, "layer0.fwd.experts_gate_up"));
   EXPECT_TRUE(depends_on_dispatch(serial.program, "layer0.fwd.shared_expert_gate_up"));
   EXPECT_LT(overlapped.report.step_time_s, serial.report.step_time_s);
+}
+
+// Llama-2-7B's shapes (32 heads of 128, all of them KV heads) cut to two layers, one H100 node,
+// attention at a fixed efficiency and no launch overhead: every attention op's time is its
+// FLOPs over one rate, so a ring's steps add up exactly.
+const std::string kLongSequence = R"(
+[cluster]
+node = "hgx-h100"
+nodes = 1
+
+[model]
+preset = "llama-2-7b"
+layers = 2
+
+[training]
+global_batch = 1
+sequence_length = 16384
+
+[compute]
+attention_efficiency = 0.5
+kernel_overhead_us = 0
+
+[network]
+model = "analytic"
+)";
+
+struct Span {
+  double start = 0, end = 0;
+  double seconds() const { return end - start; }
+};
+Span span_of(const scenarios::RunResult& result, std::int32_t rank, const std::string& name) {
+  const trace::Timeline& timeline = result.simulation.timeline;
+  for (const trace::Span& span : timeline.spans) {
+    if (span.rank == rank && timeline.strings.at(span.name) == name) {
+      return {static_cast<double>(span.start_ps) * 1e-12, static_cast<double>(span.end_ps) * 1e-12};
+    }
+  }
+  throw std::runtime_error("no span " + name);
+}
+
+TEST(ContextParallelTest, RingAttentionTakesComputeOverCpPlusTheTransfersItCannotHide) {
+  // Whole-sequence attention of layer 0 on one GPU (8 replicas of it, one per GPU).
+  const double whole = span_of(run(kLongSequence, {"training.global_batch=8"}), 0, "layer0.fwd.attention").seconds();
+  // NVLink hides every K,V transfer behind its step; a 25 GB/s link cannot.
+  for (const std::string link : {"", "cluster.nvlink.bandwidth_gbyte_s=25"}) {
+    for (const int cp : {2, 4}) {
+      std::vector<std::string> overrides = {"parallel.cp=" + std::to_string(cp), "training.global_batch=" + std::to_string(8 / cp)};
+      if (!link.empty()) overrides.push_back(link);
+      const auto result = run(kLongSequence, overrides);
+      const double step = whole / (cp * cp);  // the balanced causal share of each of the cp steps
+      double exposed = 0;
+      for (int i = 0; i + 1 < cp; ++i) {
+        EXPECT_NEAR(span_of(result, 0, fmt::format("layer0.fwd.attention.step{}", i)).seconds(), step, 1e-9 * whole);
+        const double transfer = span_of(result, 0, fmt::format("layer0.fwd.attention_kv_recv.step{}", i)).seconds();
+        exposed += std::max(0.0, transfer - step);
+      }
+      EXPECT_EQ(exposed > 0, !link.empty()) << link << " cp " << cp;
+      const double ring = span_of(result, 0, fmt::format("layer0.fwd.attention.step{}", cp - 1)).end -
+                          span_of(result, 0, "layer0.fwd.attention.step0").start;
+      EXPECT_NEAR(ring, whole / cp + exposed, 1e-6 * whole) << link << " cp " << cp;
+      // Each transfer carries one K,V block: s/cp tokens × 2 × 4096 bf16 values.
+      const auto& ops = result.program.ranks.front()->ops;
+      const auto send = std::find_if(ops.begin(), ops.end(),
+                                     [](const program::Op& op) { return op.name == "layer0.fwd.attention_kv_send.step0"; });
+      ASSERT_NE(send, ops.end());
+      EXPECT_EQ(std::get<program::SendRecvOp>(send->body).bytes, 16384 / cp * 2 * 4096 * 2);
+    }
+  }
+}
+
+TEST(ContextParallelTest, UlyssesTradesTheRingForTwoAllToAllsAndBothDivideActivations) {
+  const auto whole = run(kLongSequence, {"training.global_batch=8"});
+  const auto ring = run(kLongSequence, {"parallel.cp=8"});
+  const auto ulysses = run(kLongSequence, {"parallel.cp=8", "parallel.cp_scheme=\"ulysses\""});
+  // Ulysses: all-to-alls of Q, K, V and of the output over the 8 cp ranks; no ring transfers.
+  EXPECT_GT(ulysses.report.time_by_category_s.at("all_to_all"), 0);
+  EXPECT_EQ(ulysses.report.time_by_category_s.count("send_recv"), 0u);
+  EXPECT_GT(ring.report.time_by_category_s.at("send_recv"), 0);
+  // Activations per GPU: 1/cp of one sequence's (the whole run keeps one sequence per GPU).
+  const auto activations = [](const scenarios::RunResult& result) {
+    return static_cast<double>(result.report.peak_memory_breakdown.at("activations"));
+  };
+  EXPECT_NEAR(activations(ring), activations(whole) / 8, 0.02 * activations(whole) / 8);
+  EXPECT_NEAR(activations(ulysses), activations(whole) / 8, 0.02 * activations(whole) / 8);
+  // Gradients are reduced over the 8 ranks that hold the same parameters: the cp ranks.
+  EXPECT_GT(ring.report.time_by_category_s.at("all_reduce"), 0);
 }
 
 }  // namespace

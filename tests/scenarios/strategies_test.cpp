@@ -641,6 +641,7 @@ TEST(GroupFamiliesTest, EveryFamilyALoweringCreatesIsOneTheLoaderAccepts) {
   programs.push_back(scenarios::run_scenario(scenarios::load_scenario(kPsScenario)).program);
   programs.push_back(run(kNode, {"cluster.nodes=2", "training.global_batch=16", "model.preset=\"mixtral-8x7b\"",
                                  "model.layers=2", "parallel.ep=8"}).program);
+  programs.push_back(run(kNode, {"parallel.cp=2", "training.global_batch=4"}).program);
   std::set<std::string> seen;
   for (const program::Program& program : programs) {
     for (const program::GroupFamily& family : program.group_families) {
