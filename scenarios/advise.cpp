@@ -157,7 +157,7 @@ void simulate(const ScenarioDocument& document, std::vector<AdviceCandidate>& ca
 
 }  // namespace
 
-Advice advise(const ScenarioDocument& document, unsigned threads, const Progress& progress) {
+Advice propose_layouts(const ScenarioDocument& document) {
   const Scenario base = document.read();
   const Facts facts = facts_of(base);
   Advice advice;
@@ -235,6 +235,11 @@ Advice advise(const ScenarioDocument& document, unsigned threads, const Progress
   advice.rules.push_back("R = T_comm / T_comp > 1 marks a communication-bound candidate");
   candidates.add_baseline();
   advice.candidates = candidates.take();
+  return advice;
+}
+
+Advice advise(const ScenarioDocument& document, unsigned threads, const Progress& progress) {
+  Advice advice = propose_layouts(document);
 
   // Simulate what can run; a layout whose activations do not fit is tried again with full
   // activation checkpointing, the chapter's first remedy.

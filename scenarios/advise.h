@@ -43,6 +43,9 @@ struct Advice {
   std::vector<AdviceCandidate> candidates; // fitting ones fastest first, then the rest
 };
 
+// The rules as applied and the candidates they propose, none simulated yet (what `dtsim search
+// --with-advise` simulates beside its own).
+Advice propose_layouts(const ScenarioDocument& document);
 // `progress`, when set, hears of the simulations done (of the candidates, then of those retried
 // with full recomputation).
 Advice advise(const ScenarioDocument& document, unsigned threads, const Progress& progress = {});

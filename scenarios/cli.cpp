@@ -15,6 +15,7 @@
 #include "backend/calibration.h"
 #include "backend/capabilities.h"
 #include "scenarios/advise.h"
+#include "scenarios/search.h"
 #include "scenarios/collective_bench.h"
 #include "scenarios/machine_memory.h"
 #include "scenarios/one_line.h"
@@ -62,6 +63,9 @@ struct RunOptions {
   bool timeline = true;      // run: false with --no-timeline
   std::vector<std::string> sweep_axes;  // sweep: --sweep key=v1,v2,...
   SweepView sweep_view;                 // sweep: --sort, --top
+  SearchOptions search;                 // search: --simulate, --sample, --objective
+  std::size_t search_rows = 10;         // search: --top
+  bool with_advise = false;             // search: simulate advise's candidates too
 };
 
 // Where a run writes: -o, else out/<name>/, and a run that changes the scenario from the
@@ -388,6 +392,32 @@ int command_advise(const RunOptions& options, std::ostream& out, std::ostream& e
   return 0;
 }
 
+int command_search(RunOptions options, std::ostream& out, std::ostream& err) {
+  const ScenarioDocument document = open_document(options);
+  options.search.threads = options.threads;
+  if (options.with_advise) {
+    for (const AdviceCandidate& candidate : propose_layouts(document).candidates) {
+      if (candidate.rejected.empty()) options.search.also_simulate.emplace_back(candidate.layout, candidate.overrides);
+    }
+  }
+  SearchResult result;
+  {
+    TerminalProgress progress(err, std::chrono::milliseconds(500), options.quiet);
+    progress.show("estimating every layout");
+    result = search(document, options.search, bar_on(progress, "layouts simulated"));
+  }
+  const auto directory = output_directory(options, document.read().name) / "search";
+  prepare_output_directory(directory);
+  write_file_atomically(directory / "search.csv", [&](std::ostream& file) { file << search_csv(result); });
+  if (options.json) {
+    out << search_json(result).dump(2) << "\n";
+    return 0;
+  }
+  out << format_search(result, options.search_rows);
+  out << fmt::format("\nevery estimated layout: {}\n", (directory / "search.csv").string());
+  return 0;
+}
+
 int command_validate(const RunOptions& options, const std::string& manifest, std::ostream& out, std::ostream& err) {
   ValidationResult result;
   {
@@ -558,6 +588,19 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       ->check(CLI::PositiveNumber);
   sweep->add_flag("--json", options.json, "print the rows as JSON instead of a table");
 
+  CLI::App* search_command = app.add_subcommand(
+      "search", "every valid layout for the scenario's model and GPUs, estimated in closed form; the best simulated, ranked");
+  add_scenario_options(*search_command, options, /*writes_output=*/true);
+  search_command->add_option("-j,--threads", options.threads, "worker threads (default: all cores)");
+  search_command->add_option("--simulate", options.search.simulate, "how many of the best estimates to simulate (default 8)");
+  search_command->add_option("--sample", options.search.sample,
+                             "more layouts simulated, spread over the ranking, to measure the estimate's rank correlation "
+                             "(default 8)");
+  search_command->add_option("--objective", options.search.objective, "tokens (tokens/s, default) or cost (per token)")
+      ->check(CLI::IsMember({"tokens", "cost"}));
+  search_command->add_option("--top", options.search_rows, "rows of the ranked table (default 10)");
+  search_command->add_flag("--with-advise", options.with_advise, "simulate the layouts dtsim advise proposes beside them");
+  search_command->add_flag("--json", options.json, "print the ranking and the Pareto front as JSON");
   CLI::App* advise_command =
       app.add_subcommand("advise", "apply the chapter's parallelism rules, simulate the layouts they propose, rank them");
   add_scenario_options(*advise_command, options, /*writes_output=*/false);
@@ -640,7 +683,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       out << topic->get_formatter()->make_help(topic, topic == &app ? "dtsim" : "dtsim " + help_topic, CLI::AppFormatMode::Normal);
       return 0;
     }
-    if ((*run && options.backend.empty()) || *sweep || *advise_command || *validate) {
+    if ((*run && options.backend.empty()) || *sweep || *advise_command || *search_command || *validate) {
       if (const auto refusal = refuse_under_mpirun(app.get_subcommands().front()->get_name())) {
         if (refusal->print) print_error(err, "error", refusal->message);
         return kExitBadInput;
@@ -649,6 +692,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     if (*run) return options.backend.empty() ? command_run(options, out, err) : command_execute(options, out, err);
     if (*sweep) return command_sweep(options, out, err);
     if (*advise_command) return command_advise(options, out, err);
+    if (*search_command) return command_search(options, out, err);
     if (*compare) return command_compare(compare_options, out, err);
     if (*calibrate) return command_calibrate(calibrate_backend, profile_output, out, err);
     if (*collective) {

@@ -83,6 +83,9 @@ struct Scenario {
   // algorithm schedules run step by step with MPI point-to-point.
   std::string backend_collectives = "mpi";
   std::vector<SweepAxis> sweep;
+  // [search] gpu_hour_price: what one GPU-hour costs (in any currency), for `dtsim search
+  // --objective cost`.
+  std::optional<double> gpu_hour_price;
 };
 
 // A mistake in the user's input: where it is, which key, what was expected, and a hint.

@@ -1633,6 +1633,11 @@ Scenario ScenarioDocument::read() const {
   read_compute(root.child("compute"), scenario);
   read_output(root.child("output"), scenario);
   {
+    TableReader search = root.child("search");
+    scenario.gpu_hour_price = search.optional_positive("gpu_hour_price");
+    search.finish();
+  }
+  {
     TableReader backend = root.child("backend");
     scenario.backend_collectives = backend.choice("collectives", {"mpi", "dtsim"}).value_or("mpi");
     backend.finish();

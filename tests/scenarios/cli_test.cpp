@@ -49,6 +49,23 @@ class CliTest : public testing::Test {
   fs::path directory_ = scratch_ / "out";
 };
 
+TEST_F(CliTest, SearchRanksSimulatedLayoutsAndWritesEveryEstimateAsCsv) {
+  const CliRun run = dtsim({"search", kSource + "/scenarios/c3_70b_ddp_64gpu.toml", "-o", directory_.string(), "--simulate",
+                            "2", "--sample", "3", "--with-advise", "--quiet"});
+  ASSERT_EQ(run.code, 0) << run.err;
+  EXPECT_NE(run.out.find("layouts pass the divisibility rules"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("rank correlation (Spearman)"), std::string::npos);
+  EXPECT_NE(run.out.find("Pareto front"), std::string::npos);
+  EXPECT_NE(run.out.find("advise: "), std::string::npos);  // its candidates simulated beside
+  const std::string csv = slurp(directory_ / "search" / "search.csv");
+  EXPECT_EQ(csv.rfind("layout,strategy,dp,tp,pp", 0), 0u);
+  EXPECT_GT(std::count(csv.begin(), csv.end(), '\n'), 100);
+  const CliRun cost = dtsim({"search", kSource + "/scenarios/c3_70b_ddp_64gpu.toml", "-o", directory_.string(),
+                             "--objective", "cost", "--quiet"});
+  EXPECT_EQ(cost.code, 2);
+  EXPECT_NE(cost.err.find("search.gpu_hour_price"), std::string::npos) << cost.err;
+}
+
 TEST_F(CliTest, RunWritesTheTimelineAndTheReport) {
   const CliRun run = dtsim({"run", kSource + "/scenarios/c1_7b_ddp_8xh100.toml", "-o", directory_.string()});
   ASSERT_EQ(run.code, 0) << run.err;

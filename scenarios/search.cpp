@@ -1,0 +1,687 @@
+// `dtsim search`: enumeration, pruning, the closed-form estimate and the ranked result (see
+// search.h).
+#include "scenarios/search.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <numeric>
+#include <sstream>
+#include <tuple>
+
+#include "sim/compute/compute_model.h"
+#include "sim/net/comm_planner.h"
+#include "strategies/layout.h"
+#include "strategies/program_builder.h"
+#include "strategies/training_step.h"
+#include "strategies/transformer_ops.h"
+#include "topology/cluster.h"
+
+namespace scenarios {
+namespace {
+
+using program::CollectiveKind;
+using strategies::Checkpointing;
+using strategies::ContextParallelScheme;
+
+constexpr double kGB = 1e9;
+constexpr double kMiB = 1024.0 * 1024.0;
+// The group ids the estimator's blocks name, and the streams its programs use.
+constexpr program::GroupFamilyId kTensorGroup = 1, kExpertGroup = 2, kContextGroup = 3;
+const std::vector<std::int64_t> kMicroBatches = {1, 2, 4, 8, 16};
+const std::vector<std::int32_t> kVirtualStages = {2, 4};
+constexpr double kSampleOps = 30e6;  // the largest simulation a sampled layout may need (search.h)
+
+std::vector<std::int32_t> divisors(std::int64_t n) {
+  std::vector<std::int32_t> result;
+  for (std::int64_t d = 1; d <= n; ++d) {
+    if (n % d == 0) result.push_back(static_cast<std::int32_t>(d));
+  }
+  return result;
+}
+
+// What one micro-batch of one block costs on rank 0 of its groups.
+struct BlockCost {
+  double forward_s = 0;
+  double backward_s = 0;      // with the recomputation its checkpointing needs
+  double compute_s = 0;       // of which compute ops (forward, backward, recompute)
+  double kept_bytes = 0;      // activations held from its forward to its backward
+  double transient_bytes = 0; // more, at the peak of its own forward + backward
+  double dense_parameters = 0;
+  double expert_parameters = 0;
+  double ops = 0;             // in its program, forward and backward
+};
+
+enum class BlockKind { kEmbedding, kDense, kMoe, kHead };
+
+// Prices layouts for one scenario; caches block costs and collective prices.
+class Estimator {
+ public:
+  explicit Estimator(const Scenario& base)
+      : base_(base),
+        cluster_(base.cluster),
+        compute_(base.cluster.node.gpu, base.efficiency, base.cluster.node.pcie),
+        planner_(cluster_, base.network),
+        routing_(strategies::expert_routing(base.lowering.model)) {}
+
+  LayoutEstimate estimate(const SearchLayout& layout);
+
+ private:
+  struct Groups {
+    std::vector<std::int32_t> tp, cp, ep, dp, expert_dp;
+    std::int32_t next_stage = 0;  // rank 0's pipeline successor
+  };
+  Groups groups_of(const SearchLayout& layout) const;
+  const BlockCost& block_cost(const SearchLayout& layout, const Groups& groups, BlockKind kind);
+  double collective_s(CollectiveKind kind, double bytes, const std::vector<std::int32_t>& members, const char* family);
+  double transfer_s(double bytes, std::int32_t from, std::int32_t to);
+  // The expert-parallel rank whose experts receive the most tokens in the first MoE layer.
+  std::int32_t hottest_expert_rank(std::int32_t ep) const;
+
+  const Scenario& base_;
+  topology::Cluster cluster_;
+  sim::ComputeModel compute_;
+  sim::CommPlanner planner_;
+  strategies::ExpertRouting routing_;
+  std::map<std::tuple<std::int32_t, std::int32_t, int, bool, std::int64_t, std::int32_t, int, int>, BlockCost> blocks_;
+  std::map<std::tuple<int, std::int64_t, std::vector<std::int32_t>>, double> prices_;
+};
+
+Estimator::Groups Estimator::groups_of(const SearchLayout& l) const {
+  const strategies::ParallelLayout layout(l.dp, l.tp, l.pp, l.ep, l.cp);
+  Groups groups;
+  for (std::int32_t t = 0; t < l.tp; ++t) groups.tp.push_back(layout.rank_of({0, t, 0, 0}));
+  for (std::int32_t c = 0; c < l.cp; ++c) groups.cp.push_back(layout.rank_of({0, 0, 0, c}));
+  for (std::int32_t e = 0; e < l.ep; ++e) groups.ep.push_back(layout.rank_of({e, 0, 0, 0}));
+  for (std::int32_t d = 0; d < l.dp; ++d) {
+    for (std::int32_t c = 0; c < l.cp; ++c) {
+      groups.dp.push_back(layout.rank_of({d, 0, 0, c}));
+      if (d % l.ep == 0) groups.expert_dp.push_back(layout.rank_of({d, 0, 0, c}));
+    }
+  }
+  groups.next_stage = l.pp > 1 ? layout.rank_of({0, 0, 1, 0}) : 0;
+  return groups;
+}
+
+double Estimator::collective_s(CollectiveKind kind, double bytes, const std::vector<std::int32_t>& members,
+                               const char* family) {
+  if (members.size() < 2 || bytes <= 0) return 0;
+  const auto key = std::make_tuple(static_cast<int>(kind), std::llround(bytes), members);
+  if (const auto found = prices_.find(key); found != prices_.end()) return found->second;
+  sim::CommRequest request;
+  request.kind = kind;
+  const sim::CollectiveOverride* fixed = base_.collectives.find(kind, family);
+  request.algorithm = fixed ? fixed->algorithm : program::Algorithm::kAuto;
+  request.bytes = std::llround(bytes);
+  request.endpoints = members;
+  const double seconds = planner_.plan(request).seconds();
+  prices_.emplace(key, seconds);
+  return seconds;
+}
+
+double Estimator::transfer_s(double bytes, std::int32_t from, std::int32_t to) {
+  if (from == to || bytes <= 0) return 0;
+  sim::CommRequest request;
+  request.bytes = std::llround(bytes);
+  request.endpoints = {from, to};
+  return planner_.plan(request).seconds();
+}
+
+std::int32_t Estimator::hottest_expert_rank(std::int32_t ep) const {
+  const auto& model = base_.lowering.model;
+  if (!model.moe || ep == 1) return 0;
+  std::int64_t layer = 0;
+  while (!model.is_moe_layer(layer)) ++layer;
+  const auto& shares = routing_.shares[static_cast<std::size_t>(layer)];
+  const std::int64_t local = model.moe->experts / ep;
+  std::int32_t hottest = 0;
+  double most = -1;
+  for (std::int32_t rank = 0; rank < ep; ++rank) {
+    const double share = std::accumulate(shares.begin() + rank * local, shares.begin() + (rank + 1) * local, 0.0);
+    if (share > most) {
+      most = share;
+      hottest = rank;
+    }
+  }
+  return hottest;
+}
+
+// One micro-batch of one block, emitted by the lowering's own emit_forward/emit_backward and
+// timed by the longest path through its ops: each op starts when its dependencies and its
+// stream are done, computes for the ComputeModel's time or communicates for the CommPlanner's
+// contention-free price.
+const BlockCost& Estimator::block_cost(const SearchLayout& l, const Groups& groups, BlockKind kind) {
+  const auto key = std::make_tuple(l.tp, l.cp, static_cast<int>(l.cp_scheme), l.sequence_parallel, l.micro_batch, l.ep,
+                                   static_cast<int>(l.recompute), static_cast<int>(kind));
+  if (const auto found = blocks_.find(key); found != blocks_.end()) return found->second;
+  const strategies::ModelSpec& model = base_.lowering.model;
+  const strategies::TrainingSpec& training = base_.lowering.training;
+  strategies::BlockShape shape;
+  shape.micro_batch = l.micro_batch;
+  shape.sequence = training.sequence / l.cp;
+  shape.dtype = strategies::compute_dtype(training.precision);
+  shape.tp = {l.tp, l.sequence_parallel && l.tp > 1, base_.lowering.parallel.sp_regather, kTensorGroup, false};
+  shape.fp8_linear = training.precision == strategies::Precision::kFP8;
+  shape.ep = {l.ep, hottest_expert_rank(l.ep), kExpertGroup, &routing_, false};
+  shape.cp = {l.cp, l.cp_scheme, kContextGroup};
+  std::int64_t moe_layer = 0;
+  while (model.moe && !model.is_moe_layer(moe_layer)) ++moe_layer;
+  const strategies::Block block = kind == BlockKind::kEmbedding ? strategies::embedding_block(model, shape)
+                                  : kind == BlockKind::kHead   ? strategies::head_block(model, shape)
+                                                               : strategies::transformer_layer_block(
+                                                                     model, shape, kind == BlockKind::kMoe ? moe_layer : 0);
+  strategies::OpBudget budget;
+  strategies::RankProgramBuilder builder(budget);
+  strategies::Streams streams;
+  streams.compute = 0;
+  streams.tensor_parallel = 1;
+  streams.group_streams = {{kExpertGroup, 2}, {kContextGroup, 3}};
+  streams.transfer_send = 4;
+  streams.transfer_receive = 5;
+  const std::vector<const strategies::Block*> blocks = {&block};
+  const program::OpIndex last_forward = strategies::emit_forward(builder, blocks, streams, l.recompute, {});
+  strategies::emit_backward(builder, blocks, streams, l.recompute, {last_forward}, [](auto&&...) {});
+  const program::RankProgram ops = builder.take();
+
+  BlockCost cost;
+  std::vector<double> end(ops.ops.size(), 0);
+  std::map<program::StreamId, double> stream_free;
+  double memory = 0, peak = 0, forward_end = 0;
+  for (std::size_t i = 0; i < ops.ops.size(); ++i) {
+    const program::Op& op = ops.ops[i];
+    double start = stream_free[op.stream];
+    for (const program::OpIndex dep : op.deps) start = std::max(start, end[dep]);
+    double duration = 0;
+    if (const auto* compute = std::get_if<program::ComputeOp>(&op.body)) {
+      duration = compute_.seconds(*compute);
+      cost.compute_s += duration;
+    } else if (const auto* collective = std::get_if<program::CollectiveOp>(&op.body)) {
+      const auto& members = collective->group == kTensorGroup ? groups.tp : collective->group == kExpertGroup ? groups.ep : groups.cp;
+      const char* family = collective->group == kTensorGroup ? "tp" : collective->group == kExpertGroup ? "ep" : "cp";
+      duration = collective_s(collective->kind, static_cast<double>(collective->bytes), members, family);
+    } else if (const auto* transfer = std::get_if<program::SendRecvOp>(&op.body)) {
+      duration = transfer_s(static_cast<double>(transfer->bytes), groups.cp[0], groups.cp[1 % groups.cp.size()]);
+    } else if (const auto* allocation = std::get_if<program::MemoryOp>(&op.body)) {
+      memory += allocation->allocate ? static_cast<double>(allocation->bytes) : -static_cast<double>(allocation->bytes);
+      peak = std::max(peak, memory);
+    }
+    end[i] = start + duration;
+    stream_free[op.stream] = end[i];
+    if (i == last_forward) {
+      forward_end = end[i];
+      cost.kept_bytes = memory;
+    }
+  }
+  const double finish = *std::max_element(end.begin(), end.end());
+  cost.forward_s = forward_end;
+  cost.backward_s = finish - forward_end;
+  cost.transient_bytes = std::max(0.0, peak - cost.kept_bytes);
+  cost.ops = static_cast<double>(ops.ops.size());
+  const double scale = strategies::parameter_scale(model);
+  for (const strategies::ParamTensor& param : block.params) {
+    (param.expert ? cost.expert_parameters : cost.dense_parameters) += static_cast<double>(param.elements) * scale;
+  }
+  return blocks_.emplace(key, cost).first->second;
+}
+
+LayoutEstimate Estimator::estimate(const SearchLayout& l) {
+  const strategies::ModelSpec& model = base_.lowering.model;
+  const strategies::TrainingSpec& training = base_.lowering.training;
+  const Groups groups = groups_of(l);
+  // Each pipeline rank's blocks per micro-batch (its chunks together), as the lowering splits them.
+  const std::int32_t virtual_stages = l.pp * l.virtual_stages;
+  struct Stage {
+    double time_s = 0, compute_s = 0, kept_bytes = 0, transient_bytes = 0, dense = 0, expert = 0, ops = 0;
+  };
+  std::vector<Stage> stages(static_cast<std::size_t>(l.pp));
+  const auto add = [&](Stage& stage, const BlockCost& block) {
+    stage.time_s += block.forward_s + block.backward_s;
+    stage.compute_s += block.compute_s;
+    stage.kept_bytes += block.kept_bytes;
+    stage.transient_bytes = std::max(stage.transient_bytes, block.transient_bytes);
+    stage.dense += block.dense_parameters;
+    stage.expert += block.expert_parameters;
+    stage.ops += block.ops;
+  };
+  for (std::int32_t v = 0; v < virtual_stages; ++v) {
+    Stage& stage = stages[static_cast<std::size_t>(v % l.pp)];
+    if (v == 0) add(stage, block_cost(l, groups, BlockKind::kEmbedding));
+    for (std::int64_t layer = model.layers * v / virtual_stages; layer < model.layers * (v + 1) / virtual_stages; ++layer) {
+      add(stage, block_cost(l, groups, model.is_moe_layer(layer) ? BlockKind::kMoe : BlockKind::kDense));
+    }
+    if (v == virtual_stages - 1) add(stage, block_cost(l, groups, BlockKind::kHead));
+  }
+  // Blocking sends of the activation forward and the gradient back, per chunk and micro-batch.
+  const double element_bytes = static_cast<double>(program::dtype_bytes(strategies::compute_dtype(training.precision)));
+  const double activation = static_cast<double>(l.micro_batch * training.sequence / l.cp / (l.sequence_parallel ? l.tp : 1) *
+                                                model.hidden) * element_bytes;
+  const double p2p = l.pp > 1 ? 2 * l.virtual_stages * transfer_s(activation, 0, groups.next_stage) : 0;
+  const auto slowest = std::max_element(stages.begin(), stages.end(),
+                                        [](const Stage& a, const Stage& b) { return a.time_s < b.time_s; });
+  const double slot = slowest->time_s + p2p;
+  const double m = static_cast<double>(l.accumulation);
+  const double bubble = l.pp > 1 ? (l.pp - 1) * slot / l.virtual_stages : 0;
+
+  // Data parallelism: gradients over dp × cp ranks (experts' over their expert-data-parallel
+  // group), bucketed behind the last micro-batch's backward; ZeRO-1/2 gather the updated
+  // parameters after the step; FSDP gathers every layer twice and reduce-scatters it per
+  // micro-batch, beside the compute.
+  const strategies::ModelStateBytes state = strategies::model_state_bytes(training);
+  const double gradient_bytes = static_cast<double>(program::dtype_bytes(strategies::gradient_dtype(training.precision)));
+  const double dense = slowest->dense, expert = slowest->expert;
+  const auto dp_ranks = static_cast<double>(groups.dp.size()), expert_ranks = static_cast<double>(groups.expert_dp.size());
+  const bool zero = l.flavour != "ddp";
+  const CollectiveKind reduction = zero ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce;
+  double data_parallel_s = 0;
+  if (l.flavour == "fsdp") {
+    const double per_micro_batch = 2 * collective_s(CollectiveKind::kAllGather, dense * state.parameters, groups.dp, "dp") +
+                                   collective_s(CollectiveKind::kReduceScatter, dense * gradient_bytes, groups.dp, "dp");
+    const double hidden = slowest->compute_s;
+    data_parallel_s = m * std::max(0.0, per_micro_batch - hidden) + per_micro_batch / static_cast<double>(model.layers + 2);
+  } else {
+    const double gradients = collective_s(reduction, dense * gradient_bytes, groups.dp, "dp") +
+                             collective_s(reduction, expert * gradient_bytes, groups.expert_dp, "expert_dp");
+    const double buckets = std::max(1.0, (dense + expert) * gradient_bytes / (base_.lowering.ddp.bucket_cap_mb * kMiB));
+    const double backward = slowest->time_s / 2;  // the last micro-batch's backward, about half its slot
+    data_parallel_s = std::max(gradients - backward, gradients / buckets);
+    if (zero) {
+      data_parallel_s += collective_s(CollectiveKind::kAllGather, dense * state.parameters, groups.dp, "dp") +
+                         collective_s(CollectiveKind::kAllGather, expert * state.parameters, groups.expert_dp, "expert_dp");
+    }
+  }
+  // DDP updates every parameter on every rank; ZeRO and FSDP each rank's shard.
+  const auto shard = [&](double ranks) { return l.flavour == "ddp" ? 1.0 : 1.0 / ranks; };
+  const double updated = dense * shard(dp_ranks) + expert * shard(expert_ranks);
+  const double optimizer_s =
+      compute_.seconds(strategies::optimizer_update(updated, state, strategies::compute_dtype(training.precision)));
+
+  LayoutEstimate estimate;
+  estimate.compute_s = m * slowest->compute_s + optimizer_s;
+  estimate.bubble_s = bubble;
+  estimate.step_s = m * slot + bubble + data_parallel_s + optimizer_s;
+  estimate.exposed_comm_s = std::max(0.0, estimate.step_s - estimate.compute_s - bubble);
+
+  // Memory per pipeline rank, the largest: model states (the ZeRO paper's accounting per
+  // flavour), the activations of the micro-batches it holds at once — 1F1B: pp − s on rank s;
+  // interleaved: Megatron's warm-up of 2(p − s − 1) + (v − 1)p chunks plus one; no pipeline: 1
+  // — and the largest block's transient.
+  const auto states = [&](double parameters, double ranks) {
+    if (l.flavour == "ddp") {
+      const double buckets = base_.lowering.ddp.gradient_as_bucket_view || ranks == 1 ? 0 : state.gradients;
+      return parameters * (state.total() + buckets);
+    }
+    if (l.flavour == "zero1") return parameters * (state.parameters + state.gradients + (state.master_weights + state.optimizer_states) / ranks);
+    if (l.flavour == "zero2") return parameters * (state.parameters + (state.gradients + state.master_weights + state.optimizer_states) / ranks);
+    // FSDP: shards of everything, plus two units' gathered parameters and unsharded gradients.
+    const double unit = parameters / static_cast<double>(model.layers);
+    return parameters * state.total() / ranks + 2 * unit * (state.parameters + state.gradients);
+  };
+  for (std::int32_t s = 0; s < l.pp; ++s) {
+    const Stage& stage = stages[static_cast<std::size_t>(s)];
+    const double v = l.virtual_stages;
+    const double in_flight = l.pp == 1          ? 1
+                             : l.virtual_stages > 1 ? std::min(m * v, 2.0 * (l.pp - s - 1) + (v - 1) * l.pp + 1) / v
+                                                    : std::min(m, static_cast<double>(l.pp - s));
+    estimate.memory_bytes = std::max(estimate.memory_bytes, states(stage.dense, dp_ranks) + states(stage.expert, expert_ranks) +
+                                                                in_flight * stage.kept_bytes + stage.transient_bytes);
+  }
+  for (const Stage& stage : stages) estimate.simulated_ops += m * stage.ops * static_cast<double>(l.dp * l.cp * l.tp);
+  return estimate;
+}
+
+// The candidates the rules allow, in a fixed order.
+std::vector<SearchLayout> enumerate(const Scenario& base) {
+  const strategies::ModelSpec& model = base.lowering.model;
+  const strategies::TrainingSpec& training = base.lowering.training;
+  const auto gpus = static_cast<std::int32_t>(base.cluster.gpu_count());
+  const std::int32_t per_node = base.cluster.node.gpus;
+  std::vector<SearchLayout> layouts;
+  const auto allowed = [&](std::int32_t tp) {
+    const bool widths = model.ffn_hidden % tp == 0 &&
+                        (!model.moe || (model.moe->expert_ffn_hidden % tp == 0 && model.moe->shared_width() % tp == 0));
+    return tp <= per_node && model.heads % tp == 0 && model.kv_heads % tp == 0 && widths;
+  };
+  const std::vector<std::string> flavours = {"ddp", "zero1", "zero2", "fsdp"};
+  // Selective recompute drops the attention scores, which a fused attention kernel never keeps:
+  // with FlashAttention it is no recompute at all.
+  std::vector<Checkpointing> recompute_policies = {Checkpointing::kNone, Checkpointing::kFull};
+  if (model.attention == strategies::AttentionKind::kStandard) recompute_policies.push_back(Checkpointing::kSelective);
+  for (const std::int32_t tp : divisors(gpus)) {
+    if (!allowed(tp)) continue;
+    for (const std::int32_t cp : divisors(gpus / tp)) {
+      for (const auto scheme : {ContextParallelScheme::kRing, ContextParallelScheme::kUlysses}) {
+        if (cp == 1 && scheme == ContextParallelScheme::kUlysses) continue;
+        const bool ring = scheme == ContextParallelScheme::kRing;
+        const std::int64_t kv_heads = model.mla ? model.heads : model.kv_heads;
+        if (training.sequence % (ring ? 2 * cp : cp) != 0 ||
+            (!ring && ((model.heads / tp) % cp != 0 || (kv_heads / tp) % cp != 0))) {
+          continue;
+        }
+        for (const std::int32_t pp : divisors(gpus / (tp * cp))) {
+          if (pp > model.layers) break;
+          const std::int32_t dp = gpus / (tp * cp * pp);
+          for (const std::int32_t ep : model.moe ? divisors(dp) : std::vector<std::int32_t>{1}) {
+            if (model.moe && model.moe->experts % ep != 0) continue;
+            for (const bool sp : {false, true}) {
+              if (sp && tp == 1) continue;
+              if (model.moe && tp > 1 && !sp) continue;  // Megatron-Core requires SP for MoE with TP
+              if (sp && training.sequence / cp % tp != 0) continue;
+              for (const std::int64_t micro : kMicroBatches) {
+                if (training.global_batch % (micro * dp) != 0) continue;
+                const std::int64_t accumulation = training.global_batch / (micro * dp);
+                if (pp > 1 && accumulation < pp) continue;
+                std::vector<std::int32_t> chunks = {1};
+                if (pp > 1 && accumulation % pp == 0) {
+                  for (const std::int32_t v : kVirtualStages) {
+                    if (pp * v <= model.layers) chunks.push_back(v);
+                  }
+                }
+                for (const std::int32_t v : chunks) {
+                  for (const auto recompute : recompute_policies) {
+                    for (const std::string& flavour : flavours) {
+                      // ZeRO-2 and FSDP shard per micro-batch: not with a pipeline; FSDP not with experts.
+                      if ((flavour == "zero2" || flavour == "fsdp") && pp > 1) continue;
+                      if (flavour == "fsdp" && ep > 1) continue;
+                      if (flavour != "ddp" && dp * cp == 1) continue;
+                      layouts.push_back({tp, pp, dp, cp, ep, v, sp, scheme, micro, accumulation, recompute, flavour});
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  return layouts;
+}
+
+// Spearman's rank correlation of two equally long series (average ranks for ties).
+double spearman(const std::vector<double>& a, const std::vector<double>& b) {
+  const auto ranks = [](const std::vector<double>& values) {
+    std::vector<std::size_t> order(values.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) { return values[x] < values[y]; });
+    std::vector<double> rank(values.size());
+    for (std::size_t i = 0; i < order.size();) {
+      std::size_t j = i;
+      while (j + 1 < order.size() && values[order[j + 1]] == values[order[i]]) ++j;
+      for (std::size_t k = i; k <= j; ++k) rank[order[k]] = static_cast<double>(i + j) / 2;
+      i = j + 1;
+    }
+    return rank;
+  };
+  const std::vector<double> ra = ranks(a), rb = ranks(b);
+  const double n = static_cast<double>(a.size());
+  const double mean = (n - 1) / 2;
+  double covariance = 0, va = 0, vb = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    covariance += (ra[i] - mean) * (rb[i] - mean);
+    va += (ra[i] - mean) * (ra[i] - mean);
+    vb += (rb[i] - mean) * (rb[i] - mean);
+  }
+  return va > 0 && vb > 0 ? covariance / std::sqrt(va * vb) : 0;
+}
+
+double cost_per_million_tokens(const SearchResult& result, double step_s) {
+  return *result.gpu_hour_price * result.gpus * step_s / 3600 / result.tokens_per_step * 1e6;
+}
+
+std::string checkpointing_name(Checkpointing recompute) { return std::string(strategies::name_of(recompute)); }
+
+}  // namespace
+
+std::string SearchLayout::label() const {
+  const std::string name = flavour == "zero1" ? "ZeRO-1" : flavour == "zero2" ? "ZeRO-2" : flavour == "fsdp" ? "FSDP" : "DDP";
+  std::string text = fmt::format("{} dp {}", name, dp);
+  if (tp > 1) text += fmt::format(" tp {}{}", tp, sequence_parallel ? "+SP" : "");
+  if (pp > 1) text += fmt::format(" pp {}{}", pp, virtual_stages > 1 ? fmt::format("×{}", virtual_stages) : "");
+  if (cp > 1) text += fmt::format(" cp {}{}", cp, cp_scheme == ContextParallelScheme::kUlysses ? " ulysses" : "");
+  if (ep > 1) text += fmt::format(" ep {}", ep);
+  text += fmt::format(", mb {}", micro_batch);
+  if (recompute != Checkpointing::kNone) text += ", " + checkpointing_name(recompute) + " recompute";
+  return text;
+}
+
+std::vector<std::string> SearchLayout::overrides() const {
+  std::vector<std::string> keys = {
+      fmt::format("parallel.strategy=\"{}\"", flavour == "ddp" ? "ddp" : flavour == "fsdp" ? "fsdp" : "zero"),
+      fmt::format("parallel.dp={}", dp),
+      fmt::format("parallel.tp={}", tp),
+      fmt::format("parallel.pp={}", pp),
+      fmt::format("parallel.cp={}", cp),
+      fmt::format("parallel.cp_scheme=\"{}\"", strategies::name_of(cp_scheme)),
+      fmt::format("parallel.ep={}", ep),
+      fmt::format("parallel.sequence_parallel={}", sequence_parallel),
+      fmt::format("parallel.pipeline_schedule=\"{}\"", virtual_stages > 1 ? "interleaved-1f1b" : "1f1b"),
+      fmt::format("parallel.virtual_stages={}", virtual_stages),
+      fmt::format("training.micro_batch={}", micro_batch),
+      fmt::format("training.gradient_accumulation={}", accumulation),
+      fmt::format("training.activation_checkpointing=\"{}\"", checkpointing_name(recompute))};
+  if (flavour == "zero1" || flavour == "zero2") keys.push_back(fmt::format("zero.stage={}", flavour == "zero1" ? 1 : 2));
+  if (flavour == "fsdp") keys.push_back("fsdp.sharding_strategy=\"FULL_SHARD\"");
+  return keys;
+}
+
+SearchResult search(const ScenarioDocument& document, const SearchOptions& options, const Progress& progress) {
+  const auto started = std::chrono::steady_clock::now();
+  const Scenario base = document.read();
+  SearchResult result;
+  result.objective = options.objective;
+  result.gpu_hour_price = base.gpu_hour_price;
+  result.gpus = static_cast<double>(base.cluster.gpu_count());
+  result.tokens_per_step = static_cast<double>(base.lowering.training.global_batch * base.lowering.training.sequence);
+  if (options.objective == "cost" && !base.gpu_hour_price) {
+    throw ScenarioError(base.source, "search.gpu_hour_price", "--objective cost needs the price of a GPU-hour",
+                        "add [search] gpu_hour_price = 2.5 (any currency) to the scenario");
+  }
+  result.title = fmt::format("{}: {} on {} × {}, global batch {} × {} tokens", base.name, base.lowering.model.name,
+                             base.cluster.gpu_count(), base.cluster.node.gpu.name, base.lowering.training.global_batch,
+                             base.lowering.training.sequence);
+
+  const std::vector<SearchLayout> layouts = enumerate(base);
+  result.enumerated = layouts.size();
+  Estimator estimator(base);
+  const double capacity = base.cluster.node.gpu.memory_bytes;
+  for (const SearchLayout& layout : layouts) {
+    const LayoutEstimate estimate = estimator.estimate(layout);
+    if (estimate.memory_bytes > capacity) {
+      ++result.rejected_by_memory;
+      continue;
+    }
+    SearchCandidate candidate;
+    candidate.layout = layout;
+    candidate.estimate = estimate;
+    result.candidates.push_back(std::move(candidate));
+  }
+  std::stable_sort(result.candidates.begin(), result.candidates.end(),
+                   [](const SearchCandidate& a, const SearchCandidate& b) { return a.estimate.step_s < b.estimate.step_s; });
+  result.estimate_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+
+  // The best K by estimate, and a sample spread evenly over the rest of the ranking.
+  std::vector<std::size_t> chosen;
+  const std::size_t count = result.candidates.size();
+  const std::size_t top = std::min(options.simulate, count);
+  for (std::size_t i = 0; i < top; ++i) chosen.push_back(i);
+  const std::size_t rest = count - top, spread = std::min(options.sample, rest);
+  for (std::size_t k = 1; k <= spread; ++k) {
+    std::size_t i = top + k * rest / (spread + 1);
+    while (i < count && result.candidates[i].estimate.simulated_ops > kSampleOps) ++i;
+    if (i < count) chosen.push_back(i);
+  }
+  std::sort(chosen.begin(), chosen.end());
+  chosen.erase(std::unique(chosen.begin(), chosen.end()), chosen.end());
+  std::vector<Scenario> scenarios;
+  std::vector<std::size_t> simulated;
+  for (const std::size_t i : chosen) {
+    try {
+      Scenario scenario = document.variant(result.candidates[i].layout.overrides(), "dtsim search").read();
+      scenario.trace = TraceSelection::none();
+      scenarios.push_back(std::move(scenario));
+      simulated.push_back(i);
+    } catch (const ScenarioError& error) {
+      result.candidates[i].failed = error.message();
+    }
+  }
+  for (const auto& [name, overrides] : options.also_simulate) {
+    try {
+      Scenario scenario = document.variant(overrides, "dtsim search").read();
+      scenario.trace = TraceSelection::none();
+      scenarios.push_back(std::move(scenario));
+      SearchCandidate given;
+      given.given = name;
+      result.candidates.push_back(std::move(given));
+      simulated.push_back(result.candidates.size() - 1);
+    } catch (const ScenarioError& error) {
+      result.extra.push_back(fmt::format("{}: {}", name, error.message()));
+    }
+  }
+  std::vector<std::string> failures;
+  std::vector<trace::Report> reports = run_all(scenarios, options.threads, progress, &failures);
+  std::vector<double> estimated, measured;
+  for (std::size_t k = 0; k < simulated.size(); ++k) {
+    SearchCandidate& candidate = result.candidates[simulated[k]];
+    if (!failures[k].empty()) {
+      candidate.failed = failures[k];
+      continue;
+    }
+    candidate.report = std::move(reports[k]);
+    result.ranking.push_back(simulated[k]);
+    if (candidate.given.empty()) {
+      estimated.push_back(candidate.estimate.step_s);
+      measured.push_back(candidate.report->step_time_s);
+    }
+  }
+  if (estimated.size() >= 3) result.rank_correlation = spearman(estimated, measured);
+  std::stable_sort(result.ranking.begin(), result.ranking.end(), [&](std::size_t a, std::size_t b) {
+    const trace::Report& x = *result.candidates[a].report;
+    const trace::Report& y = *result.candidates[b].report;
+    if (x.oom != y.oom) return !x.oom;
+    return x.step_time_s < y.step_time_s;  // tokens/s and cost per token order alike at a fixed GPU count
+  });
+  for (const std::size_t i : result.ranking) {
+    const trace::Report& report = *result.candidates[i].report;
+    if (report.oom) continue;
+    const bool dominated = std::any_of(result.ranking.begin(), result.ranking.end(), [&](std::size_t j) {
+      const trace::Report& other = *result.candidates[j].report;
+      return j != i && !other.oom && other.step_time_s <= report.step_time_s &&
+             other.peak_memory_bytes <= report.peak_memory_bytes &&
+             (other.step_time_s < report.step_time_s || other.peak_memory_bytes < report.peak_memory_bytes);
+    });
+    if (!dominated) result.pareto.push_back(i);
+  }
+  std::sort(result.pareto.begin(), result.pareto.end(), [&](std::size_t a, std::size_t b) {
+    return result.candidates[a].report->step_time_s < result.candidates[b].report->step_time_s;
+  });
+  return result;
+}
+
+namespace {
+
+std::string layout_name(const SearchCandidate& candidate) {
+  return candidate.given.empty() ? candidate.layout.label() : "advise: " + candidate.given;
+}
+
+// Why a simulated layout lands where it does: what its step is spent on.
+std::string why(const trace::Report& report, double capacity) {
+  const double step = report.step_time_s;
+  std::vector<std::string> parts;
+  parts.push_back(fmt::format("compute {:.0f} %", 100 * report.compute_time_s / step));
+  if (report.pipeline_bubble > 0) parts.push_back(fmt::format("bubble {:.0f} %", 100 * report.pipeline_bubble));
+  parts.push_back(fmt::format("exposed comm {:.0f} %", 100 * report.exposed_comm_s / step));
+  parts.push_back(report.oom ? "does not fit"
+                             : fmt::format("{:.1f} GB spare", (capacity - static_cast<double>(report.peak_memory_bytes)) / kGB));
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+}  // namespace
+
+std::string format_search(const SearchResult& result, std::size_t rows) {
+  std::string out = fmt::format("dtsim search — {}\n\n", result.title);
+  out += fmt::format("{} layouts pass the divisibility rules, each estimated in closed form ({:.2f} s in all): "
+                     "{} over the memory, {} fit\n",
+                     result.enumerated, result.estimate_seconds, result.rejected_by_memory, result.candidates.size());
+  out += fmt::format("{} simulated; estimate vs simulation rank correlation (Spearman): {}\n\n", result.ranking.size(),
+                     result.rank_correlation ? fmt::format("{:.2f}", *result.rank_correlation) : "too few to tell");
+  std::vector<std::string> header = {"#", "layout", "estimate"};
+  for (std::string& column : report_columns()) header.push_back(std::move(column));
+  if (result.gpu_hour_price) header.push_back("cost/Mtok");
+  header.push_back("why");
+  std::vector<std::vector<std::string>> table;
+  for (std::size_t r = 0; r < std::min(rows, result.ranking.size()); ++r) {
+    const std::size_t i = result.ranking[r];
+    const SearchCandidate& candidate = result.candidates[i];
+    std::vector<std::string> row = {std::to_string(r + 1), layout_name(candidate),
+                                    !candidate.given.empty() ? "-" : trace::human_seconds(candidate.estimate.step_s)};
+    for (std::string& cell : report_cells(*candidate.report)) row.push_back(std::move(cell));
+    if (result.gpu_hour_price) row.push_back(fmt::format("{:.3f}", cost_per_million_tokens(result, candidate.report->step_time_s)));
+    row.push_back(why(*candidate.report, candidate.report->memory_capacity_bytes));
+    table.push_back(std::move(row));
+  }
+  out += fmt::format("ranked by {} (simulated)\n", result.objective == "cost" ? "cost per token" : "tokens/s");
+  out += format_table(header, table);
+  out += "\nPareto front, step time against peak memory (simulated, fitting)\n";
+  for (const std::size_t i : result.pareto) {
+    const trace::Report& report = *result.candidates[i].report;
+    out += fmt::format("  {:>10}  {:>8.1f} GB  {}\n", trace::human_seconds(report.step_time_s),
+                       static_cast<double>(report.peak_memory_bytes) / kGB, layout_name(result.candidates[i]));
+  }
+  for (const std::string& line : result.extra) out += "  not simulated: " + line + "\n";
+  if (!result.ranking.empty() && !result.candidates[result.ranking.front()].report->oom) {
+    const SearchCandidate& best = result.candidates[result.ranking.front()];
+    if (best.given.empty()) out += fmt::format("\nbest: --set {}\n", fmt::join(best.layout.overrides(), " --set "));
+  }
+  return out;
+}
+
+nlohmann::json search_json(const SearchResult& result) {
+  nlohmann::json json = {{"title", result.title},
+                         {"objective", result.objective},
+                         {"enumerated", result.enumerated},
+                         {"rejected_by_memory", result.rejected_by_memory},
+                         {"estimated", result.candidates.size()},
+                         {"estimate_seconds", result.estimate_seconds},
+                         {"rank_correlation", result.rank_correlation ? nlohmann::json(*result.rank_correlation) : nlohmann::json(nullptr)},
+                         {"ranking", nlohmann::json::array()},
+                         {"pareto", nlohmann::json::array()}};
+  const auto entry = [&](std::size_t i) {
+    const SearchCandidate& candidate = result.candidates[i];
+    nlohmann::json item = {{"layout", layout_name(candidate)},
+                           {"overrides", candidate.layout.overrides()},
+                           {"estimated_step_s", candidate.estimate.step_s},
+                           {"estimated_memory_bytes", candidate.estimate.memory_bytes}};
+    if (candidate.report) item["report"] = trace::report_to_json(*candidate.report);
+    return item;
+  };
+  for (const std::size_t i : result.ranking) json["ranking"].push_back(entry(i));
+  for (const std::size_t i : result.pareto) json["pareto"].push_back(entry(i));
+  return json;
+}
+
+std::string search_csv(const SearchResult& result) {
+  std::ostringstream csv;
+  csv << "layout,strategy,dp,tp,pp,virtual_stages,cp,cp_scheme,ep,sequence_parallel,micro_batch,accumulation,recompute,"
+         "estimated_step_s,estimated_memory_gb,simulated_step_s,simulated_tokens_per_s,simulated_mfu,simulated_memory_gb,"
+         "simulated_fits\n";
+  for (const SearchCandidate& c : result.candidates) {
+    if (!c.given.empty()) continue;
+    const SearchLayout& l = c.layout;
+    csv << fmt::format("\"{}\",{},{},{},{},{},{},{},{},{},{},{},{},{:.6g},{:.3f}", l.label(), l.flavour, l.dp, l.tp, l.pp,
+                       l.virtual_stages, l.cp, strategies::name_of(l.cp_scheme), l.ep, l.sequence_parallel, l.micro_batch,
+                       l.accumulation, checkpointing_name(l.recompute), c.estimate.step_s, c.estimate.memory_bytes / kGB);
+    if (c.report) {
+      csv << fmt::format(",{:.6g},{:.6g},{:.4f},{:.3f},{}\n", c.report->step_time_s, c.report->tokens_per_s, c.report->mfu,
+                         static_cast<double>(c.report->peak_memory_bytes) / kGB, !c.report->oom);
+    } else {
+      csv << ",,,,,\n";
+    }
+  }
+  return csv.str();
+}
+
+}  // namespace scenarios

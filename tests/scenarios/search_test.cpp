@@ -1,0 +1,101 @@
+// `dtsim search`: the layouts it enumerates obey the rules and read as scenarios, its
+// closed-form estimate ranks and sizes them as the simulator does, and what it finds for
+// Llama-2-70B on 64 H100s is at least as fast as every layout the chapter's rules propose.
+#include "scenarios/search.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <limits>
+
+#include "scenarios/advise.h"
+
+namespace {
+
+// Llama-2-70B on 8 HGX H100 nodes, 64 sequences of 4,096 tokens per step, flow network model.
+const std::string k70bOn64 = R"(
+[cluster]
+node = "hgx-h100"
+nodes = 8
+
+[cluster.fabric]
+preset = "ib-ndr"
+
+[model]
+preset = "llama-2-70b"
+
+[training]
+global_batch = 64
+micro_batch = 1
+sequence_length = 4096
+)";
+
+scenarios::ScenarioDocument document() { return scenarios::ScenarioDocument::from_string(k70bOn64, "test.toml"); }
+
+TEST(SearchTest, EveryEstimatedLayoutObeysTheRulesFitsAndReadsAsAScenario) {
+  scenarios::SearchOptions options;
+  options.simulate = 0;
+  options.sample = 0;
+  const scenarios::SearchResult result = scenarios::search(document(), options);
+  ASSERT_GT(result.candidates.size(), 100u);
+  EXPECT_EQ(result.enumerated, result.candidates.size() + result.rejected_by_memory);
+  for (const auto& candidate : result.candidates) {
+    const auto& l = candidate.layout;
+    EXPECT_EQ(l.dp * l.tp * l.pp * l.cp, 64) << l.label();
+    EXPECT_EQ(8 % l.tp, 0) << l.label();  // R1: 8 KV heads
+    EXPECT_EQ(4096 % (2 * l.cp), 0) << l.label();
+    EXPECT_EQ(l.micro_batch * l.accumulation * l.dp, 64) << l.label();
+    EXPECT_LE(candidate.estimate.memory_bytes, 80e9) << l.label();
+  }
+  // Every 50th layout, as `--set` would make it, is a valid scenario.
+  for (std::size_t i = 0; i < result.candidates.size(); i += 50) {
+    EXPECT_NO_THROW(document().variant(result.candidates[i].layout.overrides(), "test").read())
+        << result.candidates[i].layout.label();
+  }
+}
+
+TEST(SearchTest, TheEstimateRanksAndSizesLayoutsAsTheSimulatorDoes) {
+  scenarios::SearchOptions options;
+  options.simulate = 4;
+  options.sample = 8;
+  const scenarios::SearchResult result = scenarios::search(document(), options);
+  ASSERT_TRUE(result.rank_correlation.has_value());
+  EXPECT_GE(*result.rank_correlation, 0.7);
+  for (const std::size_t i : result.ranking) {
+    const auto& candidate = result.candidates[i];
+    const double simulated = static_cast<double>(candidate.report->peak_memory_bytes);
+    EXPECT_NEAR(candidate.estimate.memory_bytes, simulated, 0.05 * simulated) << candidate.layout.label();
+  }
+}
+
+TEST(SearchTest, FindsALayoutAtLeastAsFastAsEveryLayoutAdviseProposes) {
+  scenarios::SearchOptions options;
+  options.simulate = 8;
+  options.sample = 0;
+  const scenarios::SearchResult result = scenarios::search(document(), options);
+  ASSERT_FALSE(result.ranking.empty());
+  const trace::Report& best = *result.candidates[result.ranking.front()].report;
+  ASSERT_FALSE(best.oom);
+  const scenarios::Advice advice = scenarios::advise(document(), 0);
+  int compared = 0;
+  for (const auto& candidate : advice.candidates) {
+    if (!candidate.report || candidate.report->oom) continue;
+    EXPECT_LE(best.step_time_s, candidate.report->step_time_s) << candidate.layout;
+    ++compared;
+  }
+  EXPECT_GE(compared, 1);
+}
+
+TEST(SearchTest, TheCostObjectiveNeedsTheCostOfAGpuHour) {
+  scenarios::SearchOptions options;
+  options.objective = "cost";
+  try {
+    scenarios::search(document(), options);
+    FAIL() << "a cost objective without a price was accepted";
+  } catch (const scenarios::ScenarioError& error) {
+    EXPECT_EQ(error.key(), "search.gpu_hour_price");
+    EXPECT_NE(error.hint().find("[search] gpu_hour_price"), std::string::npos);
+  }
+}
+
+}  // namespace
