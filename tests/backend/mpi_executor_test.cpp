@@ -267,6 +267,30 @@ TEST(MpiExecutorVerifyTest, EveryResultIsCheckedAndTensorParallelismMatchesTheUn
       << unchecked.output;
 }
 
+TEST(MpiExecutorVerifyTest, ExpertAndContextParallelProgramsRunForRealAndTheirTransfersVerify) {
+  const test_support::TemporaryDirectory scratch("dtsim-verify-moe-cp");
+  const std::vector<std::pair<std::string, std::string>> runs = {
+      {"/scenarios/real/tiny_moe_2ranks.toml", ""},
+      {"/scenarios/real/tiny_cp_2ranks.toml", ""},
+      {"/scenarios/real/tiny_cp_2ranks.toml", " --set 'parallel.cp_scheme=\"ulysses\"'"}};
+  int index = 0;
+  for (const auto& [scenario, set] : runs) {
+    const fs::path directory = scratch / std::to_string(index++);
+    const CommandResult real = run(mpirun(2) + " run " + kSource + scenario + set + " --backend mpi --verify -o " + directory.string());
+    ASSERT_EQ(real.code, 0) << scenario << set << real.output;
+    EXPECT_NE(real.output.find("collective and transfer results checked element by element"), std::string::npos) << real.output;
+    // Expert dispatch/combine and Ulysses as all-to-alls, the ring's K,V blocks as send/recv.
+    EXPECT_NE(real.output.find(set.empty() && scenario.find("cp") != std::string::npos ? "send_recv" : "all_to_all"),
+              std::string::npos)
+        << scenario << set << real.output;
+  }
+  // A corrupted token dispatch is caught on the rank that received it.
+  const CommandResult corrupt = run(mpirun(2) + " run " + kSource +
+                                    "/scenarios/real/tiny_moe_2ranks.toml --backend mpi --verify --inject-fault corrupt:1:layer0.fwd.dispatch");
+  EXPECT_EQ(corrupt.code, 3) << corrupt.output;
+  EXPECT_NE(corrupt.output.find("rank 1: op 'layer0.fwd.dispatch': wrong result"), std::string::npos) << corrupt.output;
+}
+
 }  // namespace
 
 namespace {
