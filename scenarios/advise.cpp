@@ -71,6 +71,8 @@ class CandidateList {
   // A layout; `flavour` is "ddp", "zero1" or "fsdp" for the data-parallel part.
   void add(const std::string& flavour, std::int32_t tp, std::int32_t pp, bool sequence_parallel, std::string reason) {
     const std::int32_t dp = facts_.gpus / (tp * pp);
+    // A mixture of experts under tensor parallelism needs sequence parallelism (Megatron-Core).
+    sequence_parallel = sequence_parallel || (facts_.model.moe.has_value() && tp > 1);
     AdviceCandidate candidate;
     candidate.reason = std::move(reason);
     candidate.layout = label(flavour, dp, tp, pp, sequence_parallel);
@@ -78,7 +80,8 @@ class CandidateList {
     const std::string strategy = flavour == "zero1" ? "zero" : flavour;
     candidate.overrides = {fmt::format("parallel.strategy=\"{}\"", strategy), fmt::format("parallel.dp={}", dp),
                            fmt::format("parallel.tp={}", tp), fmt::format("parallel.pp={}", pp),
-                           fmt::format("parallel.sequence_parallel={}", sequence_parallel)};
+                           fmt::format("parallel.sequence_parallel={}", sequence_parallel),
+                           "parallel.cp=1", "parallel.ep=1"};  // the chapter's rules know neither
     if (flavour == "zero1") candidate.overrides.push_back("zero.stage=1");
     if (facts_.interleaved) {  // candidates are compared as 1F1B layouts (chunks fit few of them)
       candidate.overrides.push_back("parallel.pipeline_schedule=\"1f1b\"");

@@ -476,6 +476,12 @@ void read_moe(TableReader reader, strategies::ModelSpec& model) {
   moe.shared_expert_gate = reader.boolean("shared_expert_gate").value_or(moe.shared_expert_gate);
   moe.layer_frequency = reader.count("layer_frequency", moe.layer_frequency, 1, kMaxLayers);
   moe.first_dense_layers = reader.count("first_dense_layers", moe.first_dense_layers, 0, kMaxLayers);
+  if (moe.first_dense_layers >= model.layers) {
+    reader.fail("first_dense_layers",
+                fmt::format("{} dense layers leave none of the model's {} layers a mixture of experts", moe.first_dense_layers,
+                            model.layers),
+                fmt::format("use first_dense_layers < model.layers = {}", model.layers));
+  }
   reader.choice("router", {"softmax_topk"});  // the only router modelled
   if (const auto capacity = reader.number("capacity_factor")) {
     if (!(*capacity > 0)) {
@@ -689,6 +695,10 @@ void check_context_parallel(TableReader& parallel_reader, const Scenario& scenar
   if (parallel.strategy == "ps") {
     parallel_reader.fail("cp", "strategy \"ps\" trains whole replicas on its workers", "use ddp, zero or fsdp with cp");
   }
+  if (parallel.tp_comm_overlap) {
+    parallel_reader.fail("tp_comm_overlap", "tensor-parallel communication overlap is not modelled with context parallelism",
+                         "set tp_comm_overlap = false with parallel.cp > 1");
+  }
   const std::int64_t heads = lowering.model.heads / parallel.tp;
   const std::int64_t kv_heads = (lowering.model.mla ? lowering.model.heads : lowering.model.kv_heads) / parallel.tp;
   if (!ring && (heads % parallel.cp != 0 || kv_heads % parallel.cp != 0)) {
@@ -713,6 +723,9 @@ void check_expert_parallel(TableReader& parallel_reader, TableReader& zero_reade
                            "add [model.moe], use a MoE preset (mixtral-8x7b, deepseek-v3, qwen1.5-moe-a2.7b), or set ep = 1");
     }
     return;
+  }
+  if (parallel.ep > 1 && parallel.strategy == "ps") {
+    parallel_reader.fail("ep", "strategy \"ps\" trains whole replicas on its workers", "use ddp or zero with ep");
   }
   if (moe->experts % parallel.ep != 0) {
     parallel_reader.fail("ep",
@@ -865,7 +878,7 @@ void check_parallel_combination(TableReader& parallel_reader, TableReader& fsdp_
                      "use zero.stage = 1 with pipeline parallelism");
   }
   if (parallel.strategy == "fsdp" && lowering.fsdp.sharding == strategies::ShardingStrategy::kHybridShard &&
-      parallel.dp * parallel.tp <= parallel.gpus_per_node) {
+      parallel.dp * parallel.cp * parallel.tp <= parallel.gpus_per_node) {
     fsdp_reader.fail("sharding_strategy",
                      fmt::format("HYBRID_SHARD shards inside a node and replicates across nodes, but the {} "
                                  "data-parallel ranks fit in one node (cluster.nodes = {}, gpus_per_node = {})",

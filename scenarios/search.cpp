@@ -278,8 +278,9 @@ LayoutEstimate Estimator::estimate(const SearchLayout& l) {
   const CollectiveKind reduction = zero ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce;
   double data_parallel_s = 0;
   if (l.flavour == "fsdp") {
-    const double per_micro_batch = 2 * collective_s(CollectiveKind::kAllGather, dense * state.parameters, groups.dp, "dp") +
-                                   collective_s(CollectiveKind::kReduceScatter, dense * gradient_bytes, groups.dp, "dp");
+    const double sharded = dense + expert;  // ep is 1 under FSDP: every parameter is sharded over dp × cp
+    const double per_micro_batch = 2 * collective_s(CollectiveKind::kAllGather, sharded * state.parameters, groups.dp, "dp") +
+                                   collective_s(CollectiveKind::kReduceScatter, sharded * gradient_bytes, groups.dp, "dp");
     const double hidden = slowest->compute_s;
     data_parallel_s = m * std::max(0.0, per_micro_batch - hidden) + per_micro_batch / static_cast<double>(model.layers + 2);
   } else {
@@ -357,7 +358,8 @@ std::vector<SearchLayout> enumerate(const Scenario& base) {
         if (cp == 1 && scheme == ContextParallelScheme::kUlysses) continue;
         const bool ring = scheme == ContextParallelScheme::kRing;
         const std::int64_t kv_heads = model.mla ? model.heads : model.kv_heads;
-        if (training.sequence % (ring ? 2 * cp : cp) != 0 ||
+        if (cp > 1 && model.attention != strategies::AttentionKind::kFlash) continue;  // CP needs a fused kernel
+        if ((cp > 1 && training.sequence % (ring ? 2 * cp : cp) != 0) ||
             (!ring && ((model.heads / tp) % cp != 0 || (kv_heads / tp) % cp != 0))) {
           continue;
         }
@@ -462,7 +464,10 @@ std::vector<std::string> SearchLayout::overrides() const {
       fmt::format("parallel.virtual_stages={}", virtual_stages),
       fmt::format("training.micro_batch={}", micro_batch),
       fmt::format("training.gradient_accumulation={}", accumulation),
-      fmt::format("training.activation_checkpointing=\"{}\"", checkpointing_name(recompute))};
+      fmt::format("training.activation_checkpointing=\"{}\"", checkpointing_name(recompute)),
+      // Knobs the estimate does not model, off whatever the scenario says.
+      "parallel.tp_comm_overlap=false", "parallel.moe_shared_expert_overlap=false", "parallel.pipeline_scatter_gather=false",
+      "zero.overlap_param_gather=false"};
   if (flavour == "zero1" || flavour == "zero2") keys.push_back(fmt::format("zero.stage={}", flavour == "zero1" ? 1 : 2));
   if (flavour == "fsdp") keys.push_back("fsdp.sharding_strategy=\"FULL_SHARD\"");
   return keys;
@@ -489,7 +494,13 @@ SearchResult search(const ScenarioDocument& document, const SearchOptions& optio
   Estimator estimator(base);
   const double capacity = base.cluster.node.gpu.memory_bytes;
   for (const SearchLayout& layout : layouts) {
-    const LayoutEstimate estimate = estimator.estimate(layout);
+    LayoutEstimate estimate;
+    try {
+      estimate = estimator.estimate(layout);
+    } catch (const collectives::UnsupportedCollective&) {  // an algorithm [collectives] fixes cannot run on its groups
+      ++result.rejected_by_algorithm;
+      continue;
+    }
     if (estimate.memory_bytes > capacity) {
       ++result.rejected_by_memory;
       continue;
@@ -604,8 +615,12 @@ std::string why(const trace::Report& report, double capacity) {
 std::string format_search(const SearchResult& result, std::size_t rows) {
   std::string out = fmt::format("dtsim search — {}\n\n", result.title);
   out += fmt::format("{} layouts pass the divisibility rules, each estimated in closed form ({:.2f} s in all): "
-                     "{} over the memory, {} fit\n",
-                     result.enumerated, result.estimate_seconds, result.rejected_by_memory, result.candidates.size());
+                     "{} over the memory, {} fit{}\n",
+                     result.enumerated, result.estimate_seconds, result.rejected_by_memory, result.candidates.size(),
+                     result.rejected_by_algorithm > 0
+                         ? fmt::format(", {} need a collective algorithm [collectives] fixes where it cannot run",
+                                       result.rejected_by_algorithm)
+                         : "");
   out += fmt::format("{} simulated; estimate vs simulation rank correlation (Spearman): {}\n\n", result.ranking.size(),
                      result.rank_correlation ? fmt::format("{:.2f}", *result.rank_correlation) : "too few to tell");
   std::vector<std::string> header = {"#", "layout", "estimate"};
@@ -652,7 +667,7 @@ nlohmann::json search_json(const SearchResult& result) {
   const auto entry = [&](std::size_t i) {
     const SearchCandidate& candidate = result.candidates[i];
     nlohmann::json item = {{"layout", layout_name(candidate)},
-                           {"overrides", candidate.layout.overrides()},
+                           {"overrides", candidate.given.empty() ? candidate.layout.overrides() : std::vector<std::string>{}},
                            {"estimated_step_s", candidate.estimate.step_s},
                            {"estimated_memory_bytes", candidate.estimate.memory_bytes}};
     if (candidate.report) item["report"] = trace::report_to_json(*candidate.report);

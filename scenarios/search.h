@@ -79,6 +79,7 @@ struct SearchResult {
   std::string objective;
   std::size_t enumerated = 0;          // layouts that pass the divisibility rules, every one estimated
   std::size_t rejected_by_memory = 0;  // of which over the GPU's memory
+  std::size_t rejected_by_algorithm = 0;  // of which need an algorithm [collectives] fixes where it cannot run
   double estimate_seconds = 0;  // wall time of enumeration, pruning and estimates
   std::optional<double> gpu_hour_price;
   double gpus = 0;

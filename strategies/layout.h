@@ -7,7 +7,7 @@
 // Ranks are placed block-wise: rank r runs on GPU r.
 // Expert parallelism splits the data-parallel coordinate as Megatron-Core's expert rank
 // generator does (order tp-ep-dp-pp): dp = ep_rank + EP·expert_dp_rank, so an expert-parallel
-// group is EP consecutive data-parallel ranks (inside a node when TP·EP fits in one).
+// group is EP consecutive data-parallel ranks (inside a node when TP·CP·EP fits in one).
 #pragma once
 
 #include <cstdint>

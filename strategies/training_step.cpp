@@ -172,22 +172,20 @@ OpIndex emit_backward(RankProgramBuilder& builder, const std::vector<const Block
     std::vector<OpIndex> index_of(block.backward.size(), 0);
     for (std::size_t i = 0; i < block.backward.size(); ++i) {
       const BackwardStep& step = block.backward[i];
+      if (selective && i == first_core) {  // recompute the attention core's scores (a ring's transfers too)
+        emit.memory(block.name + ".recomputed_scores", MemoryCategory::kActivations, block.score_bytes(), true);
+        emit.forward_steps(block, true, true);
+      }
       std::vector<OpIndex> waits;
       for (std::size_t w : step.waits_for) waits.push_back(index_of[w]);
       if (const auto* collective = std::get_if<program::CollectiveOp>(&step.op)) {
         index_of[i] = emit.collective(step.name, *collective, step.overlapped, step.chunk, std::move(waits));
-        continue;
-      }
-      if (const auto* transfer = std::get_if<program::SendRecvOp>(&step.op)) {
+      } else if (const auto* transfer = std::get_if<program::SendRecvOp>(&step.op)) {
         index_of[i] = emit.transfer(step.name, *transfer, std::move(waits));
-        continue;
+      } else {
+        index_of[i] = emit.compute(step.name, std::get<program::ComputeOp>(step.op), std::move(waits), step.chunk);
+        if (!step.grads_ready.empty()) on_gradients(block, step, index_of[i]);
       }
-      if (selective && i == first_core) {  // recompute the attention core's scores
-        emit.memory(block.name + ".recomputed_scores", MemoryCategory::kActivations, block.score_bytes(), true);
-        emit.forward_steps(block, true, true);
-      }
-      index_of[i] = emit.compute(step.name, std::get<program::ComputeOp>(step.op), std::move(waits), step.chunk);
-      if (!step.grads_ready.empty()) on_gradients(block, step, index_of[i]);
       if (selective && i == last_core) {
         emit.memory(block.name + ".recomputed_scores", MemoryCategory::kActivations, block.score_bytes(), false);
       }

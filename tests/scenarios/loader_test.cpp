@@ -183,6 +183,10 @@ INSTANTIATE_TEST_SUITE_P(
         BrokenCase{"ulysses_heads_not_divisible.toml", "14:13", "parallel.cp_scheme",
                    "Ulysses splits the heads over cp = 2, but each tensor-parallel rank holds 4 heads and 1 KV heads",
                    "cp_scheme = \"ring\""},
+        BrokenCase{"moe_all_layers_dense.toml", "9:22", "model.moe.first_dense_layers",
+                   "4 dense layers leave none of the model's 4 layers a mixture of experts", "first_dense_layers < model.layers"},
+        BrokenCase{"cp_with_tp_comm_overlap.toml", "13:19", "parallel.tp_comm_overlap",
+                   "not modelled with context parallelism", "tp_comm_overlap = false"},
         BrokenCase{"empty.toml", "1:1", "cluster.nodes", "missing required key", ""}),
     [](const testing::TestParamInfo<BrokenCase>& param_info) {
       std::string name = param_info.param.file;

@@ -240,6 +240,19 @@ TEST(ContextParallelTest, RingAttentionTakesComputeOverCpPlusTheTransfersItCanno
   }
 }
 
+TEST(ContextParallelTest, SelectiveRecomputeRunsTheRingAgainBeforeItsBackward) {
+  const auto result = run(kLongSequence, {"parallel.cp=2", "training.global_batch=4", "model.attention=\"flash\"",
+                                          "training.activation_checkpointing=\"selective\""});
+  const auto& ops = result.program.ranks.front()->ops;
+  const auto index = [&](const std::string& name) {
+    return std::find_if(ops.begin(), ops.end(), [&](const program::Op& op) { return op.name == name; }) - ops.begin();
+  };
+  const auto recomputed = index("layer0.recompute.attention.step1");
+  ASSERT_LT(recomputed, static_cast<std::ptrdiff_t>(ops.size()));
+  EXPECT_LT(index("layer0.recompute.attention_kv_recv.step0"), recomputed);  // the ring itself runs again
+  EXPECT_LT(recomputed, index("layer0.bwd.attention_kv_grad_send.step0"));   // before the backward ring
+}
+
 TEST(ContextParallelTest, UlyssesTradesTheRingForTwoAllToAllsAndBothDivideActivations) {
   const auto whole = run(kLongSequence, {"training.global_batch=8"});
   const auto ring = run(kLongSequence, {"parallel.cp=8"});

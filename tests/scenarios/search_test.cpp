@@ -38,7 +38,7 @@ TEST(SearchTest, EveryEstimatedLayoutObeysTheRulesFitsAndReadsAsAScenario) {
   options.sample = 0;
   const scenarios::SearchResult result = scenarios::search(document(), options);
   ASSERT_GT(result.candidates.size(), 100u);
-  EXPECT_EQ(result.enumerated, result.candidates.size() + result.rejected_by_memory);
+  EXPECT_EQ(result.enumerated, result.candidates.size() + result.rejected_by_memory + result.rejected_by_algorithm);
   for (const auto& candidate : result.candidates) {
     const auto& l = candidate.layout;
     EXPECT_EQ(l.dp * l.tp * l.pp * l.cp, 64) << l.label();
