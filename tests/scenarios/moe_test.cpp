@@ -37,10 +37,12 @@ sequence_length = 4096
 ep = 8
 )";
 
+scenarios::Scenario scenario(const std::string& text, const std::vector<std::string>& overrides) {
+  return scenarios::ScenarioDocument::from_string(text, "test.toml").variant(overrides, "--set").read();
+}
+
 scenarios::RunResult run(const std::string& text, const std::vector<std::string>& overrides) {
-  scenarios::ScenarioDocument document = scenarios::ScenarioDocument::from_string(text, "test.toml");
-  for (const std::string& assignment : overrides) document.set(assignment, "--set " + assignment);
-  return scenarios::run_scenario(document.read());
+  return scenarios::run_scenario(scenario(text, overrides));
 }
 
 const program::Op& op_named(const program::Program& program, std::int32_t rank, const std::string& name) {
@@ -92,9 +94,7 @@ TEST(ExpertParallelTest, TheRankWithTheHottestExpertsSetsThePace) {
   const auto skewed = run(kMixtral, zipf);
   const auto balanced = run(kMixtral, {});
   // Each rank's routed GEMMs follow its expert's share of the layer's copies (to a whole row).
-  scenarios::ScenarioDocument document = scenarios::ScenarioDocument::from_string(kMixtral, "test.toml");
-  for (const auto& assignment : zipf) document.set(assignment, "--set " + assignment);
-  const auto routing = strategies::expert_routing(document.read().lowering.model);
+  const auto routing = strategies::expert_routing(scenario(kMixtral, zipf).lowering.model);
   std::int32_t hottest = 0;
   for (std::int32_t rank = 0; rank < 8; ++rank) {
     const double share = routing.shares[1][static_cast<std::size_t>(rank)];
