@@ -27,7 +27,9 @@
 //     protocol included, which the profile gives that link as its `efficiency`.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -38,6 +40,8 @@ namespace backend {
 struct CalibrationOptions {
   int repeats = 5;
   double min_timing_s = 0.02;
+  // Called on rank 0 after each timed measurement: how many are done, of how many.
+  std::function<void(std::size_t done, std::size_t total)> progress;
 };
 
 // α and β between rank 0 and `peer`.

@@ -63,8 +63,23 @@ Calibration start(const char* backend, std::string device, program::DType gemm_d
   return calibration;
 }
 
+Tally::Tally(const CalibrationOptions& options, const ComputeSizes& sizes, std::size_t links, int ranks)
+    : options_(options),
+      shown_(false),
+      total_(sizes.gemm_sizes.size() + 2 + sizes.memory_sizes.size() + links * message_sizes().size() +
+             (ranks >= 2 ? all_reduce_sizes().size() : 0)) {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  shown_ = rank == 0 && options.progress;
+}
+
+void Tally::measured() {
+  ++done_;
+  if (shown_) options_.progress(done_, total_);
+}
+
 void measure_compute(Calibration& calibration, const ComputeSizes& sizes, program::DType dtype,
-                     const std::function<double(const program::ComputeOp&)>& seconds_per_op) {
+                     const std::function<double(const program::ComputeOp&)>& seconds_per_op, Tally& tally) {
   const auto op = [dtype](program::ComputeKind kind, program::Shape shape, double flops, double bytes) {
     return program::ComputeOp{.kind = kind, .dtype = dtype, .shape = shape, .flops = flops, .bytes = bytes};
   };
@@ -73,13 +88,16 @@ void measure_compute(Calibration& calibration, const ComputeSizes& sizes, progra
     const double rate = flops / seconds_per_op(op(program::ComputeKind::kMatmul, program::Shape::of({1, n, n, n}), flops, 0));
     calibration.gemm_rates.emplace_back(flops, rate);
     calibration.peak_flops = std::max(calibration.peak_flops, rate);
+    tally.measured();
   }
   const double attention_flops = 4.0 * static_cast<double>(sizes.heads * sizes.sequence * sizes.sequence * sizes.head_dim);
   calibration.attention_flops =
       attention_flops / seconds_per_op(op(program::ComputeKind::kAttention,
                                           program::Shape::of({1, sizes.heads, sizes.heads, sizes.sequence, sizes.head_dim}),
                                           attention_flops, 0));
+  tally.measured();
   calibration.op_overhead_s = seconds_per_op(op(program::ComputeKind::kElementwise, program::Shape::of({0}), 0, 64));
+  tally.measured();
   for (const std::int64_t size : sizes.memory_sizes) {
     const auto bytes = static_cast<double>(size);
     const double seconds = seconds_per_op(op(program::ComputeKind::kElementwise, program::Shape::of({0}), 0, bytes));
@@ -88,6 +106,7 @@ void measure_compute(Calibration& calibration, const ComputeSizes& sizes, progra
     const double rate = bytes / std::max(seconds - calibration.op_overhead_s, 0.5 * seconds);
     calibration.memory_rates.emplace_back(bytes, rate);
     calibration.memory_bytes_per_s = std::max(calibration.memory_bytes_per_s, rate);
+    tally.measured();
   }
 }
 

@@ -28,10 +28,25 @@ struct ComputeSizes {
   std::vector<std::int64_t> memory_sizes;
 };
 
+// The timed measurements of one calibration, counted for CalibrationOptions::progress: the
+// compute sizes, two more (attention, per-op overhead), each message size per link, and the
+// all-reduce sizes with two ranks or more.
+class Tally {
+ public:
+  Tally(const CalibrationOptions& options, const ComputeSizes& sizes, std::size_t links, int ranks);
+  void measured();  // one more done
+
+ private:
+  const CalibrationOptions& options_;
+  bool shown_;  // rank 0 shows
+  std::size_t done_ = 0;
+  std::size_t total_;
+};
+
 // Fills the compute figures, `seconds_per_op` timing one run of the executor's stand-in for
 // an op (with time_per_call).
 void measure_compute(Calibration& calibration, const ComputeSizes& sizes, program::DType dtype,
-                     const std::function<double(const program::ComputeOp&)>& seconds_per_op);
+                     const std::function<double(const program::ComputeOp&)>& seconds_per_op, Tally& tally);
 
 // One-way seconds of a message between rank 0 and `peer`: `round_trip` sends `bytes` there and
 // back (rank 0 sends first; `peer` receives first; other ranks do nothing), `finish` waits for

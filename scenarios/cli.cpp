@@ -8,12 +8,16 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
-#include <optional>
+#include <filesystem>
 #include <iostream>
+#include <optional>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "backend/calibration.h"
 #include "backend/capabilities.h"
+#include "backend/executor.h"
+#include "backend/work_split.h"
 #include "scenarios/advise.h"
 #include "scenarios/search.h"
 #include "scenarios/collective_bench.h"
@@ -216,24 +220,32 @@ std::string hardware_profile_toml(const backend::Calibration& calibration) {
   return text;
 }
 
-int command_calibrate(const std::string& backend_name, const std::string& output, std::ostream& out, std::ostream& err) {
-  if (backend_name != "mpi" && backend_name != "nccl") {
-    print_error(err, "error", "--backend " + backend_name + ": expected mpi (CPU ranks) or nccl (one GPU per rank)");
-    return kExitBadInput;
+// This process's place in a job that mpirun (Open MPI, or MPICH/Intel MPI's PMI) started with
+// more than one process, as the launcher says in the environment; none otherwise.
+struct LaunchedProcess {
+  int size = 1;
+  int rank = 0;
+};
+std::optional<LaunchedProcess> launched_by_mpirun() {
+  for (const auto& [size_variable, rank_variable] :
+       {std::pair{"OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK"}, std::pair{"PMI_SIZE", "PMI_RANK"}}) {
+    const char* size = std::getenv(size_variable);
+    if (size == nullptr || std::atoi(size) <= 1) continue;
+    const char* rank = std::getenv(rank_variable);
+    return LaunchedProcess{std::atoi(size), rank == nullptr ? 0 : std::atoi(rank)};
   }
-  const backend::MpiSession mpi(nullptr, nullptr);
-  backend::Calibration calibration;
-  try {
-    calibration = backend_name == "nccl" ? backend::calibrate_gpus() : backend::calibrate();
-  } catch (const backend::ExecutionError& error) {
-    if (mpi.rank() == 0) print_error(err, "cannot calibrate", error.what());
-    return kExitBadInput;
-  }
-  if (mpi.rank() != 0) return 0;
-  const std::string profile = hardware_profile_toml(calibration);
-  if (!output.empty()) write_file_atomically(output, [&](std::ostream& file) { file << profile; });
-  out << profile;
-  return 0;
+  return std::nullopt;
+}
+
+// Whether what this process writes to `fd` reaches a terminal: the descriptor itself, or under
+// mpirun — which gives its processes a pseudo-terminal for stdout and a pipe for stderr,
+// whatever its own are — the launcher's (the parent process's, on Linux) descriptor.
+bool reaches_terminal(int fd) {
+  if (!launched_by_mpirun()) return isatty(fd) != 0;
+  std::error_code unreadable;
+  const std::string target =
+      std::filesystem::read_symlink(fmt::format("/proc/{}/fd/{}", getppid(), fd), unreadable).string();
+  return !unreadable && (target.starts_with("/dev/pts/") || target.starts_with("/dev/tty"));
 }
 
 // Progress on a terminal (stderr), once the work has run for longer than `after`; nothing with
@@ -242,7 +254,7 @@ class TerminalProgress {
  public:
   TerminalProgress(std::ostream& err, std::chrono::milliseconds after, bool quiet)
       : err_(err), start_(std::chrono::steady_clock::now()), after_(after),
-        terminal_(!quiet && &err == &std::cerr && isatty(STDERR_FILENO) && isatty(STDOUT_FILENO)) {}
+        terminal_(!quiet && &err == &std::cerr && reaches_terminal(STDERR_FILENO) && reaches_terminal(STDOUT_FILENO)) {}
   TerminalProgress(const TerminalProgress&) = delete;
   TerminalProgress& operator=(const TerminalProgress&) = delete;
   ~TerminalProgress() {
@@ -276,6 +288,30 @@ Progress bar_on(TerminalProgress& progress, std::string_view what) {
   return [&progress, what](std::size_t done, std::size_t total) { progress.show(bar_progress(done, total, what)); };
 }
 
+int command_calibrate(const std::string& backend_name, const std::string& output, bool quiet, std::ostream& out,
+                      std::ostream& err) {
+  if (backend_name != "mpi" && backend_name != "nccl") {
+    print_error(err, "error", "--backend " + backend_name + ": expected mpi (CPU ranks) or nccl (one GPU per rank)");
+    return kExitBadInput;
+  }
+  const backend::MpiSession mpi(nullptr, nullptr);
+  backend::Calibration calibration;
+  try {
+    TerminalProgress progress(err, std::chrono::milliseconds(500), quiet);  // rank 0's
+    backend::CalibrationOptions options;
+    options.progress = bar_on(progress, "measurements");
+    calibration = backend_name == "nccl" ? backend::calibrate_gpus(options) : backend::calibrate(options);
+  } catch (const backend::ExecutionError& error) {
+    if (mpi.rank() == 0) print_error(err, "cannot calibrate", error.what());
+    return kExitBadInput;
+  }
+  if (mpi.rank() != 0) return 0;
+  const std::string profile = hardware_profile_toml(calibration);
+  if (!output.empty()) write_file_atomically(output, [&](std::ostream& file) { file << profile; });
+  out << profile;
+  return 0;
+}
+
 // A simulation's line: share of the ops done, the simulated clock, events per second and the
 // time left at the rate so far.
 std::string simulation_progress(const sim::SimulationProgress& progress, double elapsed_s) {
@@ -288,25 +324,21 @@ std::string simulation_progress(const sim::SimulationProgress& progress, double 
 }
 
 // A command that simulates in one process, started by mpirun: N processes would run N identical
-// simulations into one folder. The launcher says so in the environment (Open MPI, then
-// MPICH/Intel MPI's PMI); only the first process prints the refusal.
+// simulations into one folder. Only the first process prints the refusal.
 struct MpirunRefusal {
   std::string message;
   bool print;
 };
 std::optional<MpirunRefusal> refuse_under_mpirun(const std::string& command) {
-  for (const auto& [size_variable, rank_variable] :
-       {std::pair{"OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK"}, std::pair{"PMI_SIZE", "PMI_RANK"}}) {
-    const char* size = std::getenv(size_variable);
-    if (size == nullptr || std::atoi(size) <= 1) continue;
-    const char* rank = std::getenv(rank_variable);
-    return MpirunRefusal{
-        fmt::format("dtsim {} simulates in one process, and mpirun started {} processes: they would all run the same "
-                    "simulation into one folder (run it without mpirun{})",
-                    command, size, command == "run" ? ", or add --backend mpi|nccl to execute the scenario for real" : ""),
-        rank == nullptr || std::atoi(rank) == 0};
-  }
-  return std::nullopt;
+  const std::optional<LaunchedProcess> launched = launched_by_mpirun();
+  if (!launched) return std::nullopt;
+  return MpirunRefusal{
+      fmt::format("dtsim {} simulates in one process, and mpirun started {} processes: they would all run the same "
+                  "simulation into one folder (run it without mpirun{})",
+                  command, launched->size,
+                  command == "run" ? ", or add --backend mpi|nccl to execute the scenario for real"
+                                   : "; dtsim sweep and dtsim search share their simulations out under mpirun"),
+      launched->rank == 0};
 }
 
 int command_run(const RunOptions& options, std::ostream& out, std::ostream& err) {
@@ -353,7 +385,9 @@ int command_run(const RunOptions& options, std::ostream& out, std::ostream& err)
   return result.report.oom && options.fail_on_oom ? kExitOutOfMemory : 0;
 }
 
-int command_sweep(const RunOptions& options, std::ostream& out, std::ostream& err) {
+// Under mpirun every process reads the scenario and runs its share of the simulations; the
+// first one prints and writes the result (the others' output is dropped by run_cli).
+int command_sweep(const RunOptions& options, const backend::WorkSplit& split, std::ostream& out, std::ostream& err) {
   ScenarioDocument document = open_document(options);
   for (const std::string& axis : options.sweep_axes) document.add_sweep_axis(axis, "--sweep");
   if (document.sweep_axes().empty()) {
@@ -363,13 +397,15 @@ int command_sweep(const RunOptions& options, std::ostream& out, std::ostream& er
   SweepResult result;
   {
     TerminalProgress progress(err, std::chrono::milliseconds(500), options.quiet);
-    result = run_sweep(document, options.threads, bar_on(progress, "points"));
+    result = run_sweep(document, options.threads, bar_on(progress, split.size() > 1 ? "points of this process" : "points"),
+                       split);
   }
   if (result.name.empty()) {  // no point read: nothing ran, nothing to write
     throw ScenarioError(options.scenario, "sweep",
                         fmt::format("no point of the sweep is valid; the first: {}", result.rows.front().invalid),
                         "fix the base scenario or the swept values");
   }
+  if (!split.leader()) return 0;
   const auto directory = output_directory(options, result.name);
   prepare_output_directory(directory);
   write_file_atomically(directory / "sweep.csv", [&](std::ostream& file) { file << sweep_csv(result); });
@@ -392,9 +428,10 @@ int command_advise(const RunOptions& options, std::ostream& out, std::ostream& e
   return 0;
 }
 
-int command_search(RunOptions options, std::ostream& out, std::ostream& err) {
+int command_search(RunOptions options, const backend::WorkSplit& split, std::ostream& out, std::ostream& err) {
   const ScenarioDocument document = open_document(options);
   options.search.threads = options.threads;
+  options.search.split = split;
   if (options.with_advise) {
     for (const AdviceCandidate& candidate : propose_layouts(document).candidates) {
       if (candidate.rejected.empty()) options.search.also_simulate.emplace_back(candidate.layout, candidate.overrides);
@@ -404,8 +441,10 @@ int command_search(RunOptions options, std::ostream& out, std::ostream& err) {
   {
     TerminalProgress progress(err, std::chrono::milliseconds(500), options.quiet);
     progress.show("estimating every layout");
-    result = search(document, options.search, bar_on(progress, "layouts simulated"));
+    result = search(document, options.search,
+                    bar_on(progress, split.size() > 1 ? "layouts simulated by this process" : "layouts simulated"));
   }
+  if (!split.leader()) return 0;
   const auto directory = output_directory(options, document.read().name) / "search";
   prepare_output_directory(directory);
   write_file_atomically(directory / "search.csv", [&](std::ostream& file) { file << search_csv(result); });
@@ -671,49 +710,61 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     print_error(err, "error", std::string(error.what()) + " (see dtsim --help, or dtsim <command> --help)");
     return kExitBadInput;
   }
+  // `mpirun -np N dtsim sweep|search`: MPI for the command's life, the simulations shared out
+  // over the processes; only the first one's output is shown (the others' would repeat it).
+  std::optional<backend::MpiSession> mpi;
+  backend::WorkSplit split;
+  std::ostringstream follower_output;
+  const std::optional<LaunchedProcess> launched = launched_by_mpirun();
+  if ((*sweep || *search_command) && launched) {
+    mpi.emplace(nullptr, nullptr);
+    split = backend::WorkSplit::world();
+  }
+  std::ostream& shown_out = split.leader() ? out : follower_output;
+  std::ostream& shown_err = split.leader() ? err : follower_output;
   // A scenario too large for the simulator is named by its file (its keys are each valid).
   const auto too_large = [&](const std::exception& error) {
-    print_error(err, "error", (options.scenario.empty() ? "" : options.scenario + ": ") + error.what());
+    print_error(shown_err, "error", (options.scenario.empty() ? "" : options.scenario + ": ") + error.what());
     return kExitBadInput;
   };
   try {
     if (*help) {
       // help() of a parsed app describes the command it ran (help itself): format the one asked for.
       const CLI::App* topic = help_topic.empty() ? &app : app.get_subcommand(help_topic);
-      out << topic->get_formatter()->make_help(topic, topic == &app ? "dtsim" : "dtsim " + help_topic, CLI::AppFormatMode::Normal);
+      shown_out << topic->get_formatter()->make_help(topic, topic == &app ? "dtsim" : "dtsim " + help_topic, CLI::AppFormatMode::Normal);
       return 0;
     }
-    if ((*run && options.backend.empty()) || *sweep || *advise_command || *search_command || *validate) {
+    if ((*run && options.backend.empty()) || *advise_command || *validate) {
       if (const auto refusal = refuse_under_mpirun(app.get_subcommands().front()->get_name())) {
-        if (refusal->print) print_error(err, "error", refusal->message);
+        if (refusal->print) print_error(shown_err, "error", refusal->message);
         return kExitBadInput;
       }
     }
-    if (*run) return options.backend.empty() ? command_run(options, out, err) : command_execute(options, out, err);
-    if (*sweep) return command_sweep(options, out, err);
-    if (*advise_command) return command_advise(options, out, err);
-    if (*search_command) return command_search(options, out, err);
-    if (*compare) return command_compare(compare_options, out, err);
-    if (*calibrate) return command_calibrate(calibrate_backend, profile_output, out, err);
+    if (*run) return options.backend.empty() ? command_run(options, shown_out, shown_err) : command_execute(options, shown_out, shown_err);
+    if (*sweep) return command_sweep(options, split, shown_out, shown_err);
+    if (*advise_command) return command_advise(options, shown_out, shown_err);
+    if (*search_command) return command_search(options, split, shown_out, shown_err);
+    if (*compare) return command_compare(compare_options, shown_out, shown_err);
+    if (*calibrate) return command_calibrate(calibrate_backend, profile_output, options.quiet, shown_out, shown_err);
     if (*collective) {
       const CollectiveBenchResult result = run_collective_bench(bench);
-      out << (collective_json ? collective_bench_json(result) : format_collective_bench(result));
+      shown_out << (collective_json ? collective_bench_json(result) : format_collective_bench(result));
       return 0;
     }
-    if (*validate) return command_validate(options, manifest, out, err);
-    if (*presets) return command_presets(out);
+    if (*validate) return command_validate(options, manifest, shown_out, shown_err);
+    if (*presets) return command_presets(shown_out);
     if (*info) {
-      out << backend::describe(backend::probe_capabilities());
+      shown_out << backend::describe(backend::probe_capabilities());
       return 0;
     }
   } catch (const ScenarioError& error) {
-    print_error(err, "error", error.what());
+    print_error(shown_err, "error", error.what());
     return kExitBadInput;
   } catch (const CLI::OptionNotFound&) {  // dtsim help NAME
-    print_error(err, "error", "help: no command \"" + help_topic + "\" (see dtsim --help)");
+    print_error(shown_err, "error", "help: no command \"" + help_topic + "\" (see dtsim --help)");
     return kExitBadInput;
   } catch (const OutputError& error) {
-    print_error(err, "error", std::string(error.what()) + " (hint: -o names a directory, or a file for compare, to write)");
+    print_error(shown_err, "error", std::string(error.what()) + " (hint: -o names a directory, or a file for compare, to write)");
     return kExitBadInput;
   } catch (const strategies::ProgramTooLarge& error) {
     return too_large(error);
@@ -724,10 +775,10 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   } catch (const sim::NotEnoughMemory& error) {
     return too_large(error);
   } catch (const sim::SimulationError& error) {
-    print_error(err, "simulation failed", error.what());
+    print_error(shown_err, "simulation failed", error.what());
     return kExitFailure;
   } catch (const std::exception& error) {
-    print_error(err, "internal error", error.what());
+    print_error(shown_err, "internal error", error.what());
     return kExitFailure;
   }
   return kExitFailure;

@@ -553,7 +553,7 @@ SearchResult search(const ScenarioDocument& document, const SearchOptions& optio
     }
   }
   std::vector<std::string> failures;
-  std::vector<trace::Report> reports = run_all(scenarios, options.threads, progress, &failures);
+  std::vector<trace::Report> reports = run_all(scenarios, options.threads, progress, &failures, options.split);
   std::vector<double> estimated, measured;
   for (std::size_t k = 0; k < simulated.size(); ++k) {
     SearchCandidate& candidate = result.candidates[simulated[k]];

@@ -70,6 +70,9 @@ struct SearchOptions {
   std::size_t sample = 8;     // more simulated, spread over the rest, for the rank correlation
   std::string objective = "tokens";  // or "cost"
   unsigned threads = 0;
+  // Under mpirun: the simulations shared out over the job's processes (every process
+  // enumerates and estimates, which takes well under a second, and ends with the same result).
+  backend::WorkSplit split;
   // Layouts simulated besides (advise's candidates): a name and the overrides that make it.
   std::vector<std::pair<std::string, std::vector<std::string>>> also_simulate;
 };

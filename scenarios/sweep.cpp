@@ -10,6 +10,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <stdexcept>
 #include <thread>
 
 #include "scenarios/run_scenario.h"
@@ -106,31 +107,51 @@ std::vector<std::string> sweep_sort_columns() {
   return names;
 }
 
+namespace {
+
+// One simulation's outcome as the processes of a split job exchange it (CBOR, so that every
+// double arrives bit for bit): its report, or why it failed — `fatal` when the caller takes no
+// failures, or the error was not a std::exception.
+std::string encode_outcome(const trace::Report& report, const std::string& failed, bool fatal) {
+  const nlohmann::json outcome = failed.empty() ? nlohmann::json{{"report", trace::report_to_json(report)}}
+                                                : nlohmann::json{{"failed", failed}, {"fatal", fatal}};
+  const std::vector<std::uint8_t> bytes = nlohmann::json::to_cbor(outcome);
+  return {bytes.begin(), bytes.end()};
+}
+
+}  // namespace
+
 std::vector<trace::Report> run_all(const std::vector<Scenario>& scenarios, unsigned threads, const Progress& progress,
-                                   std::vector<std::string>* failures) {
+                                   std::vector<std::string>* failures, const backend::WorkSplit& split) {
   const std::size_t total = scenarios.size();
+  std::vector<std::size_t> share;  // the scenarios this process runs
+  for (std::size_t i = 0; i < total; ++i) {
+    if (split.mine(i)) share.push_back(i);
+  }
   std::vector<trace::Report> reports(total);
-  if (failures != nullptr) failures->assign(total, "");
+  std::vector<std::string> failed(total);
+  std::vector<char> fatal(total, 0);
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
-  threads = static_cast<unsigned>(std::min<std::size_t>(threads, std::max<std::size_t>(total, 1)));
+  threads = static_cast<unsigned>(std::min<std::size_t>(threads, std::max<std::size_t>(share.size(), 1)));
   std::atomic<std::size_t> next{0};
   std::atomic<std::size_t> done{0};
   std::exception_ptr failure;
   std::mutex failure_mutex;
   auto worker = [&] {
-    for (std::size_t i = next++; i < total; i = next++) {
+    for (std::size_t n = next++; n < share.size(); n = next++) {
+      const std::size_t i = share[n];
       try {
         Scenario untraced = scenarios[i];  // only the report is kept: no spans to record
         untraced.trace = TraceSelection::none();
         reports[i] = run_scenario(untraced).report;
       } catch (const std::exception& error) {
-        if (failures != nullptr) {
-          (*failures)[i] = error.what();  // each thread writes its own points
-        } else {
-          std::lock_guard lock(failure_mutex);
-          if (!failure) failure = std::current_exception();
-        }
+        failed[i] = error.what();  // each thread writes its own points
+        fatal[i] = failures == nullptr;
+        std::lock_guard lock(failure_mutex);
+        if (fatal[i] && !failure) failure = std::current_exception();
       } catch (...) {
+        failed[i] = "an unknown error";
+        fatal[i] = 1;
         std::lock_guard lock(failure_mutex);
         if (!failure) failure = std::current_exception();
       }
@@ -139,17 +160,35 @@ std::vector<trace::Report> run_all(const std::vector<Scenario>& scenarios, unsig
   };
   std::vector<std::thread> pool;
   for (unsigned t = 0; t < threads; ++t) pool.emplace_back(worker);
-  while (done.load() < total) {
-    if (progress) progress(done.load(), total);
+  while (done.load() < share.size()) {
+    if (progress) progress(done.load(), share.size());
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   for (std::thread& thread : pool) thread.join();
-  if (progress) progress(total, total);
+  if (progress) progress(share.size(), share.size());
+  if (split.size() > 1) {
+    // Every process reaches the exchange, whatever failed, and then holds every outcome.
+    std::vector<std::string> outcomes(total);
+    for (const std::size_t i : share) outcomes[i] = encode_outcome(reports[i], failed[i], fatal[i] != 0);
+    outcomes = split.gather(std::move(outcomes));
+    failure = nullptr;
+    for (std::size_t i = 0; i < total; ++i) {
+      const nlohmann::json outcome = nlohmann::json::from_cbor(outcomes[i]);
+      if (outcome.contains("report")) {
+        reports[i] = trace::report_from_json(outcome["report"]);
+        continue;
+      }
+      failed[i] = outcome["failed"].get<std::string>();
+      if (outcome["fatal"].get<bool>() && !failure) failure = std::make_exception_ptr(std::runtime_error(failed[i]));
+    }
+  }
   if (failure) std::rethrow_exception(failure);
+  if (failures != nullptr) *failures = std::move(failed);
   return reports;
 }
 
-SweepResult run_sweep(const ScenarioDocument& document, unsigned threads, const Progress& progress) {
+SweepResult run_sweep(const ScenarioDocument& document, unsigned threads, const Progress& progress,
+                      const backend::WorkSplit& split) {
   SweepResult result;
   result.axes = document.sweep_axes();
   const std::vector<ScenarioDocument> points = document.sweep_points();
@@ -179,7 +218,7 @@ SweepResult run_sweep(const ScenarioDocument& document, unsigned threads, const 
     }
   }
   std::vector<std::string> failures;
-  std::vector<trace::Report> reports = run_all(scenarios, threads, progress, &failures);
+  std::vector<trace::Report> reports = run_all(scenarios, threads, progress, &failures, split);
   for (std::size_t i = 0; i < scenarios.size(); ++i) {
     SweepRow& row = result.rows[row_of[i]];
     row.report = std::move(reports[i]);

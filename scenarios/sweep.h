@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/work_split.h"
 #include "scenarios/run_scenario.h"
 #include "scenarios/scenario_loader.h"
 #include "sim/trace/report.h"
@@ -34,12 +35,16 @@ using Progress = std::function<void(std::size_t done, std::size_t total)>;
 // Runs scenarios on `threads` threads (0: all cores) and returns their reports in order;
 // `progress`, when set, is called from the calling thread. The first failure is rethrown,
 // unless `failures` is given: then it receives each scenario's error message (empty: ran).
+// Under mpirun (`split` over the job's processes) each process runs its share and all of
+// them return every report, the same as one process gives; a failure that would be rethrown
+// is rethrown on every process (as a std::runtime_error with its message).
 std::vector<trace::Report> run_all(const std::vector<Scenario>& scenarios, unsigned threads, const Progress& progress,
-                                   std::vector<std::string>* failures = nullptr);
+                                   std::vector<std::string>* failures = nullptr, const backend::WorkSplit& split = {});
 
 // Reads every point (one that does not read is marked invalid), then runs the others
-// (run_all; one that fails is marked invalid too).
-SweepResult run_sweep(const ScenarioDocument& document, unsigned threads, const Progress& progress);
+// (run_all, shared out by `split`; one that fails is marked invalid too).
+SweepResult run_sweep(const ScenarioDocument& document, unsigned threads, const Progress& progress,
+                      const backend::WorkSplit& split = {});
 
 // Right-aligned columns under a header.
 std::string format_table(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows);

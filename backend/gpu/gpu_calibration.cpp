@@ -72,7 +72,8 @@ class ComputeBench {
 };
 
 // NCCL ping-pong between rank 0 and link.peer on a two-rank communicator split from `world`.
-void measure_link(LinkCalibration& link, ncclComm_t world, cudaStream_t stream, const CalibrationOptions& options) {
+void measure_link(LinkCalibration& link, ncclComm_t world, cudaStream_t stream, const CalibrationOptions& options,
+                  calibration::Tally& tally) {
   const int rank = job::world_rank();
   const bool paired = rank == 0 || rank == link.peer;
   ncclComm_t pair = nullptr;
@@ -98,6 +99,7 @@ void measure_link(LinkCalibration& link, ncclComm_t world, cudaStream_t stream, 
     };
     const auto finish = [&] { ComputeBench::check(cudaStreamSynchronize(stream), "waiting for NCCL"); };
     link.one_way_s.emplace_back(bytes, calibration::one_way_seconds(round_trip, finish, link.peer, options));
+    tally.measured();
   }
   cudaFree(buffer);
   if (pair != nullptr) ncclCommDestroy(pair);
@@ -112,14 +114,13 @@ Calibration calibrate_gpus(const CalibrationOptions& options) {
   const ncclComm_t world = gpu::world_communicator(timeout_s);
 
   ComputeBench bench;
-  calibration::measure_compute(result,
-                               {{256, 512, 1024, 2048, 4096, 8192}, 16, 2048, 128,
-                                {1 << 20, 4 << 20, 16 << 20, 64 << 20, 256 << 20, std::int64_t{1} << 30}},
-                               program::DType::kBF16,
-                               [&](const program::ComputeOp& op) { return bench.seconds(op, options); });
-
+  const calibration::ComputeSizes sizes{{256, 512, 1024, 2048, 4096, 8192}, 16, 2048, 128,
+                                        {1 << 20, 4 << 20, 16 << 20, 64 << 20, 256 << 20, std::int64_t{1} << 30}};
   result.links = calibration::links_to_measure(job::nodes_of_ranks(timeout_s));
-  for (LinkCalibration& link : result.links) measure_link(link, world, bench.stream(), options);
+  calibration::Tally tally(options, sizes, result.links.size(), result.ranks);
+  calibration::measure_compute(result, sizes, program::DType::kBF16,
+                               [&](const program::ComputeOp& op) { return bench.seconds(op, options); }, tally);
+  for (LinkCalibration& link : result.links) measure_link(link, world, bench.stream(), options, tally);
   if (result.ranks >= 2) {
     const std::vector<std::int64_t> sizes = calibration::all_reduce_sizes();
     char* buffer = nullptr;
@@ -134,6 +135,7 @@ Calibration calibrate_gpus(const CalibrationOptions& options) {
           },
           [&] { ComputeBench::check(cudaStreamSynchronize(bench.stream()), "waiting for NCCL"); }, options);
       result.all_reduce_s.emplace_back(bytes, seconds);
+      tally.measured();
     }
     cudaFree(buffer);
     calibration::fit_collective_efficiency(result);

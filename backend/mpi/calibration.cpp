@@ -16,15 +16,15 @@ Calibration calibrate(const CalibrationOptions& options) {
   const auto nothing = [] {};
   openblas_set_num_threads(1);  // as the executor runs it: one core per rank
   cpu::Scratch scratch;
-  calibration::measure_compute(result,
-                               {{64, 128, 256, 384, 512, 768, 1024}, 4, 128, 64,
-                                {16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20}},
-                               program::DType::kFP32, [&](const program::ComputeOp& op) {
-                                 return calibration::time_per_call([&] { cpu::run_compute(op, scratch); }, nothing, options);
-                               });
+  const calibration::ComputeSizes sizes{{64, 128, 256, 384, 512, 768, 1024}, 4, 128, 64,
+                                        {16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20}};
+  result.links = calibration::links_to_measure(job::nodes_of_ranks(ExecutionOptions{}.timeout_s));
+  calibration::Tally tally(options, sizes, result.links.size(), result.ranks);
+  calibration::measure_compute(result, sizes, program::DType::kFP32, [&](const program::ComputeOp& op) {
+    return calibration::time_per_call([&] { cpu::run_compute(op, scratch); }, nothing, options);
+  }, tally);
 
   const int rank = job::world_rank();
-  result.links = calibration::links_to_measure(job::nodes_of_ranks(ExecutionOptions{}.timeout_s));
   for (LinkCalibration& link : result.links) {
     for (const std::int64_t bytes : calibration::message_sizes()) {
       std::vector<char> buffer(static_cast<std::size_t>(bytes));
@@ -39,6 +39,7 @@ Calibration calibrate(const CalibrationOptions& options) {
         }
       };
       link.one_way_s.emplace_back(bytes, calibration::one_way_seconds(round_trip, nothing, link.peer, options));
+      tally.measured();
     }
     calibration::fit_link(link);
   }
@@ -49,6 +50,7 @@ Calibration calibrate(const CalibrationOptions& options) {
           [&] { MPI_Allreduce(in.data(), out.data(), static_cast<int>(in.size()), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); },
           nothing, options);
       result.all_reduce_s.emplace_back(bytes, seconds);
+      tally.measured();
     }
     calibration::fit_collective_efficiency(result);
   }

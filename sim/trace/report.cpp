@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 
 namespace trace {
 namespace {
@@ -348,6 +349,72 @@ nlohmann::json report_to_json(const Report& r) {
   json["comm_bandwidth_s"] =
       r.comm_bandwidth_s ? nlohmann::json(*r.comm_bandwidth_s) : nlohmann::json();
   return json;
+}
+
+Report report_from_json(const nlohmann::json& json) {
+  if (json.value("schema", "") != "dtsim.report/1") {
+    throw std::invalid_argument("not a dtsim report (schema dtsim.report/1)");
+  }
+  const auto optional_number = [&](const char* key) {
+    const nlohmann::json& value = json.at(key);
+    return value.is_null() ? std::optional<double>() : std::optional<double>(value.get<double>());
+  };
+  Report r;
+  json.at("title").get_to(r.title);
+  json.at("steps").get_to(r.steps);
+  json.at("ranks").get_to(r.ranks);
+  json.at("critical_rank").get_to(r.critical_rank);
+  json.at("step_time_s").get_to(r.step_time_s);
+  r.host_step_time_s = optional_number("host_step_time_s");
+  json.at("host_step_times_s").get_to(r.host_step_times_s);
+  json.at("tokens_per_s").get_to(r.tokens_per_s);
+  json.at("mfu").get_to(r.mfu);
+  json.at("compute_time_s").get_to(r.compute_time_s);
+  json.at("comm_time_s").get_to(r.comm_time_s);
+  json.at("exposed_comm_s").get_to(r.exposed_comm_s);
+  json.at("comm_compute_ratio").get_to(r.comm_compute_ratio);
+  json.at("overlap_ratio").get_to(r.overlap_ratio);
+  json.at("compute_idle_fraction").get_to(r.compute_idle_fraction);
+  json.at("pipeline").get_to(r.pipeline);
+  json.at("pipeline_bubble").get_to(r.pipeline_bubble);
+  json.at("pipeline_chunks").get_to(r.pipeline_chunks);
+  json.at("comm_bytes_per_rank").get_to(r.comm_bytes_per_rank);
+  json.at("time_by_category_s").get_to(r.time_by_category_s);
+  json.at("achieved_bandwidth_bytes_per_s").get_to(r.achieved_bandwidth_by_category);
+  json.at("peak_memory_bytes").get_to(r.peak_memory_bytes);
+  json.at("peak_memory_rank").get_to(r.peak_memory_rank);
+  json.at("peak_memory_breakdown_bytes").get_to(r.peak_memory_breakdown);
+  json.at("peak_model_state_bytes").get_to(r.peak_model_state_bytes);
+  json.at("peak_memory_op").get_to(r.peak_memory_op);
+  json.at("memory_capacity_bytes").get_to(r.memory_capacity_bytes);
+  json.at("oom").get_to(r.oom);
+  json.at("oom_rank").get_to(r.oom_rank);
+  for (const nlohmann::json& rank : json.at("per_rank")) {
+    RankReport& out = r.rank_reports.emplace_back();
+    rank.at("rank").get_to(out.rank);
+    rank.at("step_time_s").get_to(out.step_time_s);
+    rank.at("compute_time_s").get_to(out.compute_time_s);
+    rank.at("comm_time_s").get_to(out.comm_time_s);
+    rank.at("exposed_comm_s").get_to(out.exposed_comm_s);
+    rank.at("comm_bytes").get_to(out.comm_bytes);
+    rank.at("peak_memory_bytes").get_to(out.peak_memory_bytes);
+    rank.at("peak_memory_breakdown_bytes").get_to(out.peak_memory_breakdown);
+  }
+  json.at("warnings").get_to(r.warnings);
+  if (const nlohmann::json& ps = json.at("parameter_server"); !ps.is_null()) {
+    ParameterServerReport& out = r.parameter_server.emplace();
+    ps.at("consistency").get_to(out.facts.consistency);
+    ps.at("workers").get_to(out.facts.workers);
+    ps.at("staleness_mean").get_to(out.facts.staleness_mean);
+    ps.at("staleness_max").get_to(out.facts.staleness_max);
+    ps.at("worker_idle_mean_s").get_to(out.idle_mean_s);
+    ps.at("worker_idle_min_s").get_to(out.idle_min_s);
+    ps.at("worker_idle_max_s").get_to(out.idle_max_s);
+    ps.at("worker_tokens_per_s").get_to(out.tokens_per_s);
+  }
+  r.comm_latency_s = optional_number("comm_latency_s");
+  r.comm_bandwidth_s = optional_number("comm_bandwidth_s");
+  return r;
 }
 
 }  // namespace trace

@@ -130,5 +130,10 @@ std::string format_report(const Report& report);
 // A duration in s, ms or µs with the report's precision.
 std::string human_seconds(double seconds);
 nlohmann::json report_to_json(const Report& report);
+// The report report_to_json wrote, every field as it was (a JSON number holds a double exactly
+// in binary encodings such as CBOR; in text, nlohmann writes the shortest digits that read
+// back to the same double). Throws nlohmann::json::exception or std::invalid_argument for
+// anything else.
+Report report_from_json(const nlohmann::json& json);
 
 }  // namespace trace

@@ -124,12 +124,27 @@ namespace {
 // itself (the 25 % target) is measured on an idle machine by bench/e2e_accuracy.sh.
 constexpr double kStepTimeFactorBound = 20.0;
 
+// mpirun gives its processes a pseudo-terminal for stdout and a pipe for stderr whatever its own
+// are: calibrate's progress follows the launcher's terminal (script(1) gives it one here).
+TEST(EndToEndTest, CalibrateShowsItsProgressWhenMpirunRunsOnATerminal) {
+  const CommandResult calibration = run("script -qec '" + mpirun(2) + " calibrate' /dev/null");
+  ASSERT_EQ(calibration.code, 0) << calibration.output;
+  EXPECT_NE(calibration.output.find("fp32_tflops"), std::string::npos) << calibration.output;
+  const std::size_t bar = calibration.output.find(" measurements");
+  ASSERT_NE(bar, std::string::npos) << calibration.output;
+  EXPECT_NE(calibration.output.rfind("] ", bar), std::string::npos) << calibration.output;  // "[###  ] 7/31 measurements"
+  const CommandResult quiet = run("script -qec '" + mpirun(2) + " calibrate --quiet' /dev/null");
+  ASSERT_EQ(quiet.code, 0) << quiet.output;
+  EXPECT_EQ(quiet.output.find(" measurements"), std::string::npos) << quiet.output;
+}
+
 TEST(EndToEndTest, CalibrateSimulateRunAndCompareOnTwoCpuRanks) {
   const test_support::TemporaryDirectory directory("dtsim-end-to-end");
   const CommandResult calibration = run(mpirun(2) + " calibrate -o " + (directory / "profile.toml").string());
   ASSERT_EQ(calibration.code, 0) << calibration.output;
   EXPECT_NE(calibration.output.find("fp32_tflops"), std::string::npos) << calibration.output;
   EXPECT_NE(calibration.output.find("# all-reduce bus bandwidth / link bandwidth"), std::string::npos) << calibration.output;
+  EXPECT_EQ(calibration.output.find("measurements"), std::string::npos) << "progress without a terminal";
 
   for (const std::string name : {"tiny_ddp_2ranks", "tiny_tp_2ranks"}) {
     std::ifstream in(kSource + "/scenarios/real/" + name + ".toml");
@@ -316,6 +331,72 @@ TEST(MpiExecutorSchedulesTest, DtsimsOwnCollectiveSchedulesRunForReal) {
   EXPECT_NE(hier.output.find("dtsim: cannot execute: rank 0, op 'ddp.bucket0.all_reduce': algorithm hier cannot run here"),
             std::string::npos)
       << hier.output;  // hier needs two nodes
+}
+
+}  // namespace
+
+namespace {
+
+// Llama-2-70B on 8 HGX H100 nodes, 64 sequences of 4,096 tokens: a search with a few layouts
+// simulated (the same as tests/scenarios/search_test.cpp's).
+constexpr const char* kSearchScenario = R"([scenario]
+name = "search-70b-64"
+
+[cluster]
+node = "hgx-h100"
+nodes = 8
+
+[cluster.fabric]
+preset = "ib-ndr"
+
+[model]
+preset = "llama-2-70b"
+
+[training]
+global_batch = 64
+micro_batch = 1
+sequence_length = 4096
+)";
+
+std::string read_file(const fs::path& path) {
+  std::ifstream file(path);
+  return {std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
+}
+
+// `mpirun -np 2 dtsim sweep|search` shares the simulations out over the two processes and
+// prints and writes what one process does (search's JSON differs only in its own wall time).
+TEST(MpiSharedWorkTest, SweepAndSearchUnderMpirunGiveTheSingleProcessResult) {
+  const test_support::TemporaryDirectory scratch("dtsim-shared-work");
+  const std::string sweep = " sweep " + kSource + "/scenarios/ps_consistency_stragglers.toml --sweep ps.staleness=1,3 --json";
+  std::ofstream(scratch / "search.toml") << kSearchScenario;
+  const std::string search = " search " + (scratch / "search.toml").string() + " --simulate 3 --sample 2 --json";
+  for (const auto& [name, command] : {std::pair{"sweep", sweep}, std::pair{"search", search}}) {
+    const fs::path one = scratch / (std::string(name) + "-one"), two = scratch / (std::string(name) + "-two");
+    const CommandResult single = run("{ " + test_support::dtsim() + command + " -o " + one.string() + " 2>/dev/null; } > " +
+                                     (scratch / "one.json").string());
+    ASSERT_EQ(single.code, 0) << name << single.output;
+    const CommandResult shared = run("{ " + mpirun(2) + command + " -o " + two.string() + " 2>/dev/null; } > " +
+                                     (scratch / "two.json").string());
+    ASSERT_EQ(shared.code, 0) << name << shared.output << read_file(scratch / "two.json");
+    nlohmann::json alone = nlohmann::json::parse(read_file(scratch / "one.json"));
+    nlohmann::json together = nlohmann::json::parse(read_file(scratch / "two.json"));  // one process printed
+    if (std::string(name) == "search") {
+      ASSERT_GE(alone["ranking"].size(), 3u) << alone.dump(2);
+      alone.erase("estimate_seconds");
+      together.erase("estimate_seconds");
+    } else {
+      ASSERT_EQ(alone["rows"].size(), 6u) << alone.dump(2);  // 3 consistencies × 2 staleness bounds
+    }
+    EXPECT_EQ(together, alone) << name;
+    const std::string csv = std::string(name) == "search" ? "search/search.csv" : "sweep.csv";
+    EXPECT_EQ(read_file(two / csv), read_file(one / csv)) << name;
+  }
+  // Bad input: every process finds it, one message.
+  const CommandResult bad = run(mpirun(2) + " sweep " + kSource + "/scenarios/default.toml -o " + (scratch / "bad").string());
+  EXPECT_NE(bad.code, 0);
+  EXPECT_NE(bad.output.find("no [sweep] table"), std::string::npos) << bad.output;
+  EXPECT_EQ(count_messages(bad.output), 1u) << bad.output;
+  EXPECT_FALSE(fs::exists(scratch / "bad"));
 }
 
 }  // namespace

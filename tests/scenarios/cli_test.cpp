@@ -520,14 +520,15 @@ class ScopedEnvironment {
 };
 
 // `mpirun -np N dtsim run` without --backend would run N identical simulations into one folder:
-// refused, with one message (from the first process), and nothing written.
+// refused, with one message (from the first process), and nothing written. (sweep and search
+// share their simulations out instead: tests/backend/mpi_executor_test.cpp runs them.)
 TEST_F(CliTest, ASimulationUnderMpirunIsRefused) {
   const std::string c1 = kSource + "/scenarios/c1_7b_ddp_8xh100.toml";
   const ScopedEnvironment size("OMPI_COMM_WORLD_SIZE", "4");
   {
     const ScopedEnvironment rank("OMPI_COMM_WORLD_RANK", "0");
-    for (const std::vector<std::string>& command : {std::vector<std::string>{"run", c1, "-o", directory_.string()},
-                                                    {"sweep", c1, "-o", directory_.string()}, {"advise", c1}}) {
+    for (const std::vector<std::string>& command : {std::vector<std::string>{"run", c1, "-o", directory_.string()}, {"advise", c1},
+                                                    {"validate"}}) {
       const CliRun refused = dtsim(command);
       EXPECT_EQ(refused.code, 2) << command[0];
       EXPECT_NE(refused.err.find("mpirun started 4 processes"), std::string::npos) << refused.err;

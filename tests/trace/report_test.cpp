@@ -108,4 +108,47 @@ TEST(ReportTest, JsonHasTheDocumentedKeys) {
   EXPECT_EQ(json["per_rank"][0]["peak_memory_breakdown_bytes"]["parameters"], 10);
 }
 
+// What `mpirun -np N dtsim sweep|search` sends between processes: a report read back from its
+// JSON (as CBOR, the binary encoding) is the same report, every double bit for bit.
+TEST(ReportTest, AReportReadBackFromItsJsonIsTheSameReport) {
+  trace::Report report = trace::build_report(two_rank_step(), facts());
+  report.step_time_s = 0.1 + 0.2;  // no short decimal
+  report.host_step_time_s = 1.0 / 3.0;
+  report.host_step_times_s = {1.0 / 3.0, 2.0 / 7.0};
+  report.comm_latency_s = 1e-7 / 3;
+  report.pipeline = "1f1b";
+  report.pipeline_chunks = 2;
+  report.parameter_server = trace::ParameterServerReport{{"ssp", 3, 1.25, 4}, 0.5, 0.25, 0.75, 1234.5};
+  const std::vector<std::uint8_t> wire = nlohmann::json::to_cbor(trace::report_to_json(report));
+  const trace::Report back = trace::report_from_json(nlohmann::json::from_cbor(wire));
+
+  EXPECT_EQ(back.step_time_s, 0.1 + 0.2);
+  EXPECT_EQ(back.host_step_time_s, std::optional<double>(1.0 / 3.0));
+  EXPECT_EQ(back.host_step_times_s, report.host_step_times_s);
+  EXPECT_EQ(back.comm_latency_s, report.comm_latency_s);
+  EXPECT_FALSE(back.comm_bandwidth_s.has_value());
+  EXPECT_EQ(back.mfu, report.mfu);
+  EXPECT_EQ(back.oom, true);
+  EXPECT_EQ(back.oom_rank, report.oom_rank);
+  EXPECT_EQ(back.pipeline, "1f1b");
+  EXPECT_EQ(back.pipeline_chunks, 2);
+  EXPECT_EQ(back.warnings, report.warnings);
+  EXPECT_EQ(back.time_by_category_s, report.time_by_category_s);
+  EXPECT_EQ(back.peak_memory_breakdown, report.peak_memory_breakdown);
+  ASSERT_EQ(back.rank_reports.size(), 2u);
+  EXPECT_EQ(back.rank_reports[1].peak_memory_breakdown, report.rank_reports[1].peak_memory_breakdown);
+  EXPECT_EQ(back.rank_reports[0].exposed_comm_s, report.rank_reports[0].exposed_comm_s);
+  ASSERT_TRUE(back.parameter_server.has_value());
+  EXPECT_EQ(back.parameter_server->facts.consistency, "ssp");
+  EXPECT_EQ(back.parameter_server->facts.staleness_max, 4);
+  EXPECT_EQ(back.parameter_server->tokens_per_s, 1234.5);
+  // Every key, as the JSON a run writes.
+  EXPECT_EQ(trace::report_to_json(back).dump(), trace::report_to_json(report).dump());
+
+  EXPECT_THROW(trace::report_from_json(nlohmann::json{{"schema", "other"}}), std::invalid_argument);
+  nlohmann::json truncated = trace::report_to_json(report);
+  truncated.erase("mfu");
+  EXPECT_THROW(trace::report_from_json(truncated), nlohmann::json::exception);
+}
+
 }  // namespace
