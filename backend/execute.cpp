@@ -78,7 +78,7 @@ trace::Timeline execute(const program::Program& program, const ExecutionOptions&
   const std::vector<double> host_run_s = job::max_over_ranks(host_seconds, options.timeout_s);
   const std::size_t median = job::agreed_median_index(host_run_s, options.timeout_s);
   const std::string verified =
-      options.verify ? job::verify_tensor_parallel(program, options, runner->results_checked()) : "";
+      options.verify ? job::verify_results(program, options, runner->results_checked()) : "";
   trace::Timeline timeline = job::gather_timeline(program, records[median].timings, nodes, options);
   if (timeline.ranks.empty()) return timeline;  // not rank 0
   timeline.metadata["executed_on"] = runner->description();

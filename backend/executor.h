@@ -83,8 +83,9 @@ struct ExecutionOptions {
   };
   std::optional<Fault> fault;
   // Check every collective's and transfer's result on every rank (crafted inputs, in the
-  // warm-up run), and the tensor-parallel forward of `layer` (attention and MLP blocks)
-  // against the unsharded one when the Program has a "tp" group; a mismatch ends the job naming rank, op and element.
+  // warm-up run), and each sharded layer of `layer`'s shape against the unsharded one: the
+  // tensor-parallel forward (attention and MLP) with a "tp" group, the MoE layer with an "ep"
+  // group, ring or Ulysses attention with a "cp" group; a mismatch ends the job naming what differs.
   bool verify = false;
   // Run collectives as dtsim's own algorithm schedules (sim/collectives), step by step with
   // MPI point-to-point, instead of MPI's collectives; `algorithm` picks each one's algorithm
@@ -95,6 +96,9 @@ struct ExecutionOptions {
   std::function<program::Algorithm(const program::CollectiveOp&, const std::string& family)> algorithm;
   struct Layer {
     std::int64_t tokens = 0, hidden = 0, ffn = 0, heads = 0;
+    std::int64_t experts = 0, top_k = 0, expert_ffn = 0;  // a MoE layer's; no experts: dense
+    bool ulysses = false;  // context parallelism's scheme: Ulysses, else ring attention
+    bool causal = true;
   };
   std::optional<Layer> layer;
 };

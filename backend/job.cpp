@@ -359,10 +359,54 @@ bool has_parameter_server_collectives(const program::Program& program) {
 
 }  // namespace
 
-std::string verify_tensor_parallel(const program::Program& program, const ExecutionOptions& options,
-                                   std::int64_t checked_here) {
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+namespace {
+
+// The largest of `error(group)` over the instances of `family` with two members or more; every
+// rank takes part (one in no such instance gives 0), so that all leave together.
+double largest_over_family(const program::Program& program, program::GroupFamilyId id, double timeout_s,
+                           const std::function<double(MPI_Comm)>& error) {
+  const int rank = world_rank();
+  const program::GroupFamily& family = program.family(id);
+  const std::int32_t instance = family.instance_of_rank[static_cast<std::size_t>(rank)];
+  const bool takes_part =
+      instance >= 0 && family.instances[static_cast<std::size_t>(instance)].size() >= 2;
+  MPI_Comm group = MPI_COMM_NULL;
+  MPI_Comm_split(MPI_COMM_WORLD, takes_part ? instance : MPI_UNDEFINED,
+                 takes_part ? family.index_in_instance[static_cast<std::size_t>(rank)] : 0, &group);
+  double mine = 0;
+  if (group != MPI_COMM_NULL) {
+    mine = error(group);
+    MPI_Comm_free(&group);
+  }
+  double largest = 0;
+  MPI_Request request = MPI_REQUEST_NULL;
+  MPI_Iallreduce(&mine, &largest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD, &request);
+  wait_for_job(request, timeout_s, "comparing a sharded layer with the unsharded one");
+  return largest;
+}
+
+bool has_family_of_two(const program::Program& program, const char* name) {
+  const auto id = program.find_family(name);
+  if (!id) return false;
+  const auto& instances = program.family(*id).instances;
+  return std::any_of(instances.begin(), instances.end(), [](const auto& members) { return members.size() >= 2; });
+}
+
+// Float sums in another order: ~1e-6 seen on 2 ranks.
+constexpr double kUnshardedTolerance = 1e-4;
+
+// Ends the job when `error` is over the tolerance, naming the check.
+void expect_unsharded(double error, const std::string& what) {
+  if (error <= kUnshardedTolerance) return;
+  if (world_rank() == 0) {
+    std::fprintf(stderr, "dtsim: %s differs from the unsharded one: relative error %.3g\n", what.c_str(), error);
+  }
+  MPI_Abort(MPI_COMM_WORLD, kExitRunFailed);
+}
+
+}  // namespace
+
+std::string verify_results(const program::Program& program, const ExecutionOptions& options, std::int64_t checked_here) {
   std::int64_t checked = 0;
   MPI_Request request = MPI_REQUEST_NULL;
   MPI_Iallreduce(&checked_here, &checked, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD, &request);
@@ -373,39 +417,61 @@ std::string verify_tensor_parallel(const program::Program& program, const Execut
   } else if (has_parameter_server_collectives(program)) {
     summary += " (parameter-server push and pull ran as dtsim's schedules, whose results are not checked)";
   }
-  const auto tp = program.find_family("tp");
-  if (!tp || !options.layer || program.family(*tp).instances.front().size() < 2) return summary;
-  const auto& layer = *options.layer;
-  if (4 * (2 * layer.hidden * layer.ffn + 4 * layer.hidden * layer.hidden +
-           layer.tokens * (layer.tokens + 3 * layer.hidden + layer.ffn)) >
-      options.max_op_bytes) {
-    return summary + "; the tensor-parallel check was skipped: the layer is too large for a CPU";
-  }
-  const program::GroupFamily& family = program.family(*tp);
-  const std::int32_t instance = family.instance_of_rank[static_cast<std::size_t>(rank)];
-  MPI_Comm group = MPI_COMM_NULL;
-  MPI_Comm_split(MPI_COMM_WORLD, instance < 0 ? MPI_UNDEFINED : instance,
-                 instance < 0 ? 0 : family.index_in_instance[static_cast<std::size_t>(rank)], &group);
-  double errors[2] = {0, 0};  // attention, MLP
-  if (group != MPI_COMM_NULL) {
-    errors[0] = verification::tensor_parallel_attention_error(group, layer.tokens, layer.hidden, layer.heads);
-    errors[1] = verification::tensor_parallel_mlp_error(group, layer.tokens, layer.hidden, layer.ffn);
-    MPI_Comm_free(&group);
-  }
-  double largest[2] = {0, 0};
-  MPI_Iallreduce(errors, largest, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD, &request);
-  wait_for_job(request, options.timeout_s, "comparing the tensor-parallel check");
-  constexpr double kTolerance = 1e-4;  // float sums in another order: ~1e-6 seen on 2 ranks
-  if (largest[0] > kTolerance || largest[1] > kTolerance) {
-    if (rank == 0) {
-      std::fprintf(stderr, "dtsim: the tensor-parallel forward differs from the unsharded one: attention %.3g, MLP %.3g\n",
-                   largest[0], largest[1]);
+  if (!options.layer) return summary;
+  const ExecutionOptions::Layer& layer = *options.layer;
+  const double timeout_s = options.timeout_s;
+
+  if (has_family_of_two(program, "tp")) {
+    if (4 * (2 * layer.hidden * layer.ffn + 4 * layer.hidden * layer.hidden +
+             layer.tokens * (layer.tokens + 3 * layer.hidden + layer.ffn)) >
+        options.max_op_bytes) {
+      summary += "; the tensor-parallel check was skipped: the layer is too large for a CPU";
+    } else {
+      const program::GroupFamilyId tp = *program.find_family("tp");
+      const double attention = largest_over_family(program, tp, timeout_s, [&](MPI_Comm group) {
+        return verification::tensor_parallel_attention_error(group, layer.tokens, layer.hidden, layer.heads);
+      });
+      const double mlp = largest_over_family(program, tp, timeout_s, [&](MPI_Comm group) {
+        return verification::tensor_parallel_mlp_error(group, layer.tokens, layer.hidden, layer.ffn);
+      });
+      expect_unsharded(attention, "the tensor-parallel attention forward");
+      expect_unsharded(mlp, "the tensor-parallel MLP forward");
+      summary += fmt::format("; the tensor-parallel forward of one layer ({} tokens, hidden {}, {} heads, ffn {}) "
+                             "matches the unsharded one (relative error: attention {:.2g}, MLP {:.2g})",
+                             layer.tokens, layer.hidden, layer.heads, layer.ffn, attention, mlp);
     }
-    MPI_Abort(MPI_COMM_WORLD, kExitRunFailed);
   }
-  return summary + fmt::format("; the tensor-parallel forward of one layer ({} tokens, hidden {}, {} heads, ffn {}) "
-                               "matches the unsharded one (relative error: attention {:.2g}, MLP {:.2g})",
-                               layer.tokens, layer.hidden, layer.heads, layer.ffn, largest[0], largest[1]);
+  if (layer.experts > 0 && has_family_of_two(program, "ep")) {
+    if (4 * 2 * layer.experts * layer.hidden * layer.expert_ffn > options.max_op_bytes) {
+      summary += "; the expert-parallel check was skipped: the experts are too large for a CPU";
+    } else {
+      const double moe = largest_over_family(program, *program.find_family("ep"), timeout_s, [&](MPI_Comm group) {
+        return verification::expert_parallel_moe_error(group, layer.tokens, layer.hidden, layer.experts, layer.top_k,
+                                                       layer.expert_ffn);
+      });
+      expect_unsharded(moe, "the expert-parallel MoE forward");
+      summary += fmt::format("; the expert-parallel MoE forward ({} tokens per rank, {} experts, top-{}, expert ffn {}: "
+                             "router, dispatch, experts, combine) matches the unsharded one (relative error {:.2g})",
+                             layer.tokens, layer.experts, layer.top_k, layer.expert_ffn, moe);
+    }
+  }
+  if (has_family_of_two(program, "cp")) {
+    if (4 * layer.tokens * (layer.tokens + 8 * layer.hidden) > options.max_op_bytes) {
+      summary += "; the context-parallel check was skipped: the sequence is too long for a CPU";
+    } else {
+      const auto kind = layer.ulysses ? verification::ContextParallelKind::kUlysses : verification::ContextParallelKind::kRing;
+      const double attention = largest_over_family(program, *program.find_family("cp"), timeout_s, [&](MPI_Comm group) {
+        return verification::context_parallel_attention_error(group, kind, layer.tokens, layer.hidden, layer.heads,
+                                                              layer.causal);
+      });
+      const std::string what = layer.ulysses ? "Ulysses attention (all-to-all to heads and back)"
+                                             : "ring attention (K,V blocks round the ring, running softmax)";
+      expect_unsharded(attention, "the context-parallel " + what);
+      summary += fmt::format("; the context-parallel {} over {} tokens{} matches the unsharded one (relative error {:.2g})",
+                             what, layer.tokens, layer.causal ? ", causal" : "", attention);
+    }
+  }
+  return summary;
 }
 
 }  // namespace backend::job

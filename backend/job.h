@@ -128,12 +128,12 @@ collectives::CollectiveSpec collective_spec(const program::Program& program, con
 trace::Timeline gather_timeline(const program::Program& program, const std::vector<OpTiming>& mine,
                                 const std::vector<std::int32_t>& nodes, const ExecutionOptions& options);
 
-// After a verified run: sums the checks of all ranks, and — when the Program has a "tp" group
-// and options.layer is set — compares the tensor-parallel forward of one layer (attention and
-// MLP blocks, on the CPU) with the unsharded one, ending the job if they differ. Returns what
-// was checked.
-std::string verify_tensor_parallel(const program::Program& program, const ExecutionOptions& options,
-                                   std::int64_t checked_here);
+// After a verified run: sums the checks of all ranks, and — with options.layer set — compares
+// each sharded layer the Program has with the unsharded one on the CPU (verification.h): the
+// tensor-parallel attention and MLP forward (a "tp" group), the expert-parallel MoE forward
+// (an "ep" group and experts), ring or Ulysses attention (a "cp" group), ending the job if one
+// differs. Returns what was checked.
+std::string verify_results(const program::Program& program, const ExecutionOptions& options, std::int64_t checked_here);
 
 // Per element, the largest over ranks of each rank's values (the same length on every rank).
 std::vector<double> max_over_ranks(const std::vector<double>& values, double timeout_s);

@@ -310,6 +310,13 @@ RunResult execute_scenario(const Scenario& scenario, backend::ExecutionOptions o
   result.program = strategies::lower(scenario.lowering);
   const strategies::ModelSpec& model = scenario.lowering.model;
   options.layer = backend::ExecutionOptions::Layer{model.sequence, model.hidden, model.ffn_hidden, model.heads};
+  if (model.moe) {
+    options.layer->experts = model.moe->experts;
+    options.layer->top_k = model.moe->top_k;
+    options.layer->expert_ffn = model.moe->expert_ffn_hidden;
+  }
+  options.layer->ulysses = scenario.lowering.parallel.cp_scheme == strategies::ContextParallelScheme::kUlysses;
+  options.layer->causal = model.causal;
   options.own_schedules = scenario.backend_collectives == "dtsim";
   options.algorithm = fixed_algorithms(scenario);
   trace::Timeline& timeline = result.simulation.timeline;

@@ -114,11 +114,11 @@ Calibration calibrate_gpus(const CalibrationOptions& options) {
   const ncclComm_t world = gpu::world_communicator(timeout_s);
 
   ComputeBench bench;
-  const calibration::ComputeSizes sizes{{256, 512, 1024, 2048, 4096, 8192}, 16, 2048, 128,
-                                        {1 << 20, 4 << 20, 16 << 20, 64 << 20, 256 << 20, std::int64_t{1} << 30}};
+  const calibration::ComputeSizes compute_sizes{{256, 512, 1024, 2048, 4096, 8192}, 16, 2048, 128,
+                                                {1 << 20, 4 << 20, 16 << 20, 64 << 20, 256 << 20, std::int64_t{1} << 30}};
   result.links = calibration::links_to_measure(job::nodes_of_ranks(timeout_s));
-  calibration::Tally tally(options, sizes, result.links.size(), result.ranks);
-  calibration::measure_compute(result, sizes, program::DType::kBF16,
+  calibration::Tally tally(options, compute_sizes, result.links.size(), result.ranks);
+  calibration::measure_compute(result, compute_sizes, program::DType::kBF16,
                                [&](const program::ComputeOp& op) { return bench.seconds(op, options); }, tally);
   for (LinkCalibration& link : result.links) measure_link(link, world, bench.stream(), options, tally);
   if (result.ranks >= 2) {

@@ -43,4 +43,27 @@ double tensor_parallel_mlp_error(MPI_Comm group, std::int64_t tokens, std::int64
 // heads unsharded; the same error measure.
 double tensor_parallel_attention_error(MPI_Comm group, std::int64_t tokens, std::int64_t hidden, std::int64_t heads);
 
+// An expert-parallel MoE layer's forward on an ep group — each member routes its tokens
+// (softmax over the top-k router logits), dispatches each (token, expert) row to the member
+// holding that expert (MPI_Alltoallv), the experts run GeLU(x·W1)·W2 on what they received,
+// and a second all-to-all combines the outputs back, weighted by the gates — against every
+// token through its experts unsharded; the same error measure over all members' tokens.
+double expert_parallel_moe_error(MPI_Comm group, std::int64_t tokens, std::int64_t hidden, std::int64_t experts,
+                                 std::int64_t top_k, std::int64_t expert_ffn);
+
+// Context-parallel attention over a cp group against all heads over the whole sequence
+// unsharded, on seeded random Q, K, V (`sequence` tokens, causal or not); the same error
+// measure over all members' tokens.
+//   ring     Megatron-Core's layout (member i holds sequence chunks i and 2·cp−1−i): each
+//            member's queries against its own K,V block, then against each block passed round
+//            the ring (MPI_Sendrecv), the partial results merged by running softmax
+//            (maximum, sum and output rescaled per block, as FlashAttention and ring
+//            attention do), the causal mask by each token's global position;
+//   ulysses  each member holds s/cp consecutive tokens of every head; an all-to-all gives it
+//            all s tokens of heads/cp heads, attention runs there, a second all-to-all
+//            returns the output to the member's tokens.
+enum class ContextParallelKind { kRing, kUlysses };
+double context_parallel_attention_error(MPI_Comm group, ContextParallelKind kind, std::int64_t sequence,
+                                        std::int64_t hidden, std::int64_t heads, bool causal);
+
 }  // namespace backend::verification

@@ -282,22 +282,36 @@ TEST(MpiExecutorVerifyTest, EveryResultIsCheckedAndTensorParallelismMatchesTheUn
       << unchecked.output;
 }
 
+// The MoE and context-parallel Programs run for real with every all-to-all and ring transfer
+// checked, and the layers they shard — the MoE layer over ep, ring attention (cp 2 and 4) and
+// Ulysses attention over cp — computed sharded over the same ranks match the unsharded layer.
 TEST(MpiExecutorVerifyTest, ExpertAndContextParallelProgramsRunForRealAndTheirTransfersVerify) {
   const test_support::TemporaryDirectory scratch("dtsim-verify-moe-cp");
-  const std::vector<std::pair<std::string, std::string>> runs = {
-      {"/scenarios/real/tiny_moe_2ranks.toml", ""},
-      {"/scenarios/real/tiny_cp_2ranks.toml", ""},
-      {"/scenarios/real/tiny_cp_2ranks.toml", " --set 'parallel.cp_scheme=\"ulysses\"'"}};
+  struct Run {
+    std::string scenario, set;
+    int ranks;
+    std::string matches;  // what the sharded-layer check says
+  };
+  const std::string four = " --set cluster.gpus_per_node=4 --set parallel.cp=4";
+  const std::vector<Run> runs = {
+      {"/scenarios/real/tiny_moe_2ranks.toml", "", 2, "the expert-parallel MoE forward (128 tokens per rank, 4 experts, top-2"},
+      {"/scenarios/real/tiny_cp_2ranks.toml", "", 2, "the context-parallel ring attention"},
+      {"/scenarios/real/tiny_cp_2ranks.toml", four, 4, "the context-parallel ring attention"},
+      {"/scenarios/real/tiny_cp_2ranks.toml", " --set 'parallel.cp_scheme=\"ulysses\"'", 2,
+       "the context-parallel Ulysses attention"}};
   int index = 0;
-  for (const auto& [scenario, set] : runs) {
+  for (const Run& r : runs) {
     const fs::path directory = scratch / std::to_string(index++);
-    const CommandResult real = run(mpirun(2) + " run " + kSource + scenario + set + " --backend mpi --verify -o " + directory.string());
-    ASSERT_EQ(real.code, 0) << scenario << set << real.output;
+    const CommandResult real =
+        run(mpirun(r.ranks) + " run " + kSource + r.scenario + r.set + " --backend mpi --verify -o " + directory.string());
+    ASSERT_EQ(real.code, 0) << r.scenario << r.set << real.output;
     EXPECT_NE(real.output.find("collective and transfer results checked element by element"), std::string::npos) << real.output;
+    const std::size_t check = real.output.find(r.matches);
+    ASSERT_NE(check, std::string::npos) << r.scenario << r.set << real.output;
+    EXPECT_NE(real.output.find("matches the unsharded one (relative error", check), std::string::npos) << real.output;
     // Expert dispatch/combine and Ulysses as all-to-alls, the ring's K,V blocks as send/recv.
-    EXPECT_NE(real.output.find(set.empty() && scenario.find("cp") != std::string::npos ? "send_recv" : "all_to_all"),
-              std::string::npos)
-        << scenario << set << real.output;
+    const bool ring = r.matches.find("ring") != std::string::npos;
+    EXPECT_NE(real.output.find(ring ? "send_recv" : "all_to_all"), std::string::npos) << r.scenario << r.set << real.output;
   }
   // A corrupted token dispatch is caught on the rank that received it.
   const CommandResult corrupt = run(mpirun(2) + " run " + kSource +
