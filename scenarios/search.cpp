@@ -311,12 +311,13 @@ LayoutEstimate Estimator::estimate(const SearchLayout& l) {
   // interleaved: Megatron's warm-up of 2(p − s − 1) + (v − 1)p chunks plus one; no pipeline: 1
   // — and the largest block's transient.
   const auto states = [&](double parameters, double ranks) {
-    if (l.flavour == "ddp") {
-      const double buckets = base_.lowering.ddp.gradient_as_bucket_view || ranks == 1 ? 0 : state.gradients;
-      return parameters * (state.total() + buckets);
+    if (l.flavour != "fsdp") {  // DDP, or ZeRO as DeepSpeed shards (the layout's overrides pin it)
+      const std::int32_t stage = l.flavour == "zero1" ? 1 : l.flavour == "zero2" ? 2 : 0;
+      const double buckets = stage > 0 || base_.lowering.ddp.gradient_as_bucket_view || ranks == 1 ? 0 : state.gradients;
+      return parameters * (strategies::kept_bytes_per_parameter(
+                               state, strategies::zero_shares(stage, true, static_cast<std::int32_t>(ranks))) +
+                           buckets);
     }
-    if (l.flavour == "zero1") return parameters * (state.parameters + state.gradients + (state.master_weights + state.optimizer_states) / ranks);
-    if (l.flavour == "zero2") return parameters * (state.parameters + (state.gradients + state.master_weights + state.optimizer_states) / ranks);
     // FSDP: shards of everything, plus two units' gathered parameters and unsharded gradients.
     const double unit = parameters / static_cast<double>(model.layers);
     return parameters * state.total() / ranks + 2 * unit * (state.parameters + state.gradients);
@@ -468,7 +469,10 @@ std::vector<std::string> SearchLayout::overrides() const {
       // Knobs the estimate does not model, off whatever the scenario says.
       "parallel.tp_comm_overlap=false", "parallel.moe_shared_expert_overlap=false", "parallel.pipeline_scatter_gather=false",
       "zero.overlap_param_gather=false"};
-  if (flavour == "zero1" || flavour == "zero2") keys.push_back(fmt::format("zero.stage={}", flavour == "zero1" ? 1 : 2));
+  if (flavour == "zero1" || flavour == "zero2") {
+    keys.push_back(fmt::format("zero.stage={}", flavour == "zero1" ? 1 : 2));
+    keys.push_back("zero.implementation=\"deepspeed\"");  // what the estimate prices: master weights sharded too
+  }
   if (flavour == "fsdp") keys.push_back("fsdp.sharding_strategy=\"FULL_SHARD\"");
   return keys;
 }

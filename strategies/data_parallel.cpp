@@ -170,14 +170,7 @@ class ReplicatedPolicy : public DataParallelPolicy {
                         dtype_size(context_.replica->gradient_dtype) * parameter_scale(input_.model), std::move(label));
   }
   // The model states a rank keeps when sharded over `ranks` data-parallel ranks.
-  StateShares shares(std::int32_t ranks) const {
-    const double sharded = 1.0 / ranks;
-    StateShares shares;
-    if (zero_stage_ >= 1) shares.optimizer_states = sharded;
-    if (reduce_scatter_) shares.master_weights = sharded;
-    if (zero_stage_ >= 2) shares.gradients = sharded;
-    return shares;
-  }
+  StateShares shares(std::int32_t ranks) const { return zero_shares(zero_stage_, reduce_scatter_, ranks); }
 
   OpIndex gather_parameters(RankProgramBuilder& builder, std::string name, double parameters, std::vector<OpIndex> deps,
                             std::optional<program::GroupFamilyId> group = std::nullopt) {

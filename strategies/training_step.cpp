@@ -25,6 +25,20 @@ ReplicaModel replica_model(const ModelSpec& model, const TrainingSpec& training,
   return replica;
 }
 
+StateShares zero_shares(std::int32_t stage, bool shards_master_weights, std::int32_t ranks) {
+  const double sharded = 1.0 / ranks;
+  StateShares shares;
+  if (stage >= 1) shares.optimizer_states = sharded;
+  if (stage >= 1 && shards_master_weights) shares.master_weights = sharded;
+  if (stage >= 2) shares.gradients = sharded;
+  return shares;
+}
+
+double kept_bytes_per_parameter(const ModelStateBytes& state, const StateShares& shares) {
+  return state.parameters * shares.parameters + state.gradients * shares.gradients +
+         state.master_weights * shares.master_weights + state.optimizer_states * shares.optimizer_states;
+}
+
 void allocate_model_states(RankProgramBuilder& builder, program::StreamId stream, double parameters,
                            const ModelStateBytes& state, const StateShares& shares, const std::string& prefix) {
   auto allocate = [&](const char* name, MemoryCategory category, double bytes_per_parameter, double share) {

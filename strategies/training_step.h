@@ -37,6 +37,14 @@ struct StateShares {
   double optimizer_states = 1;
 };
 
+// The shares a data-parallel rank keeps under ZeRO `stage` (0: plain replication) over `ranks`
+// (Rajbhandari et al., "ZeRO", SC'20, §5): optimizer states from stage 1, gradients from stage
+// 2, and the fp32 master weights from stage 1 only where the implementation shards them
+// (DeepSpeed and Megatron's distributed optimizer do; PyTorch's ZeroRedundancyOptimizer does not).
+StateShares zero_shares(std::int32_t stage, bool shards_master_weights, std::int32_t ranks);
+// Bytes per parameter a rank keeps of `state` at `shares`.
+double kept_bytes_per_parameter(const ModelStateBytes& state, const StateShares& shares);
+
 // Allocates the model states (`parameters` × bytes per parameter × share) on `stream`, each
 // tensor named `prefix` + its state ("parameters", "gradients", …).
 void allocate_model_states(RankProgramBuilder& builder, program::StreamId stream, double parameters,
