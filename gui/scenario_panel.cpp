@@ -46,7 +46,7 @@ ScenarioPanel::ScenarioPanel(QWidget* parent)
   bucket_->setSpecialValueText(kUnchanged);
   bucket_->setSuffix(" MiB");
   form->addRow("ddp.bucket_cap_mb", bucket_);
-  for (const char* key : {"parallel.dp", "parallel.tp", "parallel.pp"}) {
+  for (const char* key : {"parallel.dp", "parallel.tp", "parallel.pp", "parallel.cp", "parallel.ep"}) {
     auto* box = new QSpinBox;
     box->setRange(0, 65536);
     box->setSpecialValueText(kUnchanged);
@@ -54,6 +54,7 @@ ScenarioPanel::ScenarioPanel(QWidget* parent)
     degrees_.emplace_back(key, box);
   }
   const std::pair<const char*, QStringList> choices[] = {
+      {"parallel.cp_scheme", {"ring", "ulysses"}},
       {"fsdp.backward_prefetch", {"BACKWARD_PRE", "BACKWARD_POST", "NONE"}},
       {"network.model", {"analytic", "flow", "packet"}},
       {"collectives.all_reduce", {"auto", "ring", "tree", "hd", "hier", "nvls"}},

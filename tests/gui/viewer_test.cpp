@@ -499,6 +499,18 @@ TEST_F(MainWindowTest, AScenarioRunsInTheAppAndAWhatIfLandsNextToIt) {
   ASSERT_TRUE(stopped.wait(60'000));
   EXPECT_TRUE(window_.error_text().contains("tp")) << window_.error_text().toStdString();
   EXPECT_EQ(window_.view()->state().documents.size(), 2u);
+
+  // Context parallelism from the panel: each sequence over 2 ranks, Ulysses' all-to-alls.
+  panel.degree_field("parallel.tp")->setValue(0);
+  panel.degree_field("parallel.cp")->setValue(2);
+  panel.choice_field("parallel.cp_scheme")->setCurrentText("ulysses");
+  EXPECT_TRUE(panel.overrides().contains("parallel.cp=2"));
+  EXPECT_TRUE(panel.overrides().contains("parallel.cp_scheme=ulysses"));
+  ASSERT_NE(panel.degree_field("parallel.ep"), nullptr);
+  panel.run();
+  ASSERT_TRUE(stopped.wait(60'000));
+  ASSERT_EQ(window_.view()->state().documents.size(), 3u) << window_.error_text().toStdString();
+  EXPECT_NE(window_.view()->state().documents[2]->title.find("parallel.cp=2"), std::string::npos);
 }
 
 TEST_F(MainWindowTest, ALongSimulationCanBeCancelledWithoutBlockingTheWindow) {
