@@ -351,27 +351,6 @@ TEST(MpiExecutorSchedulesTest, DtsimsOwnCollectiveSchedulesRunForReal) {
 
 namespace {
 
-// Llama-2-70B on 8 HGX H100 nodes, 64 sequences of 4,096 tokens: a search with a few layouts
-// simulated (the same as tests/scenarios/search_test.cpp's).
-constexpr const char* kSearchScenario = R"([scenario]
-name = "search-70b-64"
-
-[cluster]
-node = "hgx-h100"
-nodes = 8
-
-[cluster.fabric]
-preset = "ib-ndr"
-
-[model]
-preset = "llama-2-70b"
-
-[training]
-global_batch = 64
-micro_batch = 1
-sequence_length = 4096
-)";
-
 std::string read_file(const fs::path& path) {
   std::ifstream file(path);
   return {std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
@@ -382,8 +361,8 @@ std::string read_file(const fs::path& path) {
 TEST(MpiSharedWorkTest, SweepAndSearchUnderMpirunGiveTheSingleProcessResult) {
   const test_support::TemporaryDirectory scratch("dtsim-shared-work");
   const std::string sweep = " sweep " + kSource + "/scenarios/ps_consistency_stragglers.toml --sweep ps.staleness=1,3 --json";
-  std::ofstream(scratch / "search.toml") << kSearchScenario;
-  const std::string search = " search " + (scratch / "search.toml").string() + " --simulate 3 --sample 2 --json";
+  const std::string search =
+      " search " + kSource + "/tests/data/search_llama2_70b_64gpu.toml --simulate 3 --sample 2 --json";
   for (const auto& [name, command] : {std::pair{"sweep", sweep}, std::pair{"search", search}}) {
     const fs::path one = scratch / (std::string(name) + "-one"), two = scratch / (std::string(name) + "-two");
     const CommandResult single = run("{ " + test_support::dtsim() + command + " -o " + one.string() + " 2>/dev/null; } > " +

@@ -12,25 +12,10 @@
 
 namespace {
 
-// Llama-2-70B on 8 HGX H100 nodes, 64 sequences of 4,096 tokens per step, flow network model.
-const std::string k70bOn64 = R"(
-[cluster]
-node = "hgx-h100"
-nodes = 8
-
-[cluster.fabric]
-preset = "ib-ndr"
-
-[model]
-preset = "llama-2-70b"
-
-[training]
-global_batch = 64
-micro_batch = 1
-sequence_length = 4096
-)";
-
-scenarios::ScenarioDocument document() { return scenarios::ScenarioDocument::from_string(k70bOn64, "test.toml"); }
+// Llama-2-70B on 8 HGX H100 nodes, 64 sequences of 4,096 tokens per step.
+scenarios::ScenarioDocument document() {
+  return scenarios::ScenarioDocument::from_file(std::string(DTSIM_SOURCE_DIR) + "/tests/data/search_llama2_70b_64gpu.toml");
+}
 
 TEST(SearchTest, EveryEstimatedLayoutObeysTheRulesFitsAndReadsAsAScenario) {
   scenarios::SearchOptions options;
