@@ -14,6 +14,12 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr std::int64_t kLargeMessage = 64 << 10;
 
+int world_rank() {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  return rank;
+}
+
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 double median(std::vector<double> values) {
@@ -63,23 +69,19 @@ Calibration start(const char* backend, std::string device, program::DType gemm_d
   return calibration;
 }
 
-Tally::Tally(const CalibrationOptions& options, const ComputeSizes& sizes, std::size_t links, int ranks)
+MeasurementProgress::MeasurementProgress(const CalibrationOptions& options, const ComputeSizes& sizes, std::size_t links, int ranks)
     : options_(options),
-      shown_(false),
+      shown_(world_rank() == 0 && options.progress),
       total_(sizes.gemm_sizes.size() + 2 + sizes.memory_sizes.size() + links * message_sizes().size() +
-             (ranks >= 2 ? all_reduce_sizes().size() : 0)) {
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  shown_ = rank == 0 && options.progress;
-}
+             (ranks >= 2 ? all_reduce_sizes().size() : 0)) {}
 
-void Tally::measured() {
+void MeasurementProgress::measured() {
   ++done_;
   if (shown_) options_.progress(done_, total_);
 }
 
 void measure_compute(Calibration& calibration, const ComputeSizes& sizes, program::DType dtype,
-                     const std::function<double(const program::ComputeOp&)>& seconds_per_op, Tally& tally) {
+                     const std::function<double(const program::ComputeOp&)>& seconds_per_op, MeasurementProgress& progress) {
   const auto op = [dtype](program::ComputeKind kind, program::Shape shape, double flops, double bytes) {
     return program::ComputeOp{.kind = kind, .dtype = dtype, .shape = shape, .flops = flops, .bytes = bytes};
   };
@@ -88,16 +90,16 @@ void measure_compute(Calibration& calibration, const ComputeSizes& sizes, progra
     const double rate = flops / seconds_per_op(op(program::ComputeKind::kMatmul, program::Shape::of({1, n, n, n}), flops, 0));
     calibration.gemm_rates.emplace_back(flops, rate);
     calibration.peak_flops = std::max(calibration.peak_flops, rate);
-    tally.measured();
+    progress.measured();
   }
   const double attention_flops = 4.0 * static_cast<double>(sizes.heads * sizes.sequence * sizes.sequence * sizes.head_dim);
   calibration.attention_flops =
       attention_flops / seconds_per_op(op(program::ComputeKind::kAttention,
                                           program::Shape::of({1, sizes.heads, sizes.heads, sizes.sequence, sizes.head_dim}),
                                           attention_flops, 0));
-  tally.measured();
+  progress.measured();
   calibration.op_overhead_s = seconds_per_op(op(program::ComputeKind::kElementwise, program::Shape::of({0}), 0, 64));
-  tally.measured();
+  progress.measured();
   for (const std::int64_t size : sizes.memory_sizes) {
     const auto bytes = static_cast<double>(size);
     const double seconds = seconds_per_op(op(program::ComputeKind::kElementwise, program::Shape::of({0}), 0, bytes));
@@ -106,7 +108,7 @@ void measure_compute(Calibration& calibration, const ComputeSizes& sizes, progra
     const double rate = bytes / std::max(seconds - calibration.op_overhead_s, 0.5 * seconds);
     calibration.memory_rates.emplace_back(bytes, rate);
     calibration.memory_bytes_per_s = std::max(calibration.memory_bytes_per_s, rate);
-    tally.measured();
+    progress.measured();
   }
 }
 

@@ -31,9 +31,9 @@ struct ComputeSizes {
 // The timed measurements of one calibration, counted for CalibrationOptions::progress: the
 // compute sizes, two more (attention, per-op overhead), each message size per link, and the
 // all-reduce sizes with two ranks or more.
-class Tally {
+class MeasurementProgress {
  public:
-  Tally(const CalibrationOptions& options, const ComputeSizes& sizes, std::size_t links, int ranks);
+  MeasurementProgress(const CalibrationOptions& options, const ComputeSizes& sizes, std::size_t links, int ranks);
   void measured();  // one more done
 
  private:
@@ -46,7 +46,7 @@ class Tally {
 // Fills the compute figures, `seconds_per_op` timing one run of the executor's stand-in for
 // an op (with time_per_call).
 void measure_compute(Calibration& calibration, const ComputeSizes& sizes, program::DType dtype,
-                     const std::function<double(const program::ComputeOp&)>& seconds_per_op, Tally& tally);
+                     const std::function<double(const program::ComputeOp&)>& seconds_per_op, MeasurementProgress& progress);
 
 // One-way seconds of a message between rank 0 and `peer`: `round_trip` sends `bytes` there and
 // back (rank 0 sends first; `peer` receives first; other ranks do nothing), `finish` waits for

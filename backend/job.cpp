@@ -396,7 +396,7 @@ bool has_family_of_two(const program::Program& program, const char* name) {
 constexpr double kUnshardedTolerance = 1e-4;
 
 // Ends the job when `error` is over the tolerance, naming the check.
-void expect_unsharded(double error, const std::string& what) {
+void abort_unless_unsharded(double error, const std::string& what) {
   if (error <= kUnshardedTolerance) return;
   if (world_rank() == 0) {
     std::fprintf(stderr, "dtsim: %s differs from the unsharded one: relative error %.3g\n", what.c_str(), error);
@@ -434,8 +434,8 @@ std::string verify_results(const program::Program& program, const ExecutionOptio
       const double mlp = largest_over_family(program, tp, timeout_s, [&](MPI_Comm group) {
         return verification::tensor_parallel_mlp_error(group, layer.tokens, layer.hidden, layer.ffn);
       });
-      expect_unsharded(attention, "the tensor-parallel attention forward");
-      expect_unsharded(mlp, "the tensor-parallel MLP forward");
+      abort_unless_unsharded(attention, "the tensor-parallel attention forward");
+      abort_unless_unsharded(mlp, "the tensor-parallel MLP forward");
       summary += fmt::format("; the tensor-parallel forward of one layer ({} tokens, hidden {}, {} heads, ffn {}) "
                              "matches the unsharded one (relative error: attention {:.2g}, MLP {:.2g})",
                              layer.tokens, layer.hidden, layer.heads, layer.ffn, attention, mlp);
@@ -449,7 +449,7 @@ std::string verify_results(const program::Program& program, const ExecutionOptio
         return verification::expert_parallel_moe_error(group, layer.tokens, layer.hidden, layer.experts, layer.top_k,
                                                        layer.expert_ffn);
       });
-      expect_unsharded(moe, "the expert-parallel MoE forward");
+      abort_unless_unsharded(moe, "the expert-parallel MoE forward");
       summary += fmt::format("; the expert-parallel MoE forward ({} tokens per rank, {} experts, top-{}, expert ffn {}: "
                              "router, dispatch, experts, combine) matches the unsharded one (relative error {:.2g})",
                              layer.tokens, layer.experts, layer.top_k, layer.expert_ffn, moe);
@@ -466,7 +466,7 @@ std::string verify_results(const program::Program& program, const ExecutionOptio
       });
       const std::string what = layer.ulysses ? "Ulysses attention (all-to-all to heads and back)"
                                              : "ring attention (K,V blocks round the ring, running softmax)";
-      expect_unsharded(attention, "the context-parallel " + what);
+      abort_unless_unsharded(attention, "the context-parallel " + what);
       summary += fmt::format("; the context-parallel {} over {} tokens{} matches the unsharded one (relative error {:.2g})",
                              what, layer.tokens, layer.causal ? ", causal" : "", attention);
     }

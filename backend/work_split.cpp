@@ -17,6 +17,15 @@ WorkSplit WorkSplit::world() {
   return WorkSplit(rank, size);
 }
 
+std::vector<bool> WorkSplit::meet(bool ready) const {
+  *met_ = true;
+  if (size_ == 1) return {ready};
+  const int mine = ready ? 1 : 0;
+  std::vector<int> all(static_cast<std::size_t>(size_));
+  MPI_Allgather(&mine, 1, MPI_INT, all.data(), 1, MPI_INT, MPI_COMM_WORLD);
+  return {all.begin(), all.end()};
+}
+
 std::vector<std::string> WorkSplit::gather(std::vector<std::string> results) const {
   if (size_ == 1) return results;
   const std::size_t items = results.size();

@@ -238,10 +238,12 @@ std::optional<LaunchedProcess> launched_by_mpirun() {
 }
 
 // Whether what this process writes to `fd` reaches a terminal: the descriptor itself, or under
-// mpirun — which gives its processes a pseudo-terminal for stdout and a pipe for stderr,
-// whatever its own are — the launcher's (the parent process's, on Linux) descriptor.
+// Open MPI's mpirun (any number of processes) — which gives its processes a pseudo-terminal for
+// stdout and a pipe for stderr, whatever its own are — the launcher's (the parent process's, on
+// Linux) descriptor. Under other launchers (MPICH's Hydra proxy, Slurm's step daemon) the parent
+// holds pipes: no progress there.
 bool reaches_terminal(int fd) {
-  if (!launched_by_mpirun()) return isatty(fd) != 0;
+  if (std::getenv("OMPI_COMM_WORLD_SIZE") == nullptr && std::getenv("PMI_SIZE") == nullptr) return isatty(fd) != 0;
   std::error_code unreadable;
   const std::string target =
       std::filesystem::read_symlink(fmt::format("/proc/{}/fd/{}", getppid(), fd), unreadable).string();
@@ -703,85 +705,104 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   CLI::App* presets = app.add_subcommand("presets", "list hardware and model presets");
   CLI::App* info = app.add_subcommand("info", "what this build can execute: MPI, BLAS, CUDA, NCCL, GPUs");
 
+  // Under mpirun only the first process prints what every process would print alike.
+  const std::optional<LaunchedProcess> launched = launched_by_mpirun();
+  std::ostringstream follower_output;
+  const bool follower = launched && launched->rank != 0;
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
-    if (error.get_exit_code() == 0) return app.exit(error, out, err);  // --help, --version
-    print_error(err, "error", std::string(error.what()) + " (see dtsim --help, or dtsim <command> --help)");
+    std::ostream& shown = follower ? follower_output : err;
+    if (error.get_exit_code() == 0) return app.exit(error, follower ? follower_output : out, shown);  // --help, --version
+    print_error(shown, "error", std::string(error.what()) + " (see dtsim --help, or dtsim <command> --help)");
     return kExitBadInput;
   }
   // `mpirun -np N dtsim sweep|search`: MPI for the command's life, the simulations shared out
   // over the processes; only the first one's output is shown (the others' would repeat it).
   std::optional<backend::MpiSession> mpi;
   backend::WorkSplit split;
-  std::ostringstream follower_output;
-  const std::optional<LaunchedProcess> launched = launched_by_mpirun();
   if ((*sweep || *search_command) && launched) {
     mpi.emplace(nullptr, nullptr);
     split = backend::WorkSplit::world();
   }
   std::ostream& shown_out = split.leader() ? out : follower_output;
   std::ostream& shown_err = split.leader() ? err : follower_output;
-  // A scenario too large for the simulator is named by its file (its keys are each valid).
-  const auto too_large = [&](const std::exception& error) {
-    print_error(shown_err, "error", (options.scenario.empty() ? "" : options.scenario + ": ") + error.what());
-    return kExitBadInput;
-  };
-  try {
-    if (*help) {
-      // help() of a parsed app describes the command it ran (help itself): format the one asked for.
-      const CLI::App* topic = help_topic.empty() ? &app : app.get_subcommand(help_topic);
-      shown_out << topic->get_formatter()->make_help(topic, topic == &app ? "dtsim" : "dtsim " + help_topic, CLI::AppFormatMode::Normal);
-      return 0;
-    }
-    if ((*run && options.backend.empty()) || *advise_command || *validate) {
-      if (const auto refusal = refuse_under_mpirun(app.get_subcommands().front()->get_name())) {
-        if (refusal->print) print_error(shown_err, "error", refusal->message);
-        return kExitBadInput;
+  const auto run_command = [&]() -> int {
+    // A scenario too large for the simulator is named by its file (its keys are each valid).
+    const auto too_large = [&](const std::exception& error) {
+      print_error(shown_err, "error", (options.scenario.empty() ? "" : options.scenario + ": ") + error.what());
+      return kExitBadInput;
+    };
+    try {
+      if (*help) {
+        // help() of a parsed app describes the command it ran (help itself): format the one asked for.
+        const CLI::App* topic = help_topic.empty() ? &app : app.get_subcommand(help_topic);
+        shown_out << topic->get_formatter()->make_help(topic, topic == &app ? "dtsim" : "dtsim " + help_topic, CLI::AppFormatMode::Normal);
+        return 0;
       }
+      if ((*run && options.backend.empty()) || *advise_command || *validate) {
+        if (const auto refusal = refuse_under_mpirun(app.get_subcommands().front()->get_name())) {
+          if (refusal->print) print_error(shown_err, "error", refusal->message);
+          return kExitBadInput;
+        }
+      }
+      if (*run) return options.backend.empty() ? command_run(options, shown_out, shown_err) : command_execute(options, shown_out, shown_err);
+      if (*sweep) return command_sweep(options, split, shown_out, shown_err);
+      if (*advise_command) return command_advise(options, shown_out, shown_err);
+      if (*search_command) return command_search(options, split, shown_out, shown_err);
+      if (*compare) return command_compare(compare_options, shown_out, shown_err);
+      if (*calibrate) return command_calibrate(calibrate_backend, profile_output, options.quiet, shown_out, shown_err);
+      if (*collective) {
+        const CollectiveBenchResult result = run_collective_bench(bench);
+        shown_out << (collective_json ? collective_bench_json(result) : format_collective_bench(result));
+        return 0;
+      }
+      if (*validate) return command_validate(options, manifest, shown_out, shown_err);
+      if (*presets) return command_presets(shown_out);
+      if (*info) {
+        shown_out << backend::describe(backend::probe_capabilities());
+        return 0;
+      }
+    } catch (const ScenarioError& error) {
+      print_error(shown_err, "error", error.what());
+      return kExitBadInput;
+    } catch (const CLI::OptionNotFound&) {  // dtsim help NAME
+      print_error(shown_err, "error", "help: no command \"" + help_topic + "\" (see dtsim --help)");
+      return kExitBadInput;
+    } catch (const OutputError& error) {
+      print_error(shown_err, "error", std::string(error.what()) + " (hint: -o names a directory, or a file for compare, to write)");
+      return kExitBadInput;
+    } catch (const strategies::ProgramTooLarge& error) {
+      return too_large(error);
+    } catch (const sim::NetworkWorkLimit& error) {
+      return too_large(error);
+    } catch (const sim::SimulationTooLong& error) {
+      return too_large(error);
+    } catch (const sim::NotEnoughMemory& error) {
+      return too_large(error);
+    } catch (const sim::SimulationError& error) {
+      print_error(shown_err, "simulation failed", error.what());
+      return kExitFailure;
+    } catch (const backend::ExecutionError& error) {  // a process of a shared sweep or search stopped
+      print_error(shown_err, "error", error.what());
+      return kExitBadInput;
+    } catch (const std::exception& error) {
+      print_error(shown_err, "internal error", error.what());
+      return kExitFailure;
     }
-    if (*run) return options.backend.empty() ? command_run(options, shown_out, shown_err) : command_execute(options, shown_out, shown_err);
-    if (*sweep) return command_sweep(options, split, shown_out, shown_err);
-    if (*advise_command) return command_advise(options, shown_out, shown_err);
-    if (*search_command) return command_search(options, split, shown_out, shown_err);
-    if (*compare) return command_compare(compare_options, shown_out, shown_err);
-    if (*calibrate) return command_calibrate(calibrate_backend, profile_output, options.quiet, shown_out, shown_err);
-    if (*collective) {
-      const CollectiveBenchResult result = run_collective_bench(bench);
-      shown_out << (collective_json ? collective_bench_json(result) : format_collective_bench(result));
-      return 0;
-    }
-    if (*validate) return command_validate(options, manifest, shown_out, shown_err);
-    if (*presets) return command_presets(shown_out);
-    if (*info) {
-      shown_out << backend::describe(backend::probe_capabilities());
-      return 0;
-    }
-  } catch (const ScenarioError& error) {
-    print_error(shown_err, "error", error.what());
-    return kExitBadInput;
-  } catch (const CLI::OptionNotFound&) {  // dtsim help NAME
-    print_error(shown_err, "error", "help: no command \"" + help_topic + "\" (see dtsim --help)");
-    return kExitBadInput;
-  } catch (const OutputError& error) {
-    print_error(shown_err, "error", std::string(error.what()) + " (hint: -o names a directory, or a file for compare, to write)");
-    return kExitBadInput;
-  } catch (const strategies::ProgramTooLarge& error) {
-    return too_large(error);
-  } catch (const sim::NetworkWorkLimit& error) {
-    return too_large(error);
-  } catch (const sim::SimulationTooLong& error) {
-    return too_large(error);
-  } catch (const sim::NotEnoughMemory& error) {
-    return too_large(error);
-  } catch (const sim::SimulationError& error) {
-    print_error(shown_err, "simulation failed", error.what());
     return kExitFailure;
-  } catch (const std::exception& error) {
-    print_error(shown_err, "internal error", error.what());
-    return kExitFailure;
+  };
+  const int code = run_command();
+  // A process that stopped before the shared simulations meets the others on its way out, so
+  // that they stop too (run_all meets them there); it says why when the first process did not
+  // stop as well (then that one has said it).
+  if (split.size() > 1 && !split.met()) {
+    const std::vector<bool> ready = split.meet(false);
+    if (!split.leader() && ready.front()) {
+      err << fmt::format("(process {} of {}) ", launched->rank, launched->size) << follower_output.str() << std::flush;
+    }
   }
-  return kExitFailure;
+  return code;
 }
 
 }  // namespace scenarios

@@ -309,7 +309,9 @@ RunResult execute_scenario(const Scenario& scenario, backend::ExecutionOptions o
   RunResult result;
   result.program = strategies::lower(scenario.lowering);
   const strategies::ModelSpec& model = scenario.lowering.model;
-  options.layer = backend::ExecutionOptions::Layer{model.sequence, model.hidden, model.ffn_hidden, model.heads};
+  // The sequence the Program trains on (which the loader checked divides over cp).
+  options.layer = backend::ExecutionOptions::Layer{scenario.lowering.training.sequence, model.hidden, model.ffn_hidden,
+                                                   model.heads};
   if (model.moe) {
     options.layer->experts = model.moe->experts;
     options.layer->top_k = model.moe->top_k;

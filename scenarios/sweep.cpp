@@ -123,6 +123,14 @@ std::string encode_outcome(const trace::Report& report, const std::string& faile
 
 std::vector<trace::Report> run_all(const std::vector<Scenario>& scenarios, unsigned threads, const Progress& progress,
                                    std::vector<std::string>* failures, const backend::WorkSplit& split) {
+  if (split.size() > 1) {
+    const std::vector<bool> ready = split.meet(true);
+    const auto stopped = std::find(ready.begin(), ready.end(), false);
+    if (stopped != ready.end()) {
+      throw backend::ExecutionError(fmt::format("process {} of {} stopped before the simulations (its error is above)",
+                                                stopped - ready.begin(), ready.size()));
+    }
+  }
   const std::size_t total = scenarios.size();
   std::vector<std::size_t> share;  // the scenarios this process runs
   for (std::size_t i = 0; i < total; ++i) {

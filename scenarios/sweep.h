@@ -35,9 +35,11 @@ using Progress = std::function<void(std::size_t done, std::size_t total)>;
 // Runs scenarios on `threads` threads (0: all cores) and returns their reports in order;
 // `progress`, when set, is called from the calling thread. The first failure is rethrown,
 // unless `failures` is given: then it receives each scenario's error message (empty: ran).
-// Under mpirun (`split` over the job's processes) each process runs its share and all of
-// them return every report, the same as one process gives; a failure that would be rethrown
-// is rethrown on every process (as a std::runtime_error with its message).
+// Under mpirun (`split` over the job's processes) the processes meet first (a process that
+// failed before this point makes the others throw backend::ExecutionError), then each runs its
+// share and all of them return every report, the same as one process gives; a failure that
+// would be rethrown is rethrown on every process, as a std::runtime_error with its message
+// (its type is not kept).
 std::vector<trace::Report> run_all(const std::vector<Scenario>& scenarios, unsigned threads, const Progress& progress,
                                    std::vector<std::string>* failures = nullptr, const backend::WorkSplit& split = {});
 

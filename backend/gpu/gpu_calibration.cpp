@@ -73,7 +73,7 @@ class ComputeBench {
 
 // NCCL ping-pong between rank 0 and link.peer on a two-rank communicator split from `world`.
 void measure_link(LinkCalibration& link, ncclComm_t world, cudaStream_t stream, const CalibrationOptions& options,
-                  calibration::Tally& tally) {
+                  calibration::MeasurementProgress& progress) {
   const int rank = job::world_rank();
   const bool paired = rank == 0 || rank == link.peer;
   ncclComm_t pair = nullptr;
@@ -99,7 +99,7 @@ void measure_link(LinkCalibration& link, ncclComm_t world, cudaStream_t stream, 
     };
     const auto finish = [&] { ComputeBench::check(cudaStreamSynchronize(stream), "waiting for NCCL"); };
     link.one_way_s.emplace_back(bytes, calibration::one_way_seconds(round_trip, finish, link.peer, options));
-    tally.measured();
+    progress.measured();
   }
   cudaFree(buffer);
   if (pair != nullptr) ncclCommDestroy(pair);
@@ -117,10 +117,10 @@ Calibration calibrate_gpus(const CalibrationOptions& options) {
   const calibration::ComputeSizes compute_sizes{{256, 512, 1024, 2048, 4096, 8192}, 16, 2048, 128,
                                                 {1 << 20, 4 << 20, 16 << 20, 64 << 20, 256 << 20, std::int64_t{1} << 30}};
   result.links = calibration::links_to_measure(job::nodes_of_ranks(timeout_s));
-  calibration::Tally tally(options, compute_sizes, result.links.size(), result.ranks);
+  calibration::MeasurementProgress progress(options, compute_sizes, result.links.size(), result.ranks);
   calibration::measure_compute(result, compute_sizes, program::DType::kBF16,
-                               [&](const program::ComputeOp& op) { return bench.seconds(op, options); }, tally);
-  for (LinkCalibration& link : result.links) measure_link(link, world, bench.stream(), options, tally);
+                               [&](const program::ComputeOp& op) { return bench.seconds(op, options); }, progress);
+  for (LinkCalibration& link : result.links) measure_link(link, world, bench.stream(), options, progress);
   if (result.ranks >= 2) {
     const std::vector<std::int64_t> sizes = calibration::all_reduce_sizes();
     char* buffer = nullptr;
@@ -135,7 +135,7 @@ Calibration calibrate_gpus(const CalibrationOptions& options) {
           },
           [&] { ComputeBench::check(cudaStreamSynchronize(bench.stream()), "waiting for NCCL"); }, options);
       result.all_reduce_s.emplace_back(bytes, seconds);
-      tally.measured();
+      progress.measured();
     }
     cudaFree(buffer);
     calibration::fit_collective_efficiency(result);

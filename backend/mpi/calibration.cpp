@@ -19,10 +19,10 @@ Calibration calibrate(const CalibrationOptions& options) {
   const calibration::ComputeSizes sizes{{64, 128, 256, 384, 512, 768, 1024}, 4, 128, 64,
                                         {16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20}};
   result.links = calibration::links_to_measure(job::nodes_of_ranks(ExecutionOptions{}.timeout_s));
-  calibration::Tally tally(options, sizes, result.links.size(), result.ranks);
+  calibration::MeasurementProgress progress(options, sizes, result.links.size(), result.ranks);
   calibration::measure_compute(result, sizes, program::DType::kFP32, [&](const program::ComputeOp& op) {
     return calibration::time_per_call([&] { cpu::run_compute(op, scratch); }, nothing, options);
-  }, tally);
+  }, progress);
 
   const int rank = job::world_rank();
   for (LinkCalibration& link : result.links) {
@@ -39,7 +39,7 @@ Calibration calibrate(const CalibrationOptions& options) {
         }
       };
       link.one_way_s.emplace_back(bytes, calibration::one_way_seconds(round_trip, nothing, link.peer, options));
-      tally.measured();
+      progress.measured();
     }
     calibration::fit_link(link);
   }
@@ -50,7 +50,7 @@ Calibration calibrate(const CalibrationOptions& options) {
           [&] { MPI_Allreduce(in.data(), out.data(), static_cast<int>(in.size()), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); },
           nothing, options);
       result.all_reduce_s.emplace_back(bytes, seconds);
-      tally.measured();
+      progress.measured();
     }
     calibration::fit_collective_efficiency(result);
   }

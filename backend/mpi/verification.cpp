@@ -460,10 +460,10 @@ double context_parallel_attention_error(MPI_Comm group, ContextParallelKind kind
   std::mt19937 random(20261203);
   const std::vector<float> q = random_matrix(random, sequence * hidden), k = random_matrix(random, sequence * hidden),
                            v = random_matrix(random, sequence * hidden);
-  std::vector<int> everywhere(static_cast<std::size_t>(s));
-  for (int i = 0; i < s; ++i) everywhere[static_cast<std::size_t>(i)] = i;
+  std::vector<int> all_positions(static_cast<std::size_t>(s));
+  for (int i = 0; i < s; ++i) all_positions[static_cast<std::size_t>(i)] = i;
   std::vector<float> full(q.size());
-  attention_all_heads(q.data(), k.data(), v.data(), everywhere, h, a, causal, full.data());
+  attention_all_heads(q.data(), k.data(), v.data(), all_positions, h, a, causal, full.data());
 
   // The tokens each member holds: Megatron-Core's two chunks for the ring, consecutive ones for Ulysses.
   const auto tokens_of = [&](int m) {
@@ -528,7 +528,7 @@ double context_parallel_attention_error(MPI_Comm group, ContextParallelKind kind
     const std::vector<float> q_heads = to_heads(my_q), k_heads = to_heads(rows_of(k, mine)),
                              v_heads = to_heads(rows_of(v, mine));
     std::vector<float> out_heads(q_heads.size());
-    attention_all_heads(q_heads.data(), k_heads.data(), v_heads.data(), everywhere, width, a / size, causal,
+    attention_all_heads(q_heads.data(), k_heads.data(), v_heads.data(), all_positions, width, a / size, causal,
                         out_heads.data());
     std::vector<float> back(out_heads.size());
     MPI_Alltoall(out_heads.data(), local * width, MPI_FLOAT, back.data(), local * width, MPI_FLOAT, group);

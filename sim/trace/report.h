@@ -130,10 +130,11 @@ std::string format_report(const Report& report);
 // A duration in s, ms or µs with the report's precision.
 std::string human_seconds(double seconds);
 nlohmann::json report_to_json(const Report& report);
-// The report report_to_json wrote, every field as it was (a JSON number holds a double exactly
-// in binary encodings such as CBOR; in text, nlohmann writes the shortest digits that read
-// back to the same double). Throws nlohmann::json::exception or std::invalid_argument for
-// anything else.
+// The report report_to_json wrote, every field as it was: through a binary encoding such as
+// CBOR every double, NaN and infinities included; through JSON text every finite one (nlohmann
+// writes the shortest digits that read back to the same double, and NaN or an infinity as
+// null, which does not read back). Throws nlohmann::json::exception or std::invalid_argument
+// for anything else.
 Report report_from_json(const nlohmann::json& json);
 
 }  // namespace trace

@@ -384,12 +384,34 @@ TEST(MpiSharedWorkTest, SweepAndSearchUnderMpirunGiveTheSingleProcessResult) {
     const std::string csv = std::string(name) == "search" ? "search/search.csv" : "sweep.csv";
     EXPECT_EQ(read_file(two / csv), read_file(one / csv)) << name;
   }
+  // Each process simulates its share: on a terminal (script(1) gives one), the first process's
+  // progress counts 3 of the 5 simulated layouts, not all 5.
+  const CommandResult shown = run("script -qec '" + mpirun(2) + search + " -o " + (scratch / "shown").string() + "' /dev/null");
+  ASSERT_EQ(shown.code, 0) << shown.output;
+  EXPECT_NE(shown.output.find("3/3 layouts simulated by this process"), std::string::npos) << shown.output;
+  EXPECT_EQ(shown.output.find("/5 layouts"), std::string::npos) << shown.output;
+
   // Bad input: every process finds it, one message.
   const CommandResult bad = run(mpirun(2) + " sweep " + kSource + "/scenarios/default.toml -o " + (scratch / "bad").string());
   EXPECT_NE(bad.code, 0);
   EXPECT_NE(bad.output.find("no [sweep] table"), std::string::npos) << bad.output;
   EXPECT_EQ(count_messages(bad.output), 1u) << bad.output;
   EXPECT_FALSE(fs::exists(scratch / "bad"));
+
+  // A process that cannot read its scenario (a file missing on its host) stops the others
+  // instead of leaving them waiting for it, and says why.
+  const std::string sweep_file = kSource + "/scenarios/ps_consistency_stragglers.toml";
+  const CommandResult alone = run(
+      "timeout 120 env " +
+      test_support::mpirun_program(2, "sh -c 'if [ \"$OMPI_COMM_WORLD_RANK\" = 1 ]; then f=" +
+                                          (scratch / "missing.toml").string() + "; else f=" + sweep_file + "; fi; exec " +
+                                          test_support::dtsim() + " sweep \"$f\" -o " + (scratch / "alone").string() + "'"));
+  EXPECT_NE(alone.code, 0) << alone.output;
+  EXPECT_NE(alone.code, 124) << "the job hung: " << alone.output;
+  EXPECT_NE(alone.output.find("(process 1 of 2) dtsim: error: "), std::string::npos) << alone.output;
+  EXPECT_NE(alone.output.find("missing.toml"), std::string::npos) << alone.output;
+  EXPECT_NE(alone.output.find("process 1 of 2 stopped before the simulations"), std::string::npos) << alone.output;
+  EXPECT_FALSE(fs::exists(scratch / "alone" / "sweep.csv"));
 }
 
 }  // namespace

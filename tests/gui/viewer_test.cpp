@@ -501,6 +501,8 @@ TEST_F(MainWindowTest, AScenarioRunsInTheAppAndAWhatIfLandsNextToIt) {
   EXPECT_EQ(window_.view()->state().documents.size(), 2u);
 
   // Context parallelism from the panel: each sequence over 2 ranks, Ulysses' all-to-alls.
+  ASSERT_NE(panel.degree_field("parallel.cp"), nullptr);
+  ASSERT_NE(panel.choice_field("parallel.cp_scheme"), nullptr);
   panel.degree_field("parallel.tp")->setValue(0);
   panel.degree_field("parallel.cp")->setValue(2);
   panel.choice_field("parallel.cp_scheme")->setCurrentText("ulysses");

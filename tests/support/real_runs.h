@@ -45,11 +45,13 @@ inline std::string from_environment(const char* variable, const char* built_in) 
 inline std::string source_dir() { return from_environment("DTSIM_SOURCE_DIR", DTSIM_SOURCE_DIR); }
 inline std::string dtsim() { return from_environment("DTSIM_PATH", DTSIM_PATH); }
 
-// "mpirun … -np N dtsim": as root in containers and CI, more ranks than cores on small machines.
-inline std::string mpirun(int ranks) {
+// "mpirun … -np N PROGRAM": as root in containers and CI, more ranks than cores on small machines.
+inline std::string mpirun_program(int ranks, const std::string& program) {
   return "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 " + from_environment("DTSIM_MPIEXEC", MPIEXEC_PATH) +
-         " --oversubscribe -np " + std::to_string(ranks) + " " + dtsim();
+         " --oversubscribe -np " + std::to_string(ranks) + " " + program;
 }
+// "mpirun … -np N dtsim".
+inline std::string mpirun(int ranks) { return mpirun_program(ranks, dtsim()); }
 
 // The measured timeline ran every op of the predicted one exactly once, on the same rank and
 // stream, with the same name and category, and no op started before its dependencies ended.

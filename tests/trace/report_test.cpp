@@ -112,21 +112,43 @@ TEST(ReportTest, JsonHasTheDocumentedKeys) {
 // JSON (as CBOR, the binary encoding) is the same report, every double bit for bit.
 TEST(ReportTest, AReportReadBackFromItsJsonIsTheSameReport) {
   trace::Report report = trace::build_report(two_rank_step(), facts());
+  // Every field away from its default, so that a field read back wrongly or not at all shows.
+  report.steps = 3;
+  report.critical_rank = 1;
   report.step_time_s = 0.1 + 0.2;  // no short decimal
   report.host_step_time_s = 1.0 / 3.0;
   report.host_step_times_s = {1.0 / 3.0, 2.0 / 7.0};
   report.comm_latency_s = 1e-7 / 3;
+  report.comm_bandwidth_s = 2e-3 / 7;
   report.pipeline = "1f1b";
+  report.pipeline_bubble = 3.0 / 35;
   report.pipeline_chunks = 2;
+  report.compute_idle_fraction = 1.0 / 9;
+  report.peak_memory_op = "layer3.forward";
+  report.memory_capacity_bytes = 80e9 / 3;
+  report.peak_model_state_bytes = 12345;
   report.parameter_server = trace::ParameterServerReport{{"ssp", 3, 1.25, 4}, 0.5, 0.25, 0.75, 1234.5};
   const std::vector<std::uint8_t> wire = nlohmann::json::to_cbor(trace::report_to_json(report));
   const trace::Report back = trace::report_from_json(nlohmann::json::from_cbor(wire));
 
+  EXPECT_EQ(back.steps, 3);
+  EXPECT_EQ(back.critical_rank, 1);
   EXPECT_EQ(back.step_time_s, 0.1 + 0.2);
+  EXPECT_EQ(back.comm_bandwidth_s, report.comm_bandwidth_s);
+  EXPECT_EQ(back.pipeline_bubble, 3.0 / 35);
+  EXPECT_EQ(back.compute_idle_fraction, 1.0 / 9);
+  EXPECT_EQ(back.peak_memory_op, "layer3.forward");
+  EXPECT_EQ(back.memory_capacity_bytes, 80e9 / 3);
+  EXPECT_EQ(back.peak_model_state_bytes, 12345);
+  EXPECT_EQ(back.tokens_per_s, report.tokens_per_s);
+  EXPECT_EQ(back.comm_bytes_per_rank, report.comm_bytes_per_rank);
+  EXPECT_EQ(back.achieved_bandwidth_by_category, report.achieved_bandwidth_by_category);
+  EXPECT_EQ(back.peak_memory_bytes, report.peak_memory_bytes);
+  EXPECT_EQ(back.peak_memory_rank, report.peak_memory_rank);
+  EXPECT_EQ(back.ranks, report.ranks);
   EXPECT_EQ(back.host_step_time_s, std::optional<double>(1.0 / 3.0));
   EXPECT_EQ(back.host_step_times_s, report.host_step_times_s);
   EXPECT_EQ(back.comm_latency_s, report.comm_latency_s);
-  EXPECT_FALSE(back.comm_bandwidth_s.has_value());
   EXPECT_EQ(back.mfu, report.mfu);
   EXPECT_EQ(back.oom, true);
   EXPECT_EQ(back.oom_rank, report.oom_rank);
@@ -144,6 +166,12 @@ TEST(ReportTest, AReportReadBackFromItsJsonIsTheSameReport) {
   EXPECT_EQ(back.parameter_server->tokens_per_s, 1234.5);
   // Every key, as the JSON a run writes.
   EXPECT_EQ(trace::report_to_json(back).dump(), trace::report_to_json(report).dump());
+
+  // Unset optional figures stay unset.
+  const trace::Report plain = trace::report_from_json(trace::report_to_json(trace::build_report(two_rank_step(), facts())));
+  EXPECT_FALSE(plain.host_step_time_s.has_value());
+  EXPECT_FALSE(plain.comm_bandwidth_s.has_value());
+  EXPECT_FALSE(plain.parameter_server.has_value());
 
   EXPECT_THROW(trace::report_from_json(nlohmann::json{{"schema", "other"}}), std::invalid_argument);
   nlohmann::json truncated = trace::report_to_json(report);
