@@ -42,10 +42,12 @@ constexpr int kExitBadInput = 2;
 constexpr int kExitFailure = 1;
 constexpr int kExitOutOfMemory = 3;  // run --fail-on-oom: the step does not fit
 
-// Prints "dtsim: KIND: MESSAGE" as one line of valid UTF-8 (MESSAGE may echo user input).
+// Prints "dtsim: KIND: MESSAGE" as one line of valid UTF-8 (MESSAGE may echo user input), in
+// one write: std::cerr is unbuffered, and under mpirun another process's line would otherwise
+// land between the pieces.
 void print_error(std::ostream& err, std::string_view kind, const std::string& message) {
   constexpr std::size_t kLongestLine = 2000, kKept = 1600;
-  err << "dtsim: " << kind << ": " << one_line(message, kLongestLine, kKept) << "\n";
+  err << fmt::format("dtsim: {}: {}\n", kind, one_line(message, kLongestLine, kKept)) << std::flush;
 }
 
 struct RunOptions {
@@ -799,7 +801,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   if (split.size() > 1 && !split.met()) {
     const std::vector<bool> ready = split.meet(false);
     if (!split.leader() && ready.front()) {
-      err << fmt::format("(process {} of {}) ", launched->rank, launched->size) << follower_output.str() << std::flush;
+      err << fmt::format("(process {} of {}) {}", launched->rank, launched->size, follower_output.str()) << std::flush;
     }
   }
   return code;
