@@ -236,6 +236,7 @@ LayoutEstimate Estimator::estimate(const SearchLayout& l) {
   const std::int32_t virtual_stages = l.pp * l.virtual_stages;
   struct Stage {
     double time_s = 0, compute_s = 0, kept_bytes = 0, transient_bytes = 0, dense = 0, expert = 0, ops = 0;
+    double head_kept_bytes = 0;  // the output layer's: its backward follows its forward at once
   };
   std::vector<Stage> stages(static_cast<std::size_t>(l.pp));
   const auto add = [&](Stage& stage, const BlockCost& block) {
@@ -253,7 +254,11 @@ LayoutEstimate Estimator::estimate(const SearchLayout& l) {
     for (std::int64_t layer = model.layers * v / virtual_stages; layer < model.layers * (v + 1) / virtual_stages; ++layer) {
       add(stage, block_cost(l, groups, model.is_moe_layer(layer) ? BlockKind::kMoe : BlockKind::kDense));
     }
-    if (v == virtual_stages - 1) add(stage, block_cost(l, groups, BlockKind::kHead));
+    if (v == virtual_stages - 1) {
+      const BlockCost& head = block_cost(l, groups, BlockKind::kHead);
+      add(stage, head);
+      stage.head_kept_bytes = head.kept_bytes;
+    }
   }
   // Blocking sends of the activation forward and the gradient back, per chunk and micro-batch.
   const double element_bytes = static_cast<double>(program::dtype_bytes(strategies::compute_dtype(training.precision)));
@@ -308,8 +313,9 @@ LayoutEstimate Estimator::estimate(const SearchLayout& l) {
 
   // Memory per pipeline rank, the largest: model states (the ZeRO paper's accounting per
   // flavour), the activations of the micro-batches it holds at once — 1F1B: pp − s on rank s;
-  // interleaved: Megatron's warm-up of 2(p − s − 1) + (v − 1)p chunks plus one; no pipeline: 1
-  // — and the largest block's transient.
+  // interleaved: Megatron's warm-up of 2(p − s − 1) + (v − 1)p chunks plus one; no pipeline: 1;
+  // the last chunk, with the output layer, holds one: its backward follows its forward — and the
+  // largest block's transient.
   const auto states = [&](double parameters, double ranks) {
     if (l.flavour != "fsdp") {  // DDP, or ZeRO as DeepSpeed shards (the layout's overrides pin it)
       const std::int32_t stage = l.flavour == "zero1" ? 1 : l.flavour == "zero2" ? 2 : 0;
@@ -329,7 +335,8 @@ LayoutEstimate Estimator::estimate(const SearchLayout& l) {
                              : l.virtual_stages > 1 ? std::min(m * v, 2.0 * (l.pp - s - 1) + (v - 1) * l.pp + 1) / v
                                                     : std::min(m, static_cast<double>(l.pp - s));
     estimate.memory_bytes = std::max(estimate.memory_bytes, states(stage.dense, dp_ranks) + states(stage.expert, expert_ranks) +
-                                                                in_flight * stage.kept_bytes + stage.transient_bytes);
+                                                                in_flight * (stage.kept_bytes - stage.head_kept_bytes) +
+                                                                stage.head_kept_bytes + stage.transient_bytes);
   }
   for (const Stage& stage : stages) estimate.simulated_ops += m * stage.ops * static_cast<double>(l.dp * l.cp * l.tp);
   return estimate;
