@@ -252,12 +252,19 @@ bool reaches_terminal(int fd) {
   return !unreadable && (target.starts_with("/dev/pts/") || target.starts_with("/dev/tty"));
 }
 
+// How long work runs before its progress shows: `after`, or DTSIM_PROGRESS_AFTER_MS milliseconds
+// when that is set (0: at once — what a test of the progress line needs on a fast machine).
+std::chrono::milliseconds progress_delay(std::chrono::milliseconds after) {
+  const char* stated = std::getenv("DTSIM_PROGRESS_AFTER_MS");
+  return stated != nullptr && *stated != '\0' ? std::chrono::milliseconds(std::atoi(stated)) : after;
+}
+
 // Progress on a terminal (stderr), once the work has run for longer than `after`; nothing with
 // --quiet or when stdout or stderr is not a terminal. Clears its line when done.
 class TerminalProgress {
  public:
   TerminalProgress(std::ostream& err, std::chrono::milliseconds after, bool quiet)
-      : err_(err), start_(std::chrono::steady_clock::now()), after_(after),
+      : err_(err), start_(std::chrono::steady_clock::now()), after_(progress_delay(after)),
         terminal_(!quiet && &err == &std::cerr && reaches_terminal(STDERR_FILENO) && reaches_terminal(STDOUT_FILENO)) {}
   TerminalProgress(const TerminalProgress&) = delete;
   TerminalProgress& operator=(const TerminalProgress&) = delete;

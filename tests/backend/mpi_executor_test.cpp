@@ -386,7 +386,8 @@ TEST(MpiSharedWorkTest, SweepAndSearchUnderMpirunGiveTheSingleProcessResult) {
   }
   // Each process simulates its share: on a terminal (script(1) gives one), the first process's
   // progress counts 3 of the 5 simulated layouts, not all 5.
-  const CommandResult shown = run("script -qec '" + mpirun(2) + search + " -o " + (scratch / "shown").string() + "' /dev/null");
+  const CommandResult shown =
+      run("DTSIM_PROGRESS_AFTER_MS=0 script -qec '" + mpirun(2) + search + " -o " + (scratch / "shown").string() + "' /dev/null");
   ASSERT_EQ(shown.code, 0) << shown.output;
   EXPECT_NE(shown.output.find("3/3 layouts simulated by this process"), std::string::npos) << shown.output;
   EXPECT_EQ(shown.output.find("/5 layouts"), std::string::npos) << shown.output;
