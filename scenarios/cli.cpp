@@ -478,12 +478,26 @@ int command_validate(const RunOptions& options, const std::string& manifest, std
   return 0;
 }
 
+// The fraction of memory bandwidth the compute model gives a memory-bound op of `kind`.
+double memory_fraction(const sim::ComputeModel& model, program::ComputeKind kind, program::Phase phase) {
+  program::ComputeOp op;
+  op.kind = kind;
+  op.phase = phase;
+  return model.memory_efficiency(op);
+}
+
 // The compute model's GEMM curve for one GPU: the bf16 rate of square n³ GEMMs (tiles, waves,
-// the memory roofline and the launch overhead included) and the fraction of peak it is.
+// the result's write and the launch overhead included) and the fraction of peak it is; the
+// main loop's ceiling, the memory-bound kernels' rates and the attention kernels' at 2k.
 std::string gemm_curve(const topology::DeviceSpec& device) {
+  using program::ComputeKind;
+  using program::Phase;
   const sim::ComputeModel model(device, sim::ComputeEfficiency::preset());
-  std::string text = fmt::format("ceiling {:.3f}, memory {:.3f}, attention at s 2048",
-                                 model.gemm_ceiling(program::DType::kBF16), model.memory_efficiency(0));
+  std::string text = fmt::format(
+      "main loop {:.3f}, memory: streaming {:.3f} norm {:.3f}/{:.3f} softmax {:.3f}, attention at s 2048",
+      model.gemm_ceiling(program::DType::kBF16), memory_fraction(model, ComputeKind::kElementwise, Phase::kForward),
+      memory_fraction(model, ComputeKind::kNorm, Phase::kForward), memory_fraction(model, ComputeKind::kNorm, Phase::kBackward),
+      memory_fraction(model, ComputeKind::kSoftmax, Phase::kForward));
   for (const auto& [name, kernel] : topology::attention_kernels()) {
     sim::ComputeEfficiency efficiency = sim::ComputeEfficiency::preset();
     efficiency.attention_kernel = kernel;

@@ -1109,6 +1109,7 @@ void read_compute(TableReader reader, Scenario& scenario) {
   efficiency.kernel_overhead_s =
       reader.non_negative("kernel_overhead_us", efficiency.kernel_overhead_s / kMicro) * kMicro;
   efficiency.fp32_matmul_on_tf32 = reader.boolean("allow_tf32").value_or(efficiency.fp32_matmul_on_tf32);
+  efficiency.matmul_memory_traffic = reader.boolean("matmul_memory_traffic").value_or(efficiency.matmul_memory_traffic);
   efficiency.overlap_slowdown = reader.non_negative("overlap_slowdown", efficiency.overlap_slowdown);
   if (efficiency.overlap_slowdown > kMaxOverlapSlowdown) {
     reader.fail("overlap_slowdown", fmt::format("expected at most {}, got {}", kMaxOverlapSlowdown, efficiency.overlap_slowdown),

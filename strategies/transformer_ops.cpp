@@ -20,7 +20,12 @@ using program::Phase;
 using program::Shape;
 
 constexpr double kFlashBackwardFactor = 2.5;
-constexpr double kMemoryBoundBackwardFactor = 2.0;
+// A memory-bound op's backward reads its input and its output's gradient and writes its input's
+// gradient: three tensors where the forward moves two (an op whose backward differs says so).
+constexpr double kMemoryBoundBackwardFactor = 1.5;
+// FlashAttention's backward reads Q, K, V, the output and its gradient and writes dQ, dK, dV:
+// about twice the forward's Q, K, V and output.
+constexpr double kFlashBackwardBytesFactor = 2.0;
 constexpr double kFp32Bytes = 4;
 constexpr double kMaskBytes = 1;       // dropout masks are stored as bytes
 constexpr double kTokenIdBytes = 8;    // int64 token ids
@@ -98,12 +103,15 @@ class BlockBuilder {
     return batch * ((m * k + k * n) * operand + m * n * output);
   }
 
+  // `backward_bytes` unset: kMemoryBoundBackwardFactor × bytes.
   void memory_bound(std::string name, ComputeKind kind, Shape shape, double bytes, double saved,
-                    std::vector<std::size_t> params = {}, bool has_backward = true) {
+                    std::vector<std::size_t> params = {}, bool has_backward = true,
+                    std::optional<double> backward_bytes = std::nullopt) {
     ComputeOp op = make(kind, shape);
     op.bytes = bytes;
     block_.forward.push_back({std::move(name), op, std::nullopt, std::nullopt, std::nullopt, saved, 0,
                               std::move(params), has_backward, false});
+    block_.forward.back().backward_bytes = backward_bytes;
   }
 
   // Megatron's f before a column-parallel region (identity forward / all-reduce backward; with
@@ -256,7 +264,7 @@ class BlockBuilder {
       ComputeOp gradient = *step.compute;
       gradient.phase = Phase::kBackward;
       gradient.flops *= kFlashBackwardFactor;
-      gradient.bytes *= kMemoryBoundBackwardFactor;
+      gradient.bytes *= kFlashBackwardBytesFactor;
       BackwardStep back{"attention" + suffix, gradient};
       back.attention_core = true;
       if (received_backward) back.waits_for.push_back(*received_backward);
@@ -287,7 +295,7 @@ class BlockBuilder {
       return step;
     };
     block_.forward.push_back(attention_step("attention_scores", gemm(batch, s, s, d), q_bytes + kv_bytes, 0));
-    ComputeOp softmax = make(ComputeKind::kElementwise, Shape::of({batch * s * s}));
+    ComputeOp softmax = make(ComputeKind::kSoftmax, Shape::of({batch * s * s}));
     softmax.bytes = 2 * scores * e();  // reads the scores, writes the probabilities
     ForwardStep softmax_step = attention_step("attention_softmax", softmax, scores * e(), scores * e());
     softmax_step.backward_bytes = 3 * scores * e();
@@ -463,11 +471,14 @@ void add_norm(BlockBuilder& builder, const ModelSpec& model, const std::string& 
                        elements * builder.e() + statistics, std::move(params));
 }
 
+// Reads the activations, writes them and the mask; backward reads the gradient and the mask and
+// writes one: the same bytes.
 void add_dropout(BlockBuilder& builder, const ModelSpec& model, const std::string& name) {
   if (!model.dropout) return;
-  const std::int64_t elements = builder.local_tokens() * model.hidden;
-  builder.memory_bound(name, ComputeKind::kElementwise, Shape::of({elements}),
-                       2 * static_cast<double>(elements) * builder.e(), kMaskBytes * static_cast<double>(elements));
+  const double elements = static_cast<double>(builder.local_tokens() * model.hidden);
+  const double bytes = elements * (2 * builder.e() + kMaskBytes);
+  builder.memory_bound(name, ComputeKind::kElementwise, Shape::of({builder.local_tokens() * model.hidden}), bytes,
+                       kMaskBytes * elements, {}, true, bytes);
 }
 
 void add_residual(BlockBuilder& builder, const ModelSpec& model, const std::string& name) {

@@ -15,6 +15,27 @@ namespace topology {
 // (CUDA), and FlashAttention written in Triton.
 enum class AttentionKernel { kFlash2, kFlash1, kTriton };
 
+// A GEMM rate measured on a device: its FLOP/s over the datasheet peak of the GEMM's dtype, at
+// an M × N × K shape (C[M,N] = A[M,K] · B[K,N]). The compute model derives its tensor-core
+// main-loop rate from it (the shape says how much of the time was the result's write).
+struct GemmMeasurement {
+  double fraction_of_peak = 0;  // 0: not measured
+  double m = 0, n = 0, k = 0;
+  bool measured() const { return fraction_of_peak > 0; }
+};
+
+// What a device's memory-bound kernels reach, as fractions of its datasheet memory bandwidth,
+// each counting the bytes the kernel must move (inputs read once, outputs written once). The
+// kernels differ: element-wise ones stream, normalisations and softmax reduce along rows (and
+// a norm's backward reads its input and the output's gradient, then reduces twice).
+struct MemoryKernelRates {
+  double streaming = 0;      // element-wise: activations, dropout, residual adds, casts, optimizer
+  double norm_forward = 0;   // LayerNorm / RMSNorm forward
+  double norm_backward = 0;  // their backward
+  double softmax = 0;        // softmax over rows (attention scores, the loss's logits)
+  bool measured() const { return streaming > 0; }
+};
+
 // One accelerator. Peak rates are dense (no structured sparsity), from public datasheets.
 struct DeviceSpec {
   std::string name;
@@ -26,12 +47,12 @@ struct DeviceSpec {
   double memory_bytes = 0;
   double memory_bandwidth = 0;  // bytes/s
   double nvlink_bandwidth = 0;  // bytes/s per direction, all NVLink (or xGMI) links of one GPU together; 0: none
-  // What the compute model needs beyond the datasheet (sim/compute/gemm_model.h); each preset
-  // cites its source. 0: not measured (the compute model's defaults apply).
-  int sms = 0;                     // streaming multiprocessors: GEMM tiles run in waves of this many
-  double gemm_efficiency = 0;      // best bf16/fp16 GEMM rate found by a search over shapes / peak
-  double fp8_gemm_efficiency = 0;  // the same for fp8 GEMMs / fp8 peak
-  double memory_efficiency = 0;    // what a streaming kernel reaches / memory bandwidth
+  // What the compute model needs beyond the datasheet (sim/compute/compute_model.h); each
+  // preset cites its source. Unset: not measured (the compute model's defaults apply).
+  int sms = 0;                          // streaming multiprocessors: GEMM tiles run in waves of this many
+  GemmMeasurement gemm_sustained;       // bf16/fp16, the GPU held at its power limit
+  GemmMeasurement fp8_gemm_sustained;   // the same for fp8 GEMMs
+  MemoryKernelRates memory_kernels;
   // Each fused attention kernel's forward + backward rate, causal, head dimension 128: (sequence
   // length, FLOP/s / bf16 peak), ascending in sequence; a kernel absent: not measured.
   std::map<AttentionKernel, std::vector<std::pair<double, double>>> attention_by_sequence;

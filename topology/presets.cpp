@@ -15,8 +15,9 @@
 //                   HGX B200: BF16/FP16 2,250 TFLOP/s, TF32 1,100, FP32 75, FP8 4,500; 180 GB HBM3e
 //                   at 7.7 TB/s. GB200: BF16/FP16 2,500, TF32 1,250, FP32 80, FP8 5,000; 186 GB
 //                   HBM3e at 8 TB/s. NVLink 5: 1.8 TB/s bidirectional = 900 GB/s per direction.
-//                   No GEMM, memory or attention measurements are published here for Blackwell:
-//                   the compute model's defaults apply until `dtsim calibrate` measures one.
+//                   Sustained GEMM rates are published for the HGX B200 (below); no memory or
+//                   attention measurements are: the compute model's defaults apply to those
+//                   until `dtsim calibrate` measures one.
 //   MI300X:         AMD Instinct MI300X data sheet: BF16/FP16 1,307.4 TFLOP/s dense, TF32 653.7,
 //                   FP32 163.4, FP8 2,614.9; 192 GB HBM3 at 5.3 TB/s; seven Infinity Fabric (xGMI)
 //                   links of 64 GB/s per direction, one to each other GPU of the 8-GPU platform
@@ -90,20 +91,48 @@ constexpr double kXgmiEfficiency = 48.0 / 64.0;
 constexpr double kHdrEfficiency = 24.0 / 25.0;
 constexpr double kNdrEfficiency = 47.5 / 50.0;
 
-// The compute model's measured fractions (sim/compute/gemm_model.h, compute_model.h):
-//   SMs (NVIDIA whitepapers): A100 108, H100 SXM5 and H200 132, H100 PCIe 114, L40S 142.
-//   GEMM: the best rate a search over shapes found ("maximum achievable matmul FLOPS", mean of
-//   100 iterations per shape, torch + cuBLAS; Stas Bekman, stas00/ml-engineering
-//   compute/accelerator/README.md, table of 2025): the rate of a shape that fills whole waves.
-//     bf16: A100 SXM 271.2 of 312 TFLOP/s (at 1024 × 10240 × 5120, torch 2.6.0+cu126);
-//           H100 SXM 794.5 of 989 (at 2048 × 2048 × 13312, torch 2.7.0), "H200 is the same" —
-//           our own H200 ran an 8192³ bf16 GEMM at 769–798 (notes of 2026-10-28, 2026-11-04);
-//     fp8:  H100 SXM 1402.6 of 1979 (at 1024 × 9216 × 14336); H200 1453.4 (at 1280 × 4096 × 12032).
-//   Streaming kernels, fraction of the memory bandwidth: A100 80GB SXM 1.80 of 2.039 TB/s (a
-//     read kernel, NVIDIA developer forum thread 339083, "Trouble to reach peak bandwidth of
-//     A100"); H100 SXM 3.01 of 3.35 TB/s (an fp32 softmax at 16K × 131K, Dao-AILab/quack
-//     media/2025-07-10-membound-sol.md); H200 4.3 of 4.8 TB/s (a device-to-device copy on our
-//     H200). H100 PCIe and L40S have none published here: the compute model's defaults apply.
+// The compute model's measurements (sim/compute/compute_model.h says how it uses them):
+//   SMs (NVIDIA whitepapers): A100 108, H100 SXM5 and H200 132, H100 PCIe 114, L40S 142, B200 148.
+//   GEMM: a rate the GPU *sustains* — held at its power limit, on random data — not a short
+//   burst at the boost clock. A dense GEMM that fills the SMs draws the board's whole power
+//   budget and the clock settles well below boost; so does data that toggles the tensor cores'
+//   inputs (Horace He, "Strangely, Matrix Multiplications on GPUs Run Faster When Given
+//   'Predictable' Data!", thonking.ai, 2024: the same 8192³ GEMM on an A100 at 295 TFLOP/s on
+//   zeros, 257 on torch.randn — "power limited"). Bursts ("maximum achievable matmul FLOPS",
+//   Stas Bekman's mamf-finder) run 15–20 % above what a training step sustains (his words).
+//     A100 SXM bf16: 257 of 312 TFLOP/s at 8192³, torch.randn inputs, cuBLAS through PyTorch
+//       (He, above); the burst maximum is 271.2.
+//     H200 SXM: "maximum sustainable matmul FLOPS" after a thermal soak, ~693 W at ~1465 MHz —
+//       bf16 708.5 of 989.4 at 8192 × 8448 × 20480, fp8 1288.7 of 1978.9 at 8448 × 8192 × 16384
+//       (stas00/ml-engineering, branch fast-mamf, commit 082816f, 2026-08-10,
+//       compute/accelerator/README.md; torch 2.13.0+cu130).
+//     H100 SXM5: none sustained is published; the H200 is the same GH100 die with the same 132
+//       SMs, clocks and 700 W limit (only its memory differs), so the H200's figures stand in.
+//     B200 (HGX, 1,000 W), same source: bf16 1456.3 of 2250 at 9472 × 8192 × 20480, fp8 2795.7
+//       of 4500 at 9472 × 8192 × 16384 (~994 W at ~1339 MHz). The GB200's B200 (1,200 W) has
+//       none published: the HGX B200's fractions stand in, as an assumption.
+//     MI300X: only a burst maximum is published, 668.4 of 1307.4 TFLOP/s bf16 at
+//       10240 × 15360 × 8192 (same README, master, PyTorch 2.5.1 on ROCm 6.3 with TunableOp) —
+//       an upper bound of what it sustains; 304 compute units (AMD CDNA 3 white paper).
+//   Memory-bound kernels, fractions of the datasheet bandwidth (topology::MemoryKernelRates),
+//   each kernel's bytes counted as inputs read once and outputs written once:
+//     streaming — BabelStream's Add/Triad (two reads, one write; Azure/AI-benchmarking-guide
+//       Azure_Results, CUDA 12.5–12.6): A100 80GB SXM 1.70 TB/s, H100 80GB 2.97, H200 4.15;
+//       the A100's agrees with Triton's vector-add tutorial (1.686 TB/s at 1.6 GB,
+//       triton-lang.org tutorial 01, its A100 documentation runner);
+//     norm forward and backward — PyTorch's own LayerNorm (torch.nn.LayerNorm, fp32, 4096 rows
+//       of 1,024–16,384; the median of the five widths; backward counts x, dy read and dx
+//       written), linkedin/Liger-Kernel benchmark/data/all_benchmark_data.csv at ead96b6:
+//       A100-SXM4-80GB (2024-09-03; backward = full − forward) 0.520 / 0.345, H100 80GB HBM3
+//       (2025-07-17) 0.525 / 0.336. Apex's FusedLayerNorm, which Megatron-LM ran in 2021,
+//       measured 896 / 572 GB/s at 16384 × 1024 fp16 on a "GA100" (NVIDIA/apex PR #1037):
+//       0.44 / 0.28 of an 80 GB part, 0.58 / 0.37 of a 40 GB one — the same range;
+//     softmax — torch.softmax over rows of 2,048 (fp32, 4096 rows) on the A100 at 1,249 GB/s
+//       (Triton's fused-softmax tutorial 02, its benchmark table); on the H100, torch.compile's
+//       fp32 softmax at 1.89 TB/s (Dao-AILab/quack media/2025-07-10-membound-sol.md), the only
+//       framework softmax measured there.
+//     The H200 has no published norm or softmax kernel figures: the H100's fractions stand in
+//     (an assumption — its 43 % more bandwidth feeds the same SMs).
 //   Attention: fused kernels' forward + backward, causal mask, head dimension 128, batch ×
 //     sequence = 16k tokens, 2048 hidden (Dao-AILab/flash-attention README, "Performance",
 //     assets/flash2_a100_fwd_bwd_benchmark.png and flash2_h100_fwd_bwd_benchmark.png, 2023; the
@@ -157,44 +186,59 @@ const AttentionRates kAttentionH100 = {
     {AttentionKernel::kFlash1, kFlash1H100},
     {AttentionKernel::kTriton, kFlash1H100}};
 
-DeviceSpec with_measurements(DeviceSpec device, int sms, double gemm_efficiency, double fp8_gemm_efficiency,
-                             double memory_efficiency, const AttentionRates& attention = {}) {
+DeviceSpec with_measurements(DeviceSpec device, int sms, GemmMeasurement gemm, GemmMeasurement fp8_gemm,
+                             MemoryKernelRates memory, const AttentionRates& attention = {}) {
   for (const auto& [kernel, rates] : attention) device.attention_by_sequence[kernel] = fraction_of_peak(device, rates);
   device.sms = sms;
-  device.gemm_efficiency = gemm_efficiency;
-  device.fp8_gemm_efficiency = fp8_gemm_efficiency;
-  device.memory_efficiency = memory_efficiency;
+  device.gemm_sustained = gemm;
+  device.fp8_gemm_sustained = fp8_gemm;
+  device.memory_kernels = memory;
   return device;
 }
+
+// The sources of these are in the header comment above.
+constexpr GemmMeasurement kA100Gemm = {257.0 / 312.0, 8192, 8192, 8192};
+constexpr MemoryKernelRates kA100Memory = {1.70 / 2.039, 0.520, 0.345, 1.249 / 2.039};
+constexpr MemoryKernelRates kH100Memory = {2.97 / 3.35, 0.525, 0.336, 1.89 / 3.35};
+}  // namespace
+const MemoryKernelRates kH200Memory = {4.15 / 4.8, kH100Memory.norm_forward, kH100Memory.norm_backward,
+                                           kH100Memory.softmax};
+namespace {
+constexpr GemmMeasurement kB200Gemm = {1456.3 / 2250.0, 9472, 8192, 20480};
+constexpr GemmMeasurement kB200Fp8Gemm = {2795.7 / 4500.0, 9472, 8192, 16384};
+constexpr GemmMeasurement kMi300xGemm = {668.4 / 1307.4, 10240, 15360, 8192};
 
 const std::vector<std::pair<std::string, DeviceSpec>>& devices() {
   static const std::vector<std::pair<std::string, DeviceSpec>> table = {
       {"a100-sxm4-80gb",
        with_measurements(datasheet("A100 SXM4 80GB", 312 * kTera, 312 * kTera, 19.5 * kTera, 156 * kTera, 0, 80 * kGiga,
                           2039 * kGiga, 300 * kGiga),
-                         108, 271.2 / 312, 0, 1800.0 / 2039.0, kAttentionA100)},
+                         108, kA100Gemm, {}, kA100Memory, kAttentionA100)},
       {"h100-sxm5",
        with_measurements(datasheet("H100 SXM5", 989.4 * kTera, 989.4 * kTera, 66.9 * kTera, 494.7 * kTera, 1978.9 * kTera,
                           80 * kGiga, 3350 * kGiga, 450 * kGiga),
-                         132, 794.5 / 989.4, 1402.6 / 1978.9, 3.01 / 3.35, kAttentionH100)},
+                         132, kHopperGemm, kHopperFp8Gemm, kH100Memory, kAttentionH100)},
       {"h200-sxm",
        with_measurements(datasheet("H200 SXM", 989.4 * kTera, 989.4 * kTera, 66.9 * kTera, 494.7 * kTera, 1978.9 * kTera,
                           141 * kGiga, 4800 * kGiga, 450 * kGiga),
-                         132, 794.5 / 989.4, 1453.4 / 1978.9, 4.3 / 4.8, kAttentionH100)},
+                         132, kHopperGemm, kHopperFp8Gemm, kH200Memory, kAttentionH100)},
       {"h100-pcie",
        with_measurements(datasheet("H100 PCIe", 756 * kTera, 756 * kTera, 51.2 * kTera, 378 * kTera, 1513 * kTera,
                           80 * kGiga, 2000 * kGiga, 0),
-                         114, 0, 0, 0)},
+                         114, {}, {}, {})},
       {"l40s",
        with_measurements(datasheet("L40S", 362 * kTera, 362 * kTera, 91.6 * kTera, 183 * kTera, 733 * kTera, 48 * kGiga,
                           864 * kGiga, 0),
-                         142, 0, 0, 0)},
-      {"b200", datasheet("B200 (HGX B200)", 2250 * kTera, 2250 * kTera, 75 * kTera, 1100 * kTera, 4500 * kTera,
-                         180 * kGiga, 7700 * kGiga, 900 * kGiga)},
-      {"gb200", datasheet("B200 of a GB200 superchip", 2500 * kTera, 2500 * kTera, 80 * kTera, 1250 * kTera,
-                          5000 * kTera, 186 * kGiga, 8000 * kGiga, 900 * kGiga)},
-      {"mi300x", datasheet("AMD Instinct MI300X", 1307.4 * kTera, 1307.4 * kTera, 163.4 * kTera, 653.7 * kTera,
-                           2614.9 * kTera, 192 * kGiga, 5300 * kGiga, 7 * 64 * kGiga)},
+                         142, {}, {}, {})},
+      {"b200", with_measurements(datasheet("B200 (HGX B200)", 2250 * kTera, 2250 * kTera, 75 * kTera, 1100 * kTera,
+                                           4500 * kTera, 180 * kGiga, 7700 * kGiga, 900 * kGiga),
+                                 148, kB200Gemm, kB200Fp8Gemm, {})},
+      {"gb200", with_measurements(datasheet("B200 of a GB200 superchip", 2500 * kTera, 2500 * kTera, 80 * kTera,
+                                            1250 * kTera, 5000 * kTera, 186 * kGiga, 8000 * kGiga, 900 * kGiga),
+                                  148, kB200Gemm, kB200Fp8Gemm, {})},
+      {"mi300x", with_measurements(datasheet("AMD Instinct MI300X", 1307.4 * kTera, 1307.4 * kTera, 163.4 * kTera,
+                                             653.7 * kTera, 2614.9 * kTera, 192 * kGiga, 5300 * kGiga, 7 * 64 * kGiga),
+                                   304, kMi300xGemm, {}, {})},
       {"epyc-9654-2s",
        datasheet("2 × AMD EPYC 9654 (server host)", 14.7 * kTera, 14.7 * kTera, 14.7 * kTera, 14.7 * kTera, 0,
                  1536 * kGiga, 921.6 * kGiga, 0)},
@@ -341,9 +385,9 @@ const std::vector<std::pair<std::string, AttentionKernel>>& attention_kernels() 
 }
 void adopt_measurements(DeviceSpec& device, const DeviceSpec& architecture) {
   device.sms = architecture.sms;
-  device.gemm_efficiency = architecture.gemm_efficiency;
-  device.fp8_gemm_efficiency = architecture.fp8_gemm_efficiency;
-  device.memory_efficiency = architecture.memory_efficiency;
+  device.gemm_sustained = architecture.gemm_sustained;
+  device.fp8_gemm_sustained = architecture.fp8_gemm_sustained;
+  device.memory_kernels = architecture.memory_kernels;
   device.attention_by_sequence = architecture.attention_by_sequence;
 }
 

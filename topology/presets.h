@@ -29,6 +29,13 @@ const std::vector<std::pair<std::string, AttentionKernel>>& attention_kernels();
 std::vector<std::string> attention_kernel_names();
 std::optional<AttentionKernel> attention_kernel(std::string_view name);
 
+// The Hopper GPU's sustained GEMM rates (the H200's, measured; they stand in for the H100 SXM5's)
+// and the H200's memory-bound kernel rates: what the compute model assumes of a device nobody
+// has measured (presets.cpp cites the sources).
+inline constexpr GemmMeasurement kHopperGemm = {708.5 / 989.4, 8192, 8448, 20480};
+inline constexpr GemmMeasurement kHopperFp8Gemm = {1288.7 / 1978.9, 8448, 8192, 16384};
+extern const MemoryKernelRates kH200Memory;
+
 // Gives `device` the compute model's measurements of `architecture` (SMs, GEMM and memory
 // efficiencies, attention curves), keeping its own name and datasheet rates.
 void adopt_measurements(DeviceSpec& device, const DeviceSpec& architecture);

@@ -1,11 +1,21 @@
-// Roofline compute model (see compute_model.h).
+// The compute cost model (see compute_model.h).
 #include "sim/compute/compute_model.h"
 
-#include <cmath>
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
+#include "topology/presets.h"
+
 namespace sim {
+namespace {
+
+// A GEMM's result is written in the input dtype, an FP8 GEMM's in bf16.
+double output_element_bytes(program::DType dtype) {
+  return dtype == program::DType::kFP8 ? 2.0 : static_cast<double>(program::dtype_bytes(dtype));
+}
+
+}  // namespace
 
 ComputeEfficiency ComputeEfficiency::preset() {
   ComputeEfficiency efficiency;
@@ -16,15 +26,28 @@ ComputeEfficiency ComputeEfficiency::preset() {
 
 ComputeModel::ComputeModel(topology::DeviceSpec device, ComputeEfficiency efficiency, topology::LinkSpec host_link)
     : device_(std::move(device)), efficiency_(std::move(efficiency)), host_link_(host_link) {
-  gemm_ceiling_ = efficiency_.matmul.value_or(device_.gemm_efficiency > 0 ? device_.gemm_efficiency
-                                                                          : ComputeEfficiency::kUnmeasuredMatmul);
-  fp8_gemm_ceiling_ = !efficiency_.matmul && device_.fp8_gemm_efficiency > 0 ? device_.fp8_gemm_efficiency : gemm_ceiling_;
-  memory_efficiency_ = efficiency_.memory.value_or(
-      device_.memory_efficiency > 0 ? device_.memory_efficiency : ComputeEfficiency::kUnmeasuredMemory);
+  memory_kernels_ = device_.memory_kernels.measured() ? device_.memory_kernels : topology::kH200Memory;
+  const topology::GemmMeasurement& gemm = device_.gemm_sustained.measured() ? device_.gemm_sustained : topology::kHopperGemm;
+  gemm_ceiling_ = efficiency_.matmul.value_or(main_loop_ceiling(gemm, program::DType::kBF16));
+  const topology::GemmMeasurement& fp8 =
+      device_.fp8_gemm_sustained.measured() ? device_.fp8_gemm_sustained : topology::kHopperFp8Gemm;
+  fp8_gemm_ceiling_ = efficiency_.matmul.value_or(main_loop_ceiling(fp8, program::DType::kFP8));
   if (const auto curve = device_.attention_by_sequence.find(efficiency_.attention_kernel);
       curve != device_.attention_by_sequence.end()) {
     attention_by_sequence_.points = curve->second;
   }
+}
+
+// measured time = main loop at the ceiling (whole tiles, whole waves) + the result's write, so
+// ceiling = main loop at ceiling 1 / (measured time − write).
+double ComputeModel::main_loop_ceiling(const topology::GemmMeasurement& measured, program::DType dtype) const {
+  const double peak = peak_flops(dtype);
+  const double measured_seconds = 2 * measured.m * measured.n * measured.k / (measured.fraction_of_peak * peak);
+  const double write_seconds =
+      measured.m * measured.n * output_element_bytes(dtype) / (device_.memory_bandwidth * memory_kernels_.streaming);
+  const double at_full_rate =
+      GemmModel(device_.sms, peak, 1.0, device_.memory_bandwidth).plan({1, measured.m, measured.n, measured.k}).seconds;
+  return std::min(1.0, at_full_rate / (measured_seconds - write_seconds));
 }
 
 double ComputeModel::gemm_ceiling(program::DType dtype) const {
@@ -36,8 +59,16 @@ double ComputeModel::attention_efficiency(double sequence) const {
   return attention_by_sequence_.empty() ? ComputeEfficiency::kUnmeasuredAttention : attention_by_sequence_.at(sequence);
 }
 
-double ComputeModel::memory_efficiency(double bytes) const {
-  return efficiency_.memory_by_size.empty() ? memory_efficiency_ : efficiency_.memory_by_size.at(bytes);
+double ComputeModel::memory_efficiency(const program::ComputeOp& op) const {
+  if (!efficiency_.memory_by_size.empty()) return efficiency_.memory_by_size.at(op.bytes);
+  if (efficiency_.memory) return *efficiency_.memory;
+  switch (op.kind) {
+    case program::ComputeKind::kNorm:
+      return op.phase == program::Phase::kBackward ? memory_kernels_.norm_backward : memory_kernels_.norm_forward;
+    case program::ComputeKind::kSoftmax:
+    case program::ComputeKind::kLoss: return memory_kernels_.softmax;
+    default: return memory_kernels_.streaming;
+  }
 }
 
 GemmPlan ComputeModel::gemm_plan(const GemmShape& shape, program::DType dtype) const {
@@ -48,7 +79,18 @@ GemmPlan ComputeModel::gemm_plan(const GemmShape& shape, program::DType dtype) c
     plan.seconds = flops / (peak * efficiency_.matmul_by_size.at(flops / shape.batch));
     return plan;
   }
-  return GemmModel(device_.sms, peak, gemm_ceiling(dtype), device_.memory_bandwidth * memory_efficiency_).plan(shape);
+  return GemmModel(device_.sms, peak, gemm_ceiling(dtype), device_.memory_bandwidth).plan(shape);
+}
+
+double ComputeModel::gemm_seconds(const program::ComputeOp& op) const {
+  const double batch = static_cast<double>(op.shape[0]), m = static_cast<double>(op.shape[1]),
+               n = static_cast<double>(op.shape[2]), k = static_cast<double>(op.shape[3]);
+  const double main_loop = gemm_plan({batch, m, n, k}, op.dtype).seconds;
+  const double rate = device_.memory_bandwidth * memory_efficiency(op);
+  if (op.bytes <= 0 || !efficiency_.matmul_memory_traffic) return main_loop;
+  if (!efficiency_.matmul_by_size.empty()) return std::max(main_loop, op.bytes / rate);  // measured whole
+  const double result = std::min(op.bytes, batch * m * n * output_element_bytes(op.dtype));
+  return std::max(main_loop, (op.bytes - result) / rate) + result / rate;
 }
 
 double ComputeModel::peak_flops(program::DType dtype) const {
@@ -79,12 +121,11 @@ double ComputeModel::seconds(const program::ComputeOp& op) const {
     const double rate = host_link_.effective_bandwidth();
     return (op.bytes > 0 && rate > 0 ? op.bytes / rate : 0) + host_link_.latency;
   }
-  double flop_seconds = 0;
   if (op.flops > 0 && op.kind == program::ComputeKind::kMatmul && op.shape.rank == 4) {
-    flop_seconds = gemm_plan({static_cast<double>(op.shape[0]), static_cast<double>(op.shape[1]),
-                              static_cast<double>(op.shape[2]), static_cast<double>(op.shape[3])},
-                             op.dtype).seconds;
-  } else if (op.flops > 0) {
+    return (gemm_seconds(op) + efficiency_.kernel_overhead_s) * time_scale_;
+  }
+  double flop_seconds = 0;
+  if (op.flops > 0) {
     // A fused attention op's shape is [b, heads, kv heads, s, head dim].
     const double sequence = op.shape.rank == 5 ? static_cast<double>(op.shape[3]) : 0;
     const double efficiency = op.kind == program::ComputeKind::kAttention ? attention_efficiency(sequence)
@@ -92,7 +133,7 @@ double ComputeModel::seconds(const program::ComputeOp& op) const {
                                                                          : gemm_ceiling(op.dtype);
     flop_seconds = op.flops / (peak_flops(op.dtype) * efficiency);
   }
-  const double memory_seconds = op.bytes > 0 ? op.bytes / (device_.memory_bandwidth * memory_efficiency(op.bytes)) : 0;
+  const double memory_seconds = op.bytes > 0 ? op.bytes / (device_.memory_bandwidth * memory_efficiency(op)) : 0;
   return (std::max(flop_seconds, memory_seconds) + efficiency_.kernel_overhead_s) * time_scale_;
 }
 

@@ -1,18 +1,23 @@
 // Compute cost model: how long one compute op takes on one device.
 //
-// Roofline (Williams, Waterman & Patterson, CACM 2009):
-//   t = max( math time,  bytes / (memory bandwidth × η_mem) ) + kernel launch overhead
-// where a GEMM's math time comes from its shape (GemmModel: tiles and waves over the GPU's
-// SMs at the device's measured tensor-core ceiling) and a fused attention kernel's from
-// FLOPs / (peak × attention efficiency). Matmuls and attention are normally FLOP-bound,
-// norms, element-wise ops and optimizer updates bandwidth-bound; the max picks whichever bound
-// applies to the op's shapes.
+// GEMMs (sim/compute/gemm_model.h): the tensor cores' main loop over whole tiles in whole
+// waves, at the rate the GPU sustains at its power limit, streams A and B from memory while it
+// computes; the result C is written after it, in the kernel's epilogue:
+//   t = max( main loop,  (A + B bytes) / (bandwidth × η_stream) )  +  C bytes / (bandwidth × η_stream)
+// The main-loop rate is derived from one measured GEMM (DeviceSpec::gemm_sustained): its time
+// less its own result's write. For the GEMMs of a transformer's layers C's write is 2–7 % of the
+// time; for attention's Q·Kᵀ with K = head dimension (64–128) it is most of it.
+// Memory-bound ops (roofline: Williams, Waterman & Patterson, CACM 2009):
+//   t = max( FLOPs / (peak × η),  bytes / (bandwidth × η_kernel) ) + kernel launch overhead
+// with η_kernel the measured rate of the op's kind of kernel (DeviceSpec::memory_kernels):
+// element-wise kernels stream, normalisations and softmax reduce along rows and reach less.
+// A fused attention kernel runs at its measured rate by sequence length
+// (DeviceSpec::attention_by_sequence).
 // A host↔device copy (kMemcpy) is bound by the PCIe link instead:
 //   t = bytes / (PCIe bandwidth × PCIe efficiency) + PCIe latency.
 //
-// Efficiencies are named preset parameters (ComputeEfficiency::preset() gives the
-// defaults and their sources); a scenario may override each, and `dtsim calibrate` measures
-// them on real hardware.
+// Efficiencies are named preset parameters (topology/presets.cpp gives each device's and its
+// sources); a scenario may override each, and `dtsim calibrate` measures them on real hardware.
 #pragma once
 
 #include <optional>
@@ -35,9 +40,9 @@ struct EfficiencyBySize {
 };
 
 struct ComputeEfficiency {
-  // Fraction of dense tensor-core peak one SM sustains inside a full wave of GEMM tiles;
-  // unset: the device's published measurement (DeviceSpec::gemm_efficiency), else
-  // kUnmeasuredMatmul.
+  // Fraction of dense tensor-core peak the GEMM main loop sustains inside a full wave of tiles;
+  // unset: derived from the device's sustained GEMM measurement (DeviceSpec::gemm_sustained),
+  // else from the Hopper GPU's (topology::kHopperGemm).
   std::optional<double> matmul;
   // Fraction of peak a fused (Flash) attention kernel reaches, forward and backward; unset: the
   // device's curve for `attention_kernel` by sequence length (DeviceSpec::attention_by_sequence),
@@ -45,8 +50,9 @@ struct ComputeEfficiency {
   std::optional<double> attention;
   // Which fused attention kernel the framework runs (FlashAttention-2 unless the scenario says).
   topology::AttentionKernel attention_kernel = topology::AttentionKernel::kFlash2;
-  // Fraction of memory bandwidth a streaming kernel reaches; unset: the device's measurement
-  // (DeviceSpec::memory_efficiency), else kUnmeasuredMemory.
+  // Fraction of memory bandwidth every memory-bound kernel reaches; unset: each kind of
+  // kernel's measured rate on the device (DeviceSpec::memory_kernels), else the H200's
+  // (topology::kH200Memory).
   std::optional<double> memory;
   double kernel_overhead_s = 0;  // fixed cost per kernel (launch and tail)
   // How much longer a GPU compute op takes when it starts while its rank has a collective or a
@@ -59,24 +65,23 @@ struct ComputeEfficiency {
   // fp32 matmuls on TF32 tensor cores (torch.backends.cuda.matmul.allow_tf32; off by default
   // in PyTorch, so fp32 matmuls run at the plain FP32 rate).
   bool fp32_matmul_on_tf32 = false;
-  // Measured GEMM efficiency by the FLOPs of one GEMM; when given it replaces `matmul`.
+  // A GEMM's operands read and result written cost time beside its main loop; false prices a
+  // GEMM by its FLOPs alone (the textbook's "compute ∝ FLOPs").
+  bool matmul_memory_traffic = true;
+  // Measured GEMM efficiency by the FLOPs of one GEMM (the whole op: main loop and memory);
+  // when given it replaces the shape model.
   EfficiencyBySize matmul_by_size;
   // Measured memory efficiency by the bytes an op moves (caches make small ops faster than
   // large ones); when given it replaces `memory`.
   EfficiencyBySize memory_by_size;
 
   // Defaults:
-  //  matmul, memory — each device's own measurement (topology/presets.cpp);
+  //  matmul, memory — each device's own measurements (topology/presets.cpp);
   //  attention      — each device's curve for the kernel, FlashAttention-2 by default
   //                   (topology/presets.cpp);
   //  overhead 2 µs  — lower end of the 2–5 µs launch-to-start latency of a CUDA kernel;
   //  overlap_slowdown 0.189 (above).
   static ComputeEfficiency preset();
-  // For a device with no published measurement: the H200 figures our team measured (an
-  // 8192³ bf16 GEMM through PyTorch at 769–798 TFLOP/s of 989, notes of 2026-10-28 and
-  // 2026-11-04; a device-to-device copy at 4.3 of 4.8 TB/s).
-  static constexpr double kUnmeasuredMatmul = 0.80;
-  static constexpr double kUnmeasuredMemory = 0.90;
   // Lower end of FlashAttention-2's 50–73 % of A100 peak in the forward pass (Dao,
   // "FlashAttention-2", 2023, §4.1), for a device without a measured curve.
   static constexpr double kUnmeasuredAttention = 0.50;
@@ -90,12 +95,13 @@ class ComputeModel {
   // Seconds for one op, times the current scale (1 unless set_time_scale was called; copies
   // are not scaled).
   double seconds(const program::ComputeOp& op) const;
-  // The math of one [batch, M, N, K] GEMM in `dtype`: tiles, waves, split-K.
+  // The main loop of one [batch, M, N, K] GEMM in `dtype`: tiles, waves, split-K.
   GemmPlan gemm_plan(const GemmShape& shape, program::DType dtype) const;
-  // The fraction of peak a full wave of GEMM tiles sustains, and of memory bandwidth a
-  // streaming kernel reaches, after the scenario's overrides and the device's measurements.
+  // The fraction of peak the GEMM main loop sustains in a full wave, after the scenario's
+  // overrides and the device's measurements.
   double gemm_ceiling(program::DType dtype) const;
-  double memory_efficiency(double bytes) const;
+  // The fraction of memory bandwidth an op of `op`'s kind reaches moving `op.bytes`.
+  double memory_efficiency(const program::ComputeOp& op) const;
   double attention_efficiency(double sequence) const;
   // Dense peak for a dtype: bf16/fp16 tensor cores, fp32 plain or on TF32 tensor cores
   // (fp32_matmul_on_tf32), fp8 where the device has it (else its bf16 rate).
@@ -108,12 +114,17 @@ class ComputeModel {
   const ComputeEfficiency& efficiency() const { return efficiency_; }
 
  private:
+  // The main-loop rate of a GEMM measured at `measured`'s shape: its time less its result's write.
+  double main_loop_ceiling(const topology::GemmMeasurement& measured, program::DType dtype) const;
+  // A GEMM by its shape: the main loop beside the operands' reads, then the result's write.
+  double gemm_seconds(const program::ComputeOp& op) const;
+
   topology::DeviceSpec device_;
   ComputeEfficiency efficiency_;
   topology::LinkSpec host_link_;
+  topology::MemoryKernelRates memory_kernels_;  // the device's, or the H200's when unmeasured
   double gemm_ceiling_;      // bf16/fp16/tf32/fp32
   double fp8_gemm_ceiling_;
-  double memory_efficiency_;
   EfficiencyBySize attention_by_sequence_;  // the chosen kernel's curve on this device; empty: none
   double time_scale_ = 1.0;
 };

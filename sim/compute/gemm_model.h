@@ -14,9 +14,9 @@
 // written, read back and added: 2·split·M·N·4 bytes at memory bandwidth).
 //
 // `ceiling` is the fraction of the datasheet peak one SM's tensor cores sustain inside a full
-// wave: the best rate a search over shapes finds (DeviceSpec::gemm_efficiency), since the
-// best shape is one that fills whole waves.
-// Memory traffic (the roofline's other side) is the caller's: ComputeModel takes the larger.
+// wave, the GPU at its power limit: ComputeModel derives it from a measured GEMM
+// (DeviceSpec::gemm_sustained). The memory traffic is the caller's: ComputeModel adds the
+// result's write after the main loop and bounds the loop by the operands' reads.
 #pragma once
 
 #include <cstdint>

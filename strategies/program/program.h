@@ -46,6 +46,7 @@ enum class ComputeKind : std::uint8_t {
   kAttention,    // shape [batch, heads, kv_heads, seq, head_dim]: fused attention core
   kNorm,         // shape [elements]: LayerNorm / RMSNorm
   kElementwise,  // shape [elements]: activation functions, residual adds, dropout
+  kSoftmax,      // shape [elements]: softmax along rows (standard attention's scores)
   kEmbedding,    // shape [tokens, hidden]: table lookup
   kLoss,         // shape [tokens, vocab]: softmax cross-entropy
   kOptimizer,    // shape [parameters]: optimizer update

@@ -47,8 +47,8 @@ TEST(ScenarioLoaderTest, DefaultsComeFromPresetsAndTheFileOverridesThem) {
 }
 
 TEST(ScenarioLoaderTest, AGpuGivenByItsRatesBorrowsItsArchitecturesMeasuredCurves) {
-  // A hypothetical 2.25 PFLOP/s part that computes like an H100: the H100's 132 SMs and 0.803
-  // GEMM ceiling, its attention curves as fractions of the new peak, the rates its own.
+  // A hypothetical 2.25 PFLOP/s part that computes like an H100: the H100's 132 SMs, its GEMM
+  // and memory-bound kernel measurements, its attention curves as fractions of the new peak, the rates its own.
   scenarios::ScenarioDocument document = scenarios::ScenarioDocument::from_string(
       "[cluster]\nnodes = 1\ninterconnect = \"pcie\"\n[cluster.gpu]\npreset = \"l40s\"\nbf16_tflops = 2250\narchitecture = \"h100-sxm5\"\n"
       "[model]\npreset = \"llama-2-7b\"\n[training]\nglobal_batch = 8\n",
@@ -58,7 +58,8 @@ TEST(ScenarioLoaderTest, AGpuGivenByItsRatesBorrowsItsArchitecturesMeasuredCurve
   EXPECT_DOUBLE_EQ(gpu.bf16_flops, 2250e12);
   EXPECT_EQ(gpu.name, topology::device_preset("l40s")->name);
   EXPECT_EQ(gpu.sms, 132);
-  EXPECT_DOUBLE_EQ(gpu.gemm_efficiency, 794.5 / 989.4);
+  EXPECT_DOUBLE_EQ(gpu.gemm_sustained.fraction_of_peak, h100.gemm_sustained.fraction_of_peak);
+  EXPECT_DOUBLE_EQ(gpu.memory_kernels.norm_backward, h100.memory_kernels.norm_backward);
   EXPECT_EQ(gpu.attention_by_sequence, h100.attention_by_sequence);
 }
 
