@@ -38,16 +38,17 @@ ComputeModel::ComputeModel(topology::DeviceSpec device, ComputeEfficiency effici
   }
 }
 
-// measured time = main loop at the ceiling (whole tiles, whole waves) + the result's write, so
-// ceiling = main loop at ceiling 1 / (measured time − write).
+// measured time = main loop at the ceiling (whole tiles, whole waves) + its memory traffic, so
+// ceiling = main loop at ceiling 1 / (measured time − traffic).
 double ComputeModel::main_loop_ceiling(const topology::GemmMeasurement& measured, program::DType dtype) const {
   const double peak = peak_flops(dtype);
   const double measured_seconds = 2 * measured.m * measured.n * measured.k / (measured.fraction_of_peak * peak);
-  const double write_seconds =
-      measured.m * measured.n * output_element_bytes(dtype) / (device_.memory_bandwidth * memory_kernels_.streaming);
+  const double bytes = (measured.m * measured.k + measured.k * measured.n) * static_cast<double>(program::dtype_bytes(dtype)) +
+                       measured.m * measured.n * output_element_bytes(dtype);
+  const double traffic_seconds = bytes / (device_.memory_bandwidth * memory_kernels_.streaming);
   const double at_full_rate =
       GemmModel(device_.sms, peak, 1.0, device_.memory_bandwidth).plan({1, measured.m, measured.n, measured.k}).seconds;
-  return std::min(1.0, at_full_rate / (measured_seconds - write_seconds));
+  return std::min(1.0, at_full_rate / (measured_seconds - traffic_seconds));
 }
 
 double ComputeModel::gemm_ceiling(program::DType dtype) const {
@@ -89,8 +90,7 @@ double ComputeModel::gemm_seconds(const program::ComputeOp& op) const {
   const double rate = device_.memory_bandwidth * memory_efficiency(op);
   if (op.bytes <= 0 || !efficiency_.matmul_memory_traffic) return main_loop;
   if (!efficiency_.matmul_by_size.empty()) return std::max(main_loop, op.bytes / rate);  // measured whole
-  const double result = std::min(op.bytes, batch * m * n * output_element_bytes(op.dtype));
-  return std::max(main_loop, (op.bytes - result) / rate) + result / rate;
+  return main_loop + op.bytes / rate;
 }
 
 double ComputeModel::peak_flops(program::DType dtype) const {

@@ -1,12 +1,21 @@
 // Compute cost model: how long one compute op takes on one device.
 //
 // GEMMs (sim/compute/gemm_model.h): the tensor cores' main loop over whole tiles in whole
-// waves, at the rate the GPU sustains at its power limit, streams A and B from memory while it
-// computes; the result C is written after it, in the kernel's epilogue:
-//   t = max( main loop,  (A + B bytes) / (bandwidth × η_stream) )  +  C bytes / (bandwidth × η_stream)
+// waves, at the rate the GPU sustains at its power limit, plus the GEMM's memory traffic (A and
+// B read, C written) at the streaming rate:
+//   t = main loop + (A + B + C bytes) / (bandwidth × η_stream)
+// The two add rather than overlap. That is what component measurements show: PyTorch's unfused
+// attention (two batched GEMMs with K or N = head dimension each way, softmax between), forward
+// + backward, at sequence 2k–8k: A100 80GB SXM4 43–46 TFLOP/s at head dimension 64 and 76–86 at
+// 128, H100 SXM5 81–87 and 145–167 (Dao-AILab/flash-attention README, "PyTorch" bars of its
+// FlashAttention-2 benchmark) — within 10 % of this sum and 25–60 % below the max of the two;
+// the batched Q·Kᵀ and A·V GEMMs alone on an A100 run at 60–75 (head dimension 64) and
+// 100–130 TFLOP/s (128) (Anthony et al., arXiv 2401.14489, Fig. 7), near the sum, far below the
+// max. A GEMM held at its power limit spends energy on both, and energy sets its clock
+// (He, 2024: "power limited"). For a transformer layer's GEMMs the traffic is 3–8 % of the main
+// loop; for attention's Q·Kᵀ at head dimension 64–128 it is most of the time.
 // The main-loop rate is derived from one measured GEMM (DeviceSpec::gemm_sustained): its time
-// less its own result's write. For the GEMMs of a transformer's layers C's write is 2–7 % of the
-// time; for attention's Q·Kᵀ with K = head dimension (64–128) it is most of it.
+// less its own memory traffic.
 // Memory-bound ops (roofline: Williams, Waterman & Patterson, CACM 2009):
 //   t = max( FLOPs / (peak × η),  bytes / (bandwidth × η_kernel) ) + kernel launch overhead
 // with η_kernel the measured rate of the op's kind of kernel (DeviceSpec::memory_kernels):

@@ -15,8 +15,7 @@
 //
 // `ceiling` is the fraction of the datasheet peak one SM's tensor cores sustain inside a full
 // wave, the GPU at its power limit: ComputeModel derives it from a measured GEMM
-// (DeviceSpec::gemm_sustained). The memory traffic is the caller's: ComputeModel adds the
-// result's write after the main loop and bounds the loop by the operands' reads.
+// (DeviceSpec::gemm_sustained). The memory traffic is the caller's: ComputeModel adds it.
 #pragma once
 
 #include <cstdint>
