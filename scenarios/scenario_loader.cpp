@@ -1693,12 +1693,13 @@ std::vector<ValidationCase> read_validation_manifest(const std::string& path) {
       return *value;
     };
     c.name = required_text("name");
-    c.group = reader.choice("group", {"throughput", "collective"}).value_or("");
-    if (c.group.empty()) reader.fail("group", "missing required key", "\"throughput\" or \"collective\"");
+    c.group = reader.choice("group", {"throughput", "collective", "kernel"}).value_or("");
+    if (c.group.empty()) reader.fail("group", "missing required key", "\"throughput\", \"collective\" or \"kernel\"");
     c.scenario = (folder / required_text("scenario")).string();
-    const std::vector<std::string> metrics = c.group == "throughput"
-                                                 ? std::vector<std::string>{"megatron_tflops_per_gpu", "tokens_per_second_per_gpu"}
-                                                 : std::vector<std::string>{"bus_bandwidth_gbyte_s", "time_us"};
+    const std::vector<std::string> metrics =
+        c.group == "throughput"   ? std::vector<std::string>{"megatron_tflops_per_gpu", "tokens_per_second_per_gpu"}
+        : c.group == "collective" ? std::vector<std::string>{"bus_bandwidth_gbyte_s", "time_us"}
+                                  : std::vector<std::string>{"attention_tflops"};
     c.metric = reader.choice("metric", metrics).value_or("");
     if (c.metric.empty()) reader.fail("metric", "missing required key", "one of: " + join(metrics));
     const std::optional<double> published = reader.optional_positive("published");

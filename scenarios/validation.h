@@ -3,8 +3,9 @@
 // only, nothing per case), and the error (predicted − published) / published.
 //
 // A case is a throughput row (a training step simulated, its time turned into the source's
-// figure, e.g. Megatron's TFLOP/s per GPU) or a collective row (one collective on the
-// scenario's cluster, as nccl-tests times it). The manifest (tests/validation/cases.toml)
+// figure, e.g. Megatron's TFLOP/s per GPU), a collective row (one collective on the scenario's
+// cluster, as nccl-tests times it) or a kernel row (the ops of one layer's attention core, as a
+// kernel benchmark times them). The manifest (tests/validation/cases.toml)
 // lists them with their published value, units, source and setup.
 #pragma once
 
@@ -21,9 +22,10 @@ namespace scenarios {
 
 struct ValidationCase {
   std::string name;
-  std::string group;       // "throughput" or "collective": the summaries are per group
+  std::string group;       // "throughput", "collective" or "kernel": the summaries are per group
   std::string scenario;    // the run's scenario (a collective row: its cluster), as a path
-  std::string metric;      // megatron_tflops_per_gpu, bus_bandwidth_gbyte_s or time_us (docs/validation.md)
+  std::string metric;      // megatron_tflops_per_gpu, tokens_per_second_per_gpu, bus_bandwidth_gbyte_s, time_us or
+                           // attention_tflops (docs/validation.md)
   double published = 0;
   std::string source;      // paper, table or figure, or repository file
   std::string setup;       // what the source says about the run, in a line
@@ -63,6 +65,10 @@ struct ValidationResult {
 // `step_seconds` of this scenario (its global batch, sequence, layers, hidden size, vocabulary
 // and GPUs).
 double megatron_tflops_per_gpu(const Scenario& scenario, double step_seconds);
+
+// The attention core of the scenario's first layer, forward and backward, in TFLOP/s as
+// FlashAttention's benchmark counts them (3.5 × 4·b·s²·heads·d, halved when causal).
+double attention_tflops(const Scenario& scenario);
 
 // The unit a metric is printed in.
 std::string validation_unit(const std::string& metric);

@@ -56,15 +56,19 @@ struct GroupBound {
   double median;
   double max;
 };
-// Measured 2026-12-01, after the attention kernel each llm-foundry run used (Triton) and
-// Megatron-LM's blocking pipeline transfers: throughput median 21.2 %, max 42.1 %; collective
-// median 1.8 %, max 45.8 %.
-constexpr GroupBound kTodaysBounds[] = {{"throughput", 0.25, 0.50}, {"collective", 0.05, 0.50}};
+// Measured 2026-12-03, after the compute model from component measurements (sustained GEMMs,
+// their memory traffic, each memory-bound kernel's own rate): throughput median 6.3 %, max
+// 26.9 %; collective median 1.8 %, max 45.8 %. The kernel rows all set a model constant, so
+// their group counts none; each must stay within 10 % (below).
+constexpr GroupBound kTodaysBounds[] = {{"throughput", 0.07, 0.30}, {"collective", 0.05, 0.50}, {"kernel", 0, 0}};
 
 TEST(ValidationTest, EveryCaseRunsAndEachGroupStaysWithinTodaysBounds) {
   const scenarios::ValidationResult result = scenarios::run_validation(kManifest, 0);
   for (const scenarios::ValidationRow& row : result.rows) {
     EXPECT_TRUE(std::isfinite(row.predicted) && row.predicted > 0) << row.validation_case.name;
+    if (row.validation_case.group == "kernel") {
+      EXPECT_LE(std::abs(row.error), 0.10) << row.validation_case.name;
+    }
   }
   ASSERT_EQ(result.summaries.size(), std::size(kTodaysBounds));
   for (std::size_t g = 0; g < result.summaries.size(); ++g) {
