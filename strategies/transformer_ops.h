@@ -149,8 +149,8 @@ struct ForwardStep {
   std::vector<std::size_t> params = {};  // indices into Block::params this op uses
   bool has_backward = true;         // residual adds pass gradients through without a kernel
   bool attention_core = false;      // recomputed by selective activation checkpointing
-  // A memory-bound op's backward bytes when they are not twice its forward's (softmax reads
-  // its output and the output gradient and writes the input gradient: 3 passes, not 4).
+  // A memory-bound op's backward bytes when they are not 1.5 times its forward's (dropout's
+  // backward moves what its forward does: the gradient and the mask read, one tensor written).
   std::optional<double> backward_bytes = {};
   // Tensor-parallel communication overlap (TensorParallel::comm_overlap), forward and backward:
   // `overlapped` — a collective the following compute does not wait for;
