@@ -575,6 +575,7 @@ strategies::ModelSpec read_model(TableReader reader) {
   model.learned_positions = reader.boolean("learned_positions").value_or(model.learned_positions);
   model.causal = reader.boolean("causal").value_or(model.causal);
   model.dropout = reader.boolean("dropout").value_or(model.dropout);
+  model.fused_dropout_add = reader.boolean("fused_dropout_add").value_or(model.fused_dropout_add);
   if (auto count = reader.optional_positive("parameter_count", kLargestParameterCount)) model.parameter_count = *count;
   if (model.hidden % model.heads != 0) {
     reader.fail("heads", fmt::format("hidden size {} is not divisible by {} heads", model.hidden, model.heads));

@@ -86,6 +86,9 @@ struct ModelSpec {
   AttentionKind attention = AttentionKind::kFlash;
   bool causal = true;               // causal mask: fused kernels skip half the scores
   bool dropout = false;             // dropout after attention and MLP (with stored masks)
+  // Dropout and the residual add after attention and MLP in one kernel (Megatron-LM's
+  // bias_dropout_add_fused_train, Transformer Engine); false: two kernels (PyTorch eager).
+  bool fused_dropout_add = true;
   std::optional<double> parameter_count;  // nominal total, see above
   std::optional<MoeSpec> moe;
   std::optional<MlaSpec> mla;

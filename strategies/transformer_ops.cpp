@@ -471,20 +471,26 @@ void add_norm(BlockBuilder& builder, const ModelSpec& model, const std::string& 
                        elements * builder.e() + statistics, std::move(params));
 }
 
-// Reads the activations, writes them and the mask; backward reads the gradient and the mask and
-// writes one: the same bytes.
-void add_dropout(BlockBuilder& builder, const ModelSpec& model, const std::string& name) {
-  if (!model.dropout) return;
-  const double elements = static_cast<double>(builder.local_tokens() * model.hidden);
-  const double bytes = elements * (2 * builder.e() + kMaskBytes);
-  builder.memory_bound(name, ComputeKind::kElementwise, Shape::of({builder.local_tokens() * model.hidden}), bytes,
-                       kMaskBytes * elements, {}, true, bytes);
-}
-
-void add_residual(BlockBuilder& builder, const ModelSpec& model, const std::string& name) {
-  const std::int64_t elements = builder.local_tokens() * model.hidden;
-  builder.memory_bound(name, ComputeKind::kElementwise, Shape::of({elements}),
-                       3 * static_cast<double>(elements) * builder.e(), 0, {}, false);
+// After attention or the MLP: dropout (with its mask kept) and the residual add.
+//   fused (model.fused_dropout_add): one kernel reads the branch and the residual and writes the
+//     sum and the mask; its backward reads the gradient and the mask and writes the branch's
+//     gradient (the residual's passes through);
+//   unfused: dropout reads the branch and writes it and the mask (backward: the gradient and the
+//     mask read, one written), then the add reads two tensors and writes one (no backward kernel).
+void add_dropout_residual(BlockBuilder& builder, const ModelSpec& model, const std::string& prefix) {
+  const std::int64_t count = builder.local_tokens() * model.hidden;
+  const double elements = static_cast<double>(count), e = builder.e();
+  if (model.dropout) {
+    const double dropout_bytes = elements * (2 * e + kMaskBytes);
+    if (model.fused_dropout_add) {
+      builder.memory_bound(prefix + "_dropout_add", ComputeKind::kElementwise, Shape::of({count}),
+                           elements * (3 * e + kMaskBytes), kMaskBytes * elements, {}, true, dropout_bytes);
+      return;
+    }
+    builder.memory_bound(prefix + "_dropout", ComputeKind::kElementwise, Shape::of({count}), dropout_bytes,
+                         kMaskBytes * elements, {}, true, dropout_bytes);
+  }
+  builder.memory_bound(prefix + "_residual", ComputeKind::kElementwise, Shape::of({count}), 3 * elements * e, 0, {}, false);
 }
 
 // Weights (+ bias) of a linear layer as this rank holds them: columns split for a
@@ -761,8 +767,7 @@ Block transformer_layer_block(const ModelSpec& model, const BlockShape& shape, s
                  flash ? 0 : static_cast<double>(tokens * attention_width) * builder.e() / static_cast<double>(t),
                  linear_params(builder, model, "o_proj", attention_width, h, false));
   builder.leave_tensor_parallel("attn_g", token_row);
-  add_dropout(builder, model, "attn_dropout");
-  add_residual(builder, model, "attn_residual");
+  add_dropout_residual(builder, model, "attn");
 
   add_norm(builder, model, "mlp_norm");
   if (model.is_moe_layer(layer)) {
@@ -770,8 +775,7 @@ Block transformer_layer_block(const ModelSpec& model, const BlockShape& shape, s
   } else {
     add_mlp(builder, model, "mlp", model.ffn_hidden);
   }
-  add_dropout(builder, model, "mlp_dropout");
-  add_residual(builder, model, "mlp_residual");
+  add_dropout_residual(builder, model, "mlp");
   // Not for MoE layers: their steps wait for the dispatch by index, which chunking would move.
   if (!model.is_moe_layer(layer)) builder.overlap_tensor_parallel();
   Block block = builder.finish();

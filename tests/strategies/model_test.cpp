@@ -127,6 +127,41 @@ TEST(TransformerOpsTest, AttentionFlopsAreFourBSSquaredH) {
   EXPECT_DOUBLE_EQ(attention_flops(), 2.0 * b * s * s * model.hidden);
 }
 
+TEST(TransformerOpsTest, DropoutAndTheResidualAddAreOneKernelWhenFused) {
+  // b·s·h elements after attention and after the MLP, bf16, one mask byte each. Fused: one kernel
+  // reads the branch and the residual, writes the sum and the mask (3·2 + 1 bytes per element),
+  // and its backward reads the gradient and the mask and writes one (2 + 1 + 2). Unfused:
+  // dropout (2 + 2 + 1, backward the same), then the add (3 · 2, no backward kernel).
+  ModelSpec model = *strategies::model_preset("llama-2-7b");
+  model.dropout = true;
+  const std::int64_t b = 2, s = 256;
+  const double elements = static_cast<double>(b * s * model.hidden);
+  const auto step_bytes = [&](const strategies::Block& block, const std::string& name) {
+    for (const auto& step : block.forward) {
+      if (step.name == block.name + ".fwd." + name) return step.compute->bytes;
+    }
+    return -1.0;
+  };
+  const auto backward_bytes = [&](const strategies::Block& block, const std::string& name) {
+    for (const auto& step : block.backward) {
+      if (step.name == block.name + ".bwd." + name) return std::get<program::ComputeOp>(step.op).bytes;
+    }
+    return -1.0;
+  };
+  const auto fused = strategies::transformer_layer_block(model, {b, s, program::DType::kBF16, {}}, 0);
+  for (const char* branch : {"attn", "mlp"}) {
+    EXPECT_DOUBLE_EQ(step_bytes(fused, std::string(branch) + "_dropout_add"), 7 * elements) << branch;
+    EXPECT_DOUBLE_EQ(backward_bytes(fused, std::string(branch) + "_dropout_add"), 5 * elements) << branch;
+    EXPECT_LT(step_bytes(fused, std::string(branch) + "_dropout"), 0) << branch;
+  }
+  model.fused_dropout_add = false;
+  const auto unfused = strategies::transformer_layer_block(model, {b, s, program::DType::kBF16, {}}, 0);
+  EXPECT_DOUBLE_EQ(step_bytes(unfused, "attn_dropout"), 5 * elements);
+  EXPECT_DOUBLE_EQ(backward_bytes(unfused, "attn_dropout"), 5 * elements);
+  EXPECT_DOUBLE_EQ(step_bytes(unfused, "attn_residual"), 6 * elements);
+  EXPECT_LT(backward_bytes(unfused, "attn_residual"), 0);  // the gradient passes through
+}
+
 TEST(TransformerOpsTest, BackwardOfAMatmulIsTwoMatmulsOfTheSameFlops) {
   const ModelSpec model = *strategies::model_preset("llama-2-7b");
   const auto block = strategies::transformer_layer_block(model, {1, 256, program::DType::kBF16, {}}, 3);
