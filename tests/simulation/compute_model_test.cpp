@@ -133,6 +133,23 @@ TEST(ComputeModelTest, Fp8AndMemoryBoundKernelsUseTheDevicesOwnMeasurements) {
   EXPECT_DOUBLE_EQ(sim::ComputeModel(*topology::device_preset("h100-sxm5"), stated).memory_efficiency(norm), 0.5);
 }
 
+TEST(ComputeModelTest, AStreamingKernelFollowsTheMeasuredSizeCurve) {
+  // Triton's vector-add tutorial on an A100 80GB (z = x + y, fp32, L2 flushed; triton-lang.org
+  // tutorial 01's table): bytes moved → µs per call. An isolated call also pays its launch and
+  // the CUDA events' timing, the 6.1 µs the smallest sizes take; a kernel in a stream of kernels
+  // does not. dtsim's 2 µs + bytes / (0.834 · 2.039 TB/s) must follow what is left within 10 %
+  // from 12 MB up (below that the floor's uncertainty is as large as the kernel).
+  sim::ComputeEfficiency preset = sim::ComputeEfficiency::preset();
+  const sim::ComputeModel a100(*topology::device_preset("a100-sxm4-80gb"), preset);
+  constexpr double kFloorUs = 6.1;
+  const std::pair<double, double> measured[] = {{12.58e6, 15.4}, {25.17e6, 24.6}, {50.33e6, 39.9},  {100.7e6, 70.7},
+                                                {201.3e6, 129.0}, {402.7e6, 248.0}, {805.3e6, 482.0}, {1610.6e6, 955.0}};
+  for (const auto& [bytes, us] : measured) {
+    const double kernel_us = a100.seconds(op(program::ComputeKind::kElementwise, program::DType::kFP32, 0, bytes)) * 1e6;
+    EXPECT_NEAR(kernel_us, us - kFloorUs, 0.10 * (us - kFloorUs)) << bytes << " bytes";
+  }
+}
+
 TEST(ComputeModelTest, FusedAttentionRunsAtTheGpusFlashAttention2RateForItsSequence) {
   // FlashAttention-2 forward + backward, causal, head dim 128 (its README's benchmark): A100
   // 155 TFLOP/s at s = 2k; H100 221 at 1k and, between 2k (265) and 4k (294), linear in log(s).
