@@ -487,7 +487,7 @@ double memory_fraction(const sim::ComputeModel& model, program::ComputeKind kind
 }
 
 // The compute model's GEMM curve for one GPU: the bf16 rate of square n³ GEMMs (tiles, waves,
-// the result's write and the launch overhead included) and the fraction of peak it is; the
+// the memory traffic and the launch overhead included) and the fraction of peak it is; the
 // main loop's ceiling, the memory-bound kernels' rates and the attention kernels' at 2k.
 std::string gemm_curve(const topology::DeviceSpec& device) {
   using program::ComputeKind;

@@ -17,7 +17,7 @@ enum class AttentionKernel { kFlash2, kFlash1, kTriton };
 
 // A GEMM rate measured on a device: its FLOP/s over the datasheet peak of the GEMM's dtype, at
 // an M × N × K shape (C[M,N] = A[M,K] · B[K,N]). The compute model derives its tensor-core
-// main-loop rate from it (the shape says how much of the time was the result's write).
+// main-loop rate from it (the shape says how much of the time was memory traffic).
 struct GemmMeasurement {
   double fraction_of_peak = 0;  // 0: not measured
   double m = 0, n = 0, k = 0;

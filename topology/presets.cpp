@@ -199,11 +199,6 @@ DeviceSpec with_measurements(DeviceSpec device, int sms, GemmMeasurement gemm, G
 // The sources of these are in the header comment above.
 constexpr GemmMeasurement kA100Gemm = {257.0 / 312.0, 8192, 8192, 8192};
 constexpr MemoryKernelRates kA100Memory = {1.70 / 2.039, 0.520, 0.345, 1.249 / 2.039};
-constexpr MemoryKernelRates kH100Memory = {2.97 / 3.35, 0.525, 0.336, 1.89 / 3.35};
-}  // namespace
-const MemoryKernelRates kH200Memory = {4.15 / 4.8, kH100Memory.norm_forward, kH100Memory.norm_backward,
-                                           kH100Memory.softmax};
-namespace {
 constexpr GemmMeasurement kB200Gemm = {1456.3 / 2250.0, 9472, 8192, 20480};
 constexpr GemmMeasurement kB200Fp8Gemm = {2795.7 / 4500.0, 9472, 8192, 16384};
 constexpr GemmMeasurement kMi300xGemm = {668.4 / 1307.4, 10240, 15360, 8192};

@@ -127,9 +127,9 @@ class ComputeModel {
   const ComputeEfficiency& efficiency() const { return efficiency_; }
 
  private:
-  // The main-loop rate of a GEMM measured at `measured`'s shape: its time less its result's write.
+  // The main-loop rate of a GEMM measured at `measured`'s shape: its time less its memory traffic.
   double main_loop_ceiling(const topology::GemmMeasurement& measured, program::DType dtype) const;
-  // A GEMM by its shape: the main loop beside the operands' reads, then the result's write.
+  // A GEMM by its shape: the main loop, then its memory traffic.
   double gemm_seconds(const program::ComputeOp& op) const;
 
   topology::DeviceSpec device_;
