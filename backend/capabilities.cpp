@@ -16,7 +16,8 @@ Capabilities probe_capabilities() {
   int length = 0;
   MPI_Get_library_version(version, &length);
   capabilities.mpi_library = std::string(version, static_cast<std::size_t>(length));
-  if (auto newline = capabilities.mpi_library.find_first_of("\r\n"); newline != std::string::npos) {
+  // The first line; the length Open MPI gives counts the terminating NUL.
+  if (auto newline = capabilities.mpi_library.find_first_of(std::string_view("\r\n\0", 3)); newline != std::string::npos) {
     capabilities.mpi_library.resize(newline);
   }
   capabilities.blas_library = openblas_get_config();
@@ -32,7 +33,9 @@ std::string describe(const Capabilities& c) {
     out += "CUDA:  not built (no CUDA Toolkit, nvcc or NCCL at configure time, or -DDTSIM_WITH_CUDA=OFF)\n";
     return out;
   }
-  out += fmt::format("CUDA:  runtime {}, NCCL {}, cuBLAS {}\n", c.cuda_runtime, c.nccl, c.cublas);
+  out += fmt::format("CUDA:  runtime {}, NCCL {}, cuBLAS {}, driver {}\n", c.cuda_runtime, c.nccl, c.cublas,
+                     c.driver.empty() ? "none" : c.driver);
+  for (const auto& [library, path] : c.library_paths) out += fmt::format("       {:<13} {}\n", library, path);
   if (c.gpus.empty()) {
     out += fmt::format("GPUs:  none usable ({})\n", c.gpu_status);
   }

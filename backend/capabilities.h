@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace backend {
@@ -21,6 +22,10 @@ struct Capabilities {
   std::string cuda_runtime;  // e.g. "13.0"; empty without CUDA
   std::string nccl;          // e.g. "2.28.3"; empty without NCCL
   std::string cublas;        // e.g. "13.0.2", or why it cannot be loaded (it is loaded at run time)
+  std::string driver;        // e.g. "580.95.05 (CUDA 13.0)"; empty without a driver
+  // Where each library was loaded from, as the dynamic loader found it: (name, path), e.g.
+  // ("NCCL", "/…/site-packages/nvidia/nccl/lib/libnccl.so.2").
+  std::vector<std::pair<std::string, std::string>> library_paths;
   std::vector<GpuInfo> gpus;
   std::string gpu_status;    // why no GPU is usable, when none is
 };

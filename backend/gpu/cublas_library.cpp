@@ -50,7 +50,10 @@ cublasHandle_t blas_handle(cudaStream_t stream) {
   if (const cublasStatus_t status = cublas().create(&handle); status != CUBLAS_STATUS_SUCCESS) {
     throw std::runtime_error(fmt::format("creating a cuBLAS handle: {}", cublas().status_string(status)));
   }
-  cublas().set_stream(handle, stream);
+  if (const cublasStatus_t status = cublas().set_stream(handle, stream); status != CUBLAS_STATUS_SUCCESS) {
+    cublas().destroy(handle);
+    throw std::runtime_error(fmt::format("binding a cuBLAS handle to its stream: {}", cublas().status_string(status)));
+  }
   return handle;
 }
 

@@ -29,7 +29,8 @@ struct Cublas {
 // std::runtime_error naming the library and the loader's reason when it cannot be loaded.
 const Cublas& cublas();
 
-// A cuBLAS handle bound to `stream`; throws std::runtime_error when cuBLAS cannot create one.
+// A cuBLAS handle bound to `stream`; throws std::runtime_error when cuBLAS cannot create one
+// or bind it.
 cublasHandle_t blas_handle(cudaStream_t stream);
 
 }  // namespace backend::gpu
