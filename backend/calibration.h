@@ -11,10 +11,13 @@
 //   * attention: the executor's GEMM pairs (CPU: sequence 128, 4 heads; GPU: sequence 2048,
 //     16 heads; head dimension 64 … 128);
 //   * per-op overhead: the executor's memory-bound pass over 64 bytes;
-//   * memory bandwidth by size: the same pass over 16 KiB … 64 MiB on a CPU, 1 MiB … 1 GiB on a
-//     GPU (×4), counted as the op's bytes, the overhead taken off: caches make small passes
-//     faster; the best rate is the profile's bandwidth, the others its
-//     `memory_efficiency_by_size`;
+//   * memory bandwidth by size: the same pass over 16 KiB … 256 MiB on a CPU, 1 MiB … 1 GiB on a
+//     GPU (×4), counted as the op's bytes, the overhead taken off. Caches make small passes
+//     faster: the profile's bandwidth is the best rate of passes of at least 4 × the last-level
+//     cache (the GPU's L2 as the device reports it: tens of MB on A100 … H200), the others its
+//     `memory_efficiency_by_size`. On a GPU, a pass smaller than that runs on the next of
+//     several windows of its scratch in turn, so that each finds its data out of the L2, as a
+//     training step's kernels mostly do;
 //   * α, β per link class: rank 0 against the first other rank on its node (intra-node) and
 //     against the first rank on another node (inter-node), where the job has them: ping-pong
 //     (MPI send/receive, or NCCL send/receive between GPUs) from 8 B to 8 MiB, one-way time
@@ -40,6 +43,10 @@ namespace backend {
 struct CalibrationOptions {
   int repeats = 5;
   double min_timing_s = 0.02;
+  // A step that waits longer on a peer (or the GPU) ends the job naming it (dtsim calibrate --timeout).
+  double timeout_s = 300;
+  // GPU: ranks beyond the host's GPU count share them (dtsim calibrate --share-gpu; gpu_rules.h).
+  bool share_gpu = false;
   // Called on rank 0 after each timed measurement: how many are done, of how many.
   std::function<void(std::size_t done, std::size_t total)> progress;
 };

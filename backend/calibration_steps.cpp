@@ -107,9 +107,17 @@ void measure_compute(Calibration& calibration, const ComputeSizes& sizes, progra
     // overhead, and the difference of two noisy timings must not make a rate from nothing.
     const double rate = bytes / std::max(seconds - calibration.op_overhead_s, 0.5 * seconds);
     calibration.memory_rates.emplace_back(bytes, rate);
-    calibration.memory_bytes_per_s = std::max(calibration.memory_bytes_per_s, rate);
     progress.measured();
   }
+  calibration.memory_bytes_per_s = memory_bandwidth(calibration.memory_rates, sizes.cache_bytes);
+}
+
+double memory_bandwidth(const std::vector<std::pair<double, double>>& rates, std::int64_t cache_bytes) {
+  double best = 0;
+  for (const auto& [bytes, rate] : rates) {
+    if (bytes >= 4 * static_cast<double>(cache_bytes)) best = std::max(best, rate);
+  }
+  return best > 0 || rates.empty() ? best : rates.back().second;
 }
 
 double one_way_seconds(const std::function<void()>& round_trip, const std::function<void()>& finish, int peer,

@@ -21,12 +21,19 @@ double time_per_call(const std::function<void()>& work, const std::function<void
 Calibration start(const char* backend, std::string device, program::DType gemm_dtype);
 
 // What the compute measurements time (calibration.h): square GEMMs of these sizes, attention
-// GEMM pairs of this shape, memory passes of these sizes.
+// GEMM pairs of this shape, memory passes of these sizes; `cache_bytes`: the last-level cache
+// (a GPU's L2), which passes of less than 4 × its size may hit.
 struct ComputeSizes {
   std::vector<std::int64_t> gemm_sizes;
   std::int64_t heads = 0, sequence = 0, head_dim = 0;
   std::vector<std::int64_t> memory_sizes;
+  std::int64_t cache_bytes = 0;
 };
+
+// The memory bandwidth of a profile from rates by pass size (ascending): the best rate of the
+// passes of at least 4 × `cache_bytes` — smaller ones may run in the cache, at its bandwidth,
+// not memory's — or the largest pass's rate when none is that large.
+double memory_bandwidth(const std::vector<std::pair<double, double>>& rates, std::int64_t cache_bytes);
 
 // The timed measurements of one calibration, counted for CalibrationOptions::progress: the
 // compute sizes, two more (attention, per-op overhead), each message size per link, and the

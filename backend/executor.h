@@ -73,6 +73,9 @@ struct ExecutionOptions {
   std::int64_t max_op_bytes = std::int64_t{1} << 30;
   // An op still waiting on MPI after this long aborts the job (NCCL's watchdog waits 10 min).
   double timeout_s = 300;
+  // GPU: more ranks on a host than it has GPUs share them round-robin (--share-gpu; see
+  // gpu_rules.h) — a one-GPU machine then runs NCCL between ranks, over its socket transport.
+  bool share_gpu = false;
   // A fault to inject (tests): when rank `rank` reaches op `op`, it hangs (stops issuing
   // ops), crashes (the process exits) or fails an allocation.
   struct Fault {

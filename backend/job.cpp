@@ -21,14 +21,25 @@ int world_rank() {
   return rank;
 }
 
-bool wait_within(MPI_Request& request, double timeout_s) {
+bool poll_until(const std::function<bool()>& ready, double timeout_s) {
   const Clock::time_point deadline =
       Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
-  for (int done = 0; done == 0; std::this_thread::yield()) {
-    if (MPI_Test(&request, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) return false;
-    if (done == 0 && Clock::now() > deadline) return false;
+  for (; !ready(); std::this_thread::yield()) {
+    if (Clock::now() > deadline) return false;
   }
   return true;
+}
+
+bool wait_within(MPI_Request& request, double timeout_s) {
+  bool failed = false;
+  const bool done = poll_until(
+      [&] {
+        int finished = 0;
+        failed = MPI_Test(&request, &finished, MPI_STATUS_IGNORE) != MPI_SUCCESS;
+        return failed || finished != 0;
+      },
+      timeout_s);
+  return done && !failed;
 }
 
 void fail(int rank, const std::string& message) {

@@ -54,8 +54,13 @@ class RankRunner {
 // This process's rank in MPI_COMM_WORLD.
 int world_rank();
 
-// Waits for a nonblocking MPI call, yielding the core between tests; false when `timeout_s`
-// passed first, or the call failed.
+// Polls `ready` until it returns true or `timeout_s` passes, yielding the core between polls;
+// false when the time ran out. Every wait of a real run that could hang goes through it: MPI
+// requests (below), NCCL communicators being created, split and connected, GPU streams.
+bool poll_until(const std::function<bool()>& ready, double timeout_s);
+
+// Waits for a nonblocking MPI call (poll_until); false when `timeout_s` passed first, or the
+// call failed.
 bool wait_within(MPI_Request& request, double timeout_s);
 
 // A step every rank takes (barrier, gathers), under the same watchdog as the ops: a rank that

@@ -62,6 +62,7 @@ struct RunOptions {
   int measured_runs = backend::ExecutionOptions{}.measured_runs;
   std::string inject_fault;
   bool verify = false;
+  bool share_gpu = false;    // --backend nccl: ranks share the host's GPUs
   bool memory_check = true;  // refuse a run estimated not to fit in this machine's memory
   bool quiet = false;        // no progress
   bool fail_on_oom = false;  // run: exit 3 when the step does not fit
@@ -154,6 +155,7 @@ int command_execute(const RunOptions& options, std::ostream& out, std::ostream& 
     execution.timeout_s = options.timeout_s;
     execution.measured_runs = options.measured_runs;
     execution.verify = options.verify;
+    execution.share_gpu = options.share_gpu;
     if (!options.inject_fault.empty()) execution.fault = backend::parse_fault(options.inject_fault);
     const Scenario scenario = open_document(options).read();
     const RunResult result = execute_scenario(scenario, execution);
@@ -299,26 +301,31 @@ Progress bar_on(TerminalProgress& progress, std::string_view what) {
   return [&progress, what](std::size_t done, std::size_t total) { progress.show(bar_progress(done, total, what)); };
 }
 
-int command_calibrate(const std::string& backend_name, const std::string& output, bool quiet, std::ostream& out,
-                      std::ostream& err) {
-  if (backend_name != "mpi" && backend_name != "nccl") {
-    print_error(err, "error", "--backend " + backend_name + ": expected mpi (CPU ranks) or nccl (one GPU per rank)");
+struct CalibrateOptions {
+  std::string backend = "mpi";
+  std::string output;  // -o: the profile's file
+  backend::CalibrationOptions measurement;
+};
+
+int command_calibrate(CalibrateOptions options, bool quiet, std::ostream& out, std::ostream& err) {
+  if (options.backend != "mpi" && options.backend != "nccl") {
+    print_error(err, "error", "--backend " + options.backend + ": expected mpi (CPU ranks) or nccl (one GPU per rank)");
     return kExitBadInput;
   }
   const backend::MpiSession mpi(nullptr, nullptr);
   backend::Calibration calibration;
   try {
     TerminalProgress progress(err, std::chrono::milliseconds(500), quiet);  // rank 0's
-    backend::CalibrationOptions options;
-    options.progress = bar_on(progress, "measurements");
-    calibration = backend_name == "nccl" ? backend::calibrate_gpus(options) : backend::calibrate(options);
+    options.measurement.progress = bar_on(progress, "measurements");
+    calibration = options.backend == "nccl" ? backend::calibrate_gpus(options.measurement)
+                                            : backend::calibrate(options.measurement);
   } catch (const backend::ExecutionError& error) {
     if (mpi.rank() == 0) print_error(err, "cannot calibrate", error.what());
     return kExitBadInput;
   }
   if (mpi.rank() != 0) return 0;
   const std::string profile = hardware_profile_toml(calibration);
-  if (!output.empty()) write_file_atomically(output, [&](std::ostream& file) { file << profile; });
+  if (!options.output.empty()) write_file_atomically(options.output, [&](std::ostream& file) { file << profile; });
   out << profile;
   return 0;
 }
@@ -638,6 +645,9 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
                 "run even when the estimate of the memory the simulation needs exceeds what this machine has available");
   run->add_flag("--verify", options.verify,
                 "with --backend: check every collective's result and the tensor-parallel forward against the unsharded one");
+  run->add_flag("--share-gpu", options.share_gpu,
+                "with --backend nccl: let more ranks than GPUs share a host's GPUs (each rank a host of its own to NCCL, "
+                "connected over sockets): NCCL on a one-GPU machine");
 
   CLI::App* sweep = app.add_subcommand("sweep", "simulate every point of the scenario's [sweep] table");
   add_scenario_options(*sweep, options, /*writes_output=*/true);
@@ -711,12 +721,18 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   compare->add_option("--ops-csv", compare_options.ops_csv,
                       "also write every matched op (rank, name, occurrence, kind, durations, error) to this CSV file");
 
-  std::string calibrate_backend = "mpi", profile_output;
+  CalibrateOptions calibrate_options;
   CLI::App* calibrate = app.add_subcommand(
       "calibrate", "measure this machine (GEMM rate and memory bandwidth by size, α and β per link class, collective efficiency) as a hardware profile");
-  calibrate->add_option("--backend", calibrate_backend, "mpi (CPU ranks) or nccl (one GPU per rank), under mpirun")
+  calibrate->add_option("--backend", calibrate_options.backend, "mpi (CPU ranks) or nccl (one GPU per rank), under mpirun")
       ->capture_default_str();
-  calibrate->add_option("-o,--output", profile_output, "write the profile TOML here too");
+  calibrate->add_option("-o,--output", calibrate_options.output, "write the profile TOML here too");
+  calibrate->add_option("--timeout", calibrate_options.measurement.timeout_s,
+                        "abort the job when a step waits longer on another rank or the GPU (seconds)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  calibrate->add_flag("--share-gpu", calibrate_options.measurement.share_gpu,
+                      "with --backend nccl: let more ranks than GPUs share a host's GPUs (see run --share-gpu)");
 
   std::string manifest = "tests/validation/cases.toml";
   CLI::App* validate = app.add_subcommand(
@@ -774,7 +790,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       if (*advise_command) return command_advise(options, shown_out, shown_err);
       if (*search_command) return command_search(options, split, shown_out, shown_err);
       if (*compare) return command_compare(compare_options, shown_out, shown_err);
-      if (*calibrate) return command_calibrate(calibrate_backend, profile_output, options.quiet, shown_out, shown_err);
+      if (*calibrate) return command_calibrate(calibrate_options, options.quiet, shown_out, shown_err);
       if (*collective) {
         const CollectiveBenchResult result = run_collective_bench(bench);
         shown_out << (collective_json ? collective_bench_json(result) : format_collective_bench(result));

@@ -1,42 +1,73 @@
-// GPU selection and the world NCCL communicator (see gpu_job.h).
+// GPU selection, the world NCCL communicator and NCCL's waits under a deadline (see gpu_job.h).
 #include "backend/gpu/gpu_job.h"
 
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
+#include <unistd.h>
 
+#include <array>
 #include <cstdlib>
 
+#include "backend/executor.h"
+#include "backend/gpu_rules.h"
 #include "backend/job.h"
 
 namespace backend::gpu {
 
-std::string select_gpu() {
+std::string select_gpu(bool share) {
   int count = 0;
   const cudaError_t status = cudaGetDeviceCount(&count);
-  const int local = job::local_rank();
   if (status != cudaSuccess || count == 0) {
     job::fail(job::world_rank(),
               fmt::format("no GPU visible ({}): --backend nccl needs one GPU per rank; run --backend mpi on CPUs",
                           status != cudaSuccess ? cudaGetErrorString(status) : "cudaGetDeviceCount found none"));
   }
-  const bool launcher_chose = count == 1 && std::getenv("CUDA_VISIBLE_DEVICES") != nullptr;
-  const int device = launcher_chose ? 0 : local;
-  if (device >= count) {
-    job::fail(job::world_rank(),
-              fmt::format("this host runs more ranks than it has GPUs ({}): --backend nccl needs one GPU per rank", count));
+  const bool launcher_chose = std::getenv("CUDA_VISIBLE_DEVICES") != nullptr;
+  const int local = job::local_rank();
+  const gpu_rules::GpuChoice choice = gpu_rules::choose_gpu(local, count, launcher_chose, share);
+  if (choice.device < 0) job::fail(job::world_rank(), choice.refusal);
+  if (share) {
+    // Before NCCL reads it (at the first communicator): each rank a host of its own to NCCL.
+    std::array<char, 256> host{};
+    gethostname(host.data(), host.size() - 1);
+    setenv("NCCL_HOSTID", gpu_rules::shared_gpu_host_id(host.data(), job::world_rank()).c_str(), 1);
   }
   cudaDeviceProp properties{};
-  if (cudaSetDevice(device) != cudaSuccess || cudaGetDeviceProperties(&properties, device) != cudaSuccess) {
-    job::fail(job::world_rank(), fmt::format("cannot use GPU {}", device));
+  if (cudaSetDevice(choice.device) != cudaSuccess || cudaGetDeviceProperties(&properties, choice.device) != cudaSuccess) {
+    job::fail(job::world_rank(), fmt::format("cannot use GPU {}", choice.device));
   }
   return properties.name;
 }
 
+void check_nccl_version(bool per_collective_algo) {
+  int version = 0;
+  if (ncclGetVersion(&version) != ncclSuccess) throw ExecutionError("ncclGetVersion failed: NCCL cannot be used");
+  if (const auto problem = gpu_rules::nccl_version_problem(version, per_collective_algo)) throw ExecutionError(*problem);
+}
+
 ncclConfig_t communicator_config() {
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-  config.blocking = 1;
+  config.blocking = 0;
   config.splitShare = 0;
   return config;
+}
+
+std::optional<std::string> settled(ncclComm_t comm, ncclResult_t returned, double timeout_s) {
+  ncclResult_t state = returned;
+  if (state == ncclInProgress && comm != nullptr) {
+    job::poll_until(
+        [&] {
+          if (const ncclResult_t query = ncclCommGetAsyncError(comm, &state); query != ncclSuccess) state = query;
+          return state != ncclInProgress;
+        },
+        timeout_s);
+  }
+  if (state == ncclSuccess) return std::nullopt;
+  if (state == ncclInProgress) {
+    return fmt::format("not done within {} s (timeout): a peer never got there (NCCL_DEBUG=INFO shows where each "
+                       "rank stopped)", timeout_s);
+  }
+  return fmt::format("NCCL error: {} ({})", ncclGetErrorString(state), ncclGetLastError(comm));
 }
 
 ncclComm_t world_communicator(double timeout_s) {
@@ -50,10 +81,49 @@ ncclComm_t world_communicator(double timeout_s) {
   job::wait_for_job(request, timeout_s, "sharing the NCCL unique id");
   ncclComm_t world = nullptr;
   ncclConfig_t config = communicator_config();
-  if (const ncclResult_t status = ncclCommInitRankConfig(&world, size, id, rank, &config); status != ncclSuccess) {
-    job::fail(rank, fmt::format("creating the NCCL communicator: {} ({})", ncclGetErrorString(status), ncclGetLastError(nullptr)));
+  const ncclResult_t returned = ncclCommInitRankConfig(&world, size, id, rank, &config);
+  if (const auto problem = settled(world, returned, timeout_s)) {
+    if (world != nullptr) ncclCommAbort(world);
+    job::fail(rank, "creating the NCCL communicator of all ranks: " + *problem);
   }
   return world;
+}
+
+ncclComm_t split_communicator(ncclComm_t parent, int color, int key, double timeout_s, const std::string& what) {
+  ncclConfig_t config = communicator_config();
+  ncclComm_t comm = nullptr;
+  // A split runs in the parent's mode and reports on the parent; the new communicator is set
+  // when it is done.
+  if (const auto problem = settled(parent, ncclCommSplit(parent, color, key, &comm, &config), timeout_s)) {
+    ncclCommAbort(parent);
+    job::fail(job::world_rank(), what + ": " + *problem);
+  }
+  return comm;
+}
+
+std::optional<std::string> wait_for_stream(cudaStream_t stream, const std::vector<ncclComm_t>& communicators,
+                                           double timeout_s) {
+  std::optional<std::string> problem;
+  const bool done = job::poll_until(
+      [&] {
+        const cudaError_t status = cudaStreamQuery(stream);
+        if (status != cudaSuccess && status != cudaErrorNotReady) {
+          problem = fmt::format("CUDA error: {}", cudaGetErrorString(status));
+          return true;
+        }
+        for (const ncclComm_t comm : communicators) {
+          ncclResult_t error = ncclSuccess;
+          ncclCommGetAsyncError(comm, &error);
+          if (error != ncclSuccess && error != ncclInProgress) {
+            problem = fmt::format("NCCL error: {} ({})", ncclGetErrorString(error), ncclGetLastError(comm));
+            return true;
+          }
+        }
+        return status == cudaSuccess;
+      },
+      timeout_s);
+  if (!done) return fmt::format("the GPU did not finish within {} s (timeout): a peer never got there", timeout_s);
+  return problem;
 }
 
 }  // namespace backend::gpu

@@ -23,10 +23,15 @@
 //
 // The host never waits on a peer mid-run: algorithms connect when communicators are created
 // (NCCL_RUNTIME_CONNECT=0) and point-to-point connections are made by one small exchange per
-// communicator, in the same order on every rank, before the first run. A watchdog thread polls
-// the ops' end events and every communicator's asynchronous error while the host enqueues;
-// an NCCL error, or no progress for options.timeout_s, aborts the communicators (which frees
-// a host blocked in NCCL) and ends the job naming the oldest unfinished op.
+// communicator, in the same order on every rank, before the first run. Communicators are
+// non-blocking (gpu_job.h): creating, splitting and connecting them, and each call, are waited
+// for under options.timeout_s. A watchdog thread polls the ops' end events and every
+// communicator's asynchronous error while the host enqueues; an NCCL error, or no progress for
+// options.timeout_s, aborts the communicators (which frees a host blocked in NCCL) and ends the
+// job naming the oldest unfinished op.
+//
+// Every op reads an input area filled once with random values and writes an output area
+// (gpu_kernels.h); collectives send from the input area and receive into the output area.
 //
 // A collective's span starts when its kernel starts, which includes waiting for late peers
 // (the CPU path and the simulator start it at the last arrival): docs/backend.md.
@@ -48,6 +53,8 @@
 #include "backend/gpu/cublas_library.h"
 #include "backend/gpu/gpu_job.h"
 #include "backend/gpu/gpu_kernels.h"
+#include "backend/gpu/memory_kernels.h"
+#include "backend/gpu_rules.h"
 #include "backend/job.h"
 #include "backend/mpi/cpu_kernels.h"
 #include "backend/mpi/verification.h"
@@ -59,19 +66,28 @@ namespace {
 using program::OpIndex;
 using job::Clock;
 
-// A collective's input and output halves of its stream's scratch: each rounded up to 256 bytes,
-// so that the output is aligned for any element type whatever the op's byte count.
-std::int64_t half_bytes(std::int64_t bytes) { return (std::max<std::int64_t>(bytes, 4) + 255) / 256 * 256; }
+// A collective's input and output buffers: each rounded up to 256 bytes (and at least 4).
+std::int64_t buffer_bytes(std::int64_t bytes) { return (std::max<std::int64_t>(bytes, 4) + 255) / 256 * 256; }
 
-// Device bytes an op needs: its operands (compute), input and output (collectives), one buffer
-// (transfers).
-std::int64_t device_bytes(const program::Op& op) {
+// Device bytes an op reads and writes: its operands (compute), input and output (collectives),
+// the message (transfers: a send reads it, a receive writes it).
+gpu::ScratchBytes device_bytes(const program::Op& op) {
   if (const auto* compute = std::get_if<program::ComputeOp>(&op.body)) {
-    return compute->on_host ? 0 : gpu::compute_scratch_bytes(*compute);
+    if (compute->on_host) return {};
+    if (compute->kind == program::ComputeKind::kMemcpy) {  // to the host from the inputs, to the device into the outputs
+      const auto bytes = std::max<std::int64_t>(static_cast<std::int64_t>(compute->bytes), 4);
+      return {bytes, bytes};
+    }
+    return gpu::compute_scratch_bytes(*compute);
   }
-  if (const auto* collective = std::get_if<program::CollectiveOp>(&op.body)) return 2 * half_bytes(collective->bytes);
-  if (const auto* p2p = std::get_if<program::SendRecvOp>(&op.body)) return std::max<std::int64_t>(p2p->bytes, 4);
-  return 0;
+  if (const auto* collective = std::get_if<program::CollectiveOp>(&op.body)) {
+    return {buffer_bytes(collective->bytes), buffer_bytes(collective->bytes)};
+  }
+  if (const auto* p2p = std::get_if<program::SendRecvOp>(&op.body)) {
+    const std::int64_t bytes = std::max<std::int64_t>(p2p->bytes, 4);
+    return p2p->is_send ? gpu::ScratchBytes{bytes, 0} : gpu::ScratchBytes{0, bytes};
+  }
+  return {};
 }
 
 // An op run on the host in stream order, and the scratch it uses.
@@ -85,13 +101,15 @@ void CUDART_CB run_on_host(void* work) {
   cpu::run_compute(*host->op, *host->scratch);
 }
 
-// One Program stream on the GPU: its CUDA stream, cuBLAS handle and device scratch (sized
-// before the run to the largest op on it: ops of one stream run one after another).
+// One Program stream on the GPU: its CUDA stream, cuBLAS handle and device scratch — an input
+// area (random values) and an output area, each sized before the run to the largest op on the
+// stream (ops of one stream run one after another).
 struct DeviceStream {
   cudaStream_t stream = nullptr;
   cublasHandle_t blas = nullptr;
-  char* scratch = nullptr;
-  std::int64_t scratch_bytes = 0;
+  char* inputs = nullptr;
+  char* outputs = nullptr;
+  gpu::ScratchBytes bytes;
   cpu::Scratch host_scratch;
 };
 
@@ -126,9 +144,10 @@ class GpuExecutor final : public job::RankRunner {
     }
     ops_ = &program.ranks[static_cast<std::size_t>(rank_)]->ops;  // world size checked above
     set_nccl_algo();
+    gpu::check_nccl_version(!nccl_algo_.empty());  // the same library on every rank: refused alike
     setenv("NCCL_RUNTIME_CONNECT", "0", 0);  // connect algorithms at creation (unless the user chose otherwise)
     openblas_set_num_threads(1);             // host-side ops: one core per rank, as on CPU ranks
-    device_name_ = gpu::select_gpu();
+    device_name_ = gpu::select_gpu(options.share_gpu);
     cuda(cudaGetDevice(&device_), "reading the GPU index");
     create_streams();
     create_communicators();
@@ -140,7 +159,8 @@ class GpuExecutor final : public job::RankRunner {
     for (const cudaEvent_t event : events_) cudaEventDestroy(event);
     cudaEventDestroy(origin_);
     for (DeviceStream& stream : streams_) {
-      cudaFree(stream.scratch);
+      cudaFree(stream.inputs);
+      cudaFree(stream.outputs);
       if (stream.blas != nullptr) gpu::cublas().destroy(stream.blas);
       if (stream.stream != nullptr) cudaStreamDestroy(stream.stream);
     }
@@ -163,14 +183,22 @@ class GpuExecutor final : public job::RankRunner {
       enqueue(i);
       enqueued_ = i + 1;
     }
-    watchdog.join();
+    // The host time ends when the GPU does: each stream's last op (the watchdog, still polling,
+    // ends the job if one never finishes).
+    for (const std::vector<OpIndex>& ops : stream_ops_) {
+      if (!ops.empty()) cuda(cudaEventSynchronize(end_event(ops.back())), "waiting for the run's last ops");
+    }
     job::RankRecord record;
     record.host_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    watchdog.join();
     for (OpIndex i = 0; i < ops_->size(); ++i) {
-      const std::int64_t begin = elapsed_ps(origin_, start_event(i));
-      record.timings.push_back({static_cast<std::int64_t>(i), begin, begin + elapsed_ps(start_event(i), end_event(i))});
+      const gpu_rules::EventSpan span = gpu_rules::span_from_origin(elapsed_ms(start_event(i)), elapsed_ms(end_event(i)));
+      record.timings.push_back({static_cast<std::int64_t>(i), span.start_ps, span.end_ps});
     }
-    if (verifying) check_results();
+    if (verifying) {
+      check_results();
+      fill_inputs();  // the crafted inputs of the checks replaced by random values again
+    }
     return record;
   }
 
@@ -198,10 +226,10 @@ class GpuExecutor final : public job::RankRunner {
   void cuda(cudaError_t status, const std::string& what) {
     if (status != cudaSuccess) fail(fmt::format("{}: CUDA error: {}", what, cudaGetErrorString(status)));
   }
-  void nccl(ncclResult_t status, const std::string& what) {
-    if (status != ncclSuccess) {
-      fail(fmt::format("{}: NCCL error: {} ({})", what, ncclGetErrorString(status), ncclGetLastError(nullptr)));
-    }
+  // Waits for a call on `comm` (non-blocking: it goes on in NCCL's thread) and ends the job if
+  // it failed or did not finish within the timeout.
+  void nccl(ncclComm_t comm, ncclResult_t status, const std::string& what) {
+    if (const auto problem = gpu::settled(comm, status, options_.timeout_s)) fail(what + ": " + *problem);
   }
   static std::string op_label(const program::Op& op) { return fmt::format("op '{}'", op.name); }
 
@@ -221,9 +249,7 @@ class GpuExecutor final : public job::RankRunner {
   }
 
   ncclComm_t split(int color, int key) {
-    ncclConfig_t config = gpu::communicator_config();
-    ncclComm_t comm = nullptr;
-    nccl(ncclCommSplit(world_, color, key, &comm, &config), "splitting an NCCL communicator");
+    const ncclComm_t comm = gpu::split_communicator(world_, color, key, options_.timeout_s, "splitting an NCCL communicator");
     if (comm != nullptr) all_comms_.push_back(comm);
     return comm;
   }
@@ -308,17 +334,19 @@ class GpuExecutor final : public job::RankRunner {
     cuda(cudaMalloc(&buffer, 8), "allocating a connection buffer");
     for (const ncclComm_t comm : exchanging) {
       int size = 1, me = 0;
-      nccl(ncclCommCount(comm, &size), "connecting peers");
-      nccl(ncclCommUserRank(comm, &me), "connecting peers");
-      nccl(ncclGroupStart(), "connecting peers");
+      nccl(comm, ncclCommCount(comm, &size), "connecting peers");
+      nccl(comm, ncclCommUserRank(comm, &me), "connecting peers");
+      nccl(comm, ncclGroupStart(), "connecting peers");
       for (int peer = 0; peer < size; ++peer) {
         if (peer == me) continue;
-        nccl(ncclSend(buffer, 4, ncclInt8, peer, comm, stream.stream), "connecting peers");
-        nccl(ncclRecv(buffer + 4, 4, ncclInt8, peer, comm, stream.stream), "connecting peers");
+        nccl(comm, ncclSend(buffer, 4, ncclInt8, peer, comm, stream.stream), "connecting peers");
+        nccl(comm, ncclRecv(buffer + 4, 4, ncclInt8, peer, comm, stream.stream), "connecting peers");
       }
-      nccl(ncclGroupEnd(), "connecting peers");
+      nccl(comm, ncclGroupEnd(), "connecting peers");
     }
-    cuda(cudaStreamSynchronize(stream.stream), "connecting peers");
+    if (const auto problem = gpu::wait_for_stream(stream.stream, all_comms_, options_.timeout_s)) {
+      fail("connecting peers: " + *problem);
+    }
     cudaFree(buffer);
   }
 
@@ -332,10 +360,10 @@ class GpuExecutor final : public job::RankRunner {
       const program::Op& op = (*ops_)[i];
       stream_ops_[op.stream].push_back(i);
       DeviceStream& stream = streams_[op.stream];
-      if (device_bytes(op) > stream.scratch_bytes) {
-        stream.scratch_bytes = device_bytes(op);
-        largest[op.stream] = i;
-      }
+      const gpu::ScratchBytes bytes = device_bytes(op);
+      if (bytes.inputs + bytes.outputs > stream.bytes.inputs + stream.bytes.outputs) largest[op.stream] = i;
+      stream.bytes.inputs = std::max(stream.bytes.inputs, bytes.inputs);
+      stream.bytes.outputs = std::max(stream.bytes.outputs, bytes.outputs);
       if (const auto* compute = std::get_if<program::ComputeOp>(&op.body); compute && compute->kind == program::ComputeKind::kMemcpy) {
         pinned_bytes_ = std::max(pinned_bytes_, static_cast<std::int64_t>(compute->bytes));
       }
@@ -348,14 +376,16 @@ class GpuExecutor final : public job::RankRunner {
       } catch (const std::runtime_error& error) {
         fail(error.what());
       }
-      if (stream.scratch_bytes == 0) continue;
-      const cudaError_t status = cudaMalloc(&stream.scratch, static_cast<std::size_t>(stream.scratch_bytes));
-      if (status != cudaSuccess) {
-        fail(fmt::format("op '{}': device out of memory allocating {} bytes ({}) for stream '{}'",
-                         (*ops_)[largest[s]].name, stream.scratch_bytes, cudaGetErrorString(status), program_.streams[s]));
+      for (auto [area, bytes] : {std::pair{&stream.inputs, stream.bytes.inputs}, std::pair{&stream.outputs, stream.bytes.outputs}}) {
+        if (bytes == 0) continue;
+        const cudaError_t status = cudaMalloc(area, static_cast<std::size_t>(bytes));
+        if (status != cudaSuccess) {
+          fail(fmt::format("op '{}': device out of memory allocating {} bytes ({}) for stream '{}'",
+                           (*ops_)[largest[s]].name, bytes, cudaGetErrorString(status), program_.streams[s]));
+        }
       }
-      cuda(cudaMemset(stream.scratch, 0, static_cast<std::size_t>(stream.scratch_bytes)), "clearing scratch memory");
     }
+    fill_inputs();
     if (pinned_bytes_ > 0) cuda(cudaMallocHost(&pinned_, static_cast<std::size_t>(pinned_bytes_)), "allocating pinned memory");
     events_.resize(2 * ops_->size());
     for (cudaEvent_t& event : events_) cuda(cudaEventCreate(&event), "creating CUDA events");
@@ -366,10 +396,22 @@ class GpuExecutor final : public job::RankRunner {
   cudaEvent_t start_event(OpIndex op) const { return events_[2 * op]; }
   cudaEvent_t end_event(OpIndex op) const { return events_[2 * op + 1]; }
 
-  std::int64_t elapsed_ps(cudaEvent_t from, cudaEvent_t to) {
+  // Milliseconds from the run's origin event to `event`.
+  float elapsed_ms(cudaEvent_t event) {
     float ms = 0;
-    cuda(cudaEventElapsedTime(&ms, from, to), "reading a CUDA event");
-    return static_cast<std::int64_t>(static_cast<double>(ms) * 1e9);
+    cuda(cudaEventElapsedTime(&ms, origin_, event), "reading a CUDA event");
+    return ms;
+  }
+
+  // Random values in every stream's input area (a seed per rank and stream), before the first
+  // run and after a verified one.
+  void fill_inputs() {
+    for (std::size_t s = 0; s < streams_.size(); ++s) {
+      const DeviceStream& stream = streams_[s];
+      const auto seed = static_cast<std::uint32_t>(rank_ * 1000 + static_cast<int>(s) + 1);
+      cuda(gpu::fill_random(stream.inputs, stream.bytes.inputs, seed, stream.stream), "filling the inputs");
+      cuda(cudaStreamSynchronize(stream.stream), "filling the inputs");
+    }
   }
 
   void enqueue(OpIndex index) {
@@ -383,7 +425,7 @@ class GpuExecutor final : public job::RankRunner {
     try {
       faults_.at_start(op);
     } catch (const std::bad_alloc&) {
-      fail(fmt::format("op '{}': device out of memory allocating {} bytes (injected)", op.name, device_bytes(op)));
+      fail(fmt::format("op '{}': device out of memory allocating {} bytes (injected)", op.name, device_bytes(op).inputs + device_bytes(op).outputs));
     }
     if (verifying_) prepare_check(index, stream);
     cuda(cudaEventRecord(start_event(index), stream.stream), "recording an event");
@@ -404,54 +446,53 @@ class GpuExecutor final : public job::RankRunner {
     if (compute.kind == program::ComputeKind::kMemcpy) {
       const auto bytes = static_cast<std::size_t>(compute.bytes);
       const bool to_host = program_.streams[op.stream].find("device_to_host") != std::string::npos;
-      cuda(to_host ? cudaMemcpyAsync(pinned_, stream.scratch, bytes, cudaMemcpyDeviceToHost, stream.stream)
-                   : cudaMemcpyAsync(stream.scratch, pinned_, bytes, cudaMemcpyHostToDevice, stream.stream),
+      cuda(to_host ? cudaMemcpyAsync(pinned_, stream.inputs, bytes, cudaMemcpyDeviceToHost, stream.stream)
+                   : cudaMemcpyAsync(stream.outputs, pinned_, bytes, cudaMemcpyHostToDevice, stream.stream),
            op_label(op));
       return;
     }
-    if (const std::string error = gpu::enqueue_compute(compute, stream.blas, stream.stream, stream.scratch); !error.empty()) {
+    if (const std::string error = gpu::enqueue_compute(compute, stream.blas, stream.stream, stream.inputs, stream.outputs); !error.empty()) {
       fail(fmt::format("op '{}': {}", op.name, error));
     }
   }
 
-  static std::pair<char*, char*> halves(const DeviceStream& stream, std::int64_t bytes) {
-    return {stream.scratch, stream.scratch + half_bytes(bytes)};
-  }
+  // A collective's input (from the input area) and output (into the output area).
+  static std::pair<char*, char*> halves(const DeviceStream& stream) { return {stream.inputs, stream.outputs}; }
 
   void run_collective(const program::CollectiveOp& collective, const program::Op& op, DeviceStream& stream) {
     const ncclComm_t comm = comm_of(collective.group, static_cast<int>(op.stream), op);
     const std::string what = op_label(op);
     int size = 1;
-    nccl(ncclCommCount(comm, &size), what);
-    const auto [in, out] = halves(stream, collective.bytes);
+    nccl(comm, ncclCommCount(comm, &size), what);
+    const auto [in, out] = halves(stream);
     const auto floats = static_cast<std::size_t>(collective.bytes / 4);
     const auto share = static_cast<std::size_t>(collective.bytes / size);
     switch (collective.kind) {
       case program::CollectiveKind::kAllReduce:
-        nccl(ncclAllReduce(in, out, floats, ncclFloat, ncclSum, comm, stream.stream), what);
+        nccl(comm, ncclAllReduce(in, out, floats, ncclFloat, ncclSum, comm, stream.stream), what);
         break;
       case program::CollectiveKind::kAllGather:
-        nccl(ncclAllGather(in, out, share, ncclInt8, comm, stream.stream), what);
+        nccl(comm, ncclAllGather(in, out, share, ncclInt8, comm, stream.stream), what);
         break;
       case program::CollectiveKind::kReduceScatter:
-        nccl(ncclReduceScatter(in, out, floats / static_cast<std::size_t>(size), ncclFloat, ncclSum, comm, stream.stream), what);
+        nccl(comm, ncclReduceScatter(in, out, floats / static_cast<std::size_t>(size), ncclFloat, ncclSum, comm, stream.stream), what);
         break;
       case program::CollectiveKind::kBroadcast:
-        nccl(ncclBroadcast(in, in, static_cast<std::size_t>(collective.bytes), ncclInt8, collective.root, comm, stream.stream), what);
+        nccl(comm, ncclBroadcast(in, in, static_cast<std::size_t>(collective.bytes), ncclInt8, collective.root, comm, stream.stream), what);
         break;
       case program::CollectiveKind::kReduce:
-        nccl(ncclReduce(in, out, floats, ncclFloat, ncclSum, collective.root, comm, stream.stream), what);
+        nccl(comm, ncclReduce(in, out, floats, ncclFloat, ncclSum, collective.root, comm, stream.stream), what);
         break;
       case program::CollectiveKind::kAllToAll:
-        nccl(ncclGroupStart(), what);
+        nccl(comm, ncclGroupStart(), what);
         for (int peer = 0; peer < size; ++peer) {
-          nccl(ncclSend(in + peer * share, share, ncclInt8, peer, comm, stream.stream), what);
-          nccl(ncclRecv(out + peer * share, share, ncclInt8, peer, comm, stream.stream), what);
+          nccl(comm, ncclSend(in + peer * share, share, ncclInt8, peer, comm, stream.stream), what);
+          nccl(comm, ncclRecv(out + peer * share, share, ncclInt8, peer, comm, stream.stream), what);
         }
-        nccl(ncclGroupEnd(), what);
+        nccl(comm, ncclGroupEnd(), what);
         break;
       case program::CollectiveKind::kBarrier:
-        nccl(ncclAllReduce(in, out, 1, ncclFloat, ncclSum, comm, stream.stream), what);
+        nccl(comm, ncclAllReduce(in, out, 1, ncclFloat, ncclSum, comm, stream.stream), what);
         break;
       case program::CollectiveKind::kPsPush:
       case program::CollectiveKind::kPsPull:
@@ -463,8 +504,9 @@ class GpuExecutor final : public job::RankRunner {
   void run_send_recv(const program::SendRecvOp& p2p, const program::Op& op, DeviceStream& stream) {
     const ncclComm_t comm = pair_comm_of(p2p, op);
     const auto bytes = static_cast<std::size_t>(p2p.bytes);
-    nccl(p2p.is_send ? ncclSend(stream.scratch, bytes, ncclInt8, 1, comm, stream.stream)
-                     : ncclRecv(stream.scratch, bytes, ncclInt8, 0, comm, stream.stream),
+    nccl(comm,
+         p2p.is_send ? ncclSend(stream.inputs, bytes, ncclInt8, 1, comm, stream.stream)
+                     : ncclRecv(stream.outputs, bytes, ncclInt8, 0, comm, stream.stream),
          op_label(op));
   }
 
@@ -477,9 +519,10 @@ class GpuExecutor final : public job::RankRunner {
       const program::Op& op = (*ops_)[i];
       Checked checked;
       if (const auto* collective = std::get_if<program::CollectiveOp>(&op.body)) {
-        checked.bytes = half_bytes(collective->bytes);
-        nccl(ncclCommCount(comm_of(collective->group, static_cast<int>(op.stream), op), &checked.size), op_label(op));
-        nccl(ncclCommUserRank(comm_of(collective->group, static_cast<int>(op.stream), op), &checked.member), op_label(op));
+        checked.bytes = buffer_bytes(collective->bytes);
+        const ncclComm_t comm = comm_of(collective->group, static_cast<int>(op.stream), op);
+        nccl(comm, ncclCommCount(comm, &checked.size), op_label(op));
+        nccl(comm, ncclCommUserRank(comm, &checked.member), op_label(op));
       } else if (const auto* p2p = std::get_if<program::SendRecvOp>(&op.body)) {
         checked.bytes = std::max<std::int64_t>(p2p->bytes, 4);
         const program::GroupFamily& family = program_.family(p2p->group);
@@ -534,9 +577,12 @@ class GpuExecutor final : public job::RankRunner {
     cuda(cudaMemcpyAsync(checked.out, out, bytes, cudaMemcpyDeviceToHost, stream.stream), "copying a result back");
   }
 
+  // Where a checked op's input and result are: a collective's halves, a send's message (input
+  // area), a receive's (output area).
   std::pair<char*, char*> device_buffers(OpIndex index, const DeviceStream& stream) const {
-    if (const auto* collective = std::get_if<program::CollectiveOp>(&(*ops_)[index].body)) return halves(stream, collective->bytes);
-    return {stream.scratch, stream.scratch};
+    if (std::holds_alternative<program::CollectiveOp>((*ops_)[index].body)) return halves(stream);
+    char* message = std::get<program::SendRecvOp>((*ops_)[index].body).is_send ? stream.inputs : stream.outputs;
+    return {message, message};
   }
 
   // After the verified run: every collective's result and every received transfer, as the CPU

@@ -3,12 +3,24 @@
 
 #include <cblas.h>
 #include <mpi.h>
+#include <unistd.h>
 
 #include "backend/calibration_steps.h"
 #include "backend/job.h"
 #include "backend/mpi/cpu_kernels.h"
 
 namespace backend {
+namespace {
+
+// The CPU's last-level cache as glibc reports it (L3, else L2; 0 when unknown).
+std::int64_t last_level_cache_bytes() {
+  for (const int level : {_SC_LEVEL3_CACHE_SIZE, _SC_LEVEL2_CACHE_SIZE}) {
+    if (const long bytes = sysconf(level); bytes > 0) return bytes;
+  }
+  return 0;
+}
+
+}  // namespace
 
 Calibration calibrate(const CalibrationOptions& options) {
   Calibration result =
@@ -17,8 +29,9 @@ Calibration calibrate(const CalibrationOptions& options) {
   openblas_set_num_threads(1);  // as the executor runs it: one core per rank
   cpu::Scratch scratch;
   const calibration::ComputeSizes sizes{{64, 128, 256, 384, 512, 768, 1024}, 4, 128, 64,
-                                        {16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20}};
-  result.links = calibration::links_to_measure(job::nodes_of_ranks(ExecutionOptions{}.timeout_s));
+                                        {16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20, 256 << 20},
+                                        last_level_cache_bytes()};
+  result.links = calibration::links_to_measure(job::nodes_of_ranks(options.timeout_s));
   calibration::MeasurementProgress progress(options, sizes, result.links.size(), result.ranks);
   calibration::measure_compute(result, sizes, program::DType::kFP32, [&](const program::ComputeOp& op) {
     return calibration::time_per_call([&] { cpu::run_compute(op, scratch); }, nothing, options);

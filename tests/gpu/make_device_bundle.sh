@@ -1,18 +1,26 @@
 #!/usr/bin/env bash
 # Packs what a bare GPU machine needs to run dtsim's GPU checks without building there: the
-# dtsim and gpu_tests binaries (stripped), OpenMPI with its plugins, PMIx, OpenBLAS and the
-# other Debian libraries they load — not CUDA, cuBLAS or NCCL, which a GPU machine has (the
-# CUDA toolkit, or PyTorch's nvidia-* wheels) — and an env.sh that points everything there.
+# dtsim and gpu_tests binaries (stripped; the CUDA runtime linked in statically), OpenMPI with
+# its plugins, PMIx, OpenBLAS and the other Debian libraries they load — not the driver, cuBLAS
+# or NCCL, which a GPU machine has (PyTorch's nvidia-* wheels, or a CUDA toolkit) — and env.sh
+# (tests/gpu/bundle_env.sh), which finds those and points everything there.
 #
-#   ./dev.sh build && tests/gpu/make_device_bundle.sh [DIR]      # default: device-bundle/
+#   ./dev.sh build && tests/gpu/make_device_bundle.sh [DIR | FILE.tar.gz]   # default: device-bundle/
 #   # on the GPU machine, from the repository root:
-#   DTSIM_BUNDLE=device-bundle tests/gpu/run_gpu_checks.sh
+#   DTSIM_BUNDLE=device-bundle tests/gpu/run_gpu_checks.sh     # or DTSIM_BUNDLE=FILE.tar.gz
+# A .tar.gz (about 20 MiB) is what to carry to a machine that takes a limited size with it.
 #
 # The bundle is about 50 MiB; it relies on the machine's glibc and libstdc++ being at least
-# Debian 12's (2.36, GCC 12).
+# Debian 12's (2.36, GCC 12): run_gpu_checks.sh checks the loader first and says which library
+# it could not start.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 bundle="${1:-device-bundle}"
+archive=""
+if [[ "$bundle" == *.tar.gz ]]; then
+  archive="$(cd "$(dirname "$bundle")" && pwd)/$(basename "$bundle")"
+  bundle="$(mktemp -d)/device-bundle"
+fi
 build="${DTSIM_BUILD:-build}"
 rm -rf "$bundle"
 mkdir -p "$bundle/bin" "$bundle/usr/bin" "$bundle/usr/lib/x86_64-linux-gnu" "$bundle/usr/share"
@@ -34,6 +42,7 @@ find "$libdir/openmpi/lib/openmpi3" \( -name '*ucx*' -o -name '*ofi*' -o -name '
   -o -name 'mca_mtl_*' -o -name 'mca_pml_cm*' -o -name '*verbs*' -o -name '*usnic*' \) -delete
 cp -a /usr/lib/x86_64-linux-gnu/pmix2 "$libdir/"
 rm -rf "$libdir/pmix2/include" "$libdir/pmix2/share/man"
+find "$libdir/pmix2" -name '*.a' -delete  # static archives: nothing links here
 cp -a /usr/share/openmpi "$bundle/usr/share/"
 [ -d /usr/share/pmix ] && cp -a /usr/share/pmix "$bundle/usr/share/"
 
@@ -51,21 +60,11 @@ for _ in 1 2 3; do  # dependencies of dependencies
   done < <(needed)
 done
 
-cat >"$bundle/env.sh" <<'ENV'
-# Source this on the GPU machine: dtsim, mpirun and their libraries from the bundle; CUDA,
-# cuBLAS and NCCL from the machine (its CUDA toolkit, else PyTorch's nvidia-* wheels).
-bundle="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-export OPAL_PREFIX="$bundle/usr" PMIX_PREFIX="$bundle/usr/lib/x86_64-linux-gnu/pmix2"
-export PMIX_MCA_mca_base_component_path="$PMIX_PREFIX/lib/pmix"
-export OMPI_MCA_mca_base_component_show_load_errors=0 OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-cuda_libraries="/usr/local/cuda/lib64"
-for package in nccl cublas cuda_runtime; do
-  found="$(python3 -c "import importlib, os; m = importlib.import_module('nvidia.$package'); print(os.path.join(list(m.__path__)[0], 'lib'))" 2>/dev/null || true)"
-  [ -n "$found" ] && cuda_libraries="$cuda_libraries:$found"
-done
-export LD_LIBRARY_PATH="$bundle/usr/lib/x86_64-linux-gnu:$bundle/usr/lib/x86_64-linux-gnu/openmpi/lib:$cuda_libraries${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export PATH="$bundle/bin:$bundle/usr/bin:$PATH"
-export DTSIM_PATH="$bundle/bin/dtsim" DTSIM_MPIEXEC="$bundle/usr/bin/mpirun"
-ENV
-du -sh "$bundle"
+cp tests/gpu/bundle_env.sh "$bundle/env.sh"
+if [ -n "$archive" ]; then
+  tar -czf "$archive" -C "$bundle" .
+  rm -rf "$(dirname "$bundle")"
+  du -sh "$archive"
+else
+  du -sh "$bundle"
+fi

@@ -95,26 +95,40 @@ TEST(GpuExecutorTest, OneGpuRunsEveryOpOnceInDependencyOrderAndVerifies) {
                                   directory / "real" / "timeline.json");
 }
 
-// Two GPUs: the scaled-down DDP and TP steps with NCCL collectives, verified element by element
-// (and the TP forward against the unsharded one), then a hang caught by the watchdog.
-TEST(GpuExecutorTest, TwoGpusRunDataAndTensorParallelStepsAndTheWatchdogFires) {
-  SKIP_WITHOUT_GPUS(2);
+// Two ranks: the scaled-down DDP and TP steps with NCCL collectives, verified element by element
+// (and the TP forward against the unsharded one), then a hang caught by the watchdog. `flags`
+// are added to every run (--share-gpu: both ranks on one GPU).
+void run_two_rank_steps_and_a_hang(const std::string& flags) {
   const test_support::TemporaryDirectory scratch("dtsim-gpu-two");
   for (const std::string name : {"tiny_ddp_2ranks", "tiny_tp_2ranks"}) {
     const fs::path directory = scratch / name;
     const std::string scenario = kSource + "/scenarios/real/" + name + ".toml";
-    const CommandResult real = run(mpirun(2) + " run " + scenario + " --backend nccl --verify -o " + (directory / "real").string());
+    const CommandResult real =
+        run(mpirun(2) + " run " + scenario + " --backend nccl " + flags + " --verify -o " + (directory / "real").string());
     ASSERT_EQ(real.code, 0) << name << "\n" << real.output;
     EXPECT_NE(real.output.find("collective and transfer results checked element by element"), std::string::npos) << real.output;
     ASSERT_EQ(run(test_support::dtsim() + " run " + scenario + " -o " + (directory / "sim").string()).code, 0);
     test_support::expect_same_ops_in_dependency_order(directory / "real" / "timeline.json", directory / "sim" / "timeline.json");
   }
   const CommandResult hang = run(mpirun(2) + " run " + kSource +
-                                 "/scenarios/real/tiny_ddp_2ranks.toml --backend nccl --timeout 5 --inject-fault "
-                                 "hang:1:ddp.bucket0.all_reduce");
+                                 "/scenarios/real/tiny_ddp_2ranks.toml --backend nccl " + flags +
+                                 " --timeout 5 --inject-fault hang:1:ddp.bucket0.all_reduce");
   EXPECT_EQ(hang.code, 3) << hang.output;
   // Either rank's watchdog may fire first: the hung rank's, or its peer's.
   EXPECT_NE(hang.output.find("op 'ddp.bucket0.all_reduce' did not finish within 5 s"), std::string::npos) << hang.output;
+}
+
+TEST(GpuExecutorTest, TwoGpusRunDataAndTensorParallelStepsAndTheWatchdogFires) {
+  SKIP_WITHOUT_GPUS(2);
+  run_two_rank_steps_and_a_hang("");
+}
+
+// One GPU shared by two ranks (--share-gpu: each rank a host of its own to NCCL, connected over
+// its socket transport): NCCL collectives, splits, sends and receives and the watchdog run on a
+// one-GPU machine.
+TEST(GpuExecutorTest, TwoRanksSharingOneGpuRunDataAndTensorParallelStepsAndTheWatchdogFires) {
+  SKIP_WITHOUT_GPUS(1);
+  run_two_rank_steps_and_a_hang("--share-gpu");
 }
 
 }  // namespace

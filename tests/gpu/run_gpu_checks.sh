@@ -1,79 +1,186 @@
 #!/usr/bin/env bash
-# Every GPU check of dtsim, in one command, on a machine with NVIDIA GPUs (and dtsim's build
-# dependencies, CUDA Toolkit and NCCL under /usr/local/cuda):
+# Every GPU check of dtsim in one command, cheapest first, on a machine with NVIDIA GPUs:
 #
-#   tests/gpu/run_gpu_checks.sh            # results and a summary in gpu-checks/ (or $DTSIM_CHECKS_OUT)
-#   DTSIM_BUNDLE=device-bundle tests/gpu/run_gpu_checks.sh   # prebuilt (make_device_bundle.sh)
+#   tests/gpu/run_gpu_checks.sh                                  # builds dtsim here first (./dev.sh build)
+#   DTSIM_BUNDLE=device-bundle tests/gpu/run_gpu_checks.sh       # prebuilt: tests/gpu/make_device_bundle.sh
 #
-#  1. builds dtsim (./dev.sh build; DTSIM_SKIP_BUILD=1 uses build/ as it is; with DTSIM_BUNDLE,
-#     the bundle's binaries and libraries instead, on a machine that cannot build);
-#  2. `dtsim info`: the GPUs, CUDA runtime and NCCL it sees;
-#  3. the GPU tests (ctest -L gpu): the one-GPU ones, and the two-GPU ones where two are visible;
-#  4. `dtsim calibrate --backend nccl` on every visible GPU → gpu-checks/profile.toml;
-#  5. scenarios/real/small_1gpu.toml on one GPU: simulated on the GPU's node preset, simulated
-#     with the calibrated profile, run for real, and the two comparisons;
-#  6. a summary (gpu-checks/summary.txt) to record in BENCHMARKS.md with the date and device.
-# Exits non-zero if any step failed; every step still runs.
+# Made for a GPU lent for minutes: it never stops before its results are saved, whatever fails.
+# Each step has its own time limit (dtsim runs also --timeout 60 and NCCL_DEBUG=INFO to a file);
+# with a bundle the limits add up to under 8 minutes, so the whole script ends in time even
+# when every step hangs. Steps:
+#   facts            ldd --version, /etc/os-release, nvidia-smi, Python, torch and NCCL wheels
+#   libraries        ldd of every dtsim binary ("not found" lines), dtsim info (versions, library
+#                    paths, GPUs); when the loader cannot start dtsim, the checks stop there
+#   one-gpu          scenarios/real/small_1gpu.toml --backend nccl --verify, one rank
+#   watchdog         tiny_ddp_2ranks with --inject-fault hang: exit 3 expected within the limit
+#   two-rank-ddp/tp  tiny_ddp_2ranks and tiny_tp_2ranks --verify on two ranks — sharing the GPU
+#                    (--share-gpu) on a one-GPU machine
+#   calibrate        dtsim calibrate --backend nccl (every GPU) → profile.toml
+#   simulate-*       small_1gpu simulated on the GPU's node preset, and with the profile
+#   compare-*        each simulation against the one-gpu run
+#   gtests           the GPU gtests (gtests.xml)
+# Results: everything (logs, NCCL logs, reports, timelines, profile, gtests.xml) in
+# gpu-checks.tar.gz and the summary in summary.txt, both in $OUT when set (the device tool's
+# output folder) or else in $DTSIM_CHECKS_OUT (default gpu-checks/), where the logs are written.
+# The last thing printed is a table — step, exit code, seconds, result — so that the end of the
+# console alone tells what happened. Exits 0 when every step passed.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-out="${DTSIM_CHECKS_OUT:-gpu-checks}"
-mkdir -p "$out"
-summary="$out/summary.txt"
+work="${DTSIM_CHECKS_OUT:-gpu-checks}"
+mkdir -p "$work"
+work="$(cd "$work" && pwd)"
+results="${OUT:-$work}"
+mkdir -p "$results"
+summary="$work/summary.txt"
 : >"$summary"
+rows=()
 failed=0
+stopped=""  # why the remaining steps are skipped, once a step makes them pointless
+
 note() { echo "$*" | tee -a "$summary"; }
-step() {  # step NAME COMMAND...: runs it, logs to $out/NAME.log, notes pass/fail
-  local name="$1"; shift
-  if "$@" >"$out/$name.log" 2>&1; then note "PASS  $name"; else note "FAIL  $name (see $out/$name.log)"; failed=1; fi
+row() { rows+=("$(printf '%-22s %5s %7s  %s' "$1" "$2" "$3" "$4")"); }
+
+# step NAME LIMIT_S EXPECTED_EXIT COMMAND...: runs COMMAND (a program, or a function of this
+# script) under `timeout`, output in NAME.log.
+step() {
+  local name="$1" limit="$2" expected="$3"
+  shift 3
+  if [ -n "$stopped" ]; then
+    row "$name" - - "skipped${skip_reason_shown:-: $stopped}"
+    skip_reason_shown=" (as above)"
+    failed=1
+    return 1
+  fi
+  if [ "$(type -t "$1")" = function ]; then set -- bash -c "$(declare -f "$1"); $1 \"\$@\"" "$1" "${@:2}"; fi
+  local start=$SECONDS code=0
+  timeout --kill-after=3 "$limit" "$@" >"$work/$name.log" 2>&1 || code=$?
+  local seconds=$((SECONDS - start)) verdict
+  if [ "$code" -eq "$expected" ]; then
+    verdict=pass
+  elif [ "$code" -eq 124 ] || [ "$code" -eq 137 ]; then
+    verdict="FAIL: timed out after $limit s"
+    failed=1
+  else
+    verdict="FAIL (expected exit $expected; see $name.log)"
+    failed=1
+  fi
+  row "$name" "$code" "$seconds" "$verdict"
+  note "$(printf '%-22s %s (exit %s, %s s)' "$name" "$verdict" "$code" "$seconds")"
+  [ "$verdict" = pass ]
 }
 
+finish() {
+  trap - EXIT
+  {
+    echo
+    echo "dtsim GPU checks: $(date -u +%Y-%m-%dT%H:%MZ)"
+    printf '%-22s %5s %7s  %s\n' step exit seconds result
+    printf '%s\n' "${rows[@]}"
+  } >"$work/table.txt"
+  cat "$work/table.txt" >>"$summary"
+  tar -czf "$results/gpu-checks.tar.gz.partial" --exclude='gpu-checks.tar.gz*' -C "$(dirname "$work")" \
+    "$(basename "$work")" 2>/dev/null &&
+    mv "$results/gpu-checks.tar.gz.partial" "$results/gpu-checks.tar.gz"
+  [ "$results" = "$work" ] || cp "$summary" "$results/summary.txt"
+  echo "results: $results/gpu-checks.tar.gz, $results/summary.txt"
+  cat "$work/table.txt"
+  exit "$failed"
+}
+trap finish EXIT
+trap 'stopped="interrupted"; exit' INT TERM
+
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export NCCL_DEBUG=INFO NCCL_DEBUG_FILE="$work/nccl.%h.%p.log"
 note "dtsim GPU checks, $(date -u +%Y-%m-%dT%H:%MZ), $(git rev-parse --short HEAD 2>/dev/null || echo 'no git')"
+
+if [[ "${DTSIM_BUNDLE:-}" == *.tar.gz ]]; then  # make_device_bundle.sh FILE.tar.gz
+  unpacked="$(mktemp -d)"
+  tar -xzf "$DTSIM_BUNDLE" -C "$unpacked" || stopped="the bundle $DTSIM_BUNDLE cannot be unpacked"
+  DTSIM_BUNDLE="$unpacked"
+fi
 if [ -n "${DTSIM_BUNDLE:-}" ]; then
   # shellcheck source=/dev/null
   source "$DTSIM_BUNDLE/env.sh"
   dtsim="$DTSIM_PATH"
-  gpu_tests=("$DTSIM_BUNDLE/bin/gpu_tests")
+  gpu_tests="$DTSIM_BUNDLE/bin/gpu_tests"
+  binaries=("$DTSIM_BUNDLE/bin/dtsim" "$DTSIM_BUNDLE/bin/gpu_tests" "$DTSIM_BUNDLE/usr/bin/orterun")
   export DTSIM_SOURCE_DIR="$PWD"
+  note "bundle: $DTSIM_BUNDLE; GPU libraries from: ${DTSIM_GPU_LIBRARIES:-none found}"
 else
-  if [ "${DTSIM_SKIP_BUILD:-0}" != 1 ]; then step build ./dev.sh build; fi
-  dtsim=./build/scenarios/dtsim
-  gpu_tests=(ctest --test-dir build -L gpu -V)
+  build="${DTSIM_BUILD_DIR:-build}"
+  if [ "${DTSIM_SKIP_BUILD:-0}" != 1 ]; then step build 1800 0 ./dev.sh build || stopped="the build failed"; fi
+  dtsim="$build/scenarios/dtsim"
+  gpu_tests="$build/tests/gpu_tests"
+  binaries=("$dtsim" "$gpu_tests")
 fi
 mpirun="${DTSIM_MPIEXEC:-mpirun}"
-if [ ! -x "$dtsim" ]; then note "FAIL  no dtsim at $dtsim"; exit 1; fi
 
-"$dtsim" info | tee "$out/info.txt" | sed 's/^/      /' | tee -a "$summary"
-gpus=$(grep -c '^GPU [0-9]' "$out/info.txt" || true)
-if [ "$gpus" -eq 0 ]; then
-  note "FAIL  dtsim sees no GPU (see above): nothing GPU-side can run here"
-  exit 1
+machine_facts() {
+  echo "== ldd --version"; ldd --version 2>&1 | head -1
+  echo "== /etc/os-release"; grep -E '^(PRETTY_NAME|VERSION_ID)=' /etc/os-release 2>&1
+  echo "== nvidia-smi"; timeout 10 nvidia-smi 2>&1 | head -20
+  echo "== python3, torch, NCCL wheel"
+  timeout 20 python3 -c 'import sys; print("python", sys.version.split()[0])
+try:
+    import torch; print("torch", torch.__version__, "CUDA", torch.version.cuda, "NCCL", ".".join(map(str, torch.cuda.nccl.version())))
+except Exception as error: print("torch:", error)' 2>&1
+  echo "== GPU library folders (env.sh)"; echo "${DTSIM_GPU_LIBRARIES:-none (not a bundle)}"
+  echo "== LD_LIBRARY_PATH"; echo "${LD_LIBRARY_PATH:-}"
+}
+loader_check() {  # loader_check DTSIM BINARY...
+  local dtsim="$1" missing=0
+  shift
+  for binary in "$@"; do
+    echo "== ldd $binary"
+    ldd "$binary" 2>&1 | grep -E 'not found|libnccl|libcuda|libmpi|libc\.so|version' || true
+    if ldd "$binary" 2>&1 | grep -q 'not found'; then missing=1; fi
+  done
+  echo "== dtsim info"
+  "$dtsim" info || return 1
+  return "$missing"
+}
+step facts 20 0 machine_facts
+sed 's/^/      /' "$work/facts.log" | tee -a "$summary"
+if ! step libraries 20 0 loader_check "$dtsim" "${binaries[@]}"; then
+  stopped="the loader cannot start dtsim (libraries.log: missing libraries or glibc too old)"
 fi
-gpu_name=$(grep -m1 '^GPU 0:' "$out/info.txt" | sed 's/^GPU 0: //; s/,.*//')
+sed 's/^/      /' "$work/libraries.log" | tail -25 | tee -a "$summary"
+
+gpus=$(grep -ac '^GPU [0-9]' "$work/libraries.log" 2>/dev/null || true)
+gpus=${gpus:-0}
+if [ -z "$stopped" ] && [ "$gpus" -eq 0 ]; then
+  stopped="dtsim sees no GPU: $(grep -a -m1 '^GPUs:' "$work/libraries.log" | sed 's/^GPUs: *//' || true)"
+fi
+gpu_name=$(grep -a -m1 '^GPU 0:' "$work/libraries.log" | sed 's/^GPU 0: //; s/,.*//')
 case "$gpu_name" in
   *H200*) node=hgx-h200 ;;
   *A100*) node=dgx-a100 ;;
   *L40S*) node=pcie-l40s ;;
   *) node=hgx-h100 ;;
 esac
-note "      $gpus GPU(s): $gpu_name; simulated on the node preset $node"
+share=()
+if [ "$gpus" -lt 2 ]; then share=(--share-gpu); fi
+[ -z "$stopped" ] && note "      $gpus GPU(s): $gpu_name; simulated on the node preset $node; two ranks: ${share[*]:-one GPU each}"
 
-step gpu-tests env DTSIM_GPU_NODE="$node" "${gpu_tests[@]}"
-grep -E "^(small_1gpu|tiny_)|Skipped|SKIPPED|tests passed|PASSED|FAILED" "$out/gpu-tests.log" | sed 's/^/      /' | tee -a "$summary"
-
-step calibrate "$mpirun" --oversubscribe -np "$gpus" "$dtsim" calibrate --backend nccl -o "$out/profile.toml"
-sed 's/^/      /' "$out/profile.toml" 2>/dev/null | tee -a "$summary"
-
+real=(--backend nccl --timeout 60 --runs 3)
 scenario=scenarios/real/small_1gpu.toml
-step simulate-preset "$dtsim" run "$scenario" --set cluster.node="$node" -o "$out/sim-preset"
-sed "s|^\[scenario\]|[scenario]\nhardware_profile = \"profile.toml\"|" "$scenario" >"$out/small_1gpu_calibrated.toml"
-step simulate-calibrated "$dtsim" run "$out/small_1gpu_calibrated.toml" --set cluster.node="$node" -o "$out/sim-calibrated"
-step run-real "$mpirun" -np 1 "$dtsim" run "$scenario" --set cluster.node="$node" --backend nccl --verify -o "$out/real"
-grep -E "step time|verified" "$out/run-real.log" | sed 's/^/      real: /' | tee -a "$summary"
-for predicted in preset calibrated; do
-  step "compare-$predicted" "$dtsim" compare "$out/sim-$predicted/timeline.json" "$out/real/timeline.json"
-  sed 's/^/      /' "$out/compare-$predicted.log" | head -25 | tee -a "$summary"
+step one-gpu 45 0 "$mpirun" -np 1 "$dtsim" run "$scenario" --set cluster.node="$node" "${real[@]}" --verify -o "$work/one-gpu" &&
+  grep -E "step time|verified" "$work/one-gpu.log" | sed 's/^/      /' | tee -a "$summary"
+step watchdog 40 3 "$mpirun" --oversubscribe -np 2 "$dtsim" run scenarios/real/tiny_ddp_2ranks.toml --backend nccl \
+  "${share[@]}" --timeout 5 --inject-fault hang:1:ddp.bucket0.all_reduce
+for name in ddp tp; do
+  step "two-rank-$name" 45 0 "$mpirun" --oversubscribe -np 2 "$dtsim" run "scenarios/real/tiny_${name}_2ranks.toml" \
+    "${real[@]}" "${share[@]}" --verify -o "$work/two-rank-$name" &&
+    grep -E "step time|verified" "$work/two-rank-$name.log" | sed 's/^/      /' | tee -a "$summary"
 done
-
-note "summary: $summary"
-exit "$failed"
+step calibrate 75 0 "$mpirun" --oversubscribe -np "$((gpus > 0 ? gpus : 1))" "$dtsim" calibrate --backend nccl \
+  --timeout 60 -o "$work/profile.toml" && sed 's/^/      /' "$work/profile.toml" | tee -a "$summary"
+step simulate-preset 20 0 "$dtsim" run "$scenario" --set cluster.node="$node" -o "$work/sim-preset"
+sed "s|^\[scenario\]|[scenario]\nhardware_profile = \"profile.toml\"|" "$scenario" >"$work/small_1gpu_calibrated.toml"
+step simulate-calibrated 20 0 "$dtsim" run "$work/small_1gpu_calibrated.toml" --set cluster.node="$node" -o "$work/sim-calibrated"
+for predicted in preset calibrated; do
+  step "compare-$predicted" 10 0 "$dtsim" compare "$work/sim-$predicted/timeline.json" "$work/one-gpu/timeline.json" &&
+    head -25 "$work/compare-$predicted.log" | sed 's/^/      /' | tee -a "$summary"
+done
+step gtests 80 0 env DTSIM_GPU_NODE="$node" "$gpu_tests" --gtest_output=xml:"$work/gtests.xml"
+grep -E "^\[  (PASSED|FAILED|SKIPPED) " "$work/gtests.log" 2>/dev/null | sed 's/^/      /' | tee -a "$summary"
