@@ -27,10 +27,14 @@ std::string select_gpu(bool share) {
   const gpu_rules::GpuChoice choice = gpu_rules::choose_gpu(local, count, launcher_chose, share);
   if (choice.device < 0) job::fail(job::world_rank(), choice.refusal);
   if (share) {
-    // Before NCCL reads it (at the first communicator): each rank a host of its own to NCCL.
+    // Before NCCL reads them (at the first communicator): each rank a host of its own to NCCL,
+    // connected by NCCL's socket transport (not a network plugin or InfiniBand the machine may
+    // have), and no multi-node NVLink probing between the pretend hosts.
     std::array<char, 256> host{};
     gethostname(host.data(), host.size() - 1);
     setenv("NCCL_HOSTID", gpu_rules::shared_gpu_host_id(host.data(), job::world_rank()).c_str(), 1);
+    setenv("NCCL_NET", "Socket", 0);
+    setenv("NCCL_MNNVL_ENABLE", "0", 0);
   }
   cudaDeviceProp properties{};
   if (cudaSetDevice(choice.device) != cudaSuccess || cudaGetDeviceProperties(&properties, choice.device) != cudaSuccess) {
@@ -83,7 +87,6 @@ ncclComm_t world_communicator(double timeout_s) {
   ncclConfig_t config = communicator_config();
   const ncclResult_t returned = ncclCommInitRankConfig(&world, size, id, rank, &config);
   if (const auto problem = settled(world, returned, timeout_s)) {
-    if (world != nullptr) ncclCommAbort(world);
     job::fail(rank, "creating the NCCL communicator of all ranks: " + *problem);
   }
   return world;
@@ -92,12 +95,14 @@ ncclComm_t world_communicator(double timeout_s) {
 ncclComm_t split_communicator(ncclComm_t parent, int color, int key, double timeout_s, const std::string& what) {
   ncclConfig_t config = communicator_config();
   ncclComm_t comm = nullptr;
-  // A split runs in the parent's mode and reports on the parent; the new communicator is set
-  // when it is done.
-  if (const auto problem = settled(parent, ncclCommSplit(parent, color, key, &comm, &config), timeout_s)) {
-    ncclCommAbort(parent);
+  // A split runs in the parent's mode and reports on the parent — but ncclCommSplit returns
+  // ncclSuccess even while the split goes on in NCCL's thread (its group's ncclInProgress is
+  // not passed on), and NCCL sets `comm` when the split is done: the parent is always waited for.
+  const ncclResult_t returned = ncclCommSplit(parent, color, key, &comm, &config);
+  if (const auto problem = settled(parent, returned == ncclSuccess ? ncclInProgress : returned, timeout_s)) {
     job::fail(job::world_rank(), what + ": " + *problem);
   }
+  if (color != NCCL_SPLIT_NOCOLOR && comm == nullptr) job::fail(job::world_rank(), what + ": NCCL made no communicator");
   return comm;
 }
 

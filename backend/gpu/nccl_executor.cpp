@@ -25,10 +25,9 @@
 // (NCCL_RUNTIME_CONNECT=0) and point-to-point connections are made by one small exchange per
 // communicator, in the same order on every rank, before the first run. Communicators are
 // non-blocking (gpu_job.h): creating, splitting and connecting them, and each call, are waited
-// for under options.timeout_s. A watchdog thread polls the ops' end events and every
-// communicator's asynchronous error while the host enqueues; an NCCL error, or no progress for
-// options.timeout_s, aborts the communicators (which frees a host blocked in NCCL) and ends the
-// job naming the oldest unfinished op.
+// for under options.timeout_s. A watchdog thread polls the ops' end events and, between the
+// host's NCCL calls, every communicator's asynchronous error while the host enqueues; an NCCL
+// error, or no progress for options.timeout_s, ends the job naming the oldest unfinished op.
 //
 // Every op reads an input area filled once with random values and writes an output area
 // (gpu_kernels.h); collectives send from the input area and receive into the output area.
@@ -191,6 +190,13 @@ class GpuExecutor final : public job::RankRunner {
     job::RankRecord record;
     record.host_seconds = std::chrono::duration<double>(Clock::now() - start).count();
     watchdog.join();
+    if (verifying) {  // the checked results' copies, queued after their ops' end events
+      for (const DeviceStream& stream : streams_) {
+        if (const auto problem = gpu::wait_for_stream(stream.stream, {}, options_.timeout_s)) {
+          fail("copying the checked results back: " + *problem);
+        }
+      }
+    }
     for (OpIndex i = 0; i < ops_->size(); ++i) {
       const gpu_rules::EventSpan span = gpu_rules::span_from_origin(elapsed_ms(start_event(i)), elapsed_ms(end_event(i)));
       record.timings.push_back({static_cast<std::int64_t>(i), span.start_ps, span.end_ps});
@@ -213,13 +219,14 @@ class GpuExecutor final : public job::RankRunner {
   }
 
  private:
-  // Ends the job: aborting the communicators frees a thread blocked in NCCL; the first caller
-  // reports, a second one waits for MPI_Abort.
+  // Ends the job: the first caller reports and MPI_Abort stops every rank; a second caller
+  // waits for that. No communicator is aborted first: no host thread is ever blocked in a
+  // non-blocking communicator, and ncclCommAbort frees device memory, which waits for the
+  // very kernels that are stuck (NVIDIA/nccl#564) — the report would never come.
   [[noreturn]] void fail(const std::string& message) {
     if (failing_.exchange(true)) {
       for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
     }
-    for (const ncclComm_t comm : all_comms_) ncclCommAbort(comm);
     job::fail(rank_, message);
   }
 
@@ -430,8 +437,13 @@ class GpuExecutor final : public job::RankRunner {
     if (verifying_) prepare_check(index, stream);
     cuda(cudaEventRecord(start_event(index), stream.stream), "recording an event");
     if (const auto* compute = std::get_if<program::ComputeOp>(&op.body)) run_compute(index, *compute, stream);
-    if (const auto* collective = std::get_if<program::CollectiveOp>(&op.body)) run_collective(*collective, op, stream);
-    if (const auto* p2p = std::get_if<program::SendRecvOp>(&op.body)) run_send_recv(*p2p, op, stream);
+    if (std::holds_alternative<program::CollectiveOp>(op.body) || std::holds_alternative<program::SendRecvOp>(op.body)) {
+      // ncclCommGetAsyncError completes a non-blocking call (it joins NCCL's launch thread): the
+      // watchdog must not poll while a call is being waited for (see watch()).
+      const std::lock_guard<std::mutex> calling(nccl_calls_);
+      if (const auto* collective = std::get_if<program::CollectiveOp>(&op.body)) run_collective(*collective, op, stream);
+      if (const auto* p2p = std::get_if<program::SendRecvOp>(&op.body)) run_send_recv(*p2p, op, stream);
+    }
     cuda(cudaEventRecord(end_event(index), stream.stream), "recording an event");
     if (verifying_) keep_result(index, stream);
   }
@@ -619,7 +631,7 @@ class GpuExecutor final : public job::RankRunner {
       for (std::size_t s = 0; s < next.size(); ++s) {
         if (next[s] < stream_ops_[s].size()) first = std::min(first, stream_ops_[s][next[s]]);
       }
-      return (*ops_)[first].name;
+      return first < ops_->size() ? (*ops_)[first].name : std::string("(none: every op had finished)");
     };
     while (remaining > 0) {
       const std::size_t enqueued = enqueued_;
@@ -633,11 +645,14 @@ class GpuExecutor final : public job::RankRunner {
           progress = Clock::now();
         }
       }
-      for (const ncclComm_t comm : all_comms_) {
-        ncclResult_t error = ncclSuccess;
-        ncclCommGetAsyncError(comm, &error);
-        if (error != ncclSuccess && error != ncclInProgress) {
-          fail(fmt::format("op '{}': NCCL error: {}", oldest(), ncclGetErrorString(error)));
+      // Only between the host's NCCL calls (a round is skipped while one is waited for).
+      if (const std::unique_lock<std::mutex> between(nccl_calls_, std::try_to_lock); between.owns_lock()) {
+        for (const ncclComm_t comm : all_comms_) {
+          ncclResult_t error = ncclSuccess;
+          ncclCommGetAsyncError(comm, &error);
+          if (error != ncclSuccess && error != ncclInProgress) {
+            fail(fmt::format("op '{}': NCCL error: {}", oldest(), ncclGetErrorString(error)));
+          }
         }
       }
       if (remaining > 0 && std::chrono::duration<double>(Clock::now() - progress).count() > options_.timeout_s) {
@@ -674,6 +689,7 @@ class GpuExecutor final : public job::RankRunner {
   std::int64_t checked_ = 0;
   std::atomic<std::size_t> enqueued_{0};
   std::atomic<bool> failing_{false};
+  std::mutex nccl_calls_;  // held by the host thread while it makes and waits for an NCCL call
 };
 
 }  // namespace
