@@ -17,6 +17,15 @@ GpuChoice choose_gpu(int local_rank, int visible, bool launcher_chose, bool shar
                           visible)};
 }
 
+std::optional<std::pair<int, int>> first_shared_gpu(const std::vector<std::string>& bus_ids) {
+  for (std::size_t second = 1; second < bus_ids.size(); ++second) {
+    for (std::size_t first = 0; first < second; ++first) {
+      if (bus_ids[first] == bus_ids[second]) return std::pair{static_cast<int>(first), static_cast<int>(second)};
+    }
+  }
+  return std::nullopt;
+}
+
 std::string shared_gpu_host_id(std::string_view host, int world_rank) {
   return fmt::format("{}-dtsim-rank{}", host, world_rank);
 }

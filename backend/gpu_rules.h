@@ -12,6 +12,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace backend::gpu_rules {
 
@@ -24,6 +26,12 @@ struct GpuChoice {
   std::string refusal;  // empty when device is set
 };
 GpuChoice choose_gpu(int local_rank, int visible, bool launcher_chose, bool share);
+
+// Two ranks of one host that drive the same GPU (by PCI bus id, `bus_ids` in host-rank order)
+// when they did not ask to share: NCCL would refuse them late and obscurely ("Duplicate GPU
+// detected"), e.g. when CUDA_VISIBLE_DEVICES shows every rank the same one GPU. The first such
+// pair of host-local ranks, or none.
+std::optional<std::pair<int, int>> first_shared_gpu(const std::vector<std::string>& bus_ids);
 
 // NCCL_HOSTID for a rank sharing a GPU: the host's name and the world rank, so that no two
 // ranks of the job share one (NCCL hashes it in place of the boot id).

@@ -144,7 +144,7 @@ void measure_link(LinkCalibration& link, ncclComm_t world, ComputeBench& bench, 
 
 Calibration calibrate_gpus(const CalibrationOptions& options) {
   gpu::check_nccl_version(false);
-  Calibration result = calibration::start("nccl", gpu::select_gpu(options.share_gpu), program::DType::kBF16);
+  Calibration result = calibration::start("nccl", gpu::select_gpu(options.share_gpu, options.timeout_s), program::DType::kBF16);
   const ncclComm_t world = gpu::world_communicator(options.timeout_s);
   int device = 0, l2_bytes = 0;
   check(cudaGetDevice(&device), "reading the GPU index");

@@ -6,15 +6,55 @@
 #include <unistd.h>
 
 #include <array>
+#include <chrono>
 #include <cstdlib>
+#include <thread>
+#include <vector>
 
 #include "backend/executor.h"
 #include "backend/gpu_rules.h"
 #include "backend/job.h"
 
 namespace backend::gpu {
+namespace {
 
-std::string select_gpu(bool share) {
+// Ranks of this host that drive the same GPU (compared by PCI bus id, which CUDA_VISIBLE_DEVICES
+// does not renumber) end the job with the reason; host-local rank 0 reports, the others wait for
+// its MPI_Abort.
+void refuse_ranks_on_one_gpu(int device, double timeout_s) {
+  std::array<char, 64> bus_id{};
+  if (cudaDeviceGetPCIBusId(bus_id.data(), static_cast<int>(bus_id.size() - 1), device) != cudaSuccess) {
+    fmt::format_to_n(bus_id.data(), bus_id.size() - 1, "unknown (rank {})", job::world_rank());  // still takes part
+  }
+  MPI_Comm host = MPI_COMM_NULL;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, job::world_rank(), MPI_INFO_NULL, &host);
+  int local = 0, ranks = 1;
+  MPI_Comm_rank(host, &local);
+  MPI_Comm_size(host, &ranks);
+  std::vector<char> all(bus_id.size() * static_cast<std::size_t>(ranks));
+  MPI_Request request = MPI_REQUEST_NULL;
+  MPI_Iallgather(bus_id.data(), static_cast<int>(bus_id.size()), MPI_CHAR, all.data(), static_cast<int>(bus_id.size()),
+                 MPI_CHAR, host, &request);
+  job::wait_for_job(request, timeout_s, "comparing the ranks' GPUs");
+  MPI_Comm_free(&host);
+  std::vector<std::string> bus_ids;
+  for (int r = 0; r < ranks; ++r) bus_ids.emplace_back(all.data() + static_cast<std::size_t>(r) * bus_id.size());
+  const auto shared = gpu_rules::first_shared_gpu(bus_ids);
+  if (!shared) return;
+  if (local != 0) {
+    for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+  const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+  job::fail(job::world_rank(),
+            fmt::format("ranks {} and {} of this host both drive the GPU at {}{}: NCCL runs one rank per GPU. Give each "
+                        "rank its own GPU, or pass --share-gpu to let ranks share one",
+                        shared->first, shared->second, bus_ids[static_cast<std::size_t>(shared->first)],
+                        visible != nullptr ? fmt::format(" (CUDA_VISIBLE_DEVICES={} for each)", visible) : ""));
+}
+
+}  // namespace
+
+std::string select_gpu(bool share, double timeout_s) {
   int count = 0;
   const cudaError_t status = cudaGetDeviceCount(&count);
   if (status != cudaSuccess || count == 0) {
@@ -40,6 +80,7 @@ std::string select_gpu(bool share) {
   if (cudaSetDevice(choice.device) != cudaSuccess || cudaGetDeviceProperties(&properties, choice.device) != cudaSuccess) {
     job::fail(job::world_rank(), fmt::format("cannot use GPU {}", choice.device));
   }
+  if (!share) refuse_ranks_on_one_gpu(choice.device, timeout_s);
   return properties.name;
 }
 

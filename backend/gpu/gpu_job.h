@@ -22,8 +22,9 @@ namespace backend::gpu {
 
 // Selects this rank's GPU (gpu_rules::choose_gpu: its index among the ranks of its host, the
 // one GPU a launcher left visible, or with `share` the GPUs shared round-robin, NCCL_HOSTID set
-// per rank) and returns its name.
-std::string select_gpu(bool share);
+// per rank) and returns its name. Without `share`, ranks of one host that would drive the same
+// GPU end the job saying so (compared over MPI within `timeout_s`). Collective over the job.
+std::string select_gpu(bool share, double timeout_s);
 
 // Refuses, with ExecutionError, a loaded NCCL older than dtsim needs (gpu_rules.h).
 void check_nccl_version(bool per_collective_algo);

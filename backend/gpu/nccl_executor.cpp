@@ -146,7 +146,7 @@ class GpuExecutor final : public job::RankRunner {
     gpu::check_nccl_version(!nccl_algo_.empty());  // the same library on every rank: refused alike
     setenv("NCCL_RUNTIME_CONNECT", "0", 0);  // connect algorithms at creation (unless the user chose otherwise)
     openblas_set_num_threads(1);             // host-side ops: one core per rank, as on CPU ranks
-    device_name_ = gpu::select_gpu(options.share_gpu);
+    device_name_ = gpu::select_gpu(options.share_gpu, options.timeout_s);
     cuda(cudaGetDevice(&device_), "reading the GPU index");
     create_streams();
     create_communicators();

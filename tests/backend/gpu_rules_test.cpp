@@ -30,6 +30,17 @@ TEST(GpuRulesTest, OneGpuPerRankUnlessRanksAskToShare) {
   EXPECT_EQ(choose_gpu(0, 0, false, true).device, -1);
 }
 
+// CUDA_VISIBLE_DEVICES=0 for every rank of a host shows each the same one GPU: found before NCCL
+// refuses it as a duplicate; distinct GPUs (bus ids) pass.
+TEST(GpuRulesTest, RanksOfAHostOnOneGpuAreFoundByBusId) {
+  using backend::gpu_rules::first_shared_gpu;
+  EXPECT_FALSE(first_shared_gpu({"0000:18:00.0", "0000:2A:00.0", "0000:3A:00.0"}));
+  EXPECT_FALSE(first_shared_gpu({"0000:18:00.0"}));
+  const auto shared = first_shared_gpu({"0000:18:00.0", "0000:2A:00.0", "0000:18:00.0", "0000:2A:00.0"});
+  ASSERT_TRUE(shared);
+  EXPECT_EQ(*shared, (std::pair{0, 2}));
+}
+
 TEST(GpuRulesTest, RanksSharingAGpuGetDistinctHostIds) {
   std::set<std::string> ids;
   for (int rank = 0; rank < 16; ++rank) ids.insert(backend::gpu_rules::shared_gpu_host_id("gpu-node", rank));
