@@ -20,8 +20,8 @@ cudaError_t launch_memory_pass(const float* x, float* y, std::int64_t elements, 
 
 // Fills `bytes` (rounded down to 2) at `data` with pseudo-random bf16 values of magnitude 2⁻⁸ … 1
 // and either sign, from `seed` (a hash of the index: the same seed, the same data). Read as
-// fp16 they are finite (magnitude below 2), read as fp32 every 4 bytes hold a value within
-// ±1 — random, finite inputs for every dtype the stand-ins use.
+// fp16 they are finite (magnitude below 2), read as fp32 every 4 bytes hold a value of
+// magnitude below 2 — random, finite inputs for every dtype the stand-ins use.
 cudaError_t fill_random(void* data, std::int64_t bytes, std::uint32_t seed, cudaStream_t stream);
 
 }  // namespace backend::gpu

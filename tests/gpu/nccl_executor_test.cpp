@@ -83,7 +83,7 @@ TEST(GpuExecutorTest, OneGpuRunsEveryOpOnceInDependencyOrderAndVerifies) {
   const std::string scenario = kSource + "/scenarios/real/small_1gpu.toml";
   const std::string node = std::getenv("DTSIM_GPU_NODE") != nullptr ? std::getenv("DTSIM_GPU_NODE") : "hgx-h100";
   const CommandResult real = run(mpirun(1) + " run " + scenario + " --set cluster.node=" + node +
-                                 " --backend nccl --verify -o " + (directory / "real").string());
+                                 " --backend nccl --timeout 20 --verify -o " + (directory / "real").string());
   ASSERT_EQ(real.code, 0) << real.output;
   EXPECT_NE(real.output.find("measured: NCCL"), std::string::npos) << real.output;
   EXPECT_NE(real.output.find("verified: "), std::string::npos) << real.output;
@@ -104,7 +104,7 @@ void run_two_rank_steps_and_a_hang(const std::string& flags) {
     const fs::path directory = scratch / name;
     const std::string scenario = kSource + "/scenarios/real/" + name + ".toml";
     const CommandResult real =
-        run(mpirun(2) + " run " + scenario + " --backend nccl " + flags + " --verify -o " + (directory / "real").string());
+        run(mpirun(2) + " run " + scenario + " --backend nccl --timeout 20 " + flags + " --verify -o " + (directory / "real").string());
     ASSERT_EQ(real.code, 0) << name << "\n" << real.output;
     EXPECT_NE(real.output.find("collective and transfer results checked element by element"), std::string::npos) << real.output;
     ASSERT_EQ(run(test_support::dtsim() + " run " + scenario + " -o " + (directory / "sim").string()).code, 0);
@@ -123,10 +123,10 @@ TEST(GpuExecutorTest, TwoGpusRunDataAndTensorParallelStepsAndTheWatchdogFires) {
   run_two_rank_steps_and_a_hang("");
 }
 
-// One GPU shared by two ranks (--share-gpu: each rank a host of its own to NCCL, connected over
-// its socket transport): NCCL collectives, splits, sends and receives and the watchdog run on a
-// one-GPU machine.
-TEST(GpuExecutorTest, TwoRanksSharingOneGpuRunDataAndTensorParallelStepsAndTheWatchdogFires) {
+// Two ranks with --share-gpu (each rank a host of its own to NCCL, connected over its socket
+// transport): on a one-GPU machine both drive that GPU, and NCCL collectives, splits, sends and
+// receives and the watchdog run there (with more GPUs each rank still takes its own).
+TEST(GpuExecutorTest, TwoRanksWithShareGpuRunDataAndTensorParallelStepsAndTheWatchdogFires) {
   SKIP_WITHOUT_GPUS(1);
   run_two_rank_steps_and_a_hang("--share-gpu");
 }

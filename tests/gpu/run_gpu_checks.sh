@@ -37,6 +37,7 @@ summary="$work/summary.txt"
 rows=()
 failed=0
 stopped=""  # why the remaining steps are skipped, once a step makes them pointless
+bundle_problem=""
 
 note() { echo "$*" | tee -a "$summary"; }
 row() { rows+=("$(printf '%-22s %5s %7s  %s' "$1" "$2" "$3" "$4")"); }
@@ -79,16 +80,18 @@ finish() {
     printf '%s\n' "${rows[@]}"
   } >"$work/table.txt"
   cat "$work/table.txt" >>"$summary"
-  tar -czf "$results/gpu-checks.tar.gz.partial" --exclude='gpu-checks.tar.gz*' -C "$(dirname "$work")" \
-    "$(basename "$work")" 2>/dev/null &&
-    mv "$results/gpu-checks.tar.gz.partial" "$results/gpu-checks.tar.gz"
+  # A rank still writing its NCCL log makes tar exit 1 ("file changed as we read it"): kept.
+  local packed=0
+  tar -czf "$results/gpu-checks.tar.gz.partial" --warning=no-file-changed --exclude='gpu-checks.tar.gz*' \
+    -C "$(dirname "$work")" "$(basename "$work")" 2>/dev/null || packed=$?
+  if [ "$packed" -le 1 ]; then mv "$results/gpu-checks.tar.gz.partial" "$results/gpu-checks.tar.gz"; fi
   [ "$results" = "$work" ] || cp "$summary" "$results/summary.txt"
   echo "results: $results/gpu-checks.tar.gz, $results/summary.txt"
   cat "$work/table.txt"
   exit "$failed"
 }
 trap finish EXIT
-trap 'stopped="interrupted"; exit' INT TERM
+trap 'stopped="interrupted"; failed=1; exit' INT TERM
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export NCCL_DEBUG=INFO NCCL_DEBUG_FILE="$work/nccl.%h.%p.log"
@@ -96,12 +99,12 @@ note "dtsim GPU checks, $(date -u +%Y-%m-%dT%H:%MZ), $(git rev-parse --short HEA
 
 if [[ "${DTSIM_BUNDLE:-}" == *.tar.gz ]]; then  # make_device_bundle.sh FILE.tar.gz
   unpacked="$(mktemp -d)"
-  tar -xzf "$DTSIM_BUNDLE" -C "$unpacked" || { stopped="the bundle $DTSIM_BUNDLE cannot be unpacked"; failed=1; }
+  tar -xzf "$DTSIM_BUNDLE" -C "$unpacked" || bundle_problem="the bundle $DTSIM_BUNDLE cannot be unpacked"
   DTSIM_BUNDLE="$unpacked"
 fi
 if [ -n "${DTSIM_BUNDLE:-}" ]; then
   # shellcheck source=/dev/null
-  source "$DTSIM_BUNDLE/env.sh" || { stopped="the bundle has no env.sh"; failed=1; }
+  source "$DTSIM_BUNDLE/env.sh" || bundle_problem="${bundle_problem:-the bundle has no env.sh}"
   dtsim="${DTSIM_PATH:-$DTSIM_BUNDLE/bin/dtsim}"
   gpu_tests="$DTSIM_BUNDLE/bin/gpu_tests"
   binaries=("$DTSIM_BUNDLE/bin/dtsim" "$DTSIM_BUNDLE/bin/gpu_tests" "$DTSIM_BUNDLE/usr/bin/orterun")
@@ -119,9 +122,10 @@ mpirun="${DTSIM_MPIEXEC:-mpirun}"
 machine_facts() {
   echo "== ldd --version"; ldd --version 2>&1 | head -1
   echo "== /etc/os-release"; grep -E '^(PRETTY_NAME|VERSION_ID)=' /etc/os-release 2>&1
-  echo "== nvidia-smi"; timeout 10 nvidia-smi 2>&1 | head -20
+  echo "== nvidia-smi"; timeout 5 nvidia-smi 2>&1 | head -20
+  timeout 3 nvidia-smi --query-gpu=name,compute_mode,memory.used --format=csv 2>&1  # Exclusive_Process refuses a 2nd rank
   echo "== python3, torch, NCCL wheel"
-  timeout 20 python3 -c 'import sys; print("python", sys.version.split()[0])
+  timeout 8 python3 -c 'import sys; print("python", sys.version.split()[0])
 try:
     import torch; print("torch", torch.__version__, "CUDA", torch.version.cuda, "NCCL", ".".join(map(str, torch.cuda.nccl.version())))
 except Exception as error: print("torch:", error)' 2>&1
@@ -143,7 +147,7 @@ loader_check() {  # loader_check DTSIM BINARY...
 step facts 20 0 machine_facts
 sed 's/^/      /' "$work/facts.log" | tee -a "$summary"
 if ! step libraries 20 0 loader_check "$dtsim" "${binaries[@]}"; then
-  stopped="the loader cannot start dtsim (libraries.log: missing libraries or glibc too old)"
+  stopped="${bundle_problem:-the loader cannot start dtsim (libraries.log: missing libraries or glibc too old)}"
 fi
 sed 's/^/      /' "$work/libraries.log" | tail -25 | tee -a "$summary"
 
@@ -167,14 +171,16 @@ real=(--backend nccl --timeout 20 --runs 3)
 scenario=scenarios/real/small_1gpu.toml
 step one-gpu 45 0 "$mpirun" -np 1 "$dtsim" run "$scenario" --set cluster.node="$node" "${real[@]}" --verify -o "$work/one-gpu" &&
   grep -E "step time|verified" "$work/one-gpu.log" | sed 's/^/      /' | tee -a "$summary"
-hang_reported() {  # hang_reported COMMAND...: exit 3 with the watchdog's report, or the command's exit
-  local code=0 output
-  output="$("$@" 2>&1)" || code=$?
-  echo "$output"
-  if [ "$code" -eq 3 ] && ! grep -q "did not finish within 5 s" <<<"$output"; then
-    echo "exit 3 without the watchdog's report"
-    return 1
+hang_reported() {  # hang_reported COMMAND...: exit 3 with the watchdog's report on an op, or the command's exit
+  local output code
+  output="$(mktemp)"
+  "$@" 2>&1 | tee "$output"  # to the step's log as it comes: kept if the step's limit strikes
+  code=${PIPESTATUS[0]}
+  if [ "$code" -eq 3 ] && ! grep -q "op '.*' did not finish within 5 s" "$output"; then
+    echo "exit 3 without the watchdog's report on an op"
+    code=1
   fi
+  rm -f "$output"
   return "$code"
 }
 step watchdog 40 3 hang_reported "$mpirun" --oversubscribe -np 2 "$dtsim" run scenarios/real/tiny_ddp_2ranks.toml \
