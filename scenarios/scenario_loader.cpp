@@ -1700,7 +1700,7 @@ std::vector<ValidationCase> read_validation_manifest(const std::string& path) {
     const std::vector<std::string> metrics =
         c.group == "throughput"   ? std::vector<std::string>{"megatron_tflops_per_gpu", "tokens_per_second_per_gpu"}
         : c.group == "collective" ? std::vector<std::string>{"bus_bandwidth_gbyte_s", "time_us"}
-                                  : std::vector<std::string>{"attention_tflops"};
+                                  : std::vector<std::string>{"attention_tflops", "mlp_forward_ms", "mlp_backward_ms"};
     c.metric = reader.choice("metric", metrics).value_or("");
     if (c.metric.empty()) reader.fail("metric", "missing required key", "one of: " + join(metrics));
     const std::optional<double> published = reader.optional_positive("published");

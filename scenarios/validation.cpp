@@ -4,8 +4,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <filesystem>
+#include <functional>
 
 #include "scenarios/collective_bench.h"
 #include "scenarios/scenario_loader.h"
@@ -45,30 +47,52 @@ double megatron_tflops_per_gpu(const Scenario& scenario, double step_seconds) {
   return flops / (step_seconds * scenario.cluster.gpu_count()) / 1e12;
 }
 
-// FlashAttention's benchmark counts 4·b·s²·heads·d FLOPs forward, 2.5 times that backward, halved
-// when causal (benchmarks/benchmark_flash_attention.py); the time is the scenario's first layer's
-// attention-core ops, forward and backward, priced one after another by the compute model.
-double attention_tflops(const Scenario& scenario) {
-  const strategies::ModelSpec& model = scenario.lowering.model;
+// The seconds of the scenario's first layer's compute ops (one micro-batch, as the lowering
+// builds it) that `selected` picks by name and attention-core flag, in the forward and/or the
+// backward, priced one after another by the compute model.
+double first_layer_seconds(const Scenario& scenario, bool forward, bool backward,
+                           const std::function<bool(const std::string& name, bool attention_core)>& selected) {
   const strategies::TrainingSpec& training = scenario.lowering.training;
   strategies::BlockShape shape;
   shape.micro_batch = training.micro_batch;
   shape.sequence = training.sequence;
   shape.dtype = strategies::compute_dtype(training.precision);
-  const strategies::Block layer = strategies::transformer_layer_block(model, shape, 0);
+  const strategies::Block layer = strategies::transformer_layer_block(scenario.lowering.model, shape, 0);
   const sim::ComputeModel compute(scenario.cluster.node.gpu, scenario.efficiency);
   double seconds = 0;
   for (const strategies::ForwardStep& step : layer.forward) {
-    if (step.attention_core && step.compute) seconds += compute.seconds(*step.compute);
+    if (forward && step.compute && selected(step.name, step.attention_core)) seconds += compute.seconds(*step.compute);
   }
   for (const strategies::BackwardStep& step : layer.backward) {
     const auto* op = std::get_if<program::ComputeOp>(&step.op);
-    if (step.attention_core && op != nullptr) seconds += compute.seconds(*op);
+    if (backward && op != nullptr && selected(step.name, step.attention_core)) seconds += compute.seconds(*op);
   }
+  return seconds;
+}
+
+// FlashAttention's benchmark counts 4·b·s²·heads·d FLOPs forward, 2.5 times that backward, halved
+// when causal (benchmarks/benchmark_flash_attention.py); the time is the scenario's first layer's
+// attention-core ops, forward and backward.
+double attention_tflops(const Scenario& scenario) {
+  const strategies::ModelSpec& model = scenario.lowering.model;
+  const strategies::TrainingSpec& training = scenario.lowering.training;
+  const double seconds = first_layer_seconds(scenario, true, true, [](const std::string&, bool core) { return core; });
   const double s = static_cast<double>(training.sequence);
   const double forward = 4 * static_cast<double>(training.micro_batch) * s * s * static_cast<double>(model.heads) *
                          static_cast<double>(model.head_dim()) / (model.causal ? 2 : 1);
   return 3.5 * forward / seconds / 1e12;
+}
+
+// The MLP of the scenario's first layer — its GEMMs and activation, not the norm, dropout or
+// residual around it — forward or backward: milliseconds (Liger-Kernel's benchmark of Hugging
+// Face's LlamaMLP: gate, up, act · up, down).
+double mlp_ms(const Scenario& scenario, bool backward) {
+  // Step names are the block's: "layer0.fwd.mlp_down", "layer0.bwd.mlp_down.dgrad".
+  const auto in_mlp = [](const std::string& name, bool) {
+    return std::ranges::any_of(std::array{".mlp_up", ".mlp_gate_up", ".mlp_act", ".mlp_down"},
+                               [&](const char* op) { return name.find(op) != std::string::npos; });
+  };
+  return first_layer_seconds(scenario, !backward, backward, in_mlp) * 1e3;
 }
 
 std::string validation_unit(const std::string& metric) {
@@ -77,6 +101,7 @@ std::string validation_unit(const std::string& metric) {
   if (metric == "bus_bandwidth_gbyte_s") return "GB/s bus bandwidth";
   if (metric == "time_us") return "µs";
   if (metric == "attention_tflops") return "TFLOP/s";
+  if (metric == "mlp_forward_ms" || metric == "mlp_backward_ms") return "ms";
   return "";
 }
 
@@ -98,6 +123,8 @@ ValidationResult run_validation(const std::string& manifest, unsigned threads, c
     ValidationRow row{c, 0, 0};
     if (c.metric == "attention_tflops") {
       row.predicted = attention_tflops(load_scenario(c.scenario));
+    } else if (c.metric == "mlp_forward_ms" || c.metric == "mlp_backward_ms") {
+      row.predicted = mlp_ms(load_scenario(c.scenario), c.metric == "mlp_backward_ms");
     } else if (is_throughput_metric(c.metric)) {
       const Scenario& run = runs[run_of_case[i]];
       const double step_seconds = reports[run_of_case[i]].step_time_s;

@@ -24,8 +24,8 @@ struct ValidationCase {
   std::string name;
   std::string group;       // "throughput", "collective" or "kernel": the summaries are per group
   std::string scenario;    // the run's scenario (a collective row: its cluster), as a path
-  std::string metric;      // megatron_tflops_per_gpu, tokens_per_second_per_gpu, bus_bandwidth_gbyte_s, time_us or
-                           // attention_tflops (docs/validation.md)
+  std::string metric;      // megatron_tflops_per_gpu, tokens_per_second_per_gpu, bus_bandwidth_gbyte_s, time_us,
+                           // attention_tflops, mlp_forward_ms or mlp_backward_ms (docs/validation.md)
   double published = 0;
   std::string source;      // paper, table or figure, or repository file
   std::string setup;       // what the source says about the run, in a line
