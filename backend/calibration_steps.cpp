@@ -115,7 +115,7 @@ void measure_compute(Calibration& calibration, const ComputeSizes& sizes, progra
 double memory_bandwidth(const std::vector<std::pair<double, double>>& rates, std::int64_t cache_bytes) {
   double best = 0;
   for (const auto& [bytes, rate] : rates) {
-    if (bytes >= 4 * static_cast<double>(cache_bytes)) best = std::max(best, rate);
+    if (bytes >= static_cast<double>(kOutOfCacheFactor * cache_bytes)) best = std::max(best, rate);
   }
   return best > 0 || rates.empty() ? best : rates.back().second;
 }

@@ -30,9 +30,13 @@ struct ComputeSizes {
   std::int64_t cache_bytes = 0;
 };
 
+// Data this many times the last-level cache is out of it: a memory pass at least this large
+// measures memory, not the cache.
+inline constexpr std::int64_t kOutOfCacheFactor = 4;
+
 // The memory bandwidth of a profile from rates by pass size (ascending): the best rate of the
-// passes of at least 4 × `cache_bytes` — smaller ones may run in the cache, at its bandwidth,
-// not memory's — or the largest pass's rate when none is that large.
+// passes of at least kOutOfCacheFactor × `cache_bytes` — smaller ones may run in the cache, at
+// its bandwidth, not memory's — or the largest pass's rate when none is that large.
 double memory_bandwidth(const std::vector<std::pair<double, double>>& rates, std::int64_t cache_bytes);
 
 // The timed measurements of one calibration, counted for CalibrationOptions::progress: the

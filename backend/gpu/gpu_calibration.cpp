@@ -52,9 +52,10 @@ class ComputeBench {
   double seconds(const program::ComputeOp& op) {
     const gpu::ScratchBytes bytes = gpu::compute_scratch_bytes(op);
     const bool memory_bound = op.kind != program::ComputeKind::kMatmul && op.kind != program::ComputeKind::kAttention;
-    const std::int64_t stride_in = (bytes.inputs + 255) / 256 * 256, stride_out = (bytes.outputs + 255) / 256 * 256;
+    const std::int64_t stride_in = gpu::aligned_bytes(bytes.inputs), stride_out = gpu::aligned_bytes(bytes.outputs);
+    const std::int64_t span = calibration::kOutOfCacheFactor * cache_bytes_;  // what a window's turn waits for
     const std::int64_t windows =
-        memory_bound ? std::max<std::int64_t>(1, (4 * cache_bytes_ + stride_in + stride_out - 1) / (stride_in + stride_out)) : 1;
+        memory_bound ? std::max<std::int64_t>(1, (span + stride_in + stride_out - 1) / (stride_in + stride_out)) : 1;
     reserve(windows * stride_in, windows * stride_out);
     std::int64_t call = 0;
     return calibration::time_per_call(

@@ -147,6 +147,17 @@ ncclComm_t split_communicator(ncclComm_t parent, int color, int key, double time
   return comm;
 }
 
+std::optional<std::string> async_error(const std::vector<ncclComm_t>& communicators) {
+  for (const ncclComm_t comm : communicators) {
+    ncclResult_t error = ncclSuccess;
+    ncclCommGetAsyncError(comm, &error);
+    if (error != ncclSuccess && error != ncclInProgress) {
+      return fmt::format("NCCL error: {} ({})", ncclGetErrorString(error), ncclGetLastError(comm));
+    }
+  }
+  return std::nullopt;
+}
+
 std::optional<std::string> wait_for_stream(cudaStream_t stream, const std::vector<ncclComm_t>& communicators,
                                            double timeout_s) {
   std::optional<std::string> problem;
@@ -157,15 +168,8 @@ std::optional<std::string> wait_for_stream(cudaStream_t stream, const std::vecto
           problem = fmt::format("CUDA error: {}", cudaGetErrorString(status));
           return true;
         }
-        for (const ncclComm_t comm : communicators) {
-          ncclResult_t error = ncclSuccess;
-          ncclCommGetAsyncError(comm, &error);
-          if (error != ncclSuccess && error != ncclInProgress) {
-            problem = fmt::format("NCCL error: {} ({})", ncclGetErrorString(error), ncclGetLastError(comm));
-            return true;
-          }
-        }
-        return status == cudaSuccess;
+        problem = async_error(communicators);
+        return problem || status == cudaSuccess;
       },
       timeout_s);
   if (!done) return fmt::format("the GPU did not finish within {} s (timeout): a peer never got there", timeout_s);

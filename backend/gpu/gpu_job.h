@@ -44,6 +44,11 @@ ncclComm_t world_communicator(double timeout_s);
 // where `color` is NCCL_SPLIT_NOCOLOR. `what` names the step in the failure.
 ncclComm_t split_communicator(ncclComm_t parent, int color, int key, double timeout_s, const std::string& what);
 
+// The first asynchronous error of `communicators` (ncclCommGetAsyncError; in progress is none),
+// as a message, or none. Not to be called while another thread waits on one of them (it
+// completes a pending call).
+std::optional<std::string> async_error(const std::vector<ncclComm_t>& communicators);
+
 // Waits until `stream` has run what was enqueued, polling the stream and the communicators'
 // asynchronous errors (at most `timeout_s`). Returns why it failed, or none.
 std::optional<std::string> wait_for_stream(cudaStream_t stream, const std::vector<ncclComm_t>& communicators,

@@ -27,7 +27,11 @@ namespace backend::gpu {
 struct ScratchBytes {
   std::int64_t inputs = 0;
   std::int64_t outputs = 0;
+  std::int64_t total() const { return inputs + outputs; }
 };
+
+// `bytes` rounded up to 256, so that a buffer placed after it is aligned for any element type.
+constexpr std::int64_t aligned_bytes(std::int64_t bytes) { return (bytes + 255) / 256 * 256; }
 ScratchBytes compute_scratch_bytes(const program::ComputeOp& compute);
 
 // Enqueues the op's stand-in on `stream` (`blas` is bound to it), reading `inputs` and writing

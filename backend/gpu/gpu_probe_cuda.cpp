@@ -13,6 +13,7 @@
 
 #include "backend/gpu/cublas_library.h"
 #include "backend/gpu/gpu_probe.h"
+#include "backend/gpu_rules.h"
 
 namespace backend {
 namespace {
@@ -59,7 +60,7 @@ void probe_gpus(Capabilities& capabilities) {
       runtime_file == file_of(reinterpret_cast<const void*>(&probe_gpus)) ? "linked into dtsim (static)" : runtime_file);
   int nccl = 0;
   if (ncclGetVersion(&nccl) == ncclSuccess) {
-    capabilities.nccl = fmt::format("{}.{}.{}", nccl / 10000, (nccl % 10000) / 100, nccl % 100);
+    capabilities.nccl = gpu_rules::nccl_version_text(nccl);
   }
   capabilities.library_paths.emplace_back("NCCL", file_of(reinterpret_cast<const void*>(&ncclGetVersion)));
   try {

@@ -65,8 +65,8 @@ namespace {
 using program::OpIndex;
 using job::Clock;
 
-// A collective's input and output buffers: each rounded up to 256 bytes (and at least 4).
-std::int64_t buffer_bytes(std::int64_t bytes) { return (std::max<std::int64_t>(bytes, 4) + 255) / 256 * 256; }
+// A collective's input and output buffers: each at least 4 bytes, aligned.
+std::int64_t buffer_bytes(std::int64_t bytes) { return gpu::aligned_bytes(std::max<std::int64_t>(bytes, 4)); }
 
 // Device bytes an op reads and writes: its operands (compute), input and output (collectives),
 // the message (transfers: a send reads it, a receive writes it).
@@ -213,9 +213,8 @@ class GpuExecutor final : public job::RankRunner {
   std::string description() const override {
     int nccl_version = 0;
     ncclGetVersion(&nccl_version);
-    return fmt::format("NCCL {}.{}.{} + cuBLAS on {} (one GPU per rank){}", nccl_version / 10000,
-                       (nccl_version % 10000) / 100, nccl_version % 100, device_name_,
-                       nccl_algo_.empty() ? "" : ", NCCL_ALGO=" + nccl_algo_);
+    return fmt::format("NCCL {} + cuBLAS on {} (one GPU per rank){}", gpu_rules::nccl_version_text(nccl_version),
+                       device_name_, nccl_algo_.empty() ? "" : ", NCCL_ALGO=" + nccl_algo_);
   }
 
  private:
@@ -368,7 +367,7 @@ class GpuExecutor final : public job::RankRunner {
       stream_ops_[op.stream].push_back(i);
       DeviceStream& stream = streams_[op.stream];
       const gpu::ScratchBytes bytes = device_bytes(op);
-      if (bytes.inputs + bytes.outputs > stream.bytes.inputs + stream.bytes.outputs) largest[op.stream] = i;
+      if (bytes.total() > stream.bytes.total()) largest[op.stream] = i;
       stream.bytes.inputs = std::max(stream.bytes.inputs, bytes.inputs);
       stream.bytes.outputs = std::max(stream.bytes.outputs, bytes.outputs);
       if (const auto* compute = std::get_if<program::ComputeOp>(&op.body); compute && compute->kind == program::ComputeKind::kMemcpy) {
@@ -432,7 +431,7 @@ class GpuExecutor final : public job::RankRunner {
     try {
       faults_.at_start(op);
     } catch (const std::bad_alloc&) {
-      fail(fmt::format("op '{}': device out of memory allocating {} bytes (injected)", op.name, device_bytes(op).inputs + device_bytes(op).outputs));
+      fail(fmt::format("op '{}': device out of memory allocating {} bytes (injected)", op.name, device_bytes(op).total()));
     }
     if (verifying_) prepare_check(index, stream);
     cuda(cudaEventRecord(start_event(index), stream.stream), "recording an event");
@@ -468,15 +467,13 @@ class GpuExecutor final : public job::RankRunner {
     }
   }
 
-  // A collective's input (from the input area) and output (into the output area).
-  static std::pair<char*, char*> halves(const DeviceStream& stream) { return {stream.inputs, stream.outputs}; }
-
   void run_collective(const program::CollectiveOp& collective, const program::Op& op, DeviceStream& stream) {
     const ncclComm_t comm = comm_of(collective.group, static_cast<int>(op.stream), op);
     const std::string what = op_label(op);
     int size = 1;
     nccl(comm, ncclCommCount(comm, &size), what);
-    const auto [in, out] = halves(stream);
+    char* const in = stream.inputs;  // a collective reads the input area, writes the output area
+    char* const out = stream.outputs;
     const auto floats = static_cast<std::size_t>(collective.bytes / 4);
     const auto share = static_cast<std::size_t>(collective.bytes / size);
     switch (collective.kind) {
@@ -589,10 +586,10 @@ class GpuExecutor final : public job::RankRunner {
     cuda(cudaMemcpyAsync(checked.out, out, bytes, cudaMemcpyDeviceToHost, stream.stream), "copying a result back");
   }
 
-  // Where a checked op's input and result are: a collective's halves, a send's message (input
-  // area), a receive's (output area).
+  // Where a checked op's input and result are: a collective's input and output areas, a send's
+  // message (input area), a receive's (output area).
   std::pair<char*, char*> device_buffers(OpIndex index, const DeviceStream& stream) const {
-    if (std::holds_alternative<program::CollectiveOp>((*ops_)[index].body)) return halves(stream);
+    if (std::holds_alternative<program::CollectiveOp>((*ops_)[index].body)) return {stream.inputs, stream.outputs};
     char* message = std::get<program::SendRecvOp>((*ops_)[index].body).is_send ? stream.inputs : stream.outputs;
     return {message, message};
   }
@@ -647,13 +644,7 @@ class GpuExecutor final : public job::RankRunner {
       }
       // Only between the host's NCCL calls (a round is skipped while one is waited for).
       if (const std::unique_lock<std::mutex> between(nccl_calls_, std::try_to_lock); between.owns_lock()) {
-        for (const ncclComm_t comm : all_comms_) {
-          ncclResult_t error = ncclSuccess;
-          ncclCommGetAsyncError(comm, &error);
-          if (error != ncclSuccess && error != ncclInProgress) {
-            fail(fmt::format("op '{}': NCCL error: {}", oldest(), ncclGetErrorString(error)));
-          }
-        }
+        if (const auto error = gpu::async_error(all_comms_)) fail(fmt::format("op '{}': {}", oldest(), *error));
       }
       if (remaining > 0 && std::chrono::duration<double>(Clock::now() - progress).count() > options_.timeout_s) {
         job::wait_before_timeout_report();

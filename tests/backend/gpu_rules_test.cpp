@@ -85,7 +85,7 @@ TEST(GpuRulesTest, SpansFromOneOriginNeverOverlapTheNextOp) {
   EXPECT_EQ(backend::gpu_rules::span_from_origin(1.5f, 2.25f).end_ps, 2'250'000'000);
 }
 
-// A step that never finishes (a stub that is never ready, as a hung peer) ends the wait once
+// A step that never finishes (a poll that never says ready, as with a hung peer) ends the wait once
 // the timeout has passed — and not before; one that finishes returns at once.
 TEST(BoundedWaitTest, AWaitThatNeverFinishesEndsAtItsTimeout) {
   const auto start = std::chrono::steady_clock::now();
