@@ -12,6 +12,8 @@
 //   cpu_offload        shards live on the host: each all-gather waits for its shard's copy to
 //                      the GPU over PCIe, each reduced gradient shard is copied back, and the
 //                      optimizer runs on the host CPU.
+// and, after each unit's backward, PyTorch FSDP's passes over its unsharded gradient
+// (prepare_gradients: flat-gradient copy, cast to reduce_dtype, pre-divide).
 #include "strategies/data_parallel.h"
 
 #include <fmt/format.h>
@@ -247,6 +249,7 @@ class ShardedPolicy : public DataParallelPolicy {
       state_.master_weights = 0;
     }
     reshard_ = fsdp_.sharding != ShardingStrategy::kShardGradOp && fsdp_.reshard_after_forward;
+    pytorch_gradient_path_ = !zero3;
     const double scale = parameter_scale(input_.model);
     Unit root{"root", {}, 0, true};
     Unit current{"", {}, 0, false};
@@ -331,12 +334,17 @@ class ShardedPolicy : public DataParallelPolicy {
                            [](const Block&, const BackwardStep&, OpIndex) {});
       if (block != units_[u].blocks.front()) continue;
       // The unit's backward is complete: reduce its gradients and free what it gathered.
+      if (pytorch_gradient_path_) last = prepare_gradients(builder, u, last);
       previous_unit_end = last;
       previous_unit_reduced = reduce(builder, u, last);
       unit_freed[u] = release(builder, u, "gathered_parameters", MemoryCategory::kGatheredParameters, param_bytes(u),
                               {*previous_unit_reduced}, context_.dp_reduce);
       release(builder, u, "unsharded_gradients", MemoryCategory::kUnshardedGradients,
               units_[u].elements * dtype_size(param_dtype_), {*previous_unit_reduced}, context_.dp_reduce);
+      if (casts_gradients()) {
+        release(builder, u, "reduce_dtype_gradients", MemoryCategory::kUnshardedGradients,
+                units_[u].elements * dtype_size(reduce_dtype_), {*previous_unit_reduced}, context_.dp_reduce);
+      }
       gathered_[u].reset();
       previous_unit = u;
       last_reduce_ = previous_unit_reduced;
@@ -415,6 +423,44 @@ class ShardedPolicy : public DataParallelPolicy {
                        program::make_collective(CollectiveKind::kAllGather, group_, param_bytes(u), param_dtype_));
   }
 
+  bool casts_gradients() const { return pytorch_gradient_path_ && reduce_dtype_ != param_dtype_; }
+
+  // PyTorch FSDP's work on a unit's unsharded gradient before its reduce-scatter (torch 2.0/2.1,
+  // torch/distributed/fsdp/_runtime_utils.py _post_backward_hook with the default
+  // reduce_scatter_hook of _comm_hooks/default_hooks.py), N the unit's parameters, p and r the
+  // bytes of the parameter and reduce dtypes:
+  //   flat gradient  the layer's parameters are views (torch.split) of one FlatParameter, so
+  //                  autograd's split backward copies their gradients into one tensor: 2·N·p;
+  //   cast           grad.to(reduce_dtype) when it differs from param_dtype: N·(p + r);
+  //   pre-divide     grad.div_(f) in place before the reduce-scatter, f the
+  //                  _get_gradient_predivide_factor of the shard group (> 1 from 2 ranks): 2·N·r.
+  // PyTorch runs the last two on its post-backward stream, but during backward the compute
+  // stream's kernels fill the GPU, so they take its time as if queued behind them: they are put
+  // on the compute stream. Left out: the work on the reduced shard (post-divide, accumulation
+  // across micro-batches), 1/shards of the above.
+  OpIndex prepare_gradients(RankProgramBuilder& builder, std::size_t u, OpIndex after) {
+    const double elements = units_[u].elements;
+    const double p = dtype_size(param_dtype_);
+    const double r = dtype_size(reduce_dtype_);
+    const auto pass = [&](const char* what, program::DType dtype, double bytes, OpIndex dep) {
+      program::ComputeOp op;
+      op.kind = program::ComputeKind::kElementwise;
+      op.phase = program::Phase::kBackward;
+      op.dtype = dtype;
+      op.shape = program::Shape::of({std::llround(elements)});
+      op.bytes = bytes;
+      return builder.add(fmt::format("{}.{}", units_[u].name, what), context_.streams.compute, op, {dep});
+    };
+    OpIndex last = pass("flat_gradient", param_dtype_, 2 * elements * p, after);
+    if (casts_gradients()) {
+      builder.allocate(fmt::format("{}.reduce_dtype_gradients", units_[u].name), context_.streams.compute,
+                       MemoryCategory::kUnshardedGradients, elements * r);
+      last = pass("gradient_cast", reduce_dtype_, elements * (p + r), last);
+    }
+    if (shards_ > 1) last = pass("gradient_predivide", reduce_dtype_, 2 * elements * r, last);
+    return last;
+  }
+
   // Reduce-scatters a unit's gradients (then all-reduces the shard across nodes under
   // HYBRID_SHARD, and copies it to the host under CPU offload).
   OpIndex reduce(RankProgramBuilder& builder, std::size_t u, OpIndex after) {
@@ -451,6 +497,7 @@ class ShardedPolicy : public DataParallelPolicy {
   program::DType reduce_dtype_ = program::DType::kBF16;
   ModelStateBytes state_;
   bool reshard_ = true;
+  bool pytorch_gradient_path_ = true;  // PyTorch FSDP's (not DeepSpeed ZeRO-3's) gradient handling
   std::vector<Unit> units_;
   std::vector<std::optional<OpIndex>> unit_started_;
   std::vector<std::optional<OpIndex>> freed_;
