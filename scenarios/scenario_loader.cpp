@@ -976,6 +976,8 @@ void read_ddp(TableReader reader, strategies::DdpSpec& ddp) {
   ddp.no_sync = reader.boolean("no_sync").value_or(ddp.no_sync);
   ddp.barrier_every_step = reader.boolean("barrier_every_step").value_or(ddp.barrier_every_step);
   ddp.overlap_grad_reduce = reader.boolean("overlap_grad_reduce").value_or(ddp.overlap_grad_reduce);
+  ddp.gradient_accumulation_fusion =
+      reader.boolean("gradient_accumulation_fusion").value_or(ddp.gradient_accumulation_fusion);
   reader.finish();
 }
 

@@ -34,6 +34,17 @@ constexpr double kMiB = 1024.0 * 1024.0;
 
 double dtype_size(program::DType dtype) { return static_cast<double>(program::dtype_bytes(dtype)); }
 
+// A memory-bound pass of backward over `elements` gradients that moves `bytes`.
+program::ComputeOp gradient_pass(program::DType dtype, double elements, double bytes) {
+  program::ComputeOp pass;
+  pass.kind = program::ComputeKind::kElementwise;
+  pass.phase = program::Phase::kBackward;
+  pass.dtype = dtype;
+  pass.shape = program::Shape::of({std::llround(elements)});
+  pass.bytes = bytes;
+  return pass;
+}
+
 std::vector<OpIndex> with(std::vector<OpIndex> ops, const std::vector<OpIndex>& more) {
   ops.insert(ops.end(), more.begin(), more.end());
   return ops;
@@ -119,15 +130,23 @@ class ReplicatedPolicy : public DataParallelPolicy {
     const bool expert_sync = sync && context_.expert_dp > 1;
     buckets_.reset();
     expert_buckets_.reset();
-    const OpIndex last = emit_backward(builder, context_.blocks, context_.streams, input_.training.checkpointing,
-                                       std::move(deps), [&](const Block& block, const BackwardStep& step, OpIndex op) {
-                                         for (std::size_t param : step.grads_ready) {
-                                           const ParamTensor& tensor = block.params[param];
-                                           if (tensor.expert ? expert_sync : sync) {
-                                             (tensor.expert ? expert_buckets_ : buckets_).add(builder, tensor.elements, op);
-                                           }
-                                         }
-                                       });
+    // Gradients already held from an earlier micro-batch of this step get this one's added.
+    const bool accumulates =
+        std::exchange(holds_gradients_, true) && !reduce_scatter_ && !input_.ddp.gradient_accumulation_fusion;
+    std::optional<OpIndex> last_added;
+    OpIndex last = emit_backward(builder, context_.blocks, context_.streams, input_.training.checkpointing,
+                                 std::move(deps), [&](const Block& block, const BackwardStep& step, OpIndex op) {
+                                   if (accumulates) last_added = op = accumulate(builder, block, step, op);
+                                   for (std::size_t param : step.grads_ready) {
+                                     const ParamTensor& tensor = block.params[param];
+                                     if (tensor.expert ? expert_sync : sync) {
+                                       (tensor.expert ? expert_buckets_ : buckets_).add(builder, tensor.elements, op);
+                                     }
+                                   }
+                                 });
+    // Autograd returns (and a pipeline sends the input gradient on) once every gradient is
+    // accumulated: the last op is the later of the two.
+    if (last_added) last = std::max(last, *last_added);
     if (!sync) return last;
     // The next compute waits for every bucket, as DDP's finalize_backward makes the compute
     // stream wait for the communication stream.
@@ -143,6 +162,7 @@ class ReplicatedPolicy : public DataParallelPolicy {
   }
 
   std::vector<OpIndex> finish_step(RankProgramBuilder& builder, std::vector<OpIndex> before_update) override {
+    holds_gradients_ = false;  // the optimizer consumes them (zero_grad(set_to_none=True))
     const double dense = context_.parameters - context_.expert_parameters;
     const auto share = [&](std::int32_t ranks) { return zero_stage_ >= 1 ? 1.0 / ranks : 1.0; };
     const double updated = dense * share(dp_) + context_.expert_parameters * share(context_.expert_dp);
@@ -171,6 +191,17 @@ class ReplicatedPolicy : public DataParallelPolicy {
                         context_.dp_reduce, context_.replica->gradient_dtype,
                         dtype_size(context_.replica->gradient_dtype) * parameter_scale(input_.model), std::move(label));
   }
+  // Autograd's AccumulateGrad of the gradients `step` completes into those held: an in-place
+  // add over them, on the compute stream right after the op that produced them.
+  OpIndex accumulate(RankProgramBuilder& builder, const Block& block, const BackwardStep& step, OpIndex after) const {
+    double elements = 0;
+    for (std::size_t param : step.grads_ready) elements += static_cast<double>(block.params[param].elements);
+    elements *= parameter_scale(input_.model);
+    const program::DType dtype = context_.replica->gradient_dtype;
+    return builder.add(step.name + ".accumulate", context_.streams.compute,
+                       gradient_pass(dtype, elements, 3 * elements * dtype_size(dtype)), {after});
+  }
+
   // The model states a rank keeps when sharded over `ranks` data-parallel ranks.
   StateShares shares(std::int32_t ranks) const { return zero_shares(zero_stage_, reduce_scatter_, ranks); }
 
@@ -222,6 +253,7 @@ class ReplicatedPolicy : public DataParallelPolicy {
   int zero_stage_;
   std::int32_t dp_;
   bool reduce_scatter_;
+  bool holds_gradients_ = false;  // a backward of this step has run
   BucketFiller buckets_;
   BucketFiller expert_buckets_;
   std::vector<OpIndex> wait_for_;
@@ -443,13 +475,8 @@ class ShardedPolicy : public DataParallelPolicy {
     const double p = dtype_size(param_dtype_);
     const double r = dtype_size(reduce_dtype_);
     const auto pass = [&](const char* what, program::DType dtype, double bytes, OpIndex dep) {
-      program::ComputeOp op;
-      op.kind = program::ComputeKind::kElementwise;
-      op.phase = program::Phase::kBackward;
-      op.dtype = dtype;
-      op.shape = program::Shape::of({std::llround(elements)});
-      op.bytes = bytes;
-      return builder.add(fmt::format("{}.{}", units_[u].name, what), context_.streams.compute, op, {dep});
+      return builder.add(fmt::format("{}.{}", units_[u].name, what), context_.streams.compute,
+                         gradient_pass(dtype, elements, bytes), {dep});
     };
     OpIndex last = pass("flat_gradient", param_dtype_, 2 * elements * p, after);
     if (casts_gradients()) {

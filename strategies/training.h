@@ -186,6 +186,11 @@ struct DdpSpec {
   // as Megatron-LM's "local" DDP did before it had that flag (megatron/training.py, train_step:
   // model_module.allreduce_gradients() after forward_backward_func, 2021).
   bool overlap_grad_reduce = true;
+  // false: under gradient accumulation autograd adds each micro-batch's weight gradients to the
+  // ones held (AccumulateGrad's in-place add: two gradients read, one written) for every
+  // micro-batch after the first; true: the weight-gradient GEMM accumulates into the gradient
+  // buffer itself (Megatron-LM's --gradient-accumulation-fusion), no separate pass.
+  bool gradient_accumulation_fusion = false;
 };
 
 template <>
