@@ -311,6 +311,14 @@ class BlockBuilder {
     }
     block_.forward.push_back(
         attention_step("attention_context", gemm(batch, s, d, s), kv_bytes + context_scores, context_scores));
+    // The context leaves as [s, b, h/t]: the batched GEMM's [b·heads/t, s, d] output is permuted
+    // and copied (Megatron-LM's context_layer.permute(2, 0, 1, 3).contiguous()), and backward
+    // copies its gradient back (a read and a write of b·s·h/t each way).
+    ComputeOp permute = make(ComputeKind::kElementwise, Shape::of({tokens() * model.hidden / t()}));
+    permute.bytes = 2 * q_bytes;
+    ForwardStep permute_step = attention_step("attention_context_permute", permute, 0, 0);
+    permute_step.backward_bytes = permute.bytes;
+    block_.forward.push_back(std::move(permute_step));
   }
 
   // Tensor-parallel communication overlap (Megatron-Core's --tp-comm-overlap; Transformer

@@ -127,6 +127,37 @@ TEST(TransformerOpsTest, AttentionFlopsAreFourBSSquaredH) {
   EXPECT_DOUBLE_EQ(attention_flops(), 2.0 * b * s * s * model.hidden);
 }
 
+// Bytes a layer's forward (backward) compute op `name` moves, or -1 when it has none.
+double forward_bytes(const strategies::Block& block, const std::string& name) {
+  for (const auto& step : block.forward) {
+    if (step.name == block.name + ".fwd." + name) return step.compute->bytes;
+  }
+  return -1.0;
+}
+double backward_bytes(const strategies::Block& block, const std::string& name) {
+  for (const auto& step : block.backward) {
+    if (step.name == block.name + ".bwd." + name) return std::get<program::ComputeOp>(step.op).bytes;
+  }
+  return -1.0;
+}
+
+TEST(TransformerOpsTest, StandardAttentionCopiesTheContextBackToSequenceMajor) {
+  // Megatron-LM's unfused attention leaves the P·V GEMM as [b·heads/t, s, d] and permutes it to
+  // [s, b, h/t] with a copy; backward copies the gradient back: a read and a write of b·s·h/t
+  // bf16 elements each way. FlashAttention writes [b, s, heads, d] directly: no copy.
+  ModelSpec model = *strategies::model_preset("llama-2-7b");
+  model.attention = strategies::AttentionKind::kStandard;
+  const std::int64_t b = 2, s = 512, t = 4;
+  strategies::BlockShape shape{b, s, program::DType::kBF16, {}};
+  shape.tp.degree = t;
+  const auto layer = strategies::transformer_layer_block(model, shape, 0);
+  const double context = static_cast<double>(b * s * model.hidden / t) * 2;
+  EXPECT_DOUBLE_EQ(forward_bytes(layer, "attention_context_permute"), 2 * context);
+  EXPECT_DOUBLE_EQ(backward_bytes(layer, "attention_context_permute"), 2 * context);
+  model.attention = strategies::AttentionKind::kFlash;
+  EXPECT_LT(forward_bytes(strategies::transformer_layer_block(model, shape, 0), "attention_context_permute"), 0);
+}
+
 TEST(TransformerOpsTest, DropoutAndTheResidualAddAreOneKernelWhenFused) {
   // b·s·h elements after attention and after the MLP, bf16, one mask byte each. Fused: one kernel
   // reads the branch and the residual, writes the sum and the mask (3·2 + 1 bytes per element),
@@ -136,29 +167,17 @@ TEST(TransformerOpsTest, DropoutAndTheResidualAddAreOneKernelWhenFused) {
   model.dropout = true;
   const std::int64_t b = 2, s = 256;
   const double elements = static_cast<double>(b * s * model.hidden);
-  const auto step_bytes = [&](const strategies::Block& block, const std::string& name) {
-    for (const auto& step : block.forward) {
-      if (step.name == block.name + ".fwd." + name) return step.compute->bytes;
-    }
-    return -1.0;
-  };
-  const auto backward_bytes = [&](const strategies::Block& block, const std::string& name) {
-    for (const auto& step : block.backward) {
-      if (step.name == block.name + ".bwd." + name) return std::get<program::ComputeOp>(step.op).bytes;
-    }
-    return -1.0;
-  };
   const auto fused = strategies::transformer_layer_block(model, {b, s, program::DType::kBF16, {}}, 0);
   for (const char* branch : {"attn", "mlp"}) {
-    EXPECT_DOUBLE_EQ(step_bytes(fused, std::string(branch) + "_dropout_add"), 7 * elements) << branch;
+    EXPECT_DOUBLE_EQ(forward_bytes(fused, std::string(branch) + "_dropout_add"), 7 * elements) << branch;
     EXPECT_DOUBLE_EQ(backward_bytes(fused, std::string(branch) + "_dropout_add"), 5 * elements) << branch;
-    EXPECT_LT(step_bytes(fused, std::string(branch) + "_dropout"), 0) << branch;
+    EXPECT_LT(forward_bytes(fused, std::string(branch) + "_dropout"), 0) << branch;
   }
   model.fused_dropout_add = false;
   const auto unfused = strategies::transformer_layer_block(model, {b, s, program::DType::kBF16, {}}, 0);
-  EXPECT_DOUBLE_EQ(step_bytes(unfused, "attn_dropout"), 5 * elements);
+  EXPECT_DOUBLE_EQ(forward_bytes(unfused, "attn_dropout"), 5 * elements);
   EXPECT_DOUBLE_EQ(backward_bytes(unfused, "attn_dropout"), 5 * elements);
-  EXPECT_DOUBLE_EQ(step_bytes(unfused, "attn_residual"), 6 * elements);
+  EXPECT_DOUBLE_EQ(forward_bytes(unfused, "attn_residual"), 6 * elements);
   EXPECT_LT(backward_bytes(unfused, "attn_residual"), 0);  // the gradient passes through
 }
 
