@@ -294,6 +294,15 @@ class BlockBuilder {
       step.attention_core = true;
       return step;
     };
+    // Q, K and V are views of the QKV GEMM's output (Megatron-LM's split_tensor_along_last_dim):
+    // nothing runs forward, but autograd's split backward concatenates their gradients into
+    // one tensor, a read and a write of b·s·(h + 2·kv)/t.
+    ComputeOp concatenate = backward_of(make(ComputeKind::kElementwise, Shape::of({tokens() * model.hidden / t()})),
+                                        Shape::of({tokens() * (model.hidden + 2 * model.kv_dim()) / t()}));
+    concatenate.bytes = 2 * (q_bytes + 2 * kv_bytes);
+    ForwardStep split{"qkv_split"};
+    split.backward_steps = {BackwardStep{"qkv_split", concatenate}};
+    block_.forward.push_back(std::move(split));
     block_.forward.push_back(attention_step("attention_scores", gemm(batch, s, s, d), q_bytes + kv_bytes, 0));
     ComputeOp softmax = make(ComputeKind::kSoftmax, Shape::of({batch * s * s}));
     softmax.bytes = 2 * scores * e();  // reads the scores, writes the probabilities

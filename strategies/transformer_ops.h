@@ -9,7 +9,8 @@
 // (unfused) attention runs as Megatron-LM runs it, one kernel per pass over the b·a·s² scores:
 // Q·Kᵀ as a batched GEMM (scaled inside, baddbmm), the fused scale-mask-softmax, dropout, and
 // the probabilities times V (bmm), whose [b·a, s, d] output is permuted to [s, b, h] by a copy
-// (and its gradient copied back). Its GEMMs compute every score, masked ones included: no
+// (and its gradient copied back); Q, K and V are views of the QKV output, whose gradients
+// backward concatenates with a copy. Its GEMMs compute every score, masked ones included: no
 // causal halving (Megatron's equation 3 counts them so too). Backward of a matmul is two
 // matmuls of the same FLOPs (the gradients of both operands).
 //

@@ -59,7 +59,7 @@ struct GroupBound {
 // Measured 2026-12-03, after the compute model from component measurements (sustained GEMMs,
 // their memory traffic, each memory-bound kernel's own rate, fused dropout-add) and PyTorch
 // FSDP's passes over each unit's gradient before its reduce-scatter and autograd's gradient
-// accumulation: throughput median 6.3 %, max 14.0 %; collective median 2.0 %, max 17.9 % (the small-message rows from
+// accumulation: throughput median 6.0 %, max 14.0 %; collective median 2.0 %, max 17.9 % (the small-message rows from
 // H100 runs with NCCL's defaults); kernel median 2.6 %, max 3.2 % (Hugging Face's LlamaMLP on
 // an A100, Liger-Kernel's data: the attention rows set a model constant, so the group counts
 // only the MLP rows). Each kernel row must stay within 10 % (below).

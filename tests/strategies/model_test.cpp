@@ -130,7 +130,7 @@ TEST(TransformerOpsTest, AttentionFlopsAreFourBSSquaredH) {
 // Bytes a layer's forward (backward) compute op `name` moves, or -1 when it has none.
 double forward_bytes(const strategies::Block& block, const std::string& name) {
   for (const auto& step : block.forward) {
-    if (step.name == block.name + ".fwd." + name) return step.compute->bytes;
+    if (step.name == block.name + ".fwd." + name) return step.compute ? step.compute->bytes : -1.0;
   }
   return -1.0;
 }
@@ -141,7 +141,7 @@ double backward_bytes(const strategies::Block& block, const std::string& name) {
   return -1.0;
 }
 
-TEST(TransformerOpsTest, StandardAttentionCopiesTheContextBackToSequenceMajor) {
+TEST(TransformerOpsTest, StandardAttentionCopiesTheContextBackToSequenceMajorAndConcatenatesQkvGradients) {
   // Megatron-LM's unfused attention leaves the P·V GEMM as [b·heads/t, s, d] and permutes it to
   // [s, b, h/t] with a copy; backward copies the gradient back: a read and a write of b·s·h/t
   // bf16 elements each way. FlashAttention writes [b, s, heads, d] directly: no copy.
@@ -154,8 +154,14 @@ TEST(TransformerOpsTest, StandardAttentionCopiesTheContextBackToSequenceMajor) {
   const double context = static_cast<double>(b * s * model.hidden / t) * 2;
   EXPECT_DOUBLE_EQ(forward_bytes(layer, "attention_context_permute"), 2 * context);
   EXPECT_DOUBLE_EQ(backward_bytes(layer, "attention_context_permute"), 2 * context);
+  // Q, K and V are views of the QKV output (no forward op); backward concatenates their
+  // gradients: a read and a write of b·s·3h/t (Llama-2-7B has as many KV heads as heads).
+  EXPECT_LT(forward_bytes(layer, "qkv_split"), 0);
+  EXPECT_DOUBLE_EQ(backward_bytes(layer, "qkv_split"), 2 * 3 * context);
   model.attention = strategies::AttentionKind::kFlash;
-  EXPECT_LT(forward_bytes(strategies::transformer_layer_block(model, shape, 0), "attention_context_permute"), 0);
+  const auto flash = strategies::transformer_layer_block(model, shape, 0);
+  EXPECT_LT(forward_bytes(flash, "attention_context_permute"), 0);
+  EXPECT_LT(backward_bytes(flash, "qkv_split"), 0);
 }
 
 TEST(TransformerOpsTest, DropoutAndTheResidualAddAreOneKernelWhenFused) {
