@@ -12,8 +12,14 @@
 //   cpu_offload        shards live on the host: each all-gather waits for its shard's copy to
 //                      the GPU over PCIe, each reduced gradient shard is copied back, and the
 //                      optimizer runs on the host CPU.
-// and, after each unit's backward, PyTorch FSDP's passes over its unsharded gradient
-// (prepare_gradients: flat-gradient copy, cast to reduce_dtype, pre-divide).
+//
+// Memory-bound passes over gradients that the frameworks run besides the collectives:
+//   DDP, ZeRO-1/2, FSDP NO_SHARD  under gradient accumulation, autograd adds each later
+//                      micro-batch's gradients into those held (ReplicatedPolicy::accumulate),
+//                      unless ddp.gradient_accumulation_fusion has the GEMM accumulate;
+//   FSDP (not ZeRO-3)  after each unit's backward, PyTorch's copy of its gradient into the
+//                      FlatParameter's, cast to reduce_dtype and pre-divide
+//                      (ShardedPolicy::prepare_gradients).
 #include "strategies/data_parallel.h"
 
 #include <fmt/format.h>
@@ -131,8 +137,7 @@ class ReplicatedPolicy : public DataParallelPolicy {
     buckets_.reset();
     expert_buckets_.reset();
     // Gradients already held from an earlier micro-batch of this step get this one's added.
-    const bool accumulates =
-        std::exchange(holds_gradients_, true) && !reduce_scatter_ && !input_.ddp.gradient_accumulation_fusion;
+    const bool accumulates = std::exchange(holds_gradients_, true) && !input_.ddp.gradient_accumulation_fusion;
     std::optional<OpIndex> last_added;
     OpIndex last = emit_backward(builder, context_.blocks, context_.streams, input_.training.checkpointing,
                                  std::move(deps), [&](const Block& block, const BackwardStep& step, OpIndex op) {
@@ -145,7 +150,9 @@ class ReplicatedPolicy : public DataParallelPolicy {
                                    }
                                  });
     // Autograd returns (and a pipeline sends the input gradient on) once every gradient is
-    // accumulated: the last op is the later of the two.
+    // accumulated: the last op is the later of the two. Every block's backward ends with its
+    // first op's, which produces gradients (a norm's, the embedding's), so the later one is the
+    // last accumulation.
     if (last_added) last = std::max(last, *last_added);
     if (!sync) return last;
     // The next compute waits for every bucket, as DDP's finalize_backward makes the compute
@@ -267,7 +274,10 @@ class ReplicatedPolicy : public DataParallelPolicy {
 class ShardedPolicy : public DataParallelPolicy {
  public:
   ShardedPolicy(const StageContext& context, bool zero3)
-      : context_(context), input_(*context.input), fsdp_(zero3 ? FsdpSpec{} : input_.fsdp) {
+      : context_(context),
+        input_(*context.input),
+        fsdp_(zero3 ? FsdpSpec{} : input_.fsdp),
+        fsdp_gradient_passes_(!zero3) {
     const bool hybrid = fsdp_.sharding == ShardingStrategy::kHybridShard;
     group_ = hybrid ? context.shard_group : context.dp_group;
     shards_ = hybrid ? shard_count(context) : input_.parallel.data_parallel_ranks();
@@ -281,7 +291,6 @@ class ShardedPolicy : public DataParallelPolicy {
       state_.master_weights = 0;
     }
     reshard_ = fsdp_.sharding != ShardingStrategy::kShardGradOp && fsdp_.reshard_after_forward;
-    pytorch_gradient_path_ = !zero3;
     const double scale = parameter_scale(input_.model);
     Unit root{"root", {}, 0, true};
     Unit current{"", {}, 0, false};
@@ -366,7 +375,7 @@ class ShardedPolicy : public DataParallelPolicy {
                            [](const Block&, const BackwardStep&, OpIndex) {});
       if (block != units_[u].blocks.front()) continue;
       // The unit's backward is complete: reduce its gradients and free what it gathered.
-      if (pytorch_gradient_path_) last = prepare_gradients(builder, u, last);
+      if (fsdp_gradient_passes_) last = prepare_gradients(builder, u, last);
       previous_unit_end = last;
       previous_unit_reduced = reduce(builder, u, last);
       unit_freed[u] = release(builder, u, "gathered_parameters", MemoryCategory::kGatheredParameters, param_bytes(u),
@@ -455,7 +464,7 @@ class ShardedPolicy : public DataParallelPolicy {
                        program::make_collective(CollectiveKind::kAllGather, group_, param_bytes(u), param_dtype_));
   }
 
-  bool casts_gradients() const { return pytorch_gradient_path_ && reduce_dtype_ != param_dtype_; }
+  bool casts_gradients() const { return fsdp_gradient_passes_ && reduce_dtype_ != param_dtype_; }
 
   // PyTorch FSDP's work on a unit's unsharded gradient before its reduce-scatter (torch 2.0/2.1,
   // torch/distributed/fsdp/_runtime_utils.py _post_backward_hook with the default
@@ -524,7 +533,7 @@ class ShardedPolicy : public DataParallelPolicy {
   program::DType reduce_dtype_ = program::DType::kBF16;
   ModelStateBytes state_;
   bool reshard_ = true;
-  bool pytorch_gradient_path_ = true;  // PyTorch FSDP's (not DeepSpeed ZeRO-3's) gradient handling
+  const bool fsdp_gradient_passes_;  // PyTorch FSDP's (not DeepSpeed ZeRO-3's) prepare_gradients
   std::vector<Unit> units_;
   std::vector<std::optional<OpIndex>> unit_started_;
   std::vector<std::optional<OpIndex>> freed_;

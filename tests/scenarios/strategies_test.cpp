@@ -206,23 +206,30 @@ TEST(FsdpTest, MixedPrecisionDtypesSetTheBytesMoved) {
   EXPECT_DOUBLE_EQ(sent(fp32_reduce, "all_gather"), sent(bf16, "all_gather"));
 }
 
-// Bytes of rank 0's compute ops whose names end in `suffix`, and whether each comes before
-// the reduce-scatter of its unit (the op named "<unit>.reduce_scatter" depends on it).
-struct GradientPasses {
+// Rank 0's ops whose names end in `suffix`: where they are, and the bytes the compute ones move.
+struct OpsFound {
+  std::vector<std::size_t> indices;
   double bytes = 0;
-  int count = 0;
-  bool each_before_its_reduce_scatter = true;
+  int count() const { return static_cast<int>(indices.size()); }
 };
-GradientPasses gradient_passes(const program::Program& program, const std::string& suffix) {
+OpsFound ops_ending(const program::Program& program, const std::string& suffix) {
   const auto& ops = program.ranks.front()->ops;
-  GradientPasses passes;
+  OpsFound found;
   for (std::size_t i = 0; i < ops.size(); ++i) {
-    const std::string& name = ops[i].name;
-    if (name.size() <= suffix.size() || !name.ends_with(suffix)) continue;
-    passes.bytes += std::get<program::ComputeOp>(ops[i].body).bytes;
-    ++passes.count;
-    const std::string unit = name.substr(0, name.size() - suffix.size());
-    bool reaches = false;  // follow the chain of single dependencies back from the reduce-scatter
+    if (ops[i].name.size() <= suffix.size() || !ops[i].name.ends_with(suffix)) continue;
+    found.indices.push_back(i);
+    if (const auto* compute = std::get_if<program::ComputeOp>(&ops[i].body)) found.bytes += compute->bytes;
+  }
+  return found;
+}
+
+// Whether each op "<unit><suffix>" of `found` comes before its unit's reduce-scatter: following
+// the first dependency back from the op named "<unit>.reduce_scatter" reaches it.
+bool each_before_its_reduce_scatter(const program::Program& program, const OpsFound& found, const std::string& suffix) {
+  const auto& ops = program.ranks.front()->ops;
+  for (std::size_t i : found.indices) {
+    const std::string unit = ops[i].name.substr(0, ops[i].name.size() - suffix.size());
+    bool reaches = false;
     for (std::size_t j = i + 1; j < ops.size() && !reaches; ++j) {
       if (ops[j].name != unit + ".reduce_scatter") continue;
       for (std::size_t at = j; !ops[at].deps.empty() && !reaches;) {
@@ -231,9 +238,9 @@ GradientPasses gradient_passes(const program::Program& program, const std::strin
         if (at < i) break;
       }
     }
-    passes.each_before_its_reduce_scatter &= reaches;
+    if (!reaches) return false;
   }
-  return passes;
+  return true;
 }
 
 TEST(FsdpTest, GradientsAreCopiedCastAndPredividedBeforeTheirReduceScatter) {
@@ -242,23 +249,25 @@ TEST(FsdpTest, GradientsAreCopiedCastAndPredividedBeforeTheirReduceScatter) {
   // cast to an fp32 reduce_dtype (N·(2 + 4)), and the in-place pre-divide by
   // _get_gradient_predivide_factor(8) = 4 (2·N·r).
   const auto fp32_reduce = run(kNode, {"parallel.strategy=\"fsdp\"", "fsdp.reduce_dtype=\"fp32\""});
-  const auto copies = gradient_passes(fp32_reduce.program, ".flat_gradient");
-  const auto casts = gradient_passes(fp32_reduce.program, ".gradient_cast");
-  const auto divides = gradient_passes(fp32_reduce.program, ".gradient_predivide");
+  const auto copies = ops_ending(fp32_reduce.program, ".flat_gradient");
+  const auto casts = ops_ending(fp32_reduce.program, ".gradient_cast");
+  const auto divides = ops_ending(fp32_reduce.program, ".gradient_predivide");
   EXPECT_NEAR(copies.bytes, 2 * kParameters * 2, 1e3);
   EXPECT_NEAR(casts.bytes, kParameters * (2 + 4), 1e3);
   EXPECT_NEAR(divides.bytes, 2 * kParameters * 4, 1e3);
-  EXPECT_EQ(copies.count, 33);  // 32 layers and the root unit (embedding, final norm, head)
-  EXPECT_EQ(casts.count, copies.count);
-  EXPECT_EQ(divides.count, copies.count);
-  for (const GradientPasses* passes : {&copies, &casts, &divides}) EXPECT_TRUE(passes->each_before_its_reduce_scatter);
+  EXPECT_EQ(copies.count(), 33);  // 32 layers and the root unit (embedding, final norm, head)
+  EXPECT_EQ(casts.count(), copies.count());
+  EXPECT_EQ(divides.count(), copies.count());
+  EXPECT_TRUE(each_before_its_reduce_scatter(fp32_reduce.program, copies, ".flat_gradient"));
+  EXPECT_TRUE(each_before_its_reduce_scatter(fp32_reduce.program, casts, ".gradient_cast"));
+  EXPECT_TRUE(each_before_its_reduce_scatter(fp32_reduce.program, divides, ".gradient_predivide"));
 
   // With the gradient reduced in its own dtype there is nothing to cast; the divide moves bf16.
   const auto bf16 = run(kNode, {"parallel.strategy=\"fsdp\""});
-  EXPECT_EQ(gradient_passes(bf16.program, ".gradient_cast").count, 0);
-  EXPECT_NEAR(gradient_passes(bf16.program, ".gradient_predivide").bytes, 2 * kParameters * 2, 1e3);
+  EXPECT_EQ(ops_ending(bf16.program, ".gradient_cast").count(), 0);
+  EXPECT_NEAR(ops_ending(bf16.program, ".gradient_predivide").bytes, 2 * kParameters * 2, 1e3);
   // DeepSpeed's ZeRO-3 has a gradient path of its own, not modelled by these passes.
-  EXPECT_EQ(gradient_passes(run(kNode, {"parallel.strategy=\"zero\"", "zero.stage=3"}).program, ".flat_gradient").count, 0);
+  EXPECT_EQ(ops_ending(run(kNode, {"parallel.strategy=\"zero\"", "zero.stage=3"}).program, ".flat_gradient").count(), 0);
 
   // The passes take the GPU's time at its streaming rate (H100: 2.97 TB/s, BabelStream): the
   // cast and the wider divide, 42 + 28 GB, add 23.6 ms of compute (compute beside a collective
@@ -269,41 +278,37 @@ TEST(FsdpTest, GradientsAreCopiedCastAndPredividedBeforeTheirReduceScatter) {
   EXPECT_NEAR(added, (42e9 + 28e9) / 2.97e12, 0.05 * (42e9 + 28e9) / 2.97e12);
 }
 
-// Rank 0's ops whose names end in `suffix`: how many, and the bytes the compute ones move.
-std::pair<int, double> ops_ending(const program::Program& program, const std::string& suffix) {
-  std::pair<int, double> found{0, 0.0};
-  for (const program::Op& op : program.ranks.front()->ops) {
-    if (op.name.size() <= suffix.size() || !op.name.ends_with(suffix)) continue;
-    ++found.first;
-    if (const auto* compute = std::get_if<program::ComputeOp>(&op.body)) found.second += compute->bytes;
-  }
-  return found;
-}
-
 TEST(DdpTest, AutogradAddsEachLaterMicroBatchsGradientsUnlessTheGemmAccumulates) {
   // 4 micro-batches per step (global batch 32 on 8 ranks): on micro-batches 2–4 PyTorch's
   // AccumulateGrad adds the new bf16 gradients into those held, reading two and writing one:
   // 3 × 3 · 2 bytes per parameter per step. Megatron's gradient-accumulation fusion does it
-  // inside the weight-gradient GEMM; FSDP reduces every micro-batch and adds only shards.
+  // inside the weight-gradient GEMM; sharded FSDP reduces every micro-batch and adds only shards.
   const std::vector<std::string> accumulating = {"training.global_batch=32", "compute.overlap_slowdown=0"};
   const auto autograd = run(kNode, accumulating);
-  const auto [adds, added_bytes] = ops_ending(autograd.program, ".accumulate");
-  EXPECT_NEAR(added_bytes, 3 * 3 * 2 * kParameters, 1e3);
-  const auto [one_step_adds, _] = ops_ending(run(kNode, {"training.global_batch=16"}).program, ".accumulate");
-  EXPECT_EQ(adds, 3 * one_step_adds);  // one pass per gradient-producing op, per later micro-batch
-  EXPECT_EQ(ops_ending(run(kNode, {}).program, ".accumulate").first, 0);  // one micro-batch: nothing held
+  const auto adds = ops_ending(autograd.program, ".accumulate");
+  EXPECT_NEAR(adds.bytes, 3 * 3 * 2 * kParameters, 1e3);
+  const int per_micro_batch = ops_ending(run(kNode, {"training.global_batch=16"}).program, ".accumulate").count();
+  EXPECT_GT(per_micro_batch, 0);
+  EXPECT_EQ(adds.count(), 3 * per_micro_batch);  // one pass per gradient-producing op, per later micro-batch
+  EXPECT_EQ(ops_ending(run(kNode, {}).program, ".accumulate").count(), 0);  // one micro-batch: nothing held
+  // Each step starts with none held (the optimizer consumed them): two steps, twice the adds.
+  EXPECT_EQ(ops_ending(run(kNode, {"training.global_batch=16", "training.steps=2"}).program, ".accumulate").count(),
+            2 * per_micro_batch);
 
   auto fused = accumulating;
   fused.push_back("ddp.gradient_accumulation_fusion=true");
   const auto megatron = run(kNode, fused);
-  EXPECT_EQ(ops_ending(megatron.program, ".accumulate").first, 0);
+  EXPECT_EQ(ops_ending(megatron.program, ".accumulate").count(), 0);
+  auto zero = accumulating;  // ZeRO-1/2 hold whole gradients until the last micro-batch too
+  zero.insert(zero.end(), {"parallel.strategy=\"zero\"", "zero.stage=2"});
+  EXPECT_EQ(ops_ending(run(kNode, zero).program, ".accumulate").count(), adds.count());
   auto sharded = accumulating;
   sharded.push_back("parallel.strategy=\"fsdp\"");
-  EXPECT_EQ(ops_ending(run(kNode, sharded).program, ".accumulate").first, 0);
+  EXPECT_EQ(ops_ending(run(kNode, sharded).program, ".accumulate").count(), 0);
 
   // The adds stream at the H100's measured rate (2.97 TB/s, BabelStream), plus a 2 µs launch
   // each (the compute model's kernel overhead); compute beside the all-reduces is not slowed.
-  const double expected = 3 * 3 * 2 * kParameters / 2.97e12 + adds * 2e-6;
+  const double expected = 3 * 3 * 2 * kParameters / 2.97e12 + adds.count() * 2e-6;
   EXPECT_NEAR(autograd.report.compute_time_s - megatron.report.compute_time_s, expected, 0.05 * expected);
 }
 
