@@ -303,7 +303,8 @@ LayoutEstimate Estimator::estimate(const SearchLayout& l) {
   const auto shard = [&](double ranks) { return l.flavour == "ddp" ? 1.0 : 1.0 / ranks; };
   const double updated = dense * shard(dp_ranks) + expert * shard(expert_ranks);
   const double optimizer_s =
-      compute_.seconds(strategies::optimizer_update(updated, state, strategies::compute_dtype(training.precision)));
+      compute_.seconds(strategies::optimizer_update(updated, state, strategies::compute_dtype(training.precision),
+                                                    training.gradient_clipping > 0));
 
   LayoutEstimate estimate;
   estimate.compute_s = m * slowest->compute_s + optimizer_s;

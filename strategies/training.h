@@ -68,6 +68,9 @@ struct TrainingSpec {
   double sgd_momentum = 0.9;      // SGD only; 0 means plain SGD (no state)
   std::int32_t steps = 1;         // optimizer steps to simulate
   Checkpointing checkpointing = Checkpointing::kNone;
+  // Largest global gradient norm; 0: no clipping (PyTorch's default; Megatron-LM's --clip-grad
+  // is 1.0 by default, as are most LLM recipes').
+  double gradient_clipping = 0;
 };
 
 // Bytes per parameter of each model state under a precision and optimizer.

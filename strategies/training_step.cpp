@@ -212,17 +212,31 @@ OpIndex emit_backward(RankProgramBuilder& builder, const std::vector<const Block
   return emit.last();
 }
 
-program::ComputeOp optimizer_update(double parameters, const ModelStateBytes& state, program::DType compute_dtype) {
-  // Per parameter: read the gradient, read and write each optimizer state, and either read and
-  // write the fp32 master weight and write the low-precision copy, or read and write the weight.
-  const double weights =
-      state.master_weights > 0 ? 2 * state.master_weights + state.parameters : 2 * state.parameters;
+program::ComputeOp optimizer_update(double parameters, const ModelStateBytes& state, program::DType compute_dtype,
+                                    bool clips_gradients) {
+  // Per parameter, as Megatron-LM's mixed-precision optimizer steps (megatron/optimizer/
+  // optimizer.py, Float16OptimizerWithFloat16Params.step, v2.5 onwards):
+  //   * with fp32 master weights and low-precision gradients, the gradients are copied to fp32
+  //     (`.float()`: one read, one fp32 write), and the update reads those;
+  //   * clipping (clip_grads.py; torch.nn.utils.clip_grad_norm_, FSDP's clip_grad_norm_): the
+  //     gradients read once for their L2 norm, then scaled in place (read, write) — PyTorch
+  //     scales whatever the norm, Megatron-LM only above the threshold (then an upper bound).
+  //     The norm's all-reduce over the ranks holding the gradients (one float) is left out;
+  //   * the update reads the gradient, reads and writes each optimizer state, and either reads
+  //     and writes the fp32 master weight and then copies it to the low-precision weight (read
+  //     it again, write the copy: _copy_main_params_to_model_params), or reads and writes the
+  //     weight.
+  const bool master = state.master_weights > 0;
+  const double gradients = master ? std::max(state.gradients, state.master_weights) : state.gradients;
+  const double to_master_precision = gradients > state.gradients ? state.gradients + gradients : 0;
+  const double clipping = clips_gradients ? 3 * gradients : 0;
+  const double weights = master ? 3 * state.master_weights + state.parameters : 2 * state.parameters;
   program::ComputeOp update;
   update.kind = program::ComputeKind::kOptimizer;
   update.phase = program::Phase::kOptimizer;
   update.dtype = state.master_weights > 0 ? program::DType::kFP32 : compute_dtype;
   update.shape = program::Shape::of({std::llround(parameters)});
-  update.bytes = parameters * (state.gradients + 2 * state.optimizer_states + weights);
+  update.bytes = parameters * (to_master_precision + clipping + gradients + 2 * state.optimizer_states + weights);
   return update;
 }
 

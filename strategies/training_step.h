@@ -79,10 +79,11 @@ program::OpIndex emit_backward(RankProgramBuilder& builder, const std::vector<co
                                const Streams& streams, Checkpointing checkpointing,
                                std::vector<program::OpIndex> deps, const GradientCallback& on_gradients);
 
-// The optimizer update of `parameters` parameters: a memory-bound pass reading the
-// gradients and reading and writing the optimizer states and weights.
+// The optimizer step over `parameters` parameters as one memory-bound pass: gradients brought
+// to the master weights' precision, clipped when `clips_gradients`, then the update of the
+// optimizer states and weights (training_step.cpp counts each pass's bytes).
 program::ComputeOp optimizer_update(double parameters, const ModelStateBytes& state,
-                                    program::DType compute_dtype);
+                                    program::DType compute_dtype, bool clips_gradients);
 
 // Tokens and model FLOPs per step (forward + backward at twice the forward of the whole,
 // unsharded model; recomputation is not counted — PaLM's model FLOPs) for `replicas`

@@ -312,6 +312,29 @@ TEST(DdpTest, AutogradAddsEachLaterMicroBatchsGradientsUnlessTheGemmAccumulates)
   EXPECT_NEAR(autograd.report.compute_time_s - megatron.report.compute_time_s, expected, 0.05 * expected);
 }
 
+TEST(OptimizerTest, MixedPrecisionStepsFromFp32GradientsAndClipsThemWhenAsked) {
+  // Adam with fp32 master weights beside bf16 weights and gradients (Megatron-LM's
+  // Float16OptimizerWithFloat16Params), per parameter: the gradient copied to fp32 (2 read +
+  // 4 written), read by the update (4), both moments read and written (2 · 8), the master read
+  // and written (8), then read again and copied to the bf16 weight (4 + 2): 40 bytes. Clipping
+  // adds the norm's read and the in-place scale (3 · 4). DDP updates all 7e9 parameters.
+  const auto optimizer_bytes = [](const scenarios::RunResult& result) {
+    double bytes = 0;
+    for (const program::Op& op : result.program.ranks.front()->ops) {
+      const auto* compute = std::get_if<program::ComputeOp>(&op.body);
+      if (compute != nullptr && compute->kind == program::ComputeKind::kOptimizer) bytes += compute->bytes;
+    }
+    return bytes;
+  };
+  EXPECT_NEAR(optimizer_bytes(run(kNode, {})), 40 * kParameters, 1e3);
+  EXPECT_NEAR(optimizer_bytes(run(kNode, {"training.gradient_clipping=1.0"})), 52 * kParameters, 1e3);
+  // FSDP keeps fp32 sharded gradients and parameters, no separate master: the gradient read (4),
+  // the moments (16), the weight read and written (8), over its 1/8 shard; clipping adds 3 · 4.
+  EXPECT_NEAR(optimizer_bytes(run(kNode, {"parallel.strategy=\"fsdp\""})), 28 * kParameters / 8, 1e3);
+  EXPECT_NEAR(optimizer_bytes(run(kNode, {"parallel.strategy=\"fsdp\"", "training.gradient_clipping=1.0"})),
+              40 * kParameters / 8, 1e3);
+}
+
 TEST(FsdpTest, HybridShardShardsInsideANodeAndReplicatesAcross) {
   // 2 nodes × 8: the model states are sharded 8 ways (not 16), gradients reduce-scattered
   // inside the node and the shards all-reduced across nodes; all-gathers stay on NVLink.
