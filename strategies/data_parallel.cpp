@@ -376,8 +376,10 @@ class ShardedPolicy : public DataParallelPolicy {
                            [](const Block&, const BackwardStep&, OpIndex) {});
       if (block != units_[u].blocks.front()) continue;
       // The unit's backward is complete: reduce its gradients and free what it gathered.
-      if (fsdp_gradient_passes_) last = prepare_gradients(builder, u, last);
+      // BACKWARD_POST prefetches from here, before the gradient passes (PyTorch's post-backward
+      // hook issues the next all-gather first).
       previous_unit_end = last;
+      if (fsdp_gradient_passes_) last = prepare_gradients(builder, u, last);
       previous_unit_reduced = reduce(builder, u, last);
       unit_freed[u] = release(builder, u, "gathered_parameters", MemoryCategory::kGatheredParameters, param_bytes(u),
                               {*previous_unit_reduced}, context_.dp_reduce);

@@ -266,6 +266,24 @@ TEST(FsdpTest, GradientsAreCopiedCastAndPredividedBeforeTheirReduceScatter) {
   const auto bf16 = run(kNode, {"parallel.strategy=\"fsdp\""});
   EXPECT_EQ(ops_ending(bf16.program, ".gradient_cast").count(), 0);
   EXPECT_NEAR(ops_ending(bf16.program, ".gradient_predivide").bytes, 2 * kParameters * 2, 1e3);
+  // BACKWARD_POST's prefetch is issued by the post-backward hook before these passes: each
+  // backward all-gather (its buffer's allocation, just before it) waits for a unit's last
+  // backward op, never for one of the passes.
+  const auto post = run(kNode, {"parallel.strategy=\"fsdp\"", "fsdp.reduce_dtype=\"fp32\"",
+                                "fsdp.backward_prefetch=\"BACKWARD_POST\""});
+  const auto& ops = post.program.ranks.front()->ops;
+  int waits_for_a_backward = 0;
+  for (std::size_t gather : ops_ending(post.program, ".bwd.all_gather").indices) {
+    ASSERT_TRUE(ops[gather - 1].name.ends_with(".gathered_parameters")) << ops[gather - 1].name;
+    for (program::OpIndex dep : ops[gather - 1].deps) {
+      EXPECT_FALSE(ops[dep].name.ends_with(".flat_gradient") || ops[dep].name.ends_with(".gradient_cast") ||
+                   ops[dep].name.ends_with(".gradient_predivide"))
+          << ops[gather].name << " waits for " << ops[dep].name;
+      waits_for_a_backward += ops[dep].name.find(".bwd.") != std::string::npos;
+    }
+  }
+  EXPECT_GT(waits_for_a_backward, 0);
+
   // DeepSpeed's ZeRO-3 has a gradient path of its own, not modelled by these passes.
   EXPECT_EQ(ops_ending(run(kNode, {"parallel.strategy=\"zero\"", "zero.stage=3"}).program, ".flat_gradient").count(), 0);
 
