@@ -71,6 +71,7 @@ struct TrainingSpec {
   // Largest global gradient norm; 0: no clipping (PyTorch's default; Megatron-LM's --clip-grad
   // is 1.0 by default, as are most LLM recipes').
   double gradient_clipping = 0;
+  bool clips_gradients() const { return gradient_clipping > 0; }
 };
 
 // Bytes per parameter of each model state under a precision and optimizer.

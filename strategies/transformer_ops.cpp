@@ -297,8 +297,8 @@ class BlockBuilder {
     // Q, K and V are views of the QKV GEMM's output (Megatron-LM's split_tensor_along_last_dim):
     // nothing runs forward, but autograd's split backward concatenates their gradients into
     // one tensor, a read and a write of b·s·(h + 2·kv)/t.
-    ComputeOp concatenate = backward_of(make(ComputeKind::kElementwise, Shape::of({tokens() * model.hidden / t()})),
-                                        Shape::of({tokens() * (model.hidden + 2 * model.kv_dim()) / t()}));
+    const Shape qkv = Shape::of({tokens() * (model.hidden + 2 * model.kv_dim()) / t()});
+    ComputeOp concatenate = backward_of(make(ComputeKind::kElementwise, qkv), qkv);
     concatenate.bytes = 2 * (q_bytes + 2 * kv_bytes);
     ForwardStep split{"qkv_split"};
     split.backward_steps = {BackwardStep{"qkv_split", concatenate}};
