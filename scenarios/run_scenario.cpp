@@ -100,14 +100,15 @@ class SeededRandom {
 
 std::vector<double> straggler_factors(const Scenario& scenario, const program::Program& program) {
   const StragglerSpec& spec = scenario.stragglers;
-  if (spec.distribution == "none") return {};
+  if (!spec.any()) return {};
   SeededRandom random(spec.seed);
   std::vector<double> factors(static_cast<std::size_t>(program.world_size), 1.0);
-  for (std::int32_t rank = 0; rank < program.world_size; ++rank) {
+  for (std::int32_t rank = 0; rank < program.world_size && spec.distribution != "none"; ++rank) {
     if (program.placement[rank] >= scenario.cluster.gpu_count()) continue;  // parameter servers
     factors[rank] = spec.distribution == "lognormal" ? std::exp(spec.sigma * random.normal())
                                                      : 1 + spec.spread * random.uniform();
   }
+  for (std::int32_t rank : spec.slow_ranks) factors[rank] *= spec.slow_factor;
   return factors;
 }
 
@@ -279,6 +280,11 @@ RunResult run_scenario(const Scenario& scenario, const std::function<bool(const 
                                                         [](double a, double b) { return a > b; });
     facts.notes.push_back(fmt::format("stragglers: GPU compute slowed by factors from {:.3f} to {:.3f} ({}, seed {})",
                                       *fastest, *slowest, scenario.stragglers.distribution, scenario.stragglers.seed));
+  }
+  if (!scenario.stragglers.slow_ranks.empty()) {
+    facts.notes.push_back(fmt::format("stragglers: rank{} {} compute {:.3g}× slower (stragglers.slow_ranks)",
+                                      scenario.stragglers.slow_ranks.size() > 1 ? "s" : "",
+                                      fmt::join(scenario.stragglers.slow_ranks, ", "), scenario.stragglers.slow_factor));
   }
   facts.comm_latency_s = result.simulation.comm_latency_s;
   facts.comm_bandwidth_s = result.simulation.comm_bandwidth_s;

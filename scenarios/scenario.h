@@ -25,12 +25,16 @@ struct SweepAxis {
 
 // How much slower each GPU computes than the model says: a factor ≥ 0 per rank, drawn once
 // from a seeded distribution — lognormal (median 1, σ of its logarithm) or uniform on
-// [1, 1 + spread]. The same seed gives the same factors.
+// [1, 1 + spread]. The same seed gives the same factors. Named ranks (a throttled or faulty
+// GPU) are slowed by `slow_factor` besides.
 struct StragglerSpec {
   std::string distribution = "none";
   double sigma = 0.1;
   double spread = 0.2;
   std::uint64_t seed = 1;
+  std::vector<std::int32_t> slow_ranks;
+  double slow_factor = 1;
+  bool any() const { return distribution != "none" || !slow_ranks.empty(); }
 };
 
 // Ranks whose spans go into the timeline (output.trace_ranks, run --trace-ranks); every rank is

@@ -896,12 +896,34 @@ void read_ps(TableReader reader, strategies::PsSpec& ps) {
   reader.finish();
 }
 
-// Persistent per-GPU speed differences, drawn once per rank from a seeded distribution.
-void read_stragglers(TableReader reader, StragglerSpec& stragglers) {
+// Persistent per-GPU speed differences, drawn once per rank from a seeded distribution, and
+// named GPU ranks slowed by a stated factor.
+void read_stragglers(TableReader reader, StragglerSpec& stragglers, std::int64_t gpus) {
   stragglers.distribution = reader.choice("distribution", {"none", "lognormal", "uniform"}).value_or("none");
   stragglers.sigma = reader.non_negative("sigma", stragglers.sigma);
   stragglers.spread = reader.non_negative("spread", stragglers.spread);
   stragglers.seed = static_cast<std::uint64_t>(reader.count("seed", static_cast<std::int64_t>(stragglers.seed), 0));
+  if (const toml::node* ranks = reader.node("slow_ranks")) {
+    const auto* list = ranks->as_array();
+    for (std::size_t i = 0; list != nullptr && i < list->size(); ++i) {
+      const auto rank = list->get(i)->value<std::int64_t>();
+      if (!rank || *rank < 0 || *rank >= gpus) {
+        reader.fail("slow_ranks", fmt::format("expected a list of GPU ranks from 0 to {}, got {}", gpus - 1, node_text(*ranks)),
+                    "e.g. slow_ranks = [5] with slow_factor = 1.3: rank 5 computes 30 % slower");
+      }
+      stragglers.slow_ranks.push_back(static_cast<std::int32_t>(*rank));
+    }
+    if (list == nullptr) {
+      reader.fail("slow_ranks", fmt::format("expected a list of GPU ranks, got {}", node_text(*ranks)),
+                  "e.g. slow_ranks = [5]");
+    }
+  }
+  const std::optional<double> factor = reader.optional_positive("slow_factor");
+  if (factor.has_value() != !stragglers.slow_ranks.empty()) {
+    reader.fail(factor ? "slow_factor" : "slow_ranks", "slow_ranks and slow_factor go together",
+                "e.g. slow_ranks = [5] and slow_factor = 1.3: rank 5 computes 30 % slower");
+  }
+  stragglers.slow_factor = factor.value_or(1.0);
   reader.finish();
 }
 
@@ -1643,7 +1665,7 @@ Scenario ScenarioDocument::read() const {
   for (TableReader* table : {&training, &parallel, &zero, &fsdp}) table->finish();
 
   read_ps(root.child("ps"), scenario.lowering.ps);
-  read_stragglers(root.child("stragglers"), scenario.stragglers);
+  read_stragglers(root.child("stragglers"), scenario.stragglers, scenario.cluster.gpu_count());
   read_network(root.child("network"), scenario.network, scenario.symmetry);
   read_collectives(root.child("collectives"), scenario.collectives, scenario.network.library);
   read_ddp(root.child("ddp"), scenario.lowering.ddp);

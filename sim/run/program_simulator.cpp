@@ -47,19 +47,24 @@ struct RankPlan {
   std::vector<std::optional<program::SpanLabels>> labels;
 };
 
-// Thrown when a mirror replica's communication does not take exactly the time, bytes and
-// algorithm of its representative's: the network does not treat the replicas alike.
+// Thrown when a follower replica's communication does not take exactly the time, bytes and
+// algorithm of its leader's: the network does not treat the replicas of a class alike.
+// `splits` groups the followers that differed by what they got instead (empty when the run
+// cannot say which replicas differ).
 class AsymmetricNetwork : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit AsymmetricNetwork(const std::string& what, std::vector<std::vector<std::int32_t>> differing = {})
+      : std::runtime_error(what), splits(std::move(differing)) {}
+  std::vector<std::vector<std::int32_t>> splits;
 };
 
-// With a ReplicaSymmetry, only the representatives (replica 0) run: their state, events and
-// summaries. Each mirror replica's communication runs beside its representative's on the
-// network (so that links carry every replica's traffic) and must end exactly as the
-// representative's does; collectives over the replicas' family run with every member. Mirror
-// ranks then get their representative's spans, samples and summary (a collective over the
-// replicas may send different bytes per member: those spans are each member's own).
+// With a ReplicaSymmetry, only the representatives (the ranks of each class's leader replica)
+// run: their state, events and summaries. Each follower replica's communication runs beside
+// its leader's on the network (so that links carry every replica's traffic) and must end
+// exactly as the leader's does; collectives over the replicas' family run with every member,
+// the followers arriving with their leaders. Mirror ranks (the followers') then get their
+// representative's spans, samples and summary (a collective over the replicas may send
+// different bytes per member: those spans are each member's own).
 class Simulator {
  public:
   Simulator(const program::Program& program, const topology::Cluster& cluster,
@@ -458,15 +463,16 @@ class Simulator {
                             state.collective_sequence[collective.group]++};
     const auto& members = family.instances[instance];
     PendingCollective& pending = collectives_[key];
+    if (pending.ops.empty()) pending.ops.assign(members.size(), 0);
+    pending.ops[family.index_in_instance[rank]] = index;
+    ++pending.arrived;
     if (symmetry_ != nullptr && collective.group == symmetry_->family) {
-      // Across the replicas: every member reaches it now, at this op, as its representative.
-      pending.ops.assign(members.size(), index);
-      pending.arrived = static_cast<std::int32_t>(members.size());
-    } else {
-      if (pending.ops.empty()) pending.ops.assign(members.size(), 0);
-      pending.ops[family.index_in_instance[rank]] = index;
-      if (++pending.arrived < static_cast<std::int32_t>(members.size())) return;
+      // Across the replicas (a member's position is its replica): the followers of this
+      // rank's replica reach it now, at this op, with it.
+      for (std::int32_t follower : symmetry_->followers[symmetry_->replica_of[rank]]) pending.ops[follower] = index;
+      pending.arrived += static_cast<std::int32_t>(symmetry_->followers[symmetry_->replica_of[rank]].size());
     }
+    if (pending.arrived < static_cast<std::int32_t>(members.size())) return;
 
     CommRequest request;
     request.kind = collective.kind;
@@ -528,12 +534,14 @@ class Simulator {
         check = std::make_shared<MirrorCheck>();
         check->rank = first_member;
         check->op = &op_of(first_member, first_op);
+        check->leader = symmetry_->replica_of[first_member];
+        check->unfinished = mirrors.size() + 1;
       }
     }
     try {
       network_->start(request, [this, family, collective, mirrored, check, members = std::move(members),
                                 ops = std::move(ops)](const CommResult& result) {
-        if (check) check->finished(CommOutcome::of(result), 0);
+        if (check) check->finished(CommOutcome::of(result), check->leader);
         const trace::StringId algorithm =
             result_.timeline.strings.intern(program::algorithm_name(result.algorithm));
         const program::GroupFamily& group = program_.family(family);
@@ -543,8 +551,9 @@ class Simulator {
           span.bytes = static_cast<std::int64_t>(result.bytes_sent[m]);
           span.algorithm = algorithm;
           span.group = group_name;
-          if (!simulated(members[m])) {  // a mirror in a collective over the replicas
-            const std::int64_t delta = span.bytes - static_cast<std::int64_t>(result.bytes_sent[0]);
+          if (!simulated(members[m])) {  // a follower in a collective over the replicas
+            const std::int64_t delta =
+                span.bytes - static_cast<std::int64_t>(result.bytes_sent[symmetry_->leader[m]]);
             if (delta != 0) mirror_bytes_delta_[members[m]][static_cast<std::size_t>(span.category)] += delta;
             keep(span);
             continue;
@@ -570,7 +579,7 @@ class Simulator {
         }
       });
       for (std::size_t m = 0; m < mirrors.size(); ++m) {
-        const auto replica = static_cast<std::int32_t>(m + 1);
+        const std::int32_t replica = symmetry_->followers[check->leader][m];
         network_->start(mirrors[m], [check, replica](const CommResult& result) {
           check->finished(CommOutcome::of(result), replica);
         });
@@ -595,30 +604,51 @@ class Simulator {
     }
     bool operator==(const CommOutcome&) const = default;
   };
-  // The outcomes of one communication and its mirrors, compared as they finish (in any order).
+  // The outcomes of one communication of a leader replica and its followers' copies, compared
+  // as they finish (in any order). When the last has finished and some differed, the run stops
+  // with the followers grouped by what they got.
   struct MirrorCheck {
-    std::int32_t rank = 0;            // the representative's first member and its op, named in the
+    std::int32_t rank = 0;            // the leader's first member and its op, named in the
     const program::Op* op = nullptr;  // message (formatted only then: this runs for every transfer)
-    std::optional<CommOutcome> representative;
-    std::vector<std::pair<std::int32_t, CommOutcome>> early_mirrors;  // finished before it
+    std::int32_t leader = 0;          // its replica
+    std::size_t unfinished = 0;       // of the leader's and the followers' copies
+    std::optional<CommOutcome> leader_outcome;
+    std::vector<std::pair<std::int32_t, CommOutcome>> early;      // followers finished before the leader
+    std::vector<std::pair<CommOutcome, std::vector<std::int32_t>>> differing;  // outcome → followers
     void finished(CommOutcome outcome, std::int32_t replica) {
-      if (replica == 0) {
-        representative = std::move(outcome);
-        for (auto& [mirror, early] : early_mirrors) compare(mirror, early);
-        early_mirrors.clear();
-      } else if (representative) {
-        compare(replica, outcome);
+      if (replica == leader) {
+        leader_outcome = std::move(outcome);
+        for (auto& [follower, its] : early) compare(follower, std::move(its));
+        early.clear();
+      } else if (leader_outcome) {
+        compare(replica, std::move(outcome));
       } else {
-        early_mirrors.emplace_back(replica, std::move(outcome));
+        early.emplace_back(replica, std::move(outcome));
       }
+      if (--unfinished > 0 || differing.empty()) return;
+      // Each group in replica order, and the groups by their first replica, whatever the finishing order.
+      for (auto& [its, followers] : differing) std::sort(followers.begin(), followers.end());
+      std::sort(differing.begin(), differing.end(),
+                [](const auto& a, const auto& b) { return a.second.front() < b.second.front(); });
+      const CommOutcome& first = differing.front().first;
+      std::vector<std::vector<std::int32_t>> splits;
+      for (auto& [its, followers] : differing) splits.push_back(std::move(followers));
+      std::string what =
+          fmt::format("the network treats the replicas differently: rank {} op '{}' took {:.6f} to {:.6f} ms "
+                      "in replica {}, {:.6f} to {:.6f} ms in replica {}",
+                      rank, op->name, leader_outcome->start.seconds() * 1e3, leader_outcome->end.seconds() * 1e3,
+                      leader, first.start.seconds() * 1e3, first.end.seconds() * 1e3, splits.front().front());
+      throw AsymmetricNetwork(what, std::move(splits));
     }
-    void compare(std::int32_t replica, const CommOutcome& mirror) const {
-      if (mirror == *representative) return;
-      throw AsymmetricNetwork(fmt::format(
-          "the network treats the replicas differently: rank {} op '{}' took {:.6f} to {:.6f} ms in replica 0, "
-          "{:.6f} to {:.6f} ms in replica {}",
-          rank, op->name, representative->start.seconds() * 1e3, representative->end.seconds() * 1e3,
-          mirror.start.seconds() * 1e3, mirror.end.seconds() * 1e3, replica));
+    void compare(std::int32_t replica, CommOutcome outcome) {
+      if (outcome == *leader_outcome) return;
+      const auto same = std::find_if(differing.begin(), differing.end(),
+                                     [&](const auto& entry) { return entry.first == outcome; });
+      if (same != differing.end()) {
+        same->second.push_back(replica);
+      } else {
+        differing.emplace_back(std::move(outcome), std::vector<std::int32_t>{replica});
+      }
     }
   };
 
@@ -697,11 +727,11 @@ class Simulator {
     }
   }
 
-  // Every mirror replica's copy of a communication of replica 0 (run beside it so that links
-  // carry all replicas' traffic, each checked against the representative's when done).
+  // Every follower replica's copy of a communication of its leader (run beside it so that links
+  // carry all replicas' traffic, each checked against the leader's when done).
   std::vector<CommRequest> mirror_requests(const CommRequest& request, const std::vector<std::int32_t>& members) const {
     std::vector<CommRequest> mirrors;
-    for (std::int32_t replica = 1; replica < symmetry_->replicas; ++replica) {
+    for (std::int32_t replica : symmetry_->followers[symmetry_->replica_of[members.front()]]) {
       CommRequest& mirror = mirrors.emplace_back(request);
       for (std::size_t m = 0; m < members.size(); ++m) {
         mirror.endpoints[m] = program_.placement[symmetry_->mirror(program_, members[m], replica)];
@@ -932,16 +962,28 @@ SimulationResult simulate(const program::Program& program, const topology::Clust
   } else {
     symmetry = find_replica_symmetry(program, cluster, options.compute_slowdown, &why_not);
   }
-  if (symmetry) {
+  // Replicas the network treats differently from their leader leave its class, and the run
+  // starts again; after kMaxSplits such restarts, or with every replica in a class of its own,
+  // every rank is simulated.
+  constexpr int kMaxSplits = 8;
+  for (int splits = 0; symmetry; ++splits) {
     MemoryEstimate(program, cluster, options.traced_ranks, &*symmetry)
-        .check(options.memory_available_bytes, "one replica of " + std::to_string(symmetry->replicas));
+        .check(options.memory_available_bytes,
+               fmt::format("{} of {} replicas", symmetry->classes(), symmetry->replicas));
     try {
       SimulationResult result = Simulator(program, cluster, options, &*symmetry).run();
-      result.symmetry = fmt::format("{} replicas ({} groups) simulated as one", symmetry->replicas,
-                                    program.family(symmetry->family).name);
+      result.symmetry = symmetry->describe(program);
       return result;
     } catch (const AsymmetricNetwork& asymmetric) {
       why_not = asymmetric.what();
+      if (asymmetric.splits.empty()) break;
+      symmetry->split(program, asymmetric.splits, asymmetric.what());
+      if (symmetry->classes() == symmetry->replicas) break;
+      if (splits + 1 == kMaxSplits) {
+        why_not = fmt::format("the network split the replicas {} times ({} classes of {}), the last: {}", kMaxSplits,
+                              symmetry->classes(), symmetry->replicas, why_not);
+        break;
+      }
     }
   }
   MemoryEstimate(program, cluster, options.traced_ranks, nullptr)

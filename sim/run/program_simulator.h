@@ -61,8 +61,8 @@ struct SimulationOptions {
   std::vector<double> compute_slowdown;
   // Ranks whose spans the timeline keeps (empty: all). Every rank is summarised regardless.
   std::vector<bool> traced_ranks;
-  // Simulate one replica for all when the program has replica symmetry (replica_symmetry.h)
-  // and the network treats the replicas alike; false: every rank, always.
+  // Simulate one replica per class of equal replicas when the program has replica symmetry
+  // (replica_symmetry.h); false: every rank, always.
   bool use_symmetry = true;
   // Called every few thousand events with how far the run is; returning false stops the run
   // with SimulationCancelled. Lets a front end show progress and cancel.
@@ -81,8 +81,9 @@ struct SimulationResult {
   // (α terms) and to bandwidth (bytes/B terms).
   std::vector<double> comm_latency_s;
   std::vector<double> comm_bandwidth_s;
-  // How the ranks were simulated: "16 replicas (dp groups) simulated as one", or "every rank:
-  // <why the replicas could not be simulated as one>".
+  // How the ranks were simulated: "16 replicas (dp groups) simulated as one", "… simulated as
+  // 2 classes, the others copied: <what sets each further class apart>", or "every rank: <why
+  // the replicas could not be simulated in classes>".
   std::string symmetry;
 };
 

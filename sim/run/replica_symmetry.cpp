@@ -1,9 +1,11 @@
-// Finding replica symmetry in a Program (see replica_symmetry.h).
+// Finding replica symmetry in a Program, and its classes of equal replicas (see
+// replica_symmetry.h).
 #include "sim/run/replica_symmetry.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <unordered_map>
 #include <unordered_set>
 #include <variant>
 
@@ -26,8 +28,43 @@ std::vector<const program::RankProgram*> distinct_programs(const program::Progra
   return distinct;
 }
 
-// Replicas defined by `family`, or why they cannot be: the reason for the first broken
-// condition.
+// Why replica `replica`'s ranks cannot copy those of replica `leader`, or nothing if they can.
+std::optional<std::string> why_apart(const program::Program& program, const topology::Cluster& cluster,
+                                     const std::vector<double>& compute_slowdown, const program::GroupFamily& family,
+                                     std::int32_t leader, std::int32_t replica) {
+  for (const auto& members : family.instances) {
+    const std::int32_t first = members[leader], rank = members[replica];
+    if (program.ranks[rank] != program.ranks[first]) {
+      return fmt::format("ranks {} and {} run different programs", first, rank);
+    }
+    if (cluster.is_gpu(program.placement[rank]) != cluster.is_gpu(program.placement[first])) {
+      return fmt::format("ranks {} and {} run on different kinds of endpoint", first, rank);
+    }
+    if (!compute_slowdown.empty() && compute_slowdown[rank] != compute_slowdown[first]) {
+      return fmt::format("ranks {} and {} compute at different speeds (a straggler)", first, rank);
+    }
+  }
+  return std::nullopt;
+}
+
+// A hash of what why_apart compares, so that replicas are matched against the few leaders
+// that may be equal rather than all of them.
+std::size_t replica_signature(const program::Program& program, const topology::Cluster& cluster,
+                              const std::vector<double>& compute_slowdown, const program::GroupFamily& family,
+                              std::int32_t replica) {
+  std::size_t hash = 0;
+  const auto mix = [&hash](std::size_t value) { hash ^= value + 0x9e3779b97f4a7c15ULL + (hash << 6) + (hash >> 2); };
+  for (const auto& members : family.instances) {
+    const std::int32_t rank = members[replica];
+    mix(std::hash<const void*>{}(program.ranks[rank].get()));
+    mix(cluster.is_gpu(program.placement[rank]) ? 1 : 0);
+    if (!compute_slowdown.empty()) mix(std::hash<double>{}(compute_slowdown[rank]));
+  }
+  return hash;
+}
+
+// The replicas defined by `family` in classes, or why they cannot be: the reason for the first
+// broken condition.
 std::optional<std::string> check_family(const program::Program& program, const topology::Cluster& cluster,
                                         const std::vector<double>& compute_slowdown, const std::vector<bool>& used,
                                         program::GroupFamilyId family_id, ReplicaSymmetry& symmetry) {
@@ -35,24 +72,29 @@ std::optional<std::string> check_family(const program::Program& program, const t
   const auto replicas = static_cast<std::int32_t>(family.instances.front().size());
   symmetry.family = family_id;
   symmetry.replicas = replicas;
-  symmetry.representative.assign(static_cast<std::size_t>(program.world_size), 0);
-  symmetry.replica_of.assign(static_cast<std::size_t>(program.world_size), 0);
-  for (std::int32_t rank = 0; rank < program.world_size; ++rank) {
-    symmetry.representative[rank] = family.instances[family.instance_of_rank[rank]].front();
-    symmetry.replica_of[rank] = family.index_in_instance[rank];
+  symmetry.leader.assign(static_cast<std::size_t>(replicas), 0);
+  symmetry.followers.assign(static_cast<std::size_t>(replicas), {});
+  symmetry.replica_of.assign(program.world_size, 0);
+  for (std::int32_t rank = 0; rank < program.world_size; ++rank) symmetry.replica_of[rank] = family.index_in_instance[rank];
+  std::unordered_map<std::size_t, std::vector<std::int32_t>> leaders_by_signature;
+  for (std::int32_t replica = 0; replica < replicas; ++replica) {
+    auto& leaders = leaders_by_signature[replica_signature(program, cluster, compute_slowdown, family, replica)];
+    const auto same = std::find_if(leaders.begin(), leaders.end(), [&](std::int32_t leader) {
+      return !why_apart(program, cluster, compute_slowdown, family, leader, replica);
+    });
+    if (same != leaders.end()) {
+      symmetry.leader[replica] = *same;
+      symmetry.followers[*same].push_back(replica);
+      continue;
+    }
+    leaders.push_back(replica);
+    symmetry.leader[replica] = replica;
+    if (replica == 0) continue;
+    const std::string why = *why_apart(program, cluster, compute_slowdown, family, 0, replica);
+    symmetry.differences.push_back(fmt::format("{}: {}", replica_list({replica}), why));
   }
-  for (std::int32_t rank = 0; rank < program.world_size; ++rank) {
-    const std::int32_t representative = symmetry.representative[rank];
-    if (program.ranks[rank] != program.ranks[representative]) {
-      return fmt::format("ranks {} and {} run different programs", representative, rank);
-    }
-    if (cluster.is_gpu(program.placement[rank]) != cluster.is_gpu(program.placement[representative])) {
-      return fmt::format("ranks {} and {} run on different kinds of endpoint", representative, rank);
-    }
-    if (!compute_slowdown.empty() && compute_slowdown[rank] != compute_slowdown[representative]) {
-      return fmt::format("ranks {} and {} compute at different speeds (a straggler)", representative, rank);
-    }
-  }
+  if (symmetry.classes() == replicas) return "every replica differs (" + symmetry.differences.front() + ")";
+  symmetry.find_representatives(program);
   for (const program::RankProgram* rank_program : distinct_programs(program)) {
     for (const program::Op& op : rank_program->ops) {
       if (const auto* collective = std::get_if<program::CollectiveOp>(&op.body)) {
@@ -103,10 +145,57 @@ std::vector<bool> used_families(const program::Program& program) {
   return used;
 }
 
-std::int32_t ReplicaSymmetry::mirror(const program::Program& program, std::int32_t first,
+std::int32_t ReplicaSymmetry::mirror(const program::Program& program, std::int32_t rank,
                                      std::int32_t replica) const {
   const program::GroupFamily& replicas_family = program.family(family);
-  return replicas_family.instances[replicas_family.instance_of_rank[first]][replica];
+  return replicas_family.instances[replicas_family.instance_of_rank[rank]][replica];
+}
+
+std::int32_t ReplicaSymmetry::classes() const {
+  std::int32_t count = 0;
+  for (std::int32_t replica = 0; replica < replicas; ++replica) count += leader[replica] == replica ? 1 : 0;
+  return count;
+}
+
+void ReplicaSymmetry::split(const program::Program& program, const std::vector<std::vector<std::int32_t>>& groups,
+                            const std::string& why) {
+  for (const auto& group : groups) {
+    auto& old_followers = followers[leader[group.front()]];
+    std::erase_if(old_followers, [&](std::int32_t replica) {
+      return std::find(group.begin(), group.end(), replica) != group.end();
+    });
+    for (std::int32_t replica : group) leader[replica] = group.front();
+    followers[group.front()].assign(group.begin() + 1, group.end());
+    differences.push_back(fmt::format("{}: {}", replica_list(group), why));
+  }
+  find_representatives(program);
+}
+
+void ReplicaSymmetry::find_representatives(const program::Program& program) {
+  representative.resize(replica_of.size());
+  for (std::size_t rank = 0; rank < replica_of.size(); ++rank) {
+    representative[rank] = mirror(program, static_cast<std::int32_t>(rank), leader[replica_of[rank]]);
+  }
+}
+
+std::string ReplicaSymmetry::describe(const program::Program& program) const {
+  const std::string replicas_of = fmt::format("{} replicas ({} groups)", replicas, program.family(family).name);
+  if (classes() == 1) return replicas_of + " simulated as one";
+  constexpr std::size_t kShown = 3;
+  std::string why;
+  for (std::size_t i = 0; i < std::min(differences.size(), kShown); ++i) why += (i > 0 ? "; " : "") + differences[i];
+  if (differences.size() > kShown) why += fmt::format("; and {} more", differences.size() - kShown);
+  return fmt::format("{} simulated as {} classes, the others copied: {}", replicas_of, classes(), why);
+}
+
+std::string replica_list(const std::vector<std::int32_t>& replicas) {
+  constexpr std::size_t kShown = 3;
+  if (replicas.size() == 1) return fmt::format("replica {}", replicas.front());
+  std::string list = "replicas ";
+  const std::size_t shown = replicas.size() <= kShown + 1 ? replicas.size() - 1 : kShown;
+  for (std::size_t i = 0; i < shown; ++i) list += fmt::format("{}{}", i > 0 ? ", " : "", replicas[i]);
+  if (shown + 1 == replicas.size()) return list + fmt::format(" and {}", replicas.back());
+  return list + fmt::format(" and {} more", replicas.size() - shown);
 }
 
 std::optional<ReplicaSymmetry> find_replica_symmetry(const program::Program& program,
@@ -134,13 +223,18 @@ std::optional<ReplicaSymmetry> find_replica_symmetry(const program::Program& pro
     return program.family(a).instances.front().size() > program.family(b).instances.front().size();
   });
   if (candidates.empty()) explain("no group family holds one rank of every replica");
+  std::optional<ReplicaSymmetry> fewest_simulated;  // classes / replicas: the share of ranks simulated
   for (program::GroupFamilyId candidate : candidates) {
     ReplicaSymmetry symmetry;
     const auto reason = check_family(program, cluster, compute_slowdown, used, candidate, symmetry);
-    if (!reason) return symmetry;
-    explain(fmt::format("{} groups: {}", program.family(candidate).name, *reason));
+    if (reason) {
+      explain(fmt::format("{} groups: {}", program.family(candidate).name, *reason));
+    } else if (!fewest_simulated || static_cast<std::int64_t>(symmetry.classes()) * fewest_simulated->replicas <
+                                        static_cast<std::int64_t>(fewest_simulated->classes()) * symmetry.replicas) {
+      fewest_simulated = std::move(symmetry);
+    }
   }
-  return std::nullopt;
+  return fewest_simulated;
 }
 
 }  // namespace sim

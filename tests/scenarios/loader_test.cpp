@@ -188,6 +188,10 @@ INSTANTIATE_TEST_SUITE_P(
                    "4 dense layers leave none of the model's 4 layers a mixture of experts", "first_dense_layers < model.layers"},
         BrokenCase{"cp_with_tp_comm_overlap.toml", "13:19", "parallel.tp_comm_overlap",
                    "not modelled with context parallelism", "tp_comm_overlap = false"},
+        BrokenCase{"slow_rank_outside_cluster.toml", "11:14", "stragglers.slow_ranks",
+                   "expected a list of GPU ranks from 0 to 7, got [3, 8]", "slow_factor = 1.3"},
+        BrokenCase{"slow_factor_without_ranks.toml", "11:15", "stragglers.slow_factor",
+                   "slow_ranks and slow_factor go together", "slow_ranks = [5]"},
         BrokenCase{"empty.toml", "1:1", "cluster.nodes", "missing required key", ""}),
     [](const testing::TestParamInfo<BrokenCase>& param_info) {
       std::string name = param_info.param.file;

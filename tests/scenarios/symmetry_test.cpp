@@ -1,7 +1,8 @@
 // Replica symmetry (sim/run/replica_symmetry.h): a run that simulates one replica for all
 // gives the report and the timeline of the run that simulates every rank, byte for byte; where
-// the replicas differ (a straggler, a network that treats them differently) dtsim simulates
-// every rank and says why.
+// some replicas differ (a straggler, a network that treats them differently) they are
+// simulated as classes of their own, and where every replica differs every rank is simulated;
+// dtsim says which and why.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -22,6 +23,7 @@ struct Outputs {
   std::string timeline;
   std::string symmetry;
   std::vector<trace::RankSummary> summaries;
+  double step_time_s = 0;
 };
 
 Outputs outputs_of(const std::string& file, std::vector<std::string> overrides, bool symmetry) {
@@ -30,7 +32,7 @@ Outputs outputs_of(const std::string& file, std::vector<std::string> overrides, 
   std::ostringstream timeline;
   trace::write_chrome_trace(result.simulation.timeline, timeline);
   return {trace::report_to_json(result.report).dump(1), timeline.str(), result.simulation.symmetry,
-          result.simulation.timeline.summaries};
+          result.simulation.timeline.summaries, result.report.step_time_s};
 }
 
 // Runs the scenario both ways; expects the same outputs and returns the reduced run's.
@@ -81,11 +83,28 @@ TEST(SymmetryTest, IdenticalRanksComputeForTheSameTimeBesideCollectives) {
 }
 
 // 16 data-parallel replicas of a 2-stage pipeline on 32 nodes, 17 nodes per leaf: replica 0's
-// stages (nodes 0 and 16) share a leaf, replica 1's (nodes 1 and 17) do not, so its pipeline
-// transfers climb to a spine. The reduced run finds out and runs every rank.
-TEST(SymmetryTest, ANetworkThatTreatsReplicasDifferentlyFallsBackToEveryRank) {
-  const std::vector<std::string> overrides = {"cluster.nodes=32", "cluster.fabric.leaf_down_ports=136", "parallel.pp=2",
-                                              "parallel.dp=16", "training.global_batch=128"};
+// stages (nodes 0 and 16) share a leaf, replicas 1–15's (nodes r and 16 + r) do not, so their
+// pipeline transfers climb to a spine. The reduced run finds out, and runs again with replicas
+// 1–15 in a class of their own, led by replica 1.
+TEST(SymmetryTest, ReplicasTheNetworkTreatsDifferentlyAreAClassOfTheirOwn) {
+  const Outputs reduced = expect_reduced_equals_full(
+      "llama2_70b_3d_1024gpu.toml", {"cluster.nodes=32", "cluster.fabric.leaf_down_ports=136", "parallel.pp=2",
+                                     "parallel.dp=16", "training.global_batch=128"});
+  EXPECT_EQ(reduced.symmetry.rfind("16 replicas (dp groups) simulated as 2 classes, the others copied: replicas 1, 2, 3 "
+                                   "and 12 more: the network treats the replicas differently: rank 0 op ",
+                                   0),
+            0u)
+      << reduced.symmetry;
+}
+
+// The same with Llama-2-7B in 2 replicas of a 2-stage pipeline, one GPU and NIC per node, 3
+// nodes per leaf: replica 0's stages (nodes 0 and 2) share a leaf, replica 1's (nodes 1 and 3)
+// do not. Each replica is a class of its own: every rank is simulated.
+TEST(SymmetryTest, ANetworkThatTreatsEveryReplicaDifferentlyFallsBackToEveryRank) {
+  const std::vector<std::string> overrides = {
+      "cluster.nodes=4",        "cluster.gpus_per_node=1", "cluster.nics_per_node=1",  "cluster.fabric.leaf_down_ports=3",
+      "parallel.tp=1",          "parallel.pp=2",           "parallel.dp=2",            "parallel.sequence_parallel=false",
+      "model.preset=\"llama-2-7b\"", "training.global_batch=16"};
   const Outputs full = outputs_of("llama2_70b_3d_1024gpu.toml", overrides, false);
   const Outputs reduced = outputs_of("llama2_70b_3d_1024gpu.toml", overrides, true);
   EXPECT_EQ(reduced.symmetry.rfind("every rank: the network treats the replicas differently: rank ", 0), 0u)
@@ -94,9 +113,27 @@ TEST(SymmetryTest, ANetworkThatTreatsReplicasDifferentlyFallsBackToEveryRank) {
   EXPECT_TRUE(reduced.timeline == full.timeline) << "timelines differ";
 }
 
-TEST(SymmetryTest, StragglersBreakTheSymmetry) {
+// One GPU 30 % slower than the others (stragglers.slow_ranks): rank 37 is tp 5 of replica 4
+// (ranks run tp fastest, then dp, then pp), so replica 4 is simulated apart from replica 0,
+// whose rank 5 it would otherwise copy, and the 14 others still copy replica 0.
+TEST(SymmetryTest, OneSlowGpuSetsItsReplicaApartAndTheOthersStillCopyOne) {
+  const std::vector<std::string> layout = {"cluster.nodes=32", "parallel.pp=2", "parallel.dp=16",
+                                           "training.global_batch=256"};
+  std::vector<std::string> slowed = layout;
+  slowed.insert(slowed.end(), {"stragglers.slow_ranks=[37]", "stragglers.slow_factor=1.3"});
+  const Outputs reduced = expect_reduced_equals_full("llama2_70b_3d_1024gpu.toml", slowed);
+  EXPECT_EQ(reduced.symmetry,
+            "16 replicas (dp groups) simulated as 2 classes, the others copied: replica 4: ranks 5 and 37 compute at "
+            "different speeds (a straggler)");
+  EXPECT_GT(reduced.step_time_s, outputs_of("llama2_70b_3d_1024gpu.toml", layout, true).step_time_s);
+}
+
+// Every GPU a straggler of its own: no two replicas are alike.
+TEST(SymmetryTest, StragglersEverywhereLeaveNoReplicasAlike) {
   const Outputs reduced = outputs_of("default.toml", {"stragglers.distribution=\"lognormal\"", "stragglers.sigma=0.05"}, true);
-  EXPECT_NE(reduced.symmetry.find("compute at different speeds (a straggler)"), std::string::npos) << reduced.symmetry;
+  EXPECT_NE(reduced.symmetry.find("every replica differs (replica 1: ranks 0 and 1 compute at different speeds (a straggler))"),
+            std::string::npos)
+      << reduced.symmetry;
 }
 
 }  // namespace
