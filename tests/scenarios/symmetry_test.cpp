@@ -128,6 +128,21 @@ TEST(SymmetryTest, OneSlowGpuSetsItsReplicaApartAndTheOthersStillCopyOne) {
   EXPECT_GT(reduced.step_time_s, outputs_of("llama2_70b_3d_1024gpu.toml", layout, true).step_time_s);
 }
 
+// Two GPUs equally slow in a DDP step: their replicas form one class, led by replica 700, and
+// replica 901 copies it. NCCL's tree gives each position its own share of the all-reduce's
+// bytes (ranks 700 and 901 send more than rank 0), so what replica 901 sent must be counted
+// against its own leader's bytes, not replica 0's.
+TEST(SymmetryTest, EquallySlowGpusShareAClassAndEachKeepsItsOwnTreeBytes) {
+  const Outputs reduced = expect_reduced_equals_full(
+      "ddp_llama2_70b_1024gpu.toml", {"stragglers.slow_ranks=[700, 901]", "stragglers.slow_factor=1.1",
+                                      "collectives.all_reduce=\"tree\""});
+  EXPECT_EQ(reduced.symmetry,
+            "1024 replicas (dp groups) simulated as 2 classes, the others copied: replica 700: ranks 0 and 700 compute "
+            "at different speeds (a straggler)");
+  ASSERT_EQ(reduced.summaries.size(), 1024u);
+  EXPECT_NE(reduced.summaries[901].comm_bytes, reduced.summaries[0].comm_bytes);
+}
+
 // Every GPU a straggler of its own: no two replicas are alike.
 TEST(SymmetryTest, StragglersEverywhereLeaveNoReplicasAlike) {
   const Outputs reduced = outputs_of("default.toml", {"stragglers.distribution=\"lognormal\"", "stragglers.sigma=0.05"}, true);
