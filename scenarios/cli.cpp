@@ -331,11 +331,15 @@ int command_calibrate(CalibrateOptions options, bool quiet, std::ostream& out, s
 }
 
 // A simulation's line: share of the ops done, the simulated clock, events per second and the
-// time left at the rate so far.
+// time left at the rate so far; `elapsed_s` counts from the start of this run (a simulation
+// starts again when the network sets replicas apart).
 std::string simulation_progress(const sim::SimulationProgress& progress, double elapsed_s) {
+  const std::string run = progress.run > 1 ? fmt::format(" (run {}: the network set replicas apart)", progress.run) : "";
+  if (progress.events == 0) return fmt::format("simulating{}: starting", run);
   const double left_s = progress.fraction_done > 0 ? elapsed_s * (1 - progress.fraction_done) / progress.fraction_done : 0;
   const double events_per_s = static_cast<double>(progress.events) / std::max(elapsed_s, 1e-9);
-  return fmt::format("simulating: {:.0f} % of ops, simulated {}, {} events/s, about {} left", 100 * progress.fraction_done,
+  return fmt::format("simulating{}: {:.0f} % of ops, simulated {}, {} events/s, about {} left", run,
+                     100 * progress.fraction_done,
                      trace::human_seconds(progress.simulated_s),
                      events_per_s >= 1e6 ? fmt::format("{:.2f} M", events_per_s / 1e6) : fmt::format("{:.0f}", events_per_s),
                      trace::human_seconds(left_s));
@@ -373,8 +377,14 @@ int command_run(const RunOptions& options, std::ostream& out, std::ostream& err)
   RunResult result;
   {
     TerminalProgress progress(err, std::chrono::seconds(1), options.quiet);
+    std::int32_t run = 1;
+    double run_started_s = 0;
     const auto show = [&](const sim::SimulationProgress& now) {
-      progress.show(simulation_progress(now, progress.elapsed_s()));
+      if (now.run != run) {
+        run = now.run;
+        run_started_s = progress.elapsed_s();
+      }
+      progress.show(simulation_progress(now, progress.elapsed_s() - run_started_s));
       return true;
     };
     // 0 is "no check" to the simulator: a machine known to have nothing left passes 1 byte.

@@ -67,8 +67,9 @@ class AsymmetricNetwork : public std::runtime_error {
 // different bytes per member: those spans are each member's own).
 class Simulator {
  public:
+  // `run`: how many times this simulation has started (SimulationProgress::run).
   Simulator(const program::Program& program, const topology::Cluster& cluster,
-            const SimulationOptions& options, const ReplicaSymmetry* symmetry)
+            const SimulationOptions& options, const ReplicaSymmetry* symmetry, std::int32_t run)
       : program_(program),
         symmetry_(symmetry),
         cluster_(cluster),
@@ -77,6 +78,7 @@ class Simulator {
         offload_compute_(host_share(cluster.spec()), host_efficiency(options.efficiency)),
         network_(make_network_model(with_step_recording(options.network), engine_, cluster)),
         options_(options),
+        run_(run),
         // A stated compute time is the compute time: nothing slows it further.
         overlap_slowdown_(options.step_compute_time_s || options.compute_time_scale ? 0.0
                                                                                      : options.efficiency.overlap_slowdown) {
@@ -321,6 +323,8 @@ class Simulator {
       return;
     }
     constexpr std::uint64_t kEventsBetweenReports = 4096;
+    // A first report as the run starts, so that a front end times each run from its start.
+    if (!options_.progress(SimulationProgress{0, 0, 0, run_})) throw SimulationCancelled();
     std::size_t total_ops = 0;
     for (std::int32_t rank = 0; rank < program_.world_size; ++rank) {
       if (simulated(rank)) total_ops += ranks_[rank].program->ops.size();
@@ -328,7 +332,7 @@ class Simulator {
     for (std::uint64_t events = 1; engine_.step(); ++events) {
       if (events % kEventsBetweenReports != 0) continue;
       const SimulationProgress progress{static_cast<double>(completed_ops_) / static_cast<double>(std::max<std::size_t>(total_ops, 1)),
-                                        engine_.now().seconds(), events};
+                                        engine_.now().seconds(), events, run_};
       if (!options_.progress(progress)) {
         throw SimulationCancelled();
       }
@@ -871,6 +875,7 @@ class Simulator {
   ComputeModel offload_compute_;
   std::unique_ptr<NetworkModel> network_;
   SimulationOptions options_;
+  std::int32_t run_;
   double overlap_slowdown_;  // ComputeEfficiency::overlap_slowdown, 0 under a stated compute time
   std::vector<RankState> ranks_;
   std::map<std::pair<const program::RankProgram*, bool>, RankPlan> plans_;
@@ -966,12 +971,13 @@ SimulationResult simulate(const program::Program& program, const topology::Clust
   // starts again; after kMaxSplits such restarts, or with every replica in a class of its own,
   // every rank is simulated.
   constexpr int kMaxSplits = 8;
+  std::int32_t runs = 0;
   for (int splits = 0; symmetry; ++splits) {
     MemoryEstimate(program, cluster, options.traced_ranks, &*symmetry)
         .check(options.memory_available_bytes,
                fmt::format("{} of {} replicas", symmetry->classes(), symmetry->replicas));
     try {
-      SimulationResult result = Simulator(program, cluster, options, &*symmetry).run();
+      SimulationResult result = Simulator(program, cluster, options, &*symmetry, ++runs).run();
       result.symmetry = symmetry->describe(program);
       return result;
     } catch (const AsymmetricNetwork& asymmetric) {
@@ -988,7 +994,7 @@ SimulationResult simulate(const program::Program& program, const topology::Clust
   }
   MemoryEstimate(program, cluster, options.traced_ranks, nullptr)
       .check(options.memory_available_bytes, "every rank, " + why_not);
-  SimulationResult result = Simulator(program, cluster, options, nullptr).run();
+  SimulationResult result = Simulator(program, cluster, options, nullptr, ++runs).run();
   result.symmetry = "every rank: " + why_not;
   return result;
 }

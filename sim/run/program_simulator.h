@@ -42,9 +42,11 @@ struct CollectiveOverrides {
 };
 
 struct SimulationProgress {
-  double fraction_done = 0;   // of the simulated ranks' ops
+  double fraction_done = 0;   // of the simulated ranks' ops, in this run
   double simulated_s = 0;     // the simulated clock
-  std::uint64_t events = 0;   // engine events processed so far
+  std::uint64_t events = 0;   // engine events processed so far, in this run
+  // 1, then 2, … each time the network set replicas apart and the simulation started again.
+  std::int32_t run = 1;
 };
 
 struct SimulationOptions {

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -95,6 +96,23 @@ TEST(SymmetryTest, ReplicasTheNetworkTreatsDifferentlyAreAClassOfTheirOwn) {
                                    0),
             0u)
       << reduced.symmetry;
+}
+
+// A front end following that run sees it start twice: run 1, then run 2 once the network has
+// set replicas 1–15 apart, each run's reports starting from none done.
+TEST(SymmetryTest, ProgressSaysWhenTheRunStartsAgain) {
+  const scenarios::Scenario scenario = scenarios::load_scenario(
+      kScenarios + "llama2_70b_3d_1024gpu.toml", {"cluster.nodes=32", "cluster.fabric.leaf_down_ports=136", "parallel.pp=2",
+                                                  "parallel.dp=16", "training.global_batch=128"});
+  std::vector<std::int32_t> runs;
+  std::vector<std::int32_t> runs_started;
+  scenarios::run_scenario(scenario, [&](const sim::SimulationProgress& progress) {
+    runs.push_back(progress.run);
+    if (progress.events == 0) runs_started.push_back(progress.run);
+    return true;
+  });
+  EXPECT_TRUE(std::is_sorted(runs.begin(), runs.end()));
+  EXPECT_EQ(runs_started, (std::vector<std::int32_t>{1, 2}));
 }
 
 // The same with Llama-2-7B in 2 replicas of a 2-stage pipeline, one GPU and NIC per node, 3
