@@ -911,6 +911,9 @@ void read_stragglers(TableReader reader, StragglerSpec& stragglers, std::int64_t
         reader.fail("slow_ranks", fmt::format("expected a list of GPU ranks from 0 to {}, got {}", gpus - 1, node_text(*ranks)),
                     "e.g. slow_ranks = [5] with slow_factor = 1.3: rank 5 computes 30 % slower");
       }
+      if (std::find(stragglers.slow_ranks.begin(), stragglers.slow_ranks.end(), *rank) != stragglers.slow_ranks.end()) {
+        reader.fail("slow_ranks", fmt::format("rank {} is listed twice", *rank), "list each slow rank once");
+      }
       stragglers.slow_ranks.push_back(static_cast<std::int32_t>(*rank));
     }
     if (list == nullptr) {

@@ -161,9 +161,7 @@ void ReplicaSymmetry::split(const program::Program& program, const std::vector<s
                             const std::string& why) {
   for (const auto& group : groups) {
     auto& old_followers = followers[leader[group.front()]];
-    std::erase_if(old_followers, [&](std::int32_t replica) {
-      return std::find(group.begin(), group.end(), replica) != group.end();
-    });
+    std::erase_if(old_followers, [&](std::int32_t replica) { return std::binary_search(group.begin(), group.end(), replica); });
     for (std::int32_t replica : group) leader[replica] = group.front();
     followers[group.front()].assign(group.begin() + 1, group.end());
     differences.push_back(fmt::format("{}: {}", replica_list(group), why));

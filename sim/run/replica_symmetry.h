@@ -44,8 +44,8 @@ struct ReplicaSymmetry {
   std::int32_t classes() const;
   // The rank of replica `replica` that holds `rank`'s place (`rank` of any replica).
   std::int32_t mirror(const program::Program& program, std::int32_t rank, std::int32_t replica) const;
-  // Moves each group of replicas (all followers of one leader) into a class of its own, led by
-  // its first; `why` says what sets them apart.
+  // Moves each group of replicas (all followers of one leader, in ascending order) into a class
+  // of its own, led by its first; `why` says what sets them apart.
   void split(const program::Program& program, const std::vector<std::vector<std::int32_t>>& groups,
              const std::string& why);
   // Sets `representative` from `leader` and `replica_of`.

@@ -190,6 +190,8 @@ INSTANTIATE_TEST_SUITE_P(
                    "not modelled with context parallelism", "tp_comm_overlap = false"},
         BrokenCase{"slow_rank_outside_cluster.toml", "11:14", "stragglers.slow_ranks",
                    "expected a list of GPU ranks from 0 to 7, got [3, 8]", "slow_factor = 1.3"},
+        BrokenCase{"slow_rank_twice.toml", "11:14", "stragglers.slow_ranks", "rank 3 is listed twice",
+                   "list each slow rank once"},
         BrokenCase{"slow_factor_without_ranks.toml", "11:15", "stragglers.slow_factor",
                    "slow_ranks and slow_factor go together", "slow_ranks = [5]"},
         BrokenCase{"empty.toml", "1:1", "cluster.nodes", "missing required key", ""}),

@@ -1,6 +1,8 @@
 // The Program simulator on hand-built programs: stream order, dependencies, collective
-// rendezvous, overlap, send/recv, memory counters, deadlocks, scaling, determinism.
+// rendezvous, overlap, send/recv, memory counters, deadlocks, scaling, determinism; how replica
+// classes are named.
 #include "sim/run/program_simulator.h"
+#include "sim/run/replica_symmetry.h"
 
 #include <gtest/gtest.h>
 
@@ -287,3 +289,12 @@ TEST(ProgramSimulatorTest, ARunEstimatedNotToFitIsRefusedBeforeItStarts) {
 }
 
 }  // namespace
+
+// How `dtsim run` names the replicas a class holds: all of them up to four, else the first
+// three and a count.
+TEST(ReplicaListTest, NamesUpToFourReplicasAndCountsTheRest) {
+  EXPECT_EQ(sim::replica_list({4}), "replica 4");
+  EXPECT_EQ(sim::replica_list({1, 5}), "replicas 1 and 5");
+  EXPECT_EQ(sim::replica_list({1, 2, 5, 9}), "replicas 1, 2, 5 and 9");
+  EXPECT_EQ(sim::replica_list({1, 2, 5, 9, 11}), "replicas 1, 2, 5 and 2 more");
+}
