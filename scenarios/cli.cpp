@@ -377,13 +377,9 @@ int command_run(const RunOptions& options, std::ostream& out, std::ostream& err)
   RunResult result;
   {
     TerminalProgress progress(err, std::chrono::seconds(1), options.quiet);
-    std::int32_t run = 1;
     double run_started_s = 0;
     const auto show = [&](const sim::SimulationProgress& now) {
-      if (now.run != run) {
-        run = now.run;
-        run_started_s = progress.elapsed_s();
-      }
+      if (now.events == 0) run_started_s = progress.elapsed_s();  // a run starts (there may be several)
       progress.show(simulation_progress(now, progress.elapsed_s() - run_started_s));
       return true;
     };

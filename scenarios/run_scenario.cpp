@@ -267,6 +267,7 @@ RunResult run_scenario(const Scenario& scenario, const std::function<bool(const 
         static_cast<std::size_t>(trace::critical_rank(trace::summarize_ranks(result.simulation.timeline)));
     if (!options.traced_ranks[critical]) {
       options.traced_ranks[critical] = true;
+      options.replica_splits = result.simulation.replica_splits;  // found once is enough
       result.simulation = simulate();
     }
   }
@@ -276,15 +277,17 @@ RunResult run_scenario(const Scenario& scenario, const std::function<bool(const 
   trace::RunFacts facts =
       describe_run(scenario, result.program, timeline, fmt::format("{} network model", scenario.network.model));
   if (scenario.stragglers.distribution != "none") {
-    const auto [slowest, fastest] = std::minmax_element(options.compute_slowdown.begin(), options.compute_slowdown.end(),
-                                                        [](double a, double b) { return a > b; });
+    std::vector<double> drawn = options.compute_slowdown;  // the distribution's factors alone
+    for (std::int32_t rank : scenario.stragglers.slow_ranks) drawn[rank] /= scenario.stragglers.slow_factor;
+    const auto [fastest, slowest] = std::minmax_element(drawn.begin(), drawn.end());
     facts.notes.push_back(fmt::format("stragglers: GPU compute slowed by factors from {:.3f} to {:.3f} ({}, seed {})",
                                       *fastest, *slowest, scenario.stragglers.distribution, scenario.stragglers.seed));
   }
   if (!scenario.stragglers.slow_ranks.empty()) {
-    facts.notes.push_back(fmt::format("stragglers: rank{} {} compute {:.3g}× slower (stragglers.slow_ranks)",
-                                      scenario.stragglers.slow_ranks.size() > 1 ? "s" : "",
-                                      fmt::join(scenario.stragglers.slow_ranks, ", "), scenario.stragglers.slow_factor));
+    const bool one = scenario.stragglers.slow_ranks.size() == 1;
+    facts.notes.push_back(fmt::format("stragglers: rank{} {} compute{} {:.3g}× slower (stragglers.slow_ranks)",
+                                      one ? "" : "s", fmt::join(scenario.stragglers.slow_ranks, ", "), one ? "s" : "",
+                                      scenario.stragglers.slow_factor));
   }
   facts.comm_latency_s = result.simulation.comm_latency_s;
   facts.comm_bandwidth_s = result.simulation.comm_bandwidth_s;

@@ -905,13 +905,14 @@ void read_stragglers(TableReader reader, StragglerSpec& stragglers, std::int64_t
   stragglers.seed = static_cast<std::uint64_t>(reader.count("seed", static_cast<std::int64_t>(stragglers.seed), 0));
   if (const toml::node* ranks = reader.node("slow_ranks")) {
     const auto* list = ranks->as_array();
+    std::set<std::int64_t> listed;
     for (std::size_t i = 0; list != nullptr && i < list->size(); ++i) {
       const auto rank = list->get(i)->value<std::int64_t>();
       if (!rank || *rank < 0 || *rank >= gpus) {
         reader.fail("slow_ranks", fmt::format("expected a list of GPU ranks from 0 to {}, got {}", gpus - 1, node_text(*ranks)),
                     "e.g. slow_ranks = [5] with slow_factor = 1.3: rank 5 computes 30 % slower");
       }
-      if (std::find(stragglers.slow_ranks.begin(), stragglers.slow_ranks.end(), *rank) != stragglers.slow_ranks.end()) {
+      if (!listed.insert(*rank).second) {
         reader.fail("slow_ranks", fmt::format("rank {} is listed twice", *rank), "list each slow rank once");
       }
       stragglers.slow_ranks.push_back(static_cast<std::int32_t>(*rank));

@@ -49,13 +49,13 @@ struct RankPlan {
 
 // Thrown when a follower replica's communication does not take exactly the time, bytes and
 // algorithm of its leader's: the network does not treat the replicas of a class alike.
-// `splits` groups the followers that differed by what they got instead (empty when the run
+// `split` groups the followers that differed by what they got instead (no groups when the run
 // cannot say which replicas differ).
 class AsymmetricNetwork : public std::runtime_error {
  public:
   explicit AsymmetricNetwork(const std::string& what, std::vector<std::vector<std::int32_t>> differing = {})
-      : std::runtime_error(what), splits(std::move(differing)) {}
-  std::vector<std::vector<std::int32_t>> splits;
+      : std::runtime_error(what), split{std::move(differing), what} {}
+  ReplicaSplit split;
 };
 
 // With a ReplicaSymmetry, only the representatives (the ranks of each class's leader replica)
@@ -607,6 +607,11 @@ class Simulator {
               result.bytes_sent};
     }
     bool operator==(const CommOutcome&) const = default;
+    bool operator<(const CommOutcome& other) const {
+      return std::tie(start, end, algorithm, latency_seconds, bandwidth_seconds, bytes_sent) <
+             std::tie(other.start, other.end, other.algorithm, other.latency_seconds, other.bandwidth_seconds,
+                      other.bytes_sent);
+    }
   };
   // The outcomes of one communication of a leader replica and its followers' copies, compared
   // as they finish (in any order). When the last has finished and some differed, the run stops
@@ -618,7 +623,7 @@ class Simulator {
     std::size_t unfinished = 0;       // of the leader's and the followers' copies
     std::optional<CommOutcome> leader_outcome;
     std::vector<std::pair<std::int32_t, CommOutcome>> early;      // followers finished before the leader
-    std::vector<std::pair<CommOutcome, std::vector<std::int32_t>>> differing;  // outcome → followers
+    std::map<CommOutcome, std::vector<std::int32_t>> differing;  // outcome → the followers that got it
     void finished(CommOutcome outcome, std::int32_t replica) {
       if (replica == leader) {
         leader_outcome = std::move(outcome);
@@ -631,12 +636,15 @@ class Simulator {
       }
       if (--unfinished > 0 || differing.empty()) return;
       // Each group in replica order, and the groups by their first replica, whatever the finishing order.
-      for (auto& [its, followers] : differing) std::sort(followers.begin(), followers.end());
-      std::sort(differing.begin(), differing.end(),
-                [](const auto& a, const auto& b) { return a.second.front() < b.second.front(); });
-      const CommOutcome& first = differing.front().first;
+      std::vector<std::pair<std::vector<std::int32_t>, const CommOutcome*>> groups;
+      for (auto& [its, followers] : differing) {
+        std::sort(followers.begin(), followers.end());
+        groups.emplace_back(std::move(followers), &its);
+      }
+      std::sort(groups.begin(), groups.end());
+      const CommOutcome& first = *groups.front().second;
       std::vector<std::vector<std::int32_t>> splits;
-      for (auto& [its, followers] : differing) splits.push_back(std::move(followers));
+      for (auto& [followers, its] : groups) splits.push_back(std::move(followers));
       std::string what =
           fmt::format("the network treats the replicas differently: rank {} op '{}' took {:.6f} to {:.6f} ms "
                       "in replica {}, {:.6f} to {:.6f} ms in replica {}",
@@ -646,24 +654,21 @@ class Simulator {
     }
     void compare(std::int32_t replica, CommOutcome outcome) {
       if (outcome == *leader_outcome) return;
-      const auto same = std::find_if(differing.begin(), differing.end(),
-                                     [&](const auto& entry) { return entry.first == outcome; });
-      if (same != differing.end()) {
-        same->second.push_back(replica);
-      } else {
-        differing.emplace_back(std::move(outcome), std::vector<std::int32_t>{replica});
-      }
+      differing[std::move(outcome)].push_back(replica);
     }
   };
 
   // Communication inside one NVSwitch node travels only on that node's GPU–NVSwitch links, and
   // those links carry nothing else but transfers between two GPUs of the node (topology/
-  // cluster.h). So when a communication of replica 0 and each of its mirrors lie inside one
-  // node each, at the same GPU indices, and no other communication ever has two members on
-  // those nodes, every mirror meets on its node exactly what the representative meets on its
-  // own: the mirrors need not run. Nodes are claimed for such private traffic here; a later
+  // cluster.h). So when a communication of a class's leader and each of its followers' copies
+  // lie inside one node each, at the same GPU indices, and no other communication ever has two
+  // members on those nodes, every copy meets on its node exactly what the leader's meets on its
+  // own: the copies need not run. Nodes are claimed for such private traffic here; a later
   // communication with two members on a claimed node means the assumption failed, and the run
-  // starts over on every rank (claim_shared_nodes).
+  // starts over on every rank (claim_shared_nodes). A node holding ranks of two replicas is
+  // shared from the start (mark_shared_nodes: an instance of the replicas' family has a member
+  // in each), so a class without followers, claiming its node here, never meets another
+  // replica's traffic there.
   bool elide_node_local(const CommRequest& request, const std::vector<CommRequest>& mirrors) {
     if (request.endpoints.size() < 2) return true;  // nothing travels: every copy is the same
     const topology::ClusterSpec& spec = cluster_.spec();
@@ -906,7 +911,7 @@ struct MemoryEstimate {
   static constexpr double kBytesPerSimulatedOp = 16;
   static constexpr double kBytesPerTracedOp = 160;
   static constexpr double kBytesPerLink = 1024;
-  double simulated_ops = 0;  // over the ranks simulated (replica 0's only, with symmetry)
+  double simulated_ops = 0;  // over the ranks simulated (the class leaders' only, with symmetry)
   double traced_ops = 0;     // over the ranks whose spans the timeline keeps
   std::int32_t traced_ranks = 0;
   double links = 0;
@@ -968,28 +973,36 @@ SimulationResult simulate(const program::Program& program, const topology::Clust
     symmetry = find_replica_symmetry(program, cluster, options.compute_slowdown, &why_not);
   }
   // Replicas the network treats differently from their leader leave its class, and the run
-  // starts again; after kMaxSplits such restarts, or with every replica in a class of its own,
-  // every rank is simulated.
-  constexpr int kMaxSplits = 8;
+  // starts again — at most kMaxRuns runs in classes, then (or with every replica in a class of
+  // its own) every rank is simulated. Splits an earlier run of this program found are applied
+  // first.
+  constexpr std::int32_t kMaxRuns = 8;
   std::int32_t runs = 0;
-  for (int splits = 0; symmetry; ++splits) {
+  std::vector<ReplicaSplit> splits;
+  if (symmetry) {
+    for (const ReplicaSplit& known : options.replica_splits) {
+      symmetry->split(program, known);
+      splits.push_back(known);
+    }
+  }
+  while (symmetry && symmetry->classes() < symmetry->replicas) {
     MemoryEstimate(program, cluster, options.traced_ranks, &*symmetry)
         .check(options.memory_available_bytes,
                fmt::format("{} of {} replicas", symmetry->classes(), symmetry->replicas));
     try {
       SimulationResult result = Simulator(program, cluster, options, &*symmetry, ++runs).run();
       result.symmetry = symmetry->describe(program);
+      result.replica_splits = std::move(splits);
       return result;
     } catch (const AsymmetricNetwork& asymmetric) {
       why_not = asymmetric.what();
-      if (asymmetric.splits.empty()) break;
-      symmetry->split(program, asymmetric.splits, asymmetric.what());
-      if (symmetry->classes() == symmetry->replicas) break;
-      if (splits + 1 == kMaxSplits) {
-        why_not = fmt::format("the network split the replicas {} times ({} classes of {}), the last: {}", kMaxSplits,
-                              symmetry->classes(), symmetry->replicas, why_not);
+      if (asymmetric.split.groups.empty()) break;
+      if (runs == kMaxRuns) {
+        why_not = fmt::format("the network set replicas apart in each of {} runs, the last: {}", kMaxRuns, why_not);
         break;
       }
+      symmetry->split(program, asymmetric.split);
+      splits.push_back(asymmetric.split);
     }
   }
   MemoryEstimate(program, cluster, options.traced_ranks, nullptr)

@@ -20,6 +20,7 @@
 
 #include "sim/compute/compute_model.h"
 #include "sim/net/network_model.h"
+#include "sim/run/replica_symmetry.h"
 #include "sim/trace/timeline.h"
 #include "strategies/program/program.h"
 #include "topology/cluster.h"
@@ -66,6 +67,10 @@ struct SimulationOptions {
   // Simulate one replica per class of equal replicas when the program has replica symmetry
   // (replica_symmetry.h); false: every rank, always.
   bool use_symmetry = true;
+  // Replicas an earlier simulation of the same program found the network treats apart
+  // (SimulationResult::replica_splits): applied before the first run, so that it need not find
+  // them again.
+  std::vector<ReplicaSplit> replica_splits;
   // Called every few thousand events with how far the run is; returning false stops the run
   // with SimulationCancelled. Lets a front end show progress and cancel.
   std::function<bool(const SimulationProgress&)> progress;
@@ -87,6 +92,8 @@ struct SimulationResult {
   // 2 classes, the others copied: <what sets each further class apart>", or "every rank: <why
   // the replicas could not be simulated in classes>".
   std::string symmetry;
+  // The splits of replica classes this simulation made or was given (SimulationOptions).
+  std::vector<ReplicaSplit> replica_splits;
 };
 
 class SimulationError : public std::runtime_error {

@@ -89,11 +89,18 @@ std::optional<std::string> check_family(const program::Program& program, const t
     }
     leaders.push_back(replica);
     symmetry.leader[replica] = replica;
-    if (replica == 0) continue;
-    const std::string why = *why_apart(program, cluster, compute_slowdown, family, 0, replica);
-    symmetry.differences.push_back(fmt::format("{}: {}", replica_list({replica}), why));
   }
-  if (symmetry.classes() == replicas) return "every replica differs (" + symmetry.differences.front() + ")";
+  if (symmetry.classes() == replicas) {
+    return "every replica differs (replica 1: " + *why_apart(program, cluster, compute_slowdown, family, 0, 1) + ")";
+  }
+  // What sets each further class apart from the first, named by all its replicas.
+  for (std::int32_t leader = 1; leader < replicas; ++leader) {
+    if (symmetry.leader[leader] != leader) continue;
+    std::vector<std::int32_t> members = {leader};
+    members.insert(members.end(), symmetry.followers[leader].begin(), symmetry.followers[leader].end());
+    symmetry.differences.push_back(fmt::format("{}: {}", replica_list(members),
+                                               *why_apart(program, cluster, compute_slowdown, family, 0, leader)));
+  }
   symmetry.find_representatives(program);
   for (const program::RankProgram* rank_program : distinct_programs(program)) {
     for (const program::Op& op : rank_program->ops) {
@@ -124,7 +131,8 @@ std::optional<std::string> check_family(const program::Program& program, const t
           return fmt::format("a {} group spans several {} replicas", other.name, family.name);
         }
         if (other.instance_of_rank[symmetry.representative[member]] != instance_of_first) {
-          return fmt::format("a {} group of one {} replica does not mirror one of the first", other.name, family.name);
+          return fmt::format("a {} group of one {} replica does not mirror one of its class's leader", other.name,
+                             family.name);
         }
       }
     }
@@ -157,14 +165,21 @@ std::int32_t ReplicaSymmetry::classes() const {
   return count;
 }
 
-void ReplicaSymmetry::split(const program::Program& program, const std::vector<std::vector<std::int32_t>>& groups,
-                            const std::string& why) {
-  for (const auto& group : groups) {
-    auto& old_followers = followers[leader[group.front()]];
-    std::erase_if(old_followers, [&](std::int32_t replica) { return std::binary_search(group.begin(), group.end(), replica); });
+void ReplicaSymmetry::split(const program::Program& program, const ReplicaSplit& split) {
+  // One pass over each old class: the replicas leaving it are marked first.
+  std::vector<std::uint8_t> leaving(static_cast<std::size_t>(replicas), 0);
+  std::vector<std::int32_t> old_leaders;
+  for (const auto& group : split.groups) {
+    old_leaders.push_back(leader[group.front()]);
+    for (std::int32_t replica : group) leaving[replica] = 1;
+  }
+  std::sort(old_leaders.begin(), old_leaders.end());
+  old_leaders.erase(std::unique(old_leaders.begin(), old_leaders.end()), old_leaders.end());
+  for (std::int32_t old : old_leaders) std::erase_if(followers[old], [&](std::int32_t replica) { return leaving[replica] != 0; });
+  for (const auto& group : split.groups) {
     for (std::int32_t replica : group) leader[replica] = group.front();
     followers[group.front()].assign(group.begin() + 1, group.end());
-    differences.push_back(fmt::format("{}: {}", replica_list(group), why));
+    differences.push_back(fmt::format("{}: {}", replica_list(group), split.why));
   }
   find_representatives(program);
 }

@@ -11,7 +11,7 @@
 // together. The Program is symmetric under F when, besides,
 //   * every other family's instance lies inside one replica, and the representatives of a
 //     follower instance's members form an instance of that family, in the same order (a
-//     tensor-parallel group of replica 3 mirrors one of replica 0);
+//     tensor-parallel group of replica 3 mirrors one of its leader, say replica 0);
 //   * F itself carries only collectives that treat every member alike (all-reduce,
 //     all-gather, reduce-scatter, all-to-all, barrier): no root, no servers, no send/recv.
 // These conditions are structural. Whether the network treats a class's replicas alike (their
@@ -31,6 +31,13 @@
 
 namespace sim {
 
+// Replicas the network set apart in one run: each group (followers of one leader, in ascending
+// order) becomes a class of its own, led by its first; `why` says what the run saw.
+struct ReplicaSplit {
+  std::vector<std::vector<std::int32_t>> groups;
+  std::string why;
+};
+
 struct ReplicaSymmetry {
   program::GroupFamilyId family = 0;  // F: one member of every replica per instance
   std::int32_t replicas = 1;          // k
@@ -44,17 +51,14 @@ struct ReplicaSymmetry {
   std::int32_t classes() const;
   // The rank of replica `replica` that holds `rank`'s place (`rank` of any replica).
   std::int32_t mirror(const program::Program& program, std::int32_t rank, std::int32_t replica) const;
-  // Moves each group of replicas (all followers of one leader, in ascending order) into a class
-  // of its own, led by its first; `why` says what sets them apart.
-  void split(const program::Program& program, const std::vector<std::vector<std::int32_t>>& groups,
-             const std::string& why);
+  void split(const program::Program& program, const ReplicaSplit& split);
   // Sets `representative` from `leader` and `replica_of`.
   void find_representatives(const program::Program& program);
   // "16 replicas (dp groups) simulated as one", or "… as 2 classes: replica 3: …".
   std::string describe(const program::Program& program) const;
 };
 
-// "replica 3", "replicas 1, 2 and 5", "replicas 1, 2, 3 and 12 more".
+// "replica 3", "replicas 1, 2 and 5", "replicas 1, 2, 3 and 2 more".
 std::string replica_list(const std::vector<std::int32_t>& replicas);
 
 // Per group family of `program`: whether any op communicates over it.

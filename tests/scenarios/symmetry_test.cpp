@@ -113,6 +113,21 @@ TEST(SymmetryTest, ProgressSaysWhenTheRunStartsAgain) {
   });
   EXPECT_TRUE(std::is_sorted(runs.begin(), runs.end()));
   EXPECT_EQ(runs_started, (std::vector<std::int32_t>{1, 2}));
+
+  // Tracing only the critical rank simulates the step again once that rank is known: the second
+  // simulation starts from the classes the first found, in one run.
+  const scenarios::Scenario critical_only = scenarios::load_scenario(
+      kScenarios + "llama2_70b_3d_1024gpu.toml",
+      {"cluster.nodes=32", "cluster.fabric.leaf_down_ports=136", "parallel.pp=2", "parallel.dp=16",
+       "training.global_batch=128", "output.trace_ranks=\"critical\""});
+  runs_started.clear();
+  const scenarios::RunResult traced = scenarios::run_scenario(critical_only, [&](const sim::SimulationProgress& progress) {
+    if (progress.events == 0) runs_started.push_back(progress.run);
+    return true;
+  });
+  EXPECT_EQ(runs_started, (std::vector<std::int32_t>{1, 2, 1}));
+  EXPECT_EQ(traced.simulation.symmetry.rfind("16 replicas (dp groups) simulated as 2 classes", 0), 0u)
+      << traced.simulation.symmetry;
 }
 
 // The same with Llama-2-7B in 2 replicas of a 2-stage pipeline, one GPU and NIC per node, 3
@@ -155,8 +170,8 @@ TEST(SymmetryTest, EquallySlowGpusShareAClassAndEachKeepsItsOwnTreeBytes) {
       "ddp_llama2_70b_1024gpu.toml", {"stragglers.slow_ranks=[700, 901]", "stragglers.slow_factor=1.1",
                                       "collectives.all_reduce=\"tree\""});
   EXPECT_EQ(reduced.symmetry,
-            "1024 replicas (dp groups) simulated as 2 classes, the others copied: replica 700: ranks 0 and 700 compute "
-            "at different speeds (a straggler)");
+            "1024 replicas (dp groups) simulated as 2 classes, the others copied: replicas 700 and 901: ranks 0 and 700 "
+            "compute at different speeds (a straggler)");
   ASSERT_EQ(reduced.summaries.size(), 1024u);
   EXPECT_NE(reduced.summaries[901].comm_bytes, reduced.summaries[0].comm_bytes);
 }
