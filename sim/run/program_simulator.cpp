@@ -473,8 +473,9 @@ class Simulator {
     if (symmetry_ != nullptr && collective.group == symmetry_->family) {
       // Across the replicas (a member's position is its replica): the followers of this
       // rank's replica reach it now, at this op, with it.
-      for (std::int32_t follower : symmetry_->followers[symmetry_->replica_of[rank]]) pending.ops[follower] = index;
-      pending.arrived += static_cast<std::int32_t>(symmetry_->followers[symmetry_->replica_of[rank]].size());
+      const auto& followers = symmetry_->followers[symmetry_->replica_of[rank]];
+      for (std::int32_t follower : followers) pending.ops[follower] = index;
+      pending.arrived += static_cast<std::int32_t>(followers.size());
     }
     if (pending.arrived < static_cast<std::int32_t>(members.size())) return;
 

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <boost/container_hash/hash.hpp>
+
 #include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
@@ -53,12 +55,11 @@ std::size_t replica_signature(const program::Program& program, const topology::C
                               const std::vector<double>& compute_slowdown, const program::GroupFamily& family,
                               std::int32_t replica) {
   std::size_t hash = 0;
-  const auto mix = [&hash](std::size_t value) { hash ^= value + 0x9e3779b97f4a7c15ULL + (hash << 6) + (hash >> 2); };
   for (const auto& members : family.instances) {
     const std::int32_t rank = members[replica];
-    mix(std::hash<const void*>{}(program.ranks[rank].get()));
-    mix(cluster.is_gpu(program.placement[rank]) ? 1 : 0);
-    if (!compute_slowdown.empty()) mix(std::hash<double>{}(compute_slowdown[rank]));
+    boost::hash_combine(hash, program.ranks[rank].get());
+    boost::hash_combine(hash, cluster.is_gpu(program.placement[rank]));
+    if (!compute_slowdown.empty()) boost::hash_combine(hash, compute_slowdown[rank]);
   }
   return hash;
 }
