@@ -967,6 +967,8 @@ void read_fsdp(TableReader& reader, strategies::FsdpSpec& fsdp) {
   // register no buffers (RoPE tables are recomputed), so it changes no byte.
   reader.choice("buffer_dtype", dtypes);
   fsdp.cpu_offload = reader.boolean("cpu_offload").value_or(fsdp.cpu_offload);
+  fsdp.separate_reduce_scatter_group =
+      reader.boolean("separate_reduce_scatter_group").value_or(fsdp.separate_reduce_scatter_group);
 }
 
 // Rule R3: global batch = micro-batch × accumulation × dp.

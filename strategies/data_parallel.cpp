@@ -308,6 +308,7 @@ class ShardedPolicy : public DataParallelPolicy {
     }
     close(current);
     units_.insert(units_.begin(), std::move(root));
+    for (const Block* block : context.blocks) block_unit_.push_back(unit_of(block));
   }
 
   void allocate_states(RankProgramBuilder& builder) override {
@@ -325,7 +326,7 @@ class ShardedPolicy : public DataParallelPolicy {
     std::vector<OpIndex> pending = std::move(deps);
     for (std::size_t b = 0; b < context_.blocks.size(); ++b) {
       const Block* block = context_.blocks[b];
-      const std::size_t u = unit_of(block);
+      const std::size_t u = block_unit_[b];
       if (!gathered_[u]) gathered_[u] = gather(builder, u, forward_gather_deps(u), "fwd");
       std::vector<OpIndex> block_deps = std::exchange(pending, {});
       block_deps.push_back(*gathered_[u]);
@@ -339,32 +340,31 @@ class ShardedPolicy : public DataParallelPolicy {
     return last;
   }
 
+  // The all-gathers are emitted where PyTorch issues them, which orders them on a stream they
+  // share with the reduce-scatters (StageContext::dp_gather): BACKWARD_PRE prefetches the next
+  // unit from the current unit's pre-backward hook, before its gradient computation and its
+  // reduce-scatter; BACKWARD_POST from its post-backward hook, after the computation and before
+  // the reduce-scatter; NONE gathers a unit from its own pre-backward hook, once the unit before
+  // is reduced.
   OpIndex backward(RankProgramBuilder& builder, std::vector<OpIndex> deps, bool /*last_micro_batch*/) override {
     OpIndex last = 0;
     std::vector<OpIndex> pending = std::move(deps);
-    std::optional<OpIndex> previous_unit_end;     // last backward op of the unit done before
-    std::optional<OpIndex> previous_unit_reduced;  // its reduce-scatter
+    std::optional<OpIndex> previous_unit_reduced;  // the reduce-scatter of the unit done before
     std::vector<std::optional<OpIndex>> unit_freed(units_.size());
     std::vector<bool> gradients_allocated(units_.size(), false);
-    std::size_t previous_unit = units_.size();
+    const auto gather_for_backward = [&](std::size_t u, std::vector<OpIndex> gather_deps) {
+      if (gathered_[u]) return;
+      if (fsdp_.limit_all_gathers && backward_two_before(u, unit_freed)) gather_deps.push_back(*backward_two_before(u, unit_freed));
+      gathered_[u] = gather(builder, u, std::move(gather_deps), "bwd");
+    };
     for (std::size_t b = context_.blocks.size(); b-- > 0;) {
       const Block* block = context_.blocks[b];
-      const std::size_t u = unit_of(block);
-      const bool unit_begins = u != previous_unit;  // blocks of a unit are consecutive
-      if (unit_begins && !gathered_[u]) {
-        std::vector<OpIndex> gather_deps;
-        switch (fsdp_.backward_prefetch) {
-          case BackwardPrefetch::kBackwardPre: break;  // right after the previous all-gather
-          case BackwardPrefetch::kBackwardPost:
-            if (previous_unit_end) gather_deps.push_back(*previous_unit_end);
-            break;
-          case BackwardPrefetch::kNone:
-            if (previous_unit_reduced) gather_deps.push_back(*previous_unit_reduced);
-            break;
-        }
-        if (fsdp_.limit_all_gathers && backward_two_before(u, unit_freed)) gather_deps.push_back(*backward_two_before(u, unit_freed));
-        gathered_[u] = gather(builder, u, std::move(gather_deps), "bwd");
-      }
+      const std::size_t u = block_unit_[b];
+      const std::optional<std::size_t> next = next_unit_in_backward(b);
+      // Only the first unit in backward order, or every unit under NONE, is gathered here.
+      const bool none = fsdp_.backward_prefetch == BackwardPrefetch::kNone;
+      gather_for_backward(u, none && previous_unit_reduced ? std::vector<OpIndex>{*previous_unit_reduced} : std::vector<OpIndex>{});
+      if (fsdp_.backward_prefetch == BackwardPrefetch::kBackwardPre && next) gather_for_backward(*next, {});
       if (!gradients_allocated[u]) {
         builder.allocate(fmt::format("{}.unsharded_gradients", units_[u].name), context_.streams.compute,
                          MemoryCategory::kUnshardedGradients, units_[u].elements * dtype_size(param_dtype_));
@@ -378,9 +378,9 @@ class ShardedPolicy : public DataParallelPolicy {
       // The unit's backward is complete: reduce its gradients and free what it gathered.
       // BACKWARD_POST prefetches from here, before the gradient passes (PyTorch's post-backward
       // hook issues the next all-gather first).
-      previous_unit_end = last;
+      if (fsdp_.backward_prefetch == BackwardPrefetch::kBackwardPost && next) gather_for_backward(*next, {last});
       if (fsdp_gradient_passes_) last = prepare_gradients(builder, u, last);
-      previous_unit_reduced = reduce(builder, u, last);
+      previous_unit_reduced = reduce(builder, u, last, previous_unit_reduced);
       unit_freed[u] = release(builder, u, "gathered_parameters", MemoryCategory::kGatheredParameters, param_bytes(u),
                               {*previous_unit_reduced}, context_.dp_reduce);
       release(builder, u, "unsharded_gradients", MemoryCategory::kUnshardedGradients,
@@ -390,7 +390,6 @@ class ShardedPolicy : public DataParallelPolicy {
                 units_[u].elements * dtype_size(reduce_dtype_), {*previous_unit_reduced}, context_.dp_reduce);
       }
       gathered_[u].reset();
-      previous_unit = u;
       last_reduce_ = previous_unit_reduced;
     }
     return last;
@@ -436,6 +435,15 @@ class ShardedPolicy : public DataParallelPolicy {
       }
     }
     return 0;
+  }
+
+  // The unit whose backward follows the one of block b's (the unit of the nearest earlier block
+  // in another unit), if any.
+  std::optional<std::size_t> next_unit_in_backward(std::size_t b) const {
+    for (std::size_t earlier = b; earlier-- > 0;) {
+      if (block_unit_[earlier] != block_unit_[b]) return block_unit_[earlier];
+    }
+    return std::nullopt;
   }
 
   double param_bytes(std::size_t u) const { return units_[u].elements * dtype_size(param_dtype_); }
@@ -502,15 +510,21 @@ class ShardedPolicy : public DataParallelPolicy {
   }
 
   // Reduce-scatters a unit's gradients (then all-reduces the shard across nodes under
-  // HYBRID_SHARD, and copies it to the host under CPU offload).
-  OpIndex reduce(RankProgramBuilder& builder, std::size_t u, OpIndex after) {
+  // HYBRID_SHARD, over a process group and so a stream of its own, and copies it to the host
+  // under CPU offload). PyTorch issues all of it from its post-backward stream, so a unit's
+  // reduce-scatter starts only once the reduction before it (`previous`) has ended.
+  OpIndex reduce(RankProgramBuilder& builder, std::size_t u, OpIndex after, std::optional<OpIndex> previous) {
     const Unit& unit = units_[u];
     const double bytes = unit.elements * dtype_size(reduce_dtype_);
+    std::vector<OpIndex> deps = {after};
+    if (previous) deps.push_back(*previous);
     OpIndex last = builder.add(fmt::format("{}.reduce_scatter", unit.name), context_.dp_reduce,
-                               program::make_collective(CollectiveKind::kReduceScatter, group_, bytes, reduce_dtype_), {after});
+                               program::make_collective(CollectiveKind::kReduceScatter, group_, bytes, reduce_dtype_),
+                               std::move(deps));
     if (fsdp_.sharding == ShardingStrategy::kHybridShard && input_.parallel.data_parallel_ranks() > shards_) {
-      last = builder.add(fmt::format("{}.replica_all_reduce", unit.name), context_.dp_reduce,
-                         program::make_collective(CollectiveKind::kAllReduce, context_.replicate_group, bytes / shards_, reduce_dtype_));
+      last = builder.add(fmt::format("{}.replica_all_reduce", unit.name), context_.dp_replicate,
+                         program::make_collective(CollectiveKind::kAllReduce, context_.replicate_group, bytes / shards_, reduce_dtype_),
+                         {last});
     }
     if (fsdp_.cpu_offload) {
       program::ComputeOp copy;
@@ -539,6 +553,7 @@ class ShardedPolicy : public DataParallelPolicy {
   bool reshard_ = true;
   const bool fsdp_gradient_passes_;  // PyTorch FSDP's (not DeepSpeed ZeRO-3's) prepare_gradients
   std::vector<Unit> units_;
+  std::vector<std::size_t> block_unit_;  // per block of context_.blocks: its unit
   std::vector<std::optional<OpIndex>> unit_started_;
   std::vector<std::optional<OpIndex>> freed_;
   std::vector<std::optional<OpIndex>> gathered_;

@@ -44,7 +44,10 @@ struct StageContext {
   std::int32_t expert_dp = 1;
   Streams streams;
   program::StreamId dp_reduce = 0;   // gradient all-reduce / reduce-scatter
-  program::StreamId dp_gather = 0;   // parameter all-gather
+  // Parameter all-gather: dp_reduce itself where both go over one process group (its
+  // collectives run one at a time, in issue order: FsdpSpec::separate_reduce_scatter_group).
+  program::StreamId dp_gather = 0;
+  program::StreamId dp_replicate = 0;  // FSDP HYBRID_SHARD: the all-reduce across nodes
   program::StreamId host_to_device = 0;
   program::StreamId device_to_host = 0;
   program::GroupFamilyId dp_group = 0;

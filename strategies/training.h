@@ -165,6 +165,13 @@ struct FsdpSpec {
   std::optional<program::DType> param_dtype;   // default: the compute dtype
   std::optional<program::DType> reduce_dtype;  // default: param_dtype
   bool cpu_offload = false;            // parameters, gradients and optimizer on the host
+  // PyTorch's ProcessGroupNCCL runs every collective of a process group on one internal NCCL
+  // stream, so FSDP's all-gathers and reduce-scatters over the shard group run one at a time in
+  // the order the CPU issued them (pytorch/pytorch#65299: "one process group runs a single NCCL
+  // stream"; #186335, 2026: the default "serializes them on the wire"). True: the reduce-scatter
+  // has a process group of its own and runs beside the all-gathers (FSDP2's
+  // set_separate_reduce_scatter_group, fairscale's process_group_reduce_scatter).
+  bool separate_reduce_scatter_group = false;
 };
 
 // Parameter-server consistency (chapter §6.2.1; Ho et al., NIPS 2013 for SSP):

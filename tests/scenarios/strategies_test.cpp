@@ -71,6 +71,19 @@ double sent(const scenarios::RunResult& result, const char* category) {
 constexpr double kParameters = 7e9;
 constexpr double kRing8 = 7.0 / 8;  // (N − 1)/N of a ring on 8 ranks
 
+// Rank 0's op named `name` (its index) and the names of the ops it depends on.
+std::pair<program::OpIndex, std::set<std::string>> op_and_deps(const program::Program& program, const std::string& name) {
+  const auto& ops = program.ranks[0]->ops;
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    if (ops[i].name != name) continue;
+    std::set<std::string> deps;
+    for (program::OpIndex dep : ops[i].deps) deps.insert(ops[dep].name);
+    return {static_cast<program::OpIndex>(i), deps};
+  }
+  ADD_FAILURE() << "no op " << name;
+  return {};
+}
+
 TEST(ZeroTest, ModelStatesPerDeviceFollowTheZeroPaper) {
   // Mixed-precision Adam, N = 8 (Rajbhandari et al., SC 2020, figure 1): stage 1 4Ψ + 12Ψ/N,
   // stage 2 2Ψ + 14Ψ/N, stage 3 16Ψ/N bytes.
@@ -170,16 +183,36 @@ TEST(FsdpTest, ShardGradOpAndKeepingParametersGatherOnce) {
   }
 }
 
+// The most bytes of one memory series rank 0 holds at any time.
+double most_held(const trace::Timeline& timeline, const std::string& series) {
+  const auto index = std::find(timeline.memory_series.begin(), timeline.memory_series.end(), series) -
+                     timeline.memory_series.begin();
+  std::int64_t most = 0;
+  for (const trace::MemorySample& sample : timeline.memory) {
+    if (sample.rank == 0) most = std::max(most, sample.bytes.at(static_cast<std::size_t>(index)));
+  }
+  return static_cast<double>(most);
+}
+
 TEST(FsdpTest, LimitAllGathersBoundsTheGatheredParameters) {
   // With forward prefetching and no limit, every unit's all-gather is issued at once and
-  // their parameters pile up; limit_all_gathers keeps at most two units gathered.
+  // their parameters pile up; limit_all_gathers keeps at most two layer units gathered beside
+  // the root unit (the embedding and the LM head, held through the step) within a pass, and a
+  // third where the backward's first gather meets the forward's last unit.
   const std::vector<std::string> base = {"parallel.strategy=\"fsdp\"", "fsdp.forward_prefetch=true"};
   auto unlimited = base;
   unlimited.push_back("fsdp.limit_all_gathers=false");
   const auto limited = run(kNode, base);
   const auto piled = run(kNode, unlimited);
-  const double layer = kParameters / 32 * 2;  // one layer's bf16 parameters (roughly)
-  EXPECT_GT(piled.report.peak_memory_bytes, limited.report.peak_memory_bytes + 4 * layer);
+  // Llama-2-7B's bf16 parameters: the root's two 32,000 × 4,096 matrices and final norm, a
+  // layer's 4 · 4,096² + 3 · 4,096 · 11,008 weights and two norms, scaled to 7e9 in all.
+  const double true_total = 32 * (4.0 * 4096 * 4096 + 3.0 * 4096 * 11008 + 2 * 4096) + 2.0 * 32000 * 4096 + 4096;
+  const double scale = kParameters / true_total;
+  const double root = (2.0 * 32000 * 4096 + 4096) * scale * 2;
+  const double layer = (4.0 * 4096 * 4096 + 3.0 * 4096 * 11008 + 2 * 4096) * scale * 2;
+  const double limited_most = most_held(limited.simulation.timeline, "gathered_parameters");
+  EXPECT_LE(limited_most, root + 3 * layer + 1e3);
+  EXPECT_GT(most_held(piled.simulation.timeline, "gathered_parameters"), limited_most + 4 * layer);
 }
 
 TEST(FsdpTest, BackwardPrefetchHidesTheAllGathers) {
@@ -193,6 +226,51 @@ TEST(FsdpTest, BackwardPrefetchHidesTheAllGathers) {
   EXPECT_LE(pre.exposed_comm_s, post.exposed_comm_s);
   EXPECT_LT(post.exposed_comm_s, none.exposed_comm_s);
   EXPECT_LT(pre.step_time_s, none.step_time_s);
+}
+
+// Rank 0's all-gather and reduce-scatter spans that overlap in time, counted in pairs.
+int gathers_beside_reductions(const trace::Timeline& timeline) {
+  std::vector<std::pair<std::int64_t, std::int64_t>> reductions;
+  for (const trace::Span& span : timeline.spans) {
+    if (span.rank == 0 && span.category == trace::Category::kReduceScatter) reductions.emplace_back(span.start_ps, span.end_ps);
+  }
+  int pairs = 0;
+  for (const trace::Span& span : timeline.spans) {
+    if (span.rank != 0 || span.category != trace::Category::kAllGather) continue;
+    for (const auto& [start, end] : reductions) pairs += span.start_ps < end && start < span.end_ps ? 1 : 0;
+  }
+  return pairs;
+}
+
+TEST(FsdpTest, OneProcessGroupRunsItsGathersAndReductionsOneAtATimeInIssueOrder) {
+  // PyTorch runs every collective of a process group on its one NCCL stream: FSDP's
+  // all-gathers and reduce-scatters over the shard group take turns, in the order the hooks
+  // issue them. BACKWARD_PRE issues layer30's all-gather before layer31's reduce-scatter, NONE
+  // after it. With a process group of its own the reduce-scatter runs beside the all-gathers.
+  // fp32 gradients and no limit on the gathers make the two compete for the links.
+  const std::vector<std::string> busy = {"parallel.strategy=\"fsdp\"", "fsdp.reduce_dtype=\"fp32\"",
+                                         "fsdp.limit_all_gathers=false"};
+  auto with = [&](std::vector<std::string> more) {
+    more.insert(more.begin(), busy.begin(), busy.end());
+    return run(kNode, more);
+  };
+  const auto shared = with({});
+  const auto separate = with({"fsdp.separate_reduce_scatter_group=true"});
+  const auto none = with({"fsdp.backward_prefetch=\"NONE\""});
+  const auto [gather, gather_deps] = op_and_deps(shared.program, "layer30.bwd.all_gather");
+  const auto [reduction, reduction_deps] = op_and_deps(shared.program, "layer31.reduce_scatter");
+  const auto& ops = shared.program.ranks[0]->ops;
+  EXPECT_EQ(ops[gather].stream, ops[reduction].stream);
+  EXPECT_LT(gather, reduction);
+  EXPECT_GT(op_and_deps(none.program, "layer30.bwd.all_gather").first,
+            op_and_deps(none.program, "layer31.reduce_scatter").first);
+  const auto& separate_ops = separate.program.ranks[0]->ops;
+  EXPECT_NE(separate_ops[op_and_deps(separate.program, "layer30.bwd.all_gather").first].stream,
+            separate_ops[op_and_deps(separate.program, "layer31.reduce_scatter").first].stream);
+  EXPECT_EQ(gathers_beside_reductions(shared.simulation.timeline), 0);
+  EXPECT_GT(gathers_beside_reductions(separate.simulation.timeline), 0);
+  // Each layer's backward needs its all-gather, which now queues behind a reduce-scatter.
+  EXPECT_GE(shared.report.exposed_comm_s, separate.report.exposed_comm_s);
 }
 
 TEST(FsdpTest, MixedPrecisionDtypesSetTheBytesMoved) {
@@ -367,6 +445,13 @@ TEST(FsdpTest, HybridShardShardsInsideANodeAndReplicatesAcross) {
   EXPECT_NEAR(total(model_states(full.program)), 16 * kParameters / 16, 1e3);
   EXPECT_GT(sent(hybrid, "all_reduce"), 0.0);
   EXPECT_EQ(sent(full, "all_reduce"), 0.0);
+  // The all-reduce goes over the inter-node process group, on a stream of its own, and the
+  // next unit's reduce-scatter follows it (PyTorch issues both from its post-backward stream).
+  const auto& ops = hybrid.program.ranks[0]->ops;
+  const auto [all_reduce, all_reduce_deps] = op_and_deps(hybrid.program, "layer31.replica_all_reduce");
+  const auto [next_reduction, next_reduction_deps] = op_and_deps(hybrid.program, "layer30.reduce_scatter");
+  EXPECT_NE(ops[all_reduce].stream, ops[next_reduction].stream);
+  EXPECT_TRUE(next_reduction_deps.contains("layer31.replica_all_reduce"));
 }
 
 TEST(FsdpTest, CpuOffloadMovesShardsOverPcieAndStepsOnTheHost) {
@@ -607,19 +692,6 @@ TEST(PipelineTest, ScatterGatherSendsOneTthAndAllGathersItInsideTheNode) {
   EXPECT_EQ(receives, 8);  // stage 0 receives only gradients
   EXPECT_EQ(gathers, receives);
   EXPECT_THROW(run(kPipeline, {"parallel.pipeline_scatter_gather=true"}), scenarios::ScenarioError);
-}
-
-// Rank 0's op named `name` (its index) and the names of the ops it depends on.
-std::pair<program::OpIndex, std::set<std::string>> op_and_deps(const program::Program& program, const std::string& name) {
-  const auto& ops = program.ranks[0]->ops;
-  for (std::size_t i = 0; i < ops.size(); ++i) {
-    if (ops[i].name != name) continue;
-    std::set<std::string> deps;
-    for (program::OpIndex dep : ops[i].deps) deps.insert(ops[dep].name);
-    return {static_cast<program::OpIndex>(i), deps};
-  }
-  ADD_FAILURE() << "no op " << name;
-  return {};
 }
 
 TEST(PipelineTest, ABackwardThatStartsWithACollectiveWaitsForTheReceivedGradient) {
