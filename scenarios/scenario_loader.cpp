@@ -605,6 +605,8 @@ strategies::TrainingSpec read_training(TableReader& reader, const strategies::Mo
   training.optimizer = reader.named("optimizer", training.optimizer);
   training.checkpointing = reader.named("activation_checkpointing", training.checkpointing);
   training.sgd_momentum = reader.non_negative("sgd_momentum", training.sgd_momentum);
+  training.optimizer_implementation = reader.named("optimizer_implementation", training.optimizer_implementation);
+  if (reader.node("weight_decay") != nullptr) training.weight_decay = reader.non_negative("weight_decay", 0.0);
   training.gradient_clipping = reader.non_negative("gradient_clipping", training.gradient_clipping);
   training.steps = static_cast<std::int32_t>(reader.count("steps", 1, 1, kMaxSteps));
   return training;

@@ -304,7 +304,7 @@ LayoutEstimate Estimator::estimate(const SearchLayout& l) {
   const double updated = dense * shard(dp_ranks) + expert * shard(expert_ranks);
   const double optimizer_s =
       compute_.seconds(strategies::optimizer_update(updated, state, strategies::compute_dtype(training.precision),
-                                                    training.clips_gradients()));
+                                                    training));
 
   LayoutEstimate estimate;
   estimate.compute_s = m * slowest->compute_s + optimizer_s;

@@ -176,7 +176,7 @@ class ReplicatedPolicy : public DataParallelPolicy {
     const OpIndex update = builder.add(fmt::format("optimizer.{}", name_of(input_.training.optimizer)),
                                        context_.streams.compute,
                                        optimizer_update(updated, context_.replica->state, context_.replica->dtype,
-                                                        input_.training.clips_gradients()),
+                                                        input_.training),
                                        with(std::exchange(wait_for_, {}), before_update));
     if (zero_stage_ == 0 || dp_ == 1) return {};
     if (gathers_in_forward()) {  // gathered during the next forward
@@ -397,7 +397,7 @@ class ShardedPolicy : public DataParallelPolicy {
 
   std::vector<OpIndex> finish_step(RankProgramBuilder& builder, std::vector<OpIndex> before_update) override {
     program::ComputeOp update = optimizer_update(context_.parameters / shards_, state_, context_.replica->dtype,
-                                                 input_.training.clips_gradients());
+                                                 input_.training);
     update.on_host = fsdp_.cpu_offload;
     std::vector<OpIndex> deps = std::move(before_update);
     if (last_reduce_) deps.push_back(*last_reduce_);

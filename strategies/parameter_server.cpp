@@ -68,7 +68,7 @@ struct PsSetup {
     allocate_model_states(server, kCompute, shard(), replica.state, StateShares{0, 0, 1, 1});
   }
   program::ComputeOp update() const {
-    return optimizer_update(shard(), replica.state, replica.dtype, input.training.clips_gradients());
+    return optimizer_update(shard(), replica.state, replica.dtype, input.training);
   }
   std::string update_name() const { return fmt::format("ps.update.{}", name_of(input.training.optimizer)); }
 };

@@ -21,6 +21,13 @@ std::span<const NamedValue<OptimizerKind>> named_values() {
   return kValues;
 }
 template <>
+std::span<const NamedValue<OptimizerImplementation>> named_values() {
+  static constexpr NamedValue<OptimizerImplementation> kValues[] = {{"fused", OptimizerImplementation::kFused},
+                                                                    {"torch", OptimizerImplementation::kTorch},
+                                                                    {"composer", OptimizerImplementation::kComposer}};
+  return kValues;
+}
+template <>
 std::span<const NamedValue<ContextParallelScheme>> named_values() {
   static constexpr NamedValue<ContextParallelScheme> kValues[] = {{"ring", ContextParallelScheme::kRing},
                                                                   {"ulysses", ContextParallelScheme::kUlysses}};

@@ -27,6 +27,13 @@ enum class Precision { kMixed, kBF16, kFP16, kFP32, kFP8 };
 // input, recompute the layer in backward; selective — recompute only the attention core.
 enum class Checkpointing { kNone, kFull, kSelective };
 enum class OptimizerKind { kAdam, kAdamW, kSgd };
+// How the optimizer step's kernels are written (training_step.cpp, optimizer_update, counts each
+// one's bytes): fused — one pass over the parameters (apex/Transformer Engine FusedAdam as
+// Megatron-LM and DeepSpeed run it, torch.optim with fused=True); torch — torch.optim's Adam,
+// AdamW and SGD, one kernel per elementwise op (its default foreach path, or the for-loop: the
+// same ops); composer — MosaicML Composer's DecoupledAdamW and DecoupledSGDW, the same ops
+// spelt differently.
+enum class OptimizerImplementation { kFused, kTorch, kComposer };
 
 // Scenario spellings of the enums below: named_values<T>() lists them (specialised in
 // training.cpp for each enum); from_name and name_of look one up.
@@ -66,6 +73,10 @@ struct TrainingSpec {
   Precision precision = Precision::kMixed;
   OptimizerKind optimizer = OptimizerKind::kAdamW;
   double sgd_momentum = 0.9;      // SGD only; 0 means plain SGD (no state)
+  OptimizerImplementation optimizer_implementation = OptimizerImplementation::kFused;
+  // Unset: PyTorch's default for the optimizer (AdamW 0.01, Adam and SGD 0). Only unfused
+  // implementations run a pass for it, and only some of them when it is 0.
+  std::optional<double> weight_decay;
   std::int32_t steps = 1;         // optimizer steps to simulate
   Checkpointing checkpointing = Checkpointing::kNone;
   // Largest global gradient norm; 0: no clipping (PyTorch's default; Megatron-LM's --clip-grad

@@ -212,8 +212,50 @@ OpIndex emit_backward(RankProgramBuilder& builder, const std::vector<const Block
   return emit.last();
 }
 
+namespace {
+
+// Bytes per parameter of the optimizer's update of one weight of `w` bytes from a gradient of
+// `g` bytes, with `moments` state tensors of `s` bytes each, pass by pass as each
+// implementation's source writes it (a kernel reads and writes whole tensors: an in-place op
+// reads and writes its tensor, an out-of-place op writes a new one):
+//   fused     one kernel reads the gradient and every state and the weight, and writes the
+//             states and the weight: g + 2·moments·s + 2w.
+//   torch     torch/optim/adamw.py and adam.py (_multi_tensor_ and _single_tensor_ paths, the
+//             same ops), per parameter:
+//               AdamW's decay      param.mul_(1 − lr·wd) when wd ≠ 0        2w
+//               Adam's L2          grad = grad.add(param, alpha=wd) when wd ≠ 0   2g + w
+//               first moment       exp_avg.lerp_(grad, 1 − β1)              2s + g
+//               second moment      exp_avg_sq.mul_(β2).addcmul_(g, g)       4s + g
+//               denominator        exp_avg_sq.sqrt(), / √bc2, .add_(eps)    6s
+//               update             param.addcdiv_(exp_avg, denom)           2w + 2s
+//             torch/optim/sgd.py: L2 (wd≠0) d_p.add(param) 2g + w; momentum buf.mul_(μ).add_(d_p)
+//             4s + g; update param.add_(buf) 2w + s (without momentum param.add_(d_p): 2w + g).
+//   composer  composer/optim/decoupled_weight_decay.py (DecoupledAdamW.adamw, DecoupledSGDW):
+//             as torch's AdamW, but the first moment is exp_avg.mul_(β1).add_(grad), 4s + g;
+//             SGDW decays the weight as AdamW does, then its momentum and update are torch's
+//             SGD's.
+double update_bytes_per_parameter(const TrainingSpec& training, int moments, double w, double g, double s) {
+  if (training.optimizer_implementation == OptimizerImplementation::kFused) return g + 2 * moments * s + 2 * w;
+  const bool composer = training.optimizer_implementation == OptimizerImplementation::kComposer;
+  const double decay = training.weight_decay.value_or(training.optimizer == OptimizerKind::kAdamW ? 0.01 : 0.0);
+  // Decoupled (param.mul_) for AdamW and Composer's optimizers, an L2 term in the gradient
+  // (grad.add(param)) for torch's Adam and SGD.
+  const bool decoupled = composer || training.optimizer == OptimizerKind::kAdamW;
+  const double regularise = decay == 0 ? 0 : decoupled ? 2 * w : 2 * g + w;
+  if (training.optimizer == OptimizerKind::kSgd) {
+    return regularise + (moments > 0 ? 4 * s + g + 2 * w + s : 2 * w + g);
+  }
+  double bytes = regularise + (composer ? 4 * s + g : 2 * s + g);  // the first moment
+  bytes += 4 * s + g;      // exp_avg_sq.mul_(β2).addcmul_(grad, grad)
+  bytes += 6 * s;          // (exp_avg_sq.sqrt() / √bc2).add_(eps)
+  bytes += 2 * w + 2 * s;  // param.addcdiv_(exp_avg, denom)
+  return bytes;
+}
+
+}  // namespace
+
 program::ComputeOp optimizer_update(double parameters, const ModelStateBytes& state, program::DType compute_dtype,
-                                    bool clips_gradients) {
+                                    const TrainingSpec& training) {
   // Per parameter, as Megatron-LM's mixed-precision optimizer steps (megatron/optimizer/
   // optimizer.py, Float16OptimizerWithFloat16Params.step, v2.5 onwards):
   //   * with fp32 master weights and low-precision gradients, the gradients are copied to fp32
@@ -222,21 +264,24 @@ program::ComputeOp optimizer_update(double parameters, const ModelStateBytes& st
   //     gradients read once for their L2 norm, then scaled in place (read, write) — PyTorch
   //     scales whatever the norm, Megatron-LM only above the threshold (then an upper bound).
   //     The norm's all-reduce over the ranks holding the gradients (one float) is left out;
-  //   * the update reads the gradient, reads and writes each optimizer state, and either reads
-  //     and writes the fp32 master weight and then copies it to the low-precision weight (read
-  //     it again, write the copy: _copy_main_params_to_model_params), or reads and writes the
-  //     weight.
+  //   * the update (update_bytes_per_parameter) of the fp32 master weight, or of the weight,
+  //     and then with a master its copy to the low-precision weight (read it again, write the
+  //     copy: _copy_main_params_to_model_params).
   const bool master = state.master_weights > 0;
   const double gradients = master ? std::max(state.gradients, state.master_weights) : state.gradients;
   const double to_master_precision = gradients > state.gradients ? state.gradients + gradients : 0;
-  const double clipping = clips_gradients ? 3 * gradients : 0;
-  const double weights = master ? 3 * state.master_weights + state.parameters : 2 * state.parameters;
+  const double clipping = training.clips_gradients() ? 3 * gradients : 0;
+  const double weight = master ? state.master_weights : state.parameters;
+  const double copy = master ? state.master_weights + state.parameters : 0;
+  const int moments = training.optimizer == OptimizerKind::kSgd ? (state.optimizer_states > 0 ? 1 : 0) : 2;
+  const double moment_bytes = moments > 0 ? state.optimizer_states / moments : 0;
   program::ComputeOp update;
   update.kind = program::ComputeKind::kOptimizer;
   update.phase = program::Phase::kOptimizer;
   update.dtype = state.master_weights > 0 ? program::DType::kFP32 : compute_dtype;
   update.shape = program::Shape::of({std::llround(parameters)});
-  update.bytes = parameters * (to_master_precision + clipping + gradients + 2 * state.optimizer_states + weights);
+  update.bytes = parameters * (to_master_precision + clipping + copy +
+                               update_bytes_per_parameter(training, moments, weight, gradients, moment_bytes));
   return update;
 }
 

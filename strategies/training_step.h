@@ -79,11 +79,12 @@ program::OpIndex emit_backward(RankProgramBuilder& builder, const std::vector<co
                                const Streams& streams, Checkpointing checkpointing,
                                std::vector<program::OpIndex> deps, const GradientCallback& on_gradients);
 
-// The optimizer step over `parameters` parameters as one memory-bound pass: gradients brought
-// to the master weights' precision, clipped when `clips_gradients`, then the update of the
-// optimizer states and weights (training_step.cpp counts each pass's bytes).
+// The optimizer step over `parameters` parameters as one memory-bound op: gradients brought
+// to the master weights' precision, clipped when the training clips them, then the update of
+// the optimizer states and weights as training.optimizer_implementation writes it
+// (training_step.cpp counts each pass's bytes).
 program::ComputeOp optimizer_update(double parameters, const ModelStateBytes& state,
-                                    program::DType compute_dtype, bool clips_gradients);
+                                    program::DType compute_dtype, const TrainingSpec& training);
 
 // Tokens and model FLOPs per step (forward + backward at twice the forward of the whole,
 // unsharded model; recomputation is not counted — PaLM's model FLOPs) for `replicas`

@@ -194,6 +194,9 @@ INSTANTIATE_TEST_SUITE_P(
                    "list each slow rank once"},
         BrokenCase{"slow_factor_without_ranks.toml", "11:15", "stragglers.slow_factor",
                    "slow_ranks and slow_factor go together", "slow_ranks = [5]"},
+        BrokenCase{"unknown_optimizer_implementation.toml", "9:28", "training.optimizer_implementation",
+                   "unknown value \"apex\"; expected one of: fused, torch, composer", ""},
+        BrokenCase{"negative_weight_decay.toml", "9:16", "training.weight_decay", "expected a number >= 0, got -0.1", ""},
         BrokenCase{"empty.toml", "1:1", "cluster.nodes", "missing required key", ""}),
     [](const testing::TestParamInfo<BrokenCase>& param_info) {
       std::string name = param_info.param.file;

@@ -71,6 +71,16 @@ double sent(const scenarios::RunResult& result, const char* category) {
 constexpr double kParameters = 7e9;
 constexpr double kRing8 = 7.0 / 8;  // (N − 1)/N of a ring on 8 ranks
 
+// Bytes rank 0's optimizer step moves.
+double optimizer_bytes(const scenarios::RunResult& result) {
+  double bytes = 0;
+  for (const program::Op& op : result.program.ranks.front()->ops) {
+    const auto* compute = std::get_if<program::ComputeOp>(&op.body);
+    if (compute != nullptr && compute->kind == program::ComputeKind::kOptimizer) bytes += compute->bytes;
+  }
+  return bytes;
+}
+
 // Rank 0's op named `name` (its index) and the names of the ops it depends on.
 std::pair<program::OpIndex, std::set<std::string>> op_and_deps(const program::Program& program, const std::string& name) {
   const auto& ops = program.ranks[0]->ops;
@@ -374,6 +384,38 @@ TEST(FsdpTest, GradientsAreCopiedCastAndPredividedBeforeTheirReduceScatter) {
   EXPECT_NEAR(added, (42e9 + 28e9) / 2.97e12, 0.05 * (42e9 + 28e9) / 2.97e12);
 }
 
+TEST(OptimizerTest, UnfusedImplementationsMoveEveryOpsTensors) {
+  // FSDP's fp32 shard (weight, gradient and each moment 4 bytes; 1/8 of 7e9 parameters), the
+  // passes as each source writes them, bytes per parameter:
+  //   fused (one kernel)  gradient 4 + moments 16 + weight 8                                  = 28
+  //   torch AdamW, wd 0.01 (torch/optim/adamw.py): param.mul_ 8, exp_avg.lerp_(grad) 12,
+  //     exp_avg_sq.mul_ 8, .addcmul_(grad, grad) 12, sqrt 8, / √bc2 8, .add_(eps) 8,
+  //     param.addcdiv_(exp_avg, denom) 16                                                      = 80
+  //   torch Adam, wd 0: the same without param.mul_                                           = 72
+  //   torch Adam, wd 0.1: grad.add(param) instead, reading both and writing a new gradient 12 = 84
+  //   Composer's DecoupledAdamW, wd 0: exp_avg.mul_(β1).add_(grad) 8 + 12 for the lerp        = 80
+  //   Composer's DecoupledAdamW, wd 0.1: with param.mul_                                       = 88
+  //   torch SGD with momentum, wd 0 (torch/optim/sgd.py): buf.mul_ 8, .add_(grad) 12,
+  //     param.add_(buf) 12                                                                     = 32
+  const std::string fsdp = "parallel.strategy=\"fsdp\"";
+  const auto per_parameter = [&](std::vector<std::string> more) {
+    more.push_back(fsdp);
+    return optimizer_bytes(run(kNode, more)) / (kParameters / 8);
+  };
+  const std::string torch = "training.optimizer_implementation=\"torch\"";
+  const std::string composer = "training.optimizer_implementation=\"composer\"";
+  EXPECT_NEAR(per_parameter({}), 28, 1e-6);
+  EXPECT_NEAR(per_parameter({torch}), 80, 1e-6);
+  EXPECT_NEAR(per_parameter({torch, "training.optimizer=\"adam\""}), 72, 1e-6);
+  EXPECT_NEAR(per_parameter({torch, "training.optimizer=\"adam\"", "training.weight_decay=0.1"}), 84, 1e-6);
+  EXPECT_NEAR(per_parameter({composer, "training.weight_decay=0.0"}), 80, 1e-6);
+  EXPECT_NEAR(per_parameter({composer, "training.weight_decay=0.1"}), 88, 1e-6);
+  EXPECT_NEAR(per_parameter({torch, "training.optimizer=\"sgd\""}), 32, 1e-6);
+  // Under mixed precision with a master (DDP), the passes update the fp32 master, whose copy to
+  // the bf16 weight (4 + 2) and the gradient's to fp32 (2 + 4) come on top: 80 + 12 = 92.
+  EXPECT_NEAR(optimizer_bytes(run(kNode, {torch})), 92 * kParameters, 1e3);
+}
+
 TEST(DdpTest, AutogradAddsEachLaterMicroBatchsGradientsUnlessTheGemmAccumulates) {
   // 4 micro-batches per step (global batch 32 on 8 ranks): on micro-batches 2–4 PyTorch's
   // AccumulateGrad adds the new bf16 gradients into those held, reading two and writing one:
@@ -414,14 +456,6 @@ TEST(OptimizerTest, MixedPrecisionStepsFromFp32GradientsAndClipsThemWhenAsked) {
   // 4 written), read by the update (4), both moments read and written (2 · 8), the master read
   // and written (8), then read again and copied to the bf16 weight (4 + 2): 40 bytes. Clipping
   // adds the norm's read and the in-place scale (3 · 4). DDP updates all 7e9 parameters.
-  const auto optimizer_bytes = [](const scenarios::RunResult& result) {
-    double bytes = 0;
-    for (const program::Op& op : result.program.ranks.front()->ops) {
-      const auto* compute = std::get_if<program::ComputeOp>(&op.body);
-      if (compute != nullptr && compute->kind == program::ComputeKind::kOptimizer) bytes += compute->bytes;
-    }
-    return bytes;
-  };
   EXPECT_NEAR(optimizer_bytes(run(kNode, {})), 40 * kParameters, 1e3);
   EXPECT_NEAR(optimizer_bytes(run(kNode, {"training.gradient_clipping=1.0"})), 52 * kParameters, 1e3);
   // FSDP keeps fp32 sharded gradients and parameters, no separate master: the gradient read (4),
