@@ -606,6 +606,11 @@ strategies::TrainingSpec read_training(TableReader& reader, const strategies::Mo
   training.checkpointing = reader.named("activation_checkpointing", training.checkpointing);
   training.sgd_momentum = reader.non_negative("sgd_momentum", training.sgd_momentum);
   training.optimizer_implementation = reader.named("optimizer_implementation", training.optimizer_implementation);
+  if (training.optimizer_implementation == strategies::OptimizerImplementation::kComposer &&
+      training.optimizer == strategies::OptimizerKind::kAdam) {
+    reader.fail("optimizer_implementation", "Composer has no Adam, only DecoupledAdamW and DecoupledSGDW",
+                "optimizer = \"adamw\"");
+  }
   if (reader.node("weight_decay") != nullptr) training.weight_decay = reader.non_negative("weight_decay", 0.0);
   training.gradient_clipping = reader.non_negative("gradient_clipping", training.gradient_clipping);
   training.steps = static_cast<std::int32_t>(reader.count("steps", 1, 1, kMaxSteps));

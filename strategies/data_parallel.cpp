@@ -308,7 +308,14 @@ class ShardedPolicy : public DataParallelPolicy {
     }
     close(current);
     units_.insert(units_.begin(), std::move(root));
+    // Per block: its unit, and the unit whose backward follows (that of the nearest earlier
+    // block in another unit), if any.
     for (const Block* block : context.blocks) block_unit_.push_back(unit_of(block));
+    std::optional<std::size_t> next;
+    for (std::size_t b = 0; b < block_unit_.size(); ++b) {
+      if (b > 0 && block_unit_[b - 1] != block_unit_[b]) next = block_unit_[b - 1];
+      next_unit_in_backward_.push_back(next);
+    }
   }
 
   void allocate_states(RankProgramBuilder& builder) override {
@@ -345,26 +352,30 @@ class ShardedPolicy : public DataParallelPolicy {
   // unit from the current unit's pre-backward hook, before its gradient computation and its
   // reduce-scatter; BACKWARD_POST from its post-backward hook, after the computation and before
   // the reduce-scatter; NONE gathers a unit from its own pre-backward hook, once the unit before
-  // is reduced.
+  // it is reduce-scattered.
   OpIndex backward(RankProgramBuilder& builder, std::vector<OpIndex> deps, bool /*last_micro_batch*/) override {
     OpIndex last = 0;
     std::vector<OpIndex> pending = std::move(deps);
-    std::optional<OpIndex> previous_unit_reduced;  // the reduce-scatter of the unit done before
+    std::optional<Reduction> previous;  // of the unit done before
     std::vector<std::optional<OpIndex>> unit_freed(units_.size());
     std::vector<bool> gradients_allocated(units_.size(), false);
     const auto gather_for_backward = [&](std::size_t u, std::vector<OpIndex> gather_deps) {
       if (gathered_[u]) return;
-      if (fsdp_.limit_all_gathers && backward_two_before(u, unit_freed)) gather_deps.push_back(*backward_two_before(u, unit_freed));
+      const std::optional<OpIndex> two_before = backward_two_before(u, unit_freed);
+      if (fsdp_.limit_all_gathers && two_before) gather_deps.push_back(*two_before);
       gathered_[u] = gather(builder, u, std::move(gather_deps), "bwd");
     };
+    const BackwardPrefetch prefetch = fsdp_.backward_prefetch;
     for (std::size_t b = context_.blocks.size(); b-- > 0;) {
       const Block* block = context_.blocks[b];
       const std::size_t u = block_unit_[b];
-      const std::optional<std::size_t> next = next_unit_in_backward(b);
-      // Only the first unit in backward order, or every unit under NONE, is gathered here.
-      const bool none = fsdp_.backward_prefetch == BackwardPrefetch::kNone;
-      gather_for_backward(u, none && previous_unit_reduced ? std::vector<OpIndex>{*previous_unit_reduced} : std::vector<OpIndex>{});
-      if (fsdp_.backward_prefetch == BackwardPrefetch::kBackwardPre && next) gather_for_backward(*next, {});
+      const std::optional<std::size_t> next = next_unit_in_backward_[b];
+      // The first unit in backward order, or under NONE every unit, is gathered here; under
+      // BACKWARD_POST also the first after the root's LM head.
+      std::vector<OpIndex> own_deps;
+      if (prefetch == BackwardPrefetch::kNone && previous) own_deps.push_back(previous->reduce_scatter);
+      gather_for_backward(u, std::move(own_deps));
+      if (prefetch == BackwardPrefetch::kBackwardPre && next) gather_for_backward(*next, {});
       if (!gradients_allocated[u]) {
         builder.allocate(fmt::format("{}.unsharded_gradients", units_[u].name), context_.streams.compute,
                          MemoryCategory::kUnshardedGradients, units_[u].elements * dtype_size(param_dtype_));
@@ -378,19 +389,21 @@ class ShardedPolicy : public DataParallelPolicy {
       // The unit's backward is complete: reduce its gradients and free what it gathered.
       // BACKWARD_POST prefetches from here, before the gradient passes (PyTorch's post-backward
       // hook issues the next all-gather first).
-      if (fsdp_.backward_prefetch == BackwardPrefetch::kBackwardPost && next) gather_for_backward(*next, {last});
+      if (prefetch == BackwardPrefetch::kBackwardPost && next) gather_for_backward(*next, {last});
       if (fsdp_gradient_passes_) last = prepare_gradients(builder, u, last);
-      previous_unit_reduced = reduce(builder, u, last, previous_unit_reduced);
+      previous = reduce(builder, u, last, previous);
+      // The unsharded buffers are done with once the reduce-scatter has read them.
+      const std::vector<OpIndex> reduced = {previous->reduce_scatter};
       unit_freed[u] = release(builder, u, "gathered_parameters", MemoryCategory::kGatheredParameters, param_bytes(u),
-                              {*previous_unit_reduced}, context_.dp_reduce);
+                              reduced, context_.dp_reduce);
       release(builder, u, "unsharded_gradients", MemoryCategory::kUnshardedGradients,
-              units_[u].elements * dtype_size(param_dtype_), {*previous_unit_reduced}, context_.dp_reduce);
+              units_[u].elements * dtype_size(param_dtype_), reduced, context_.dp_reduce);
       if (casts_gradients()) {
         release(builder, u, "reduce_dtype_gradients", MemoryCategory::kUnshardedGradients,
-                units_[u].elements * dtype_size(reduce_dtype_), {*previous_unit_reduced}, context_.dp_reduce);
+                units_[u].elements * dtype_size(reduce_dtype_), reduced, context_.dp_reduce);
       }
       gathered_[u].reset();
-      last_reduce_ = previous_unit_reduced;
+      last_reduce_ = previous->last;
     }
     return last;
   }
@@ -435,15 +448,6 @@ class ShardedPolicy : public DataParallelPolicy {
       }
     }
     return 0;
-  }
-
-  // The unit whose backward follows the one of block b's (the unit of the nearest earlier block
-  // in another unit), if any.
-  std::optional<std::size_t> next_unit_in_backward(std::size_t b) const {
-    for (std::size_t earlier = b; earlier-- > 0;) {
-      if (block_unit_[earlier] != block_unit_[b]) return block_unit_[earlier];
-    }
-    return std::nullopt;
   }
 
   double param_bytes(std::size_t u) const { return units_[u].elements * dtype_size(param_dtype_); }
@@ -509,31 +513,45 @@ class ShardedPolicy : public DataParallelPolicy {
     return last;
   }
 
-  // Reduce-scatters a unit's gradients (then all-reduces the shard across nodes under
-  // HYBRID_SHARD, over a process group and so a stream of its own, and copies it to the host
-  // under CPU offload). PyTorch issues all of it from its post-backward stream, so a unit's
-  // reduce-scatter starts only once the reduction before it (`previous`) has ended.
-  OpIndex reduce(RankProgramBuilder& builder, std::size_t u, OpIndex after, std::optional<OpIndex> previous) {
+  // A unit's gradient reduction: its reduce-scatter, and the op that ends it.
+  struct Reduction {
+    OpIndex reduce_scatter = 0;
+    OpIndex last = 0;
+    std::optional<OpIndex> host_copy;  // under CPU offload, on the post-backward stream
+  };
+
+  // Reduce-scatters a unit's gradients, then under HYBRID_SHARD all-reduces the shard across
+  // nodes and under CPU offload copies it to the host. PyTorch FSDP (torch 2.1,
+  // _runtime_utils.py _reduce_grad) issues the reduce-scatter and, without HYBRID_SHARD, the
+  // host copy from its post-backward stream, so a unit's reduce-scatter starts only once the
+  // unit before it is on the host; HYBRID_SHARD's all-reduce (over its own process group) and
+  // the copy after it run on the all-reduce stream, which nothing of the next unit waits for.
+  Reduction reduce(RankProgramBuilder& builder, std::size_t u, OpIndex after, const std::optional<Reduction>& previous) {
     const Unit& unit = units_[u];
     const double bytes = unit.elements * dtype_size(reduce_dtype_);
     std::vector<OpIndex> deps = {after};
-    if (previous) deps.push_back(*previous);
-    OpIndex last = builder.add(fmt::format("{}.reduce_scatter", unit.name), context_.dp_reduce,
-                               program::make_collective(CollectiveKind::kReduceScatter, group_, bytes, reduce_dtype_),
-                               std::move(deps));
-    if (fsdp_.sharding == ShardingStrategy::kHybridShard && input_.parallel.data_parallel_ranks() > shards_) {
-      last = builder.add(fmt::format("{}.replica_all_reduce", unit.name), context_.dp_replicate,
-                         program::make_collective(CollectiveKind::kAllReduce, context_.replicate_group, bytes / shards_, reduce_dtype_),
-                         {last});
+    if (previous && previous->host_copy) deps.push_back(*previous->host_copy);
+    Reduction reduction;
+    reduction.reduce_scatter = builder.add(fmt::format("{}.reduce_scatter", unit.name), context_.dp_reduce,
+                                           program::make_collective(CollectiveKind::kReduceScatter, group_, bytes, reduce_dtype_),
+                                           std::move(deps));
+    reduction.last = reduction.reduce_scatter;
+    const bool across_nodes = fsdp_.sharding == ShardingStrategy::kHybridShard && input_.parallel.data_parallel_ranks() > shards_;
+    if (across_nodes) {
+      reduction.last = builder.add(fmt::format("{}.replica_all_reduce", unit.name), context_.dp_replicate,
+                                   program::make_collective(CollectiveKind::kAllReduce, context_.replicate_group, bytes / shards_, reduce_dtype_),
+                                   {reduction.last});
     }
     if (fsdp_.cpu_offload) {
       program::ComputeOp copy;
       copy.kind = program::ComputeKind::kMemcpy;
       copy.shape = program::Shape::of({std::llround(bytes / shards_)});
       copy.bytes = bytes / shards_;
-      last = builder.add(fmt::format("{}.gradient_shard_to_host", unit.name), context_.device_to_host, copy, {last});
+      reduction.last = builder.add(fmt::format("{}.gradient_shard_to_host", unit.name), context_.device_to_host, copy,
+                                   {reduction.last});
+      if (!across_nodes) reduction.host_copy = reduction.last;
     }
-    return last;
+    return reduction;
   }
 
   OpIndex release(RankProgramBuilder& builder, std::size_t u, const char* what, MemoryCategory category, double bytes,
@@ -554,6 +572,7 @@ class ShardedPolicy : public DataParallelPolicy {
   const bool fsdp_gradient_passes_;  // PyTorch FSDP's (not DeepSpeed ZeRO-3's) prepare_gradients
   std::vector<Unit> units_;
   std::vector<std::size_t> block_unit_;  // per block of context_.blocks: its unit
+  std::vector<std::optional<std::size_t>> next_unit_in_backward_;  // per block
   std::vector<std::optional<OpIndex>> unit_started_;
   std::vector<std::optional<OpIndex>> freed_;
   std::vector<std::optional<OpIndex>> gathered_;

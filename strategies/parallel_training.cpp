@@ -104,7 +104,8 @@ program::Program lower_parallel(const LoweringInput& input) {
   // All-gathers and reductions over the same process group share its one NCCL stream, unless
   // FSDP gives the reduce-scatter a group of its own (FsdpSpec::separate_reduce_scatter_group).
   if (replicas_of_parameters > 1 && parallel.strategy != "ddp") {
-    const bool separate = parallel.strategy == "fsdp" && input.fsdp.separate_reduce_scatter_group;
+    const bool separate = parallel.strategy == "fsdp" && input.fsdp.sharding != ShardingStrategy::kNoShard &&
+                          input.fsdp.separate_reduce_scatter_group;
     base.dp_gather = separate ? streams("dp_gather") : base.dp_reduce;
   }
   if (input.fsdp.cpu_offload && parallel.strategy == "fsdp") {
@@ -118,7 +119,7 @@ program::Program lower_parallel(const LoweringInput& input) {
     add_hybrid_groups(program, program.family(dp_group), shards);
     base.shard_group = *program.find_family("dp_shard");
     base.replicate_group = *program.find_family("dp_replicate");
-    base.dp_replicate = streams("dp_replicate");
+    if (replicas_of_parameters > shards) base.dp_replicate = streams("dp_replicate");
   }
   struct PipelineStreams {
     program::StreamId recv_previous = 0, send_next = 0, recv_next = 0, send_previous = 0;

@@ -30,9 +30,9 @@ enum class OptimizerKind { kAdam, kAdamW, kSgd };
 // How the optimizer step's kernels are written (training_step.cpp, optimizer_update, counts each
 // one's bytes): fused — one pass over the parameters (apex/Transformer Engine FusedAdam as
 // Megatron-LM and DeepSpeed run it, torch.optim with fused=True); torch — torch.optim's Adam,
-// AdamW and SGD, one kernel per elementwise op (its default foreach path, or the for-loop: the
-// same ops); composer — MosaicML Composer's DecoupledAdamW and DecoupledSGDW, the same ops
-// spelt differently.
+// AdamW and SGD as its default foreach path runs them on the GPU (torch 2.x), one kernel per
+// elementwise op; composer — MosaicML Composer's DecoupledAdamW and DecoupledSGDW, a loop of
+// the same kind of ops over the parameters.
 enum class OptimizerImplementation { kFused, kTorch, kComposer };
 
 // Scenario spellings of the enums below: named_values<T>() lists them (specialised in
@@ -74,8 +74,9 @@ struct TrainingSpec {
   OptimizerKind optimizer = OptimizerKind::kAdamW;
   double sgd_momentum = 0.9;      // SGD only; 0 means plain SGD (no state)
   OptimizerImplementation optimizer_implementation = OptimizerImplementation::kFused;
-  // Unset: PyTorch's default for the optimizer (AdamW 0.01, Adam and SGD 0). Only unfused
-  // implementations run a pass for it, and only some of them when it is 0.
+  // Unset: the optimizer's own default (torch's AdamW 0.01, Composer's DecoupledAdamW 1e-5, Adam
+  // and SGD 0). Only the unfused implementations price it, as a decay pass (AdamW, Composer) or
+  // an L2 term in the gradient (torch's Adam and SGD), and skip it when it is 0.
   std::optional<double> weight_decay;
   std::int32_t steps = 1;         // optimizer steps to simulate
   Checkpointing checkpointing = Checkpointing::kNone;
@@ -178,9 +179,9 @@ struct FsdpSpec {
   bool cpu_offload = false;            // parameters, gradients and optimizer on the host
   // PyTorch's ProcessGroupNCCL runs every collective of a process group on one internal NCCL
   // stream, so FSDP's all-gathers and reduce-scatters over the shard group run one at a time in
-  // the order the CPU issued them (pytorch/pytorch#65299: "one process group runs a single NCCL
-  // stream"; #186335, 2026: the default "serializes them on the wire"). True: the reduce-scatter
-  // has a process group of its own and runs beside the all-gathers (FSDP2's
+  // the order the CPU issued them (pytorch/pytorch#65299, closed as expected: one process group
+  // runs a single NCCL stream; #186335, 2026: the default serializes them on the wire). True:
+  // the reduce-scatter has a process group of its own and runs beside the all-gathers (FSDP2's
   // set_separate_reduce_scatter_group, fairscale's process_group_reduce_scatter).
   bool separate_reduce_scatter_group = false;
 };

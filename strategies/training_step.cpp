@@ -220,8 +220,9 @@ namespace {
 // reads and writes its tensor, an out-of-place op writes a new one):
 //   fused     one kernel reads the gradient and every state and the weight, and writes the
 //             states and the weight: g + 2·moments·s + 2w.
-//   torch     torch/optim/adamw.py and adam.py (_multi_tensor_ and _single_tensor_ paths, the
-//             same ops), per parameter:
+//   torch     torch/optim/adamw.py and adam.py as torch 2.x runs them on the GPU (the
+//             _multi_tensor_ path, the default; the _single_tensor_ loop, foreach=False, runs the
+//             same ops but AdamW's decay whatever wd), per parameter:
 //               AdamW's decay      param.mul_(1 − lr·wd) when wd ≠ 0        2w
 //               Adam's L2          grad = grad.add(param, alpha=wd) when wd ≠ 0   2g + w
 //               first moment       exp_avg.lerp_(grad, 1 − β1)              2s + g
@@ -237,10 +238,11 @@ namespace {
 double update_bytes_per_parameter(const TrainingSpec& training, int moments, double w, double g, double s) {
   if (training.optimizer_implementation == OptimizerImplementation::kFused) return g + 2 * moments * s + 2 * w;
   const bool composer = training.optimizer_implementation == OptimizerImplementation::kComposer;
-  const double decay = training.weight_decay.value_or(training.optimizer == OptimizerKind::kAdamW ? 0.01 : 0.0);
+  const bool adamw = training.optimizer == OptimizerKind::kAdamW;
+  const double decay = training.weight_decay.value_or(adamw ? (composer ? 1e-5 : 0.01) : 0.0);
   // Decoupled (param.mul_) for AdamW and Composer's optimizers, an L2 term in the gradient
   // (grad.add(param)) for torch's Adam and SGD.
-  const bool decoupled = composer || training.optimizer == OptimizerKind::kAdamW;
+  const bool decoupled = composer || adamw;
   const double regularise = decay == 0 ? 0 : decoupled ? 2 * w : 2 * g + w;
   if (training.optimizer == OptimizerKind::kSgd) {
     return regularise + (moments > 0 ? 4 * s + g + 2 * w + s : 2 * w + g);

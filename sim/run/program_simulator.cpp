@@ -131,7 +131,7 @@ class Simulator {
     std::vector<double> stretch;                     // per stream: its running run's overlap slowdown
     std::int32_t communicating = 0;                  // collectives launched (arrived at) and not finished
     std::vector<OpIndex> waiting_on;                 // per stream: a dependency its head waits for
-    std::vector<std::uint32_t> collective_sequence;  // per group family
+    std::vector<std::uint32_t> collective_sequence;  // per (group family, stream): collective_slot
     std::vector<std::int64_t> memory;                // per memory category
     // Untraced ranks keep only their highest sample (all the report needs).
     std::optional<trace::MemorySample> peak_sample;
@@ -168,7 +168,10 @@ class Simulator {
     std::int32_t arrived = 0;
     std::vector<OpIndex> ops;  // by member position
   };
-  using CollectiveKey = std::tuple<program::GroupFamilyId, std::int32_t, std::uint32_t>;
+  // Collectives match in issue order per group family and stream, as the executors match them
+  // (one communicator per family and stream): the n-th collective of a group on a stream meets
+  // the n-th of every member on that stream, whatever the family's other streams do.
+  using CollectiveKey = std::tuple<program::GroupFamilyId, program::StreamId, std::int32_t, std::uint32_t>;
   using RankPair = std::pair<std::int32_t, std::int32_t>;  // (sender, receiver)
   // Transfers match in posting order per group family and rank pair, as the executors match
   // them (MPI tags, NCCL communicators per family): two families between the same ranks (an
@@ -268,7 +271,7 @@ class Simulator {
       state.chain_last.assign(streams, 0);
       state.stretch.assign(streams, 1.0);
       state.waiting_on.assign(streams, kNotWaiting);
-      state.collective_sequence.assign(program_.group_families.size(), 0);
+      state.collective_sequence.assign(program_.group_families.size() * streams, 0);
       state.memory.assign(program::kMemoryCategoryCount, 0);
     }
     if (symmetry_ != nullptr) {
@@ -463,8 +466,9 @@ class Simulator {
     ++state.communicating;
     const program::GroupFamily& family = program_.family(collective.group);
     const std::int32_t instance = family.instance_of_rank[rank];
-    const CollectiveKey key{collective.group, instance,
-                            state.collective_sequence[collective.group]++};
+    const program::StreamId stream = op_of(rank, index).stream;
+    const CollectiveKey key{collective.group, stream, instance,
+                            state.collective_sequence[collective.group * program_.streams.size() + stream]++};
     const auto& members = family.instances[instance];
     PendingCollective& pending = collectives_[key];
     if (pending.ops.empty()) pending.ops.assign(members.size(), 0);

@@ -196,6 +196,8 @@ INSTANTIATE_TEST_SUITE_P(
                    "slow_ranks and slow_factor go together", "slow_ranks = [5]"},
         BrokenCase{"unknown_optimizer_implementation.toml", "9:28", "training.optimizer_implementation",
                    "unknown value \"apex\"; expected one of: fused, torch, composer", ""},
+        BrokenCase{"composer_adam.toml", "10:28", "training.optimizer_implementation",
+                   "Composer has no Adam, only DecoupledAdamW and DecoupledSGDW", "optimizer = \"adamw\""},
         BrokenCase{"negative_weight_decay.toml", "9:16", "training.weight_decay", "expected a number >= 0, got -0.1", ""},
         BrokenCase{"empty.toml", "1:1", "cluster.nodes", "missing required key", ""}),
     [](const testing::TestParamInfo<BrokenCase>& param_info) {

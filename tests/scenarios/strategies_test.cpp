@@ -479,13 +479,24 @@ TEST(FsdpTest, HybridShardShardsInsideANodeAndReplicatesAcross) {
   EXPECT_NEAR(total(model_states(full.program)), 16 * kParameters / 16, 1e3);
   EXPECT_GT(sent(hybrid, "all_reduce"), 0.0);
   EXPECT_EQ(sent(full, "all_reduce"), 0.0);
-  // The all-reduce goes over the inter-node process group, on a stream of its own, and the
-  // next unit's reduce-scatter follows it (PyTorch issues both from its post-backward stream).
+  // The all-reduce goes over the inter-node process group, on a stream of its own, which
+  // neither the next unit's reduce-scatter nor the frees wait for (PyTorch runs it on its
+  // all-reduce stream).
   const auto& ops = hybrid.program.ranks[0]->ops;
   const auto [all_reduce, all_reduce_deps] = op_and_deps(hybrid.program, "layer31.replica_all_reduce");
   const auto [next_reduction, next_reduction_deps] = op_and_deps(hybrid.program, "layer30.reduce_scatter");
+  EXPECT_TRUE(all_reduce_deps.contains("layer31.reduce_scatter"));
   EXPECT_NE(ops[all_reduce].stream, ops[next_reduction].stream);
-  EXPECT_TRUE(next_reduction_deps.contains("layer31.replica_all_reduce"));
+  EXPECT_FALSE(next_reduction_deps.contains("layer31.replica_all_reduce"));
+  // The backward's free of layer31's gathered parameters (the last op of that name) waits for
+  // the reduce-scatter only.
+  std::set<std::string> freed_deps;
+  for (const program::Op& op : ops) {
+    if (op.name != "layer31.gathered_parameters") continue;
+    freed_deps.clear();
+    for (program::OpIndex dep : op.deps) freed_deps.insert(ops[dep].name);
+  }
+  EXPECT_EQ(freed_deps, std::set<std::string>{"layer31.reduce_scatter"});
 }
 
 TEST(FsdpTest, CpuOffloadMovesShardsOverPcieAndStepsOnTheHost) {
@@ -497,6 +508,9 @@ TEST(FsdpTest, CpuOffloadMovesShardsOverPcieAndStepsOnTheHost) {
   const auto resident = run(kNode, {"parallel.strategy=\"fsdp\""});
   EXPECT_GT(offload.report.time_by_category_s.at("optimizer"), 10 * resident.report.time_by_category_s.at("optimizer"));
   EXPECT_LT(offload.report.peak_memory_bytes, resident.report.peak_memory_bytes);
+  // PyTorch copies each reduced shard to the host from its post-backward stream, which the next
+  // unit's reduce-scatter is issued from.
+  EXPECT_TRUE(op_and_deps(offload.program, "layer30.reduce_scatter").second.contains("layer31.gradient_shard_to_host"));
 }
 
 // A pipeline with equal stages: 8 layers, a vocabulary small enough that embedding and head
