@@ -101,6 +101,23 @@ TEST(ProgramSimulatorTest, ACollectiveStartsWhenTheLastMemberArrives) {
   EXPECT_NEAR(result.comm_latency_s[0], 2 * 0.6e-6, 1e-15);
 }
 
+TEST(ProgramSimulatorTest, CollectivesOfOneGroupMatchPerStream) {
+  // One group's collectives on two streams, issued in opposite orders by its two ranks (as two
+  // process groups over the same ranks would be): each meets its namesake, on its own stream,
+  // as the executors' communicators per group and stream match them.
+  const topology::Cluster cluster = one_node();
+  const std::int64_t m = 1'000'000;
+  program::Program p = program_of({{Op{"ar_a", 1, {}, all_reduce(m)}, Op{"work", 0, {}, matmul(5e12)},
+                                    Op{"ar_b", 2, {1}, all_reduce(m)}},
+                                   {Op{"ar_b", 2, {}, all_reduce(m)}, Op{"work", 0, {}, matmul(5e12)},
+                                    Op{"ar_a", 1, {1}, all_reduce(m)}}});
+  p.streams.push_back("comm2");
+  const auto result = sim::simulate(p, cluster, options());
+  EXPECT_EQ(span_named(result, 0, "ar_a").start_ps, span_named(result, 1, "work").end_ps);
+  EXPECT_EQ(span_named(result, 1, "ar_b").start_ps, span_named(result, 0, "work").end_ps);
+  EXPECT_EQ(span_named(result, 0, "ar_a").end_ps, span_named(result, 1, "ar_a").end_ps);
+}
+
 TEST(ProgramSimulatorTest, CommunicationOverlapsIndependentCompute) {
   const topology::Cluster cluster = one_node();
   const auto result = sim::simulate(
