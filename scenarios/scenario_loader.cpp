@@ -221,9 +221,10 @@ class TableReader {
     }
     return value;
   }
-  double non_negative(std::string_view key, double fallback) {
-    const double value = number(key).value_or(fallback);
-    if (!(value >= 0)) fail(key, fmt::format("expected a number >= 0, got {}", value));
+  double non_negative(std::string_view key, double fallback) { return optional_non_negative(key).value_or(fallback); }
+  std::optional<double> optional_non_negative(std::string_view key) {
+    const auto value = number(key);
+    if (value && !(*value >= 0)) fail(key, fmt::format("expected a number >= 0, got {}", *value));
     return value;
   }
   double fraction(std::string_view key, double fallback) { return optional_fraction(key).value_or(fallback); }
@@ -611,7 +612,7 @@ strategies::TrainingSpec read_training(TableReader& reader, const strategies::Mo
     reader.fail("optimizer_implementation", "Composer has no Adam, only DecoupledAdamW and DecoupledSGDW",
                 "optimizer = \"adamw\"");
   }
-  if (reader.node("weight_decay") != nullptr) training.weight_decay = reader.non_negative("weight_decay", 0.0);
+  training.weight_decay = reader.optional_non_negative("weight_decay");
   training.gradient_clipping = reader.non_negative("gradient_clipping", training.gradient_clipping);
   training.steps = static_cast<std::int32_t>(reader.count("steps", 1, 1, kMaxSteps));
   return training;

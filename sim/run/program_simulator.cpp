@@ -131,7 +131,7 @@ class Simulator {
     std::vector<double> stretch;                     // per stream: its running run's overlap slowdown
     std::int32_t communicating = 0;                  // collectives launched (arrived at) and not finished
     std::vector<OpIndex> waiting_on;                 // per stream: a dependency its head waits for
-    std::vector<std::uint32_t> collective_sequence;  // per (group family, stream): collective_slot
+    std::vector<std::uint32_t> collective_sequence;  // per (group family, stream), family-major
     std::vector<std::int64_t> memory;                // per memory category
     // Untraced ranks keep only their highest sample (all the report needs).
     std::optional<trace::MemorySample> peak_sample;
