@@ -1,0 +1,341 @@
+#!/usr/bin/env python3
+"""Component measurements on one NVIDIA GPU, for the compute model's constants (issue #13).
+
+Measures, through PyTorch on random data, each figure the compute model prices an op from:
+  gemm        bf16 GEMM TFLOP/s by (M, N, K): the forward, data-gradient and weight-gradient GEMMs
+              of the MPT layers in tests/validation/llm_foundry (PyTorch's nn.Linear layouts), and
+              squares 1024…16384; each after a power soak, so the rate is the one a training step
+              sustains (topology/presets.cpp, "a rate the GPU sustains");
+  attention   torch's FlashAttention-2 backend (scaled_dot_product_attention), forward + backward,
+              TFLOP/s by sequence, causal and not, at FlashAttention's README benchmark setup
+              (hidden 2048, 16k tokens, head dim 128) and at each MPT layer's shape;
+  memory      achieved bandwidth by size of copy, add, GELU forward, LayerNorm forward and
+              backward (rows of 5120), softmax (rows of 2048);
+  launch      an eager PyTorch op's wall time (host and launch path) and a kernel's time in a
+              replayed CUDA graph (the device-side floor), for 1-element ops;
+  optimizer   torch.optim.AdamW fused, foreach and for-loop over 1.0e9 fp32 parameters: time and
+              the bandwidth implied by strategies/training_step.cpp's bytes per parameter;
+  layer       an MPT block (LayerNorm, QKV, causal SDPA, projection, LayerNorm, 4× MLP with GELU;
+              bf16, biases) forward + backward, ms per layer, and torch.profiler's kernel table.
+Every figure is a median of CUDA-event timings. Results go to $OUT (or the current folder):
+gpu_components.json, and gpu_components.txt with the profiler tables. Usage:
+  python3 bench/gpu_components.py [--quick] [--only=gemm,layer,...]
+"""
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import time
+import traceback
+
+import torch
+import torch.nn.functional as F
+
+OUT = os.environ.get("OUT", ".")
+QUICK = "--quick" in sys.argv
+results = {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+log_lines = []
+
+
+def log(line=""):
+    print(line, flush=True)
+    log_lines.append(line)
+
+
+def save():
+    with open(os.path.join(OUT, "gpu_components.json"), "w") as f:
+        json.dump(results, f, indent=1)
+    with open(os.path.join(OUT, "gpu_components.txt"), "w") as f:
+        f.write("\n".join(log_lines) + "\n")
+
+
+def median_ms(fn, min_seconds=0.2, max_reps=200):
+    """Median milliseconds of fn() by CUDA events, after two warm-up calls."""
+    fn()
+    fn()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    fn()
+    end.record()
+    torch.cuda.synchronize()
+    once = max(start.elapsed_time(end), 1e-3)
+    reps = int(max(5, min(max_reps, min_seconds * 1e3 / once)))
+    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
+    for s, e in events:
+        s.record()
+        fn()
+        e.record()
+    torch.cuda.synchronize()
+    return statistics.median(s.elapsed_time(e) for s, e in events)
+
+
+def gpu_state():
+    try:
+        return subprocess.run(["nvidia-smi", "--query-gpu=clocks.sm,clocks.mem,power.draw,temperature.gpu",
+                               "--format=csv,noheader"], capture_output=True, text=True, timeout=5).stdout.strip()
+    except Exception as error:  # nvidia-smi missing or slow: the figure is then absent
+        return str(error)
+
+
+def soak(seconds):
+    """Runs large GEMMs for `seconds` so that clocks and power settle at what a training step sees."""
+    a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        for _ in range(20):
+            a @ b
+        torch.cuda.synchronize()
+
+
+# The MPT layers of tests/validation/llm_foundry's H100 rows: (name, hidden, heads, micro-batch).
+MPT = [("mpt-1b", 2048, 16, 14), ("mpt-7b", 4096, 32, 6), ("mpt-13b", 5120, 40, 2), ("mpt-30b", 7168, 56, 3)]
+SEQUENCE = 2048
+
+
+def section(name, body):
+    log(f"== {name}  ({gpu_state()})")
+    start = time.time()
+    try:
+        body()
+    except Exception:
+        log(traceback.format_exc())
+        results.setdefault("errors", []).append(name)
+    log(f"   {name}: {time.time() - start:.1f} s")
+    save()
+
+
+def facts():
+    p = torch.cuda.get_device_properties(0)
+    results["device"] = {"name": p.name, "sms": p.multi_processor_count, "memory_gib": p.total_memory / 2**30,
+                         "l2_bytes": getattr(p, "L2_cache_size", None), "torch": torch.__version__,
+                         "cuda": torch.version.cuda, "cublas": torch.backends.cuda.preferred_blas_library().name
+                         if hasattr(torch.backends.cuda, "preferred_blas_library") else None}
+    log(json.dumps(results["device"]))
+
+
+def gemm():
+    rows = []
+    soak(3 if QUICK else 8)
+
+    def measure(label, m, n, k, a_shape, b_shape, op):
+        a = torch.randn(*a_shape, device="cuda", dtype=torch.bfloat16)
+        b = torch.randn(*b_shape, device="cuda", dtype=torch.bfloat16)
+        ms = median_ms(lambda: op(a, b))
+        tflops = 2 * m * n * k / (ms * 1e-3) / 1e12
+        rows.append({"label": label, "m": m, "n": n, "k": k, "ms": ms, "tflops": tflops})
+        log(f"   {label:28s} M {m:6d} N {n:6d} K {k:6d}  {ms:8.3f} ms  {tflops:6.1f} TFLOP/s")
+
+    for name, hidden, _, micro in MPT:
+        tokens = micro * SEQUENCE
+        for layer, n_out, k_in in (("qkv", 3 * hidden, hidden), ("proj", hidden, hidden),
+                                   ("fc1", 4 * hidden, hidden), ("fc2", hidden, 4 * hidden)):
+            # nn.Linear: forward y = x·Wᵀ; data gradient dx = dy·W; weight gradient dW = dyᵀ·x.
+            measure(f"{name} {layer} fwd", tokens, n_out, k_in, (tokens, k_in), (n_out, k_in), lambda x, w: F.linear(x, w))
+            measure(f"{name} {layer} dgrad", tokens, k_in, n_out, (tokens, n_out), (n_out, k_in), lambda dy, w: dy @ w)
+            measure(f"{name} {layer} wgrad", n_out, k_in, tokens, (tokens, n_out), (tokens, k_in), lambda dy, x: dy.t() @ x)
+    for size in (1024, 2048, 4096, 8192, 16384):
+        measure(f"square {size}", size, size, size, (size, size), (size, size), lambda a, b: a @ b)
+    measure("stas 8192x8448x20480", 8192, 8448, 20480, (8192, 20480), (20480, 8448), lambda a, b: a @ b)
+    results["gemm"] = rows
+
+
+def attention_flops(batch, heads, seq, dim, causal):
+    # FlashAttention's benchmark convention: forward 4·b·h·s²·d, backward 2.5× the forward, the
+    # causal mask halving both (benchmarks/benchmark_flash_attention.py, flops()).
+    forward = 4 * batch * heads * seq * seq * dim / (2 if causal else 1)
+    return forward, 2.5 * forward
+
+
+def attention():
+    rows = []
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    def measure(label, batch, heads, seq, dim, causal):
+        q, k, v = (torch.randn(batch, heads, seq, dim, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+                   for _ in range(3))
+        with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+            out = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+            grad = torch.randn_like(out)
+            fwd_ms = median_ms(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal))
+            both_ms = median_ms(lambda: torch.autograd.grad(
+                F.scaled_dot_product_attention(q, k, v, is_causal=causal), (q, k, v), grad))
+        forward, backward = attention_flops(batch, heads, seq, dim, causal)
+        row = {"label": label, "batch": batch, "heads": heads, "seq": seq, "dim": dim, "causal": causal,
+               "fwd_ms": fwd_ms, "fwd_bwd_ms": both_ms, "fwd_tflops": forward / fwd_ms / 1e9,
+               "fwd_bwd_tflops": (forward + backward) / both_ms / 1e9}
+        rows.append(row)
+        log(f"   {label:24s} b {batch:3d} h {heads:3d} s {seq:6d} d {dim:4d} causal {causal!s:5s} "
+            f"fwd {row['fwd_tflops']:6.1f}  fwd+bwd {row['fwd_bwd_tflops']:6.1f} TFLOP/s")
+
+    for causal in (False, True):
+        for seq in (512, 1024, 2048, 4096, 8192, 16384):
+            measure("readme hd128", 16384 // seq, 16, seq, 128, causal)
+    for seq in (512, 2048, 8192):
+        measure("readme hd64", 16384 // seq, 32, seq, 64, True)
+    for name, hidden, heads, micro in MPT:
+        measure(name, micro, heads, SEQUENCE, hidden // heads, True)
+    results["attention"] = rows
+
+
+def memory():
+    rows = []
+
+    def measure(label, elements, make, op, bytes_moved):
+        tensors = make(elements)
+        ms = median_ms(lambda: op(*tensors))
+        rate = bytes_moved(elements) / (ms * 1e-3) / 1e9
+        rows.append({"label": label, "bytes": bytes_moved(elements), "ms": ms, "gb_per_s": rate})
+        log(f"   {label:22s} {bytes_moved(elements) / 2**20:10.2f} MiB moved  {ms:9.4f} ms  {rate:7.1f} GB/s")
+
+    def two(n):
+        return (torch.randn(n, device="cuda", dtype=torch.bfloat16), torch.randn(n, device="cuda", dtype=torch.bfloat16))
+
+    def norm_inputs(n):
+        rows_ = max(1, n // 5120)
+        x = torch.randn(rows_, 5120, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+        w = torch.ones(5120, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+        b = torch.zeros(5120, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+        y = F.layer_norm(x, (5120,), w, b)
+        return x, w, b, y, torch.randn_like(y)
+
+    for log2 in range(18, 31, 2):  # 2^18 … 2^30 bf16 elements: 0.5 MiB … 2 GiB per tensor
+        n = 2**log2
+        measure("copy", n, two, lambda x, y: x.copy_(y), lambda e: 4 * e)
+        measure("add", n, two, lambda x, y: torch.add(x, y), lambda e: 6 * e)
+        measure("gelu fwd", n, two, lambda x, y: F.gelu(x), lambda e: 4 * e)
+        measure("layernorm fwd 5120", n, norm_inputs, lambda x, w, b, y, g: F.layer_norm(x, (5120,), w, b),
+                lambda e: 4 * (e // 5120 * 5120))
+        measure("layernorm bwd 5120", n, norm_inputs,
+                lambda x, w, b, y, g: torch.autograd.grad(y, (x, w, b), g, retain_graph=True),
+                lambda e: 6 * (e // 5120 * 5120))
+        measure("softmax 2048", n, lambda e: (torch.randn(max(1, e // 2048), 2048, device="cuda", dtype=torch.bfloat16),),
+                lambda x: torch.softmax(x, dim=-1), lambda e: 4 * (e // 2048 * 2048))
+    results["memory"] = rows
+
+
+def launch():
+    x = torch.zeros(1, device="cuda")
+    for _ in range(100):
+        x.add_(1)
+    torch.cuda.synchronize()
+    count = 2000
+    start = time.perf_counter()
+    for _ in range(count):
+        x.add_(1)
+    torch.cuda.synchronize()
+    eager_us = (time.perf_counter() - start) / count * 1e6
+    stream = torch.cuda.Stream()
+    with torch.cuda.stream(stream):
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            for _ in range(100):
+                x.add_(1)
+    torch.cuda.synchronize()
+    graph_us = median_ms(lambda: graph.replay()) * 1e3 / 100
+    results["launch"] = {"eager_op_us": eager_us, "graph_kernel_us": graph_us}
+    log(f"   eager 1-element add_: {eager_us:.2f} µs per op (host-bound); in a CUDA graph: {graph_us:.2f} µs per kernel")
+
+
+def optimizer():
+    # strategies/training_step.cpp, update_bytes_per_parameter: fp32 AdamW fused 28 B, torch 80 B
+    # (weight decay 0.01 on: the decay pass reads and writes p).
+    rows = []
+    parameters = 250_000_000 if QUICK else 1_000_000_000
+    tensors = 100
+    params = [torch.randn(parameters // tensors, device="cuda", requires_grad=True) for _ in range(tensors)]
+    for p in params:
+        p.grad = torch.randn_like(p)
+    for implementation, kwargs, modelled_bytes in (("fused", {"fused": True}, 28), ("foreach", {"foreach": True}, 80),
+                                                   ("for-loop", {"foreach": False}, 80)):
+        opt = torch.optim.AdamW(params, lr=1e-4, weight_decay=0.01, **kwargs)
+        ms = median_ms(opt.step, min_seconds=0.5, max_reps=20)
+        rate = modelled_bytes * parameters / (ms * 1e-3) / 1e9
+        rows.append({"implementation": implementation, "parameters": parameters, "ms": ms,
+                     "modelled_bytes_per_parameter": modelled_bytes, "implied_gb_per_s": rate})
+        log(f"   AdamW {implementation:8s} {parameters / 1e9:.2f} B params  {ms:8.2f} ms  "
+            f"= {modelled_bytes} B/param at {rate:7.1f} GB/s")
+        del opt
+        torch.cuda.empty_cache()
+    del params
+    torch.cuda.empty_cache()
+    results["optimizer"] = rows
+
+
+class MptBlock(torch.nn.Module):
+    def __init__(self, hidden, heads, bias=True):
+        super().__init__()
+        self.heads = heads
+        self.norm_1 = torch.nn.LayerNorm(hidden, bias=bias)
+        self.wqkv = torch.nn.Linear(hidden, 3 * hidden, bias=bias)
+        self.out_proj = torch.nn.Linear(hidden, hidden, bias=bias)
+        self.norm_2 = torch.nn.LayerNorm(hidden, bias=bias)
+        self.up_proj = torch.nn.Linear(hidden, 4 * hidden, bias=bias)
+        self.down_proj = torch.nn.Linear(4 * hidden, hidden, bias=bias)
+
+    def forward(self, x):
+        batch, seq, hidden = x.shape
+        qkv = self.wqkv(self.norm_1(x)).view(batch, seq, 3, self.heads, hidden // self.heads)
+        q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)
+        attended = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.out_proj(attended.transpose(1, 2).reshape(batch, seq, hidden))
+        return x + self.down_proj(F.gelu(self.up_proj(self.norm_2(x))))
+
+
+def layer():
+    rows = []
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    variants = [(name, hidden, heads, micro, True) for name, hidden, heads, micro in MPT]
+    variants.append(("mpt-13b", 5120, 40, 2, False))
+    for name, hidden, heads, micro, bias in variants:
+        layers = 4
+        model = torch.nn.Sequential(*[MptBlock(hidden, heads, bias) for _ in range(layers)]).cuda().to(torch.bfloat16)
+        parameters = list(model.parameters())
+        x = torch.randn(micro, SEQUENCE, hidden, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+
+        def step():
+            # Gradients set to None first, as optimizer.zero_grad() does by default: each backward
+            # then writes them rather than adding to the previous step's.
+            for p in parameters:
+                p.grad = None
+            x.grad = None
+            model(x).float().pow(2).mean().backward()
+
+        with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+            deadline = time.time() + 2  # the workload itself for 2 s first: clocks as in a training run
+            while time.time() < deadline:
+                step()
+                torch.cuda.synchronize()
+            fwd_ms = median_ms(lambda: model(x), min_seconds=0.3, max_reps=30) / layers
+            both_ms = median_ms(step, min_seconds=0.5, max_reps=30) / layers
+            with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA], acc_events=True) as profile:
+                step()
+                torch.cuda.synchronize()
+        table = profile.key_averages().table(sort_by="cuda_time_total", row_limit=40, max_name_column_width=110)
+        label = name + ("" if bias else " without biases")
+        row = {"model": label, "hidden": hidden, "heads": heads, "micro_batch": micro, "sequence": SEQUENCE, "biases": bias,
+               "layers_timed": layers, "fwd_ms_per_layer": fwd_ms, "fwd_bwd_ms_per_layer": both_ms,
+               "kernels": [{"name": e.key, "calls": e.count, "us": getattr(e, "device_time_total", 0)}
+                           for e in profile.key_averages() if getattr(e, "device_time_total", 0) > 0]}
+        rows.append(row)
+        log(f"   {label}: {fwd_ms:.3f} ms forward, {both_ms:.3f} ms forward + backward per layer "
+            f"(micro-batch {micro} × {SEQUENCE}); profile of one step of {layers} layers:")
+        log(table)
+        del model, parameters, x
+        torch.cuda.empty_cache()
+    results["layer"] = rows
+
+
+if __name__ == "__main__":
+    torch.backends.cuda.matmul.allow_tf32 = False
+    chosen = [arg.split("=", 1)[1].split(",") for arg in sys.argv if arg.startswith("--only=")]
+    for name, body in (("facts", facts), ("launch", launch), ("gemm", gemm), ("attention", attention),
+                       ("memory", memory), ("optimizer", optimizer), ("layer", layer)):
+        if name == "facts" or not chosen or name in chosen[0]:
+            section(name, body)
+    results["finished"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    save()
+    log("errors: " + ", ".join(results.get("errors", [])) if results.get("errors") else "all sections ran")
