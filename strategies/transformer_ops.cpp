@@ -56,20 +56,25 @@ class BlockBuilder {
   std::size_t next_step() const { return block_.forward.size(); }
   ForwardStep& step(std::size_t index) { return block_.forward[index]; }
 
-  std::size_t param(std::string name, std::int64_t elements, bool expert = false) {
-    block_.params.push_back({block_.name + "." + std::move(name), elements, expert});
+  std::size_t param(std::string name, std::int64_t elements, bool expert = false, bool bias = false) {
+    block_.params.push_back({block_.name + "." + std::move(name), elements, expert, bias});
     return block_.params.size() - 1;
   }
 
   // [M,K]·[K,N]. A column-parallel layer (tensor_parallel_input) keeps its input — sharded and
   // gathered again in backward under sequence parallelism with regather.
+  // A row-parallel layer's bias (tensor_parallel_input false) is added after the
+  // reduce-scatter under sequence parallelism: its gradient sums the rank's m/t rows.
   void matmul(std::string name, std::int64_t m, std::int64_t n, std::int64_t k, double saved,
               std::vector<std::size_t> params, bool tensor_parallel_input = false) {
-    grouped_matmul(std::move(name), 1, m, n, k, saved, std::move(params), tensor_parallel_input);
+    const std::int64_t bias_rows = tensor_parallel_input || !sequence_parallel() ? m : m / t();
+    grouped_matmul(std::move(name), 1, m, n, k, saved, std::move(params), tensor_parallel_input, bias_rows);
   }
-  // `batch` GEMMs of the same shape in one kernel (a MoE layer's grouped expert GEMMs).
+  // `batch` GEMMs of the same shape in one kernel (a MoE layer's grouped expert GEMMs); a bias's
+  // gradient sums `bias_rows` rows of each (m unless given).
   void grouped_matmul(std::string name, std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k, double saved,
-                      std::vector<std::size_t> params, bool tensor_parallel_input = false) {
+                      std::vector<std::size_t> params, bool tensor_parallel_input = false,
+                      std::optional<std::int64_t> bias_rows = std::nullopt) {
     const ComputeOp op = gemm(batch, m, n, k, shape_.fp8_linear ? std::optional{program::DType::kFP8} : std::nullopt);
     if (shape_.fp8_linear) {  // cast the input to FP8 first (no backward of its own)
       memory_bound(name + ".fp8_cast", ComputeKind::kElementwise, Shape::of({batch * m * k}),
@@ -81,7 +86,19 @@ class BlockBuilder {
       step.saved_bytes = saved / static_cast<double>(t());
       step.regather = collective(CollectiveKind::kAllGather, saved);
     }
+    // Under FP8, Transformer Engine sums the bias's gradient in the output gradient's cast
+    // (cast_transpose_bgrad): no pass of its own.
+    const bool biased = std::any_of(step.params.begin(), step.params.end(), [&](std::size_t p) { return block_.params[p].bias; });
+    if (biased && !shape_.fp8_linear) step.bias_gradient = bias_gradient(batch, bias_rows.value_or(m), n);
     block_.forward.push_back(std::move(step));
+  }
+
+  // The gradient of `batch` biases of n columns: the output gradient's `rows` rows of each read
+  // and summed, the sums written.
+  ComputeOp bias_gradient(std::int64_t batch, std::int64_t rows, std::int64_t n) const {
+    ComputeOp op = backward_of(make(ComputeKind::kReduction, Shape::of({batch, rows, n})), Shape::of({batch, rows, n}));
+    op.bytes = static_cast<double>(batch) * static_cast<double>(rows + 1) * static_cast<double>(n) * e();
+    return op;
   }
 
   // `batch` independent [M,K]·[K,N] products: 2·batch·M·N·K FLOPs, each operand read and the
@@ -101,6 +118,14 @@ class BlockBuilder {
     const double operand = static_cast<double>(program::dtype_bytes(op.dtype));
     const double output = op.dtype == program::DType::kFP8 ? e() : operand;
     return batch * ((m * k + k * n) * operand + m * n * output);
+  }
+
+  // The last step's output feeds two ops (the residual stream's fork): backward first sums the
+  // two gradients of `elements` elements — two tensors read, one written.
+  void sum_gradients_first(std::string name, std::int64_t elements) {
+    ComputeOp sum = backward_of(make(ComputeKind::kElementwise, Shape::of({elements})), Shape::of({elements}));
+    sum.bytes = 3.0 * static_cast<double>(elements) * e();
+    block_.forward.back().backward_steps.push_back({std::move(name), sum});
   }
 
   // `backward_bytes` unset: kMemoryBoundBackwardFactor × bytes.
@@ -161,6 +186,7 @@ class BlockBuilder {
   // FlashAttention: one fused kernel, the scores never in device memory; under context
   // parallelism as ring attention or Ulysses (ContextParallel in the header).
   void attention(const ModelSpec& model) {
+    if (!model.mla) split_qkv(model);
     if (model.attention == AttentionKind::kStandard) {
       standard_attention(model);
       return;
@@ -191,6 +217,19 @@ class BlockBuilder {
     if (cp > 1) {
       collective_step("cp_output_all_to_all", CollectiveKind::kAllToAll, shape_.cp.group, output_bytes, CollectiveKind::kAllToAll);
     }
+  }
+
+  // Q, K and V are views of the QKV GEMM's output (Megatron-LM's split_tensor_along_last_dim,
+  // llm-foundry's qkv.split): nothing runs forward, but the attention kernels return their
+  // gradients as three tensors, which the split's backward concatenates into one: a read and a
+  // write of b·s·(h + 2·kv)/t.
+  void split_qkv(const ModelSpec& model) {
+    const Shape qkv = Shape::of({tokens() * (model.hidden + 2 * model.kv_dim()) / t()});
+    ComputeOp concatenate = backward_of(make(ComputeKind::kElementwise, qkv), qkv);
+    concatenate.bytes = 2.0 * static_cast<double>(qkv[0]) * e();
+    ForwardStep split{"qkv_split"};
+    split.backward_steps = {BackwardStep{"qkv_split", concatenate}};
+    block_.forward.push_back(std::move(split));
   }
 
   // Multi-head latent attention's heads: queries and keys of qk_head_dim, values of v_head_dim,
@@ -294,15 +333,6 @@ class BlockBuilder {
       step.attention_core = true;
       return step;
     };
-    // Q, K and V are views of the QKV GEMM's output (Megatron-LM's split_tensor_along_last_dim):
-    // nothing runs forward, but autograd's split backward concatenates their gradients into
-    // one tensor, a read and a write of b·s·(h + 2·kv)/t.
-    const Shape qkv = Shape::of({tokens() * (model.hidden + 2 * model.kv_dim()) / t()});
-    ComputeOp concatenate = backward_of(make(ComputeKind::kElementwise, qkv), qkv);
-    concatenate.bytes = 2 * (q_bytes + 2 * kv_bytes);
-    ForwardStep split{"qkv_split"};
-    split.backward_steps = {BackwardStep{"qkv_split", concatenate}};
-    block_.forward.push_back(std::move(split));
     block_.forward.push_back(attention_step("attention_scores", gemm(batch, s, s, d), q_bytes + kv_bytes, 0));
     ComputeOp softmax = make(ComputeKind::kSoftmax, Shape::of({batch * s * s}));
     softmax.bytes = 2 * scores * e();  // reads the scores, writes the probabilities
@@ -420,8 +450,13 @@ class BlockBuilder {
         backward.push_back({forward.name + ".regather", *forward.regather, {}, false, true, {}, forward.backward_chunk});
       }
       backward.push_back({forward.name + ".dgrad", dgrad, {}, forward.attention_core, false, {}, forward.backward_chunk});
-      backward.push_back({forward.name + ".wgrad", wgrad, forward.params, forward.attention_core, false, std::move(waits),
-                          forward.backward_chunk});
+      const bool biased = forward.bias_gradient.has_value();
+      backward.push_back({forward.name + ".wgrad", wgrad, biased ? std::vector<std::size_t>{} : forward.params,
+                          forward.attention_core, false, std::move(waits), forward.backward_chunk});
+      if (biased) {
+        backward.push_back({forward.name + ".bias_grad", *forward.bias_gradient, forward.params, forward.attention_core,
+                            false, {}, forward.backward_chunk});
+      }
       return;
     }
     ComputeOp bwd = backward_of(fwd, fwd.shape);
@@ -442,6 +477,10 @@ class BlockBuilder {
                                                  : Shape::of({op.shape[0] / chunks});  // the FP8 cast: 1-D
       op.flops *= share;
       op.bytes = op.kind == ComputeKind::kMatmul ? gemm_bytes(op) : op.bytes * share;
+    }
+    if (piece.bias_gradient) {
+      const Shape& sums = piece.bias_gradient->shape;
+      piece.bias_gradient = bias_gradient(sums[0], sums[1] / chunks, sums[2]);
     }
     for (auto* collective : {&piece.collective, &piece.backward_collective, &piece.regather}) {
       if (!*collective) continue;
@@ -494,20 +533,25 @@ void add_norm(BlockBuilder& builder, const ModelSpec& model, const std::string& 
 //     gradient (the residual's passes through);
 //   unfused: dropout reads the branch and writes it and the mask (backward: the gradient and the
 //     mask read, one written), then the add reads two tensors and writes one (no backward kernel).
+// Either way the sum feeds the next norm and the next residual add, so backward first adds their
+// two gradients (autograd's accumulation where a tensor has two consumers). The last layer's
+// output has one consumer and the embedding's two: its sum is counted on the last layer.
 void add_dropout_residual(BlockBuilder& builder, const ModelSpec& model, const std::string& prefix) {
   const std::int64_t count = builder.local_tokens() * model.hidden;
   const double elements = static_cast<double>(count), e = builder.e();
-  if (model.dropout) {
+  if (model.dropout && model.fused_dropout_add) {
     const double dropout_bytes = elements * (2 * e + kMaskBytes);
-    if (model.fused_dropout_add) {
-      builder.memory_bound(prefix + "_dropout_add", ComputeKind::kElementwise, Shape::of({count}),
-                           elements * (3 * e + kMaskBytes), kMaskBytes * elements, {}, true, dropout_bytes);
-      return;
+    builder.memory_bound(prefix + "_dropout_add", ComputeKind::kElementwise, Shape::of({count}),
+                         elements * (3 * e + kMaskBytes), kMaskBytes * elements, {}, true, dropout_bytes);
+  } else {
+    if (model.dropout) {
+      const double dropout_bytes = elements * (2 * e + kMaskBytes);
+      builder.memory_bound(prefix + "_dropout", ComputeKind::kElementwise, Shape::of({count}), dropout_bytes,
+                           kMaskBytes * elements, {}, true, dropout_bytes);
     }
-    builder.memory_bound(prefix + "_dropout", ComputeKind::kElementwise, Shape::of({count}), dropout_bytes,
-                         kMaskBytes * elements, {}, true, dropout_bytes);
+    builder.memory_bound(prefix + "_residual", ComputeKind::kElementwise, Shape::of({count}), 3 * elements * e, 0, {}, false);
   }
-  builder.memory_bound(prefix + "_residual", ComputeKind::kElementwise, Shape::of({count}), 3 * elements * e, 0, {}, false);
+  builder.sum_gradients_first(prefix + "_residual_grad_sum", count);
 }
 
 // Weights (+ bias) of a linear layer as this rank holds them: columns split for a
@@ -516,7 +560,7 @@ std::vector<std::size_t> linear_params(BlockBuilder& builder, const ModelSpec& m
                                        std::int64_t in, std::int64_t out, bool column_parallel, bool bias = false) {
   const std::int64_t t = builder.t();
   std::vector<std::size_t> params = {builder.param(name + ".weight", in * out / t)};
-  if (model.biases || bias) params.push_back(builder.param(name + ".bias", column_parallel ? out / t : out));
+  if (model.biases || bias) params.push_back(builder.param(name + ".bias", column_parallel ? out / t : out, false, true));
   return params;
 }
 
@@ -651,7 +695,7 @@ void add_moe(BlockBuilder& builder, const ModelSpec& model, std::int64_t layer) 
   const double ffn_rows = static_cast<double>(rows * f) * e;
   const auto expert_params = [&](const std::string& name, std::int64_t in, std::int64_t out, bool column) {
     std::vector<std::size_t> params = {builder.param(name + ".weight", local_experts * in * out / t, true)};
-    if (model.biases) params.push_back(builder.param(name + ".bias", local_experts * (column ? out / t : out), true));
+    if (model.biases) params.push_back(builder.param(name + ".bias", local_experts * (column ? out / t : out), true, true));
     return params;
   };
   const std::int64_t in_width = model.mlp == MlpKind::kSwiGlu ? 2 * moe.expert_ffn_hidden : moe.expert_ffn_hidden;

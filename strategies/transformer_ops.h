@@ -9,10 +9,22 @@
 // (unfused) attention runs as Megatron-LM runs it, one kernel per pass over the b·a·s² scores:
 // Q·Kᵀ as a batched GEMM (scaled inside, baddbmm), the fused scale-mask-softmax, dropout, and
 // the probabilities times V (bmm), whose [b·a, s, d] output is permuted to [s, b, h] by a copy
-// (and its gradient copied back); Q, K and V are views of the QKV output, whose gradients
-// backward concatenates with a copy. Its GEMMs compute every score, masked ones included: no
+// (and its gradient copied back). Its GEMMs compute every score, masked ones included: no
 // causal halving (Megatron's equation 3 counts them so too). Backward of a matmul is two
 // matmuls of the same FLOPs (the gradients of both operands).
+//
+// Backward kernels that have no forward twin, as PyTorch's autograd runs them (each measured
+// in an MPT-13b layer on an H200: bench/results/h200-2026-12-04/layers.json):
+//   - a linear layer with a bias sums its output gradient over the rows (the bias's gradient,
+//     `grad.sum(0)` — PyTorch's addmm backward, Megatron-LM's linear layers alike): reads the
+//     b·s × n output gradient (b·s/t rows for a row-parallel layer under sequence parallelism,
+//     whose bias is added after the reduce-scatter);
+//   - Q, K and V are views of the fused QKV GEMM's output (Megatron-LM's split, llm-foundry's
+//     qkv.split), and the attention kernel returns their gradients as three tensors, so the
+//     split's backward concatenates them with a copy — for standard and fused attention alike;
+//   - the residual stream forks at every residual add (into the next norm and the next add), so
+//     autograd sums its two gradients there: an add reading two tensors and writing one, twice
+//     per layer.
 //
 // Tensor parallelism (Megatron-LM; Shoeybi et al., 2019): QKV and the MLP's gate/up are
 // column-parallel (output features split over t ranks), the attention output and MLP down
@@ -65,6 +77,7 @@ struct ParamTensor {
   std::string name;
   std::int64_t elements = 0;  // on one tensor-parallel rank
   bool expert = false;        // a routed expert's weight: synchronised over the expert-data-parallel group
+  bool bias = false;          // a linear layer's bias: backward sums the output gradient's rows
 };
 
 struct TensorParallel {
@@ -149,7 +162,7 @@ struct ForwardStep {
   double saved_bytes = 0;           // activations this op keeps until its backward
   double score_bytes = 0;           // of which attention-score tensors (dropped by selective recompute)
   std::vector<std::size_t> params = {};  // indices into Block::params this op uses
-  bool has_backward = true;         // residual adds pass gradients through without a kernel
+  bool has_backward = true;         // false: no kernel derived from it (residual adds pass gradients through)
   bool attention_core = false;      // recomputed by selective activation checkpointing
   // A memory-bound op's backward bytes when they are not 1.5 times its forward's (dropout's
   // backward moves what its forward does: the gradient and the mask read, one tensor written).
@@ -167,9 +180,13 @@ struct ForwardStep {
   std::vector<std::size_t> waits_for = {};
   // A point-to-point transfer beside the compute (ring attention's KV blocks).
   std::optional<program::SendRecvOp> transfer = {};
-  // When set, this step's backward as written here, in execution order, instead of the one
-  // derived from it (ring attention's backward ring); its waits_for count from its first step.
+  // Backward steps written here, in execution order, that run before the one derived from it
+  // (the residual stream's gradient sum) or instead of it, when has_backward is false (ring
+  // attention's backward ring); their waits_for count from their first step.
   std::vector<BackwardStep> backward_steps = {};
+  // A linear layer with a bias: the sum over rows that gives the bias's gradient, after the
+  // weight gradient; the layer's parameter gradients are complete after it.
+  std::optional<program::ComputeOp> bias_gradient = {};
 };
 
 

@@ -66,6 +66,11 @@ double ComputeModel::memory_efficiency(const program::ComputeOp& op) const {
   switch (op.kind) {
     case program::ComputeKind::kNorm:
       return op.phase == program::Phase::kBackward ? memory_kernels_.norm_backward : memory_kernels_.norm_forward;
+    // A bias's gradient, a sum over rows: PyTorch's reduce_kernel summed an MPT-13b layer's
+    // output gradients (378 MB) at 0.52 of an H200's bandwidth, its LayerNorm forward — also a
+    // row reduction — ran at 0.54–0.56 from 256 MiB up (bench/results/h200-2026-12-04): priced
+    // as the device's norm forward.
+    case program::ComputeKind::kReduction: return memory_kernels_.norm_forward;
     case program::ComputeKind::kSoftmax:
     case program::ComputeKind::kLoss: return memory_kernels_.softmax;
     default: return memory_kernels_.streaming;

@@ -39,8 +39,8 @@ std::optional<Enum> from_name(const std::array<std::string_view, N>& names, std:
 constexpr std::array<std::string_view, 4> kDTypeNames = {"bf16", "fp16", "fp32", "fp8"};
 constexpr std::array<std::string_view, 4> kPhaseNames = {"forward", "backward", "recompute",
                                                          "optimizer"};
-constexpr std::array<std::string_view, 9> kComputeKindNames = {
-    "matmul", "attention", "norm", "elementwise", "softmax", "embedding", "loss", "optimizer", "memcpy"};
+constexpr std::array<std::string_view, 10> kComputeKindNames = {
+    "matmul", "attention", "norm", "elementwise", "softmax", "embedding", "loss", "optimizer", "memcpy", "reduction"};
 constexpr std::array<std::string_view, 9> kCollectiveNames = {
     "all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce",
     "all_to_all", "barrier",    "ps_push",        "ps_pull"};

@@ -51,6 +51,7 @@ enum class ComputeKind : std::uint8_t {
   kLoss,         // shape [tokens, vocab]: softmax cross-entropy
   kOptimizer,    // shape [parameters]: optimizer update
   kMemcpy,       // shape [bytes]: a copy between host and device memory over PCIe
+  kReduction,    // shape [rows, columns]: a sum over rows (a bias's gradient)
 };
 std::string_view compute_kind_name(ComputeKind kind);
 

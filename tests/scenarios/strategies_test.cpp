@@ -743,8 +743,9 @@ TEST(PipelineTest, ScatterGatherSendsOneTthAndAllGathersItInsideTheNode) {
 }
 
 TEST(PipelineTest, ABackwardThatStartsWithACollectiveWaitsForTheReceivedGradient) {
-  // Sequence parallelism: a layer's backward begins with the all-gather of the MLP's output
-  // gradient, which needs the gradient the next stage sent.
+  // Sequence parallelism: a layer's backward begins with the sum of the residual stream's
+  // gradients, then the all-gather of the MLP's output gradient; both need the gradient the next
+  // stage sent.
   const auto result = run(kPipeline, {"cluster.gpus_per_node=8", "parallel.tp=2", "parallel.sequence_parallel=true"});
   const auto& ops = result.program.ranks[2]->ops;  // stage 1 (layers 2 and 3), tensor-parallel rank 0
   const auto index_of = [&](const std::string& name) {
@@ -752,8 +753,10 @@ TEST(PipelineTest, ABackwardThatStartsWithACollectiveWaitsForTheReceivedGradient
     EXPECT_NE(found, ops.end()) << name;
     return static_cast<program::OpIndex>(found - ops.begin());
   };
+  const program::Op& sum = ops[index_of("layer3.bwd.mlp_residual_grad_sum")];
+  EXPECT_NE(std::find(sum.deps.begin(), sum.deps.end(), index_of("pp.recv_gradient.0")), sum.deps.end());
   const program::Op& gather = ops[index_of("layer3.bwd.mlp_g")];
-  EXPECT_NE(std::find(gather.deps.begin(), gather.deps.end(), index_of("pp.recv_gradient.0")), gather.deps.end());
+  EXPECT_NE(std::find(gather.deps.begin(), gather.deps.end(), index_of("layer3.bwd.mlp_residual_grad_sum")), gather.deps.end());
 }
 
 TEST(TensorParallelOverlapTest, ChunksPipelineTheGemmsWithTheirCollectives) {

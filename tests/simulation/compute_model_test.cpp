@@ -118,6 +118,10 @@ TEST(ComputeModelTest, Fp8AndMemoryBoundKernelsUseTheDevicesOwnMeasurements) {
   EXPECT_DOUBLE_EQ(h100.memory_efficiency(norm), 0.525);
   norm.phase = program::Phase::kBackward;
   EXPECT_DOUBLE_EQ(h100.memory_efficiency(norm), 0.336);
+  // A bias's gradient, a row reduction, at the norm forward's rate (measured alike on an H200).
+  program::ComputeOp bias_gradient = op(program::ComputeKind::kReduction, program::DType::kBF16, 0, 1e9);
+  bias_gradient.phase = program::Phase::kBackward;
+  EXPECT_DOUBLE_EQ(h100.memory_efficiency(bias_gradient), 0.525);
   EXPECT_DOUBLE_EQ(h100.memory_efficiency(op(program::ComputeKind::kSoftmax, program::DType::kBF16, 0, 1e9)), 1.89 / 3.35);
   EXPECT_DOUBLE_EQ(h100.memory_efficiency(op(program::ComputeKind::kElementwise, program::DType::kBF16, 0, 1e9)),
                    2.97 / 3.35);

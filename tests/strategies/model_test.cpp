@@ -158,10 +158,11 @@ TEST(TransformerOpsTest, StandardAttentionCopiesTheContextBackToSequenceMajorAnd
   // gradients: a read and a write of b·s·3h/t (Llama-2-7B has as many KV heads as heads).
   EXPECT_LT(forward_bytes(layer, "qkv_split"), 0);
   EXPECT_DOUBLE_EQ(backward_bytes(layer, "qkv_split"), 2 * 3 * context);
+  // FlashAttention needs no permute, but its kernel too returns dQ, dK and dV as three tensors.
   model.attention = strategies::AttentionKind::kFlash;
   const auto flash = strategies::transformer_layer_block(model, shape, 0);
   EXPECT_LT(forward_bytes(flash, "attention_context_permute"), 0);
-  EXPECT_LT(backward_bytes(flash, "qkv_split"), 0);
+  EXPECT_DOUBLE_EQ(backward_bytes(flash, "qkv_split"), 2 * 3 * context);
 }
 
 TEST(TransformerOpsTest, DropoutAndTheResidualAddAreOneKernelWhenFused) {
@@ -187,6 +188,53 @@ TEST(TransformerOpsTest, DropoutAndTheResidualAddAreOneKernelWhenFused) {
   EXPECT_LT(backward_bytes(unfused, "attn_residual"), 0);  // the gradient passes through
 }
 
+TEST(TransformerOpsTest, ABiasedLinearLayerSumsItsOutputGradientForTheBiasAfterItsWeightGradient) {
+  // GPT-3 has biases: each of the four linear layers' backward ends with a sum over the b·s rows
+  // of its b·s × n output gradient (read once, the n sums written), and the layer's parameter
+  // gradients are complete after it. bf16, t = 2 with sequence parallelism: the column-parallel
+  // layers (QKV, MLP up) sum b·s rows of n/t, the row-parallel ones (output projection, MLP
+  // down), whose bias is added after the reduce-scatter, b·s/t rows of h.
+  ModelSpec model = *strategies::model_preset("gpt3-175b");
+  const std::int64_t b = 1, s = 256, t = 2, h = model.hidden, f = model.ffn_hidden;
+  strategies::BlockShape shape{b, s, program::DType::kBF16, {}};
+  shape.tp.degree = t;
+  shape.tp.sequence_parallel = true;
+  const auto layer = strategies::transformer_layer_block(model, shape, 0);
+  const auto sum_bytes = [](double rows, double n) { return (rows + 1) * n * 2; };
+  EXPECT_DOUBLE_EQ(backward_bytes(layer, "qkv.bias_grad"), sum_bytes(b * s, 3 * h / t));
+  EXPECT_DOUBLE_EQ(backward_bytes(layer, "attn_out.bias_grad"), sum_bytes(b * s / t, h));
+  EXPECT_DOUBLE_EQ(backward_bytes(layer, "mlp_up.bias_grad"), sum_bytes(b * s, f / t));
+  EXPECT_DOUBLE_EQ(backward_bytes(layer, "mlp_down.bias_grad"), sum_bytes(b * s / t, h));
+  for (std::size_t i = 0; i < layer.backward.size(); ++i) {
+    const auto& step = layer.backward[i];
+    if (step.name != "layer0.bwd.mlp_up.bias_grad") continue;
+    EXPECT_EQ(std::get<program::ComputeOp>(step.op).kind, program::ComputeKind::kReduction);
+    EXPECT_EQ(layer.backward[i - 1].name, "layer0.bwd.mlp_up.wgrad");
+    EXPECT_TRUE(layer.backward[i - 1].grads_ready.empty());
+    EXPECT_EQ(step.grads_ready.size(), 2u);  // the weight and the bias
+  }
+  // No bias, no sum (Llama); under FP8, Transformer Engine sums it in the gradient's cast.
+  EXPECT_LT(backward_bytes(strategies::transformer_layer_block(*strategies::model_preset("llama-2-7b"), shape, 0),
+                           "qkv.bias_grad"), 0);
+  shape.fp8_linear = true;
+  EXPECT_LT(backward_bytes(strategies::transformer_layer_block(model, shape, 0), "qkv.bias_grad"), 0);
+}
+
+TEST(TransformerOpsTest, BackwardSumsTheResidualStreamsTwoGradientsAfterEachResidualAdd) {
+  // The residual add's output feeds the next norm and the next add: backward adds the two
+  // gradients — two b·s·h tensors read, one written (bf16) — with dropout fused or not.
+  ModelSpec model = *strategies::model_preset("llama-2-7b");
+  const std::int64_t b = 2, s = 256;
+  const double elements = static_cast<double>(b * s * model.hidden);
+  for (const bool dropout : {false, true}) {
+    model.dropout = dropout;
+    const auto layer = strategies::transformer_layer_block(model, {b, s, program::DType::kBF16, {}}, 0);
+    for (const char* branch : {"attn", "mlp"}) {
+      EXPECT_DOUBLE_EQ(backward_bytes(layer, std::string(branch) + "_residual_grad_sum"), 6 * elements) << branch;
+    }
+  }
+}
+
 TEST(TransformerOpsTest, BackwardOfAMatmulIsTwoMatmulsOfTheSameFlops) {
   const ModelSpec model = *strategies::model_preset("llama-2-7b");
   const auto block = strategies::transformer_layer_block(model, {1, 256, program::DType::kBF16, {}}, 3);
@@ -199,7 +247,9 @@ TEST(TransformerOpsTest, BackwardOfAMatmulIsTwoMatmulsOfTheSameFlops) {
     if (op.kind == program::ComputeKind::kMatmul) backward_matmul += op.flops;
   }
   EXPECT_DOUBLE_EQ(backward_matmul, 2 * forward_matmul);
-  EXPECT_EQ(block.backward.front().name, "layer3.bwd.mlp_down.dgrad");  // reverse order
+  // Reverse order, after the sum of the residual stream's two gradients.
+  EXPECT_EQ(block.backward.front().name, "layer3.bwd.mlp_residual_grad_sum");
+  EXPECT_EQ(block.backward[1].name, "layer3.bwd.mlp_down.dgrad");
   EXPECT_EQ(block.backward.back().name, "layer3.bwd.attn_norm");
 }
 
