@@ -131,8 +131,11 @@ constexpr double kNdrEfficiency = 47.5 / 50.0;
 //       (Triton's fused-softmax tutorial 02, its benchmark table); on the H100, torch.compile's
 //       fp32 softmax at 1.89 TB/s (Dao-AILab/quack media/2025-07-10-membound-sol.md), the only
 //       framework softmax measured there.
-//     The H200 has no published norm or softmax kernel figures: the H100's fractions stand in
-//     (an assumption — its 43 % more bandwidth feeds the same SMs).
+//     The H200 has no published norm or softmax kernel figures; dtsim measured PyTorch's own on
+//     one (bench/gpu_components.py, bench/results/h200-2026-12-04/components.json; bf16, the
+//     mean of the 1 GiB and 4 GiB passes): LayerNorm over rows of 5,120 forward 2.71 TB/s and
+//     backward (x, dy read, dx written) 1.46, softmax over rows of 2,048 1.88 — the H100's
+//     absolute softmax rate: these kernels are bound by the SMs, not the memory.
 //   Attention: fused kernels' forward + backward, causal mask, head dimension 128, batch ×
 //     sequence = 16k tokens, 2048 hidden (Dao-AILab/flash-attention README, "Performance",
 //     assets/flash2_a100_fwd_bwd_benchmark.png and flash2_h100_fwd_bwd_benchmark.png, 2023; the
@@ -148,8 +151,12 @@ constexpr double kNdrEfficiency = 47.5 / 50.0;
 //                                backward is slightly slower than CUDA forward + backward") and
 //                                the A100 bars (Triton within 10 % of FlashAttention at every
 //                                length) give it FlashAttention's curve.
-//     The H200 has the H100's SMs and clocks, and these kernels are compute-bound: the H100's
-//     curves.
+//     H200 SXM, FlashAttention-2 as PyTorch ships it (scaled_dot_product_attention's flash
+//       backend, torch 2.11.0+cu130), the same benchmark setup, measured by dtsim on one H200
+//       after a GEMM power soak (bench/gpu_components.py; bench/results/h200-2026-12-04/
+//       components.json): 131, 186, 234, 268, 291, 310 — 12 % below the H100's README bars at
+//       sequence 2k. FlashAttention and Triton: none measured; the H100's curves stand in (the
+//       same SMs and clocks; these kernels are compute-bound).
 DeviceSpec datasheet(std::string name, double bf16, double fp16, double fp32, double tf32, double fp8, double memory,
                      double memory_bandwidth, double nvlink) {
   DeviceSpec device;
@@ -185,6 +192,10 @@ const AttentionRates kAttentionH100 = {
     {AttentionKernel::kFlash2, {{512, 163}, {1024, 221}, {2048, 265}, {4096, 294}, {8192, 308}, {16384, 328}}},
     {AttentionKernel::kFlash1, kFlash1H100},
     {AttentionKernel::kTriton, kFlash1H100}};
+const AttentionRates kAttentionH200 = {
+    {AttentionKernel::kFlash2, {{512, 131}, {1024, 186}, {2048, 234}, {4096, 268}, {8192, 291}, {16384, 310}}},
+    {AttentionKernel::kFlash1, kFlash1H100},
+    {AttentionKernel::kTriton, kFlash1H100}};
 
 DeviceSpec with_measurements(DeviceSpec device, int sms, GemmMeasurement gemm, GemmMeasurement fp8_gemm,
                              MemoryKernelRates memory, const AttentionRates& attention = {}) {
@@ -216,7 +227,7 @@ const std::vector<std::pair<std::string, DeviceSpec>>& devices() {
       {"h200-sxm",
        with_measurements(datasheet("H200 SXM", 989.4 * kTera, 989.4 * kTera, 66.9 * kTera, 494.7 * kTera, 1978.9 * kTera,
                           141 * kGiga, 4800 * kGiga, 450 * kGiga),
-                         132, kHopperGemm, kHopperFp8Gemm, kH200Memory, kAttentionH100)},
+                         132, kHopperGemm, kHopperFp8Gemm, kH200Memory, kAttentionH200)},
       {"h100-pcie",
        with_measurements(datasheet("H100 PCIe", 756 * kTera, 756 * kTera, 51.2 * kTera, 378 * kTera, 1513 * kTera,
                           80 * kGiga, 2000 * kGiga, 0),
