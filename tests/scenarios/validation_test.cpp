@@ -60,12 +60,14 @@ struct GroupBound {
 // their memory traffic, each memory-bound kernel's own rate, fused dropout-add) and PyTorch
 // FSDP's passes over each unit's gradient before its reduce-scatter, autograd's gradient
 // accumulation and the mixed-precision optimizer's passes: throughput median 5.8 %, max 13.0 %
-// (2026-12-04, with Composer's unfused AdamW in the llm-foundry rows: 5.2 %, 12.9 %);
+// (2026-12-04, with Composer's unfused AdamW in the llm-foundry rows: 5.2 %, 12.9 %; with the
+// backward kernels that have no forward twin — bias gradients, the QKV concatenation under fused
+// attention, the residual stream's gradient sums: 3.6 %, 11.0 %);
 // collective median 2.0 %, max 17.9 % (the small-message rows from
 // H100 runs with NCCL's defaults); kernel median 2.6 %, max 3.2 % (Hugging Face's LlamaMLP on
 // an A100, Liger-Kernel's data: the attention rows set a model constant, so the group counts
 // only the MLP rows). Each kernel row must stay within 10 % (below).
-constexpr GroupBound kTodaysBounds[] = {{"throughput", 0.06, 0.13}, {"collective", 0.05, 0.20}, {"kernel", 0.04, 0.05}};
+constexpr GroupBound kTodaysBounds[] = {{"throughput", 0.04, 0.12}, {"collective", 0.05, 0.20}, {"kernel", 0.04, 0.05}};
 
 TEST(ValidationTest, EveryCaseRunsAndEachGroupStaysWithinTodaysBounds) {
   const scenarios::ValidationResult result = scenarios::run_validation(kManifest, 0);
