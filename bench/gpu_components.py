@@ -16,7 +16,13 @@ Measures, through PyTorch on random data, each figure the compute model prices a
   optimizer   torch.optim.AdamW fused, foreach and for-loop over 1.0e9 fp32 parameters: time and
               the bandwidth implied by strategies/training_step.cpp's bytes per parameter;
   layer       an MPT block (LayerNorm, QKV, causal SDPA, projection, LayerNorm, 4× MLP with GELU;
-              bf16, biases) forward + backward, ms per layer, and torch.profiler's kernel table.
+              bf16, biases) forward + backward, ms per layer, and torch.profiler's kernel table;
+  shapes      how a GEMM's memory traffic and main loop combine: bf16 GEMMs sweeping K (M = N =
+              8192) and N (M = 16384, K = 8192), and the batched GEMMs of unfused attention
+              (Q·Kᵀ, P·V and their gradients' GEMMs, head dimension 64 and 128), after a soak; and
+              unfused attention forward + backward as FlashAttention's benchmark runs its
+              "PyTorch" baseline (baddbmm, softmax, bmm), not causal. (Written 2026-12-04 after
+              the lease ended: not yet run on a GPU.)
 Every figure is a median of CUDA-event timings. Results go to $OUT (or the current folder):
 gpu_components.json, and gpu_components.txt with the profiler tables. Usage:
   python3 bench/gpu_components.py [--quick] [--only=gemm,layer,...]
@@ -141,6 +147,59 @@ def gemm():
         measure(f"square {size}", size, size, size, (size, size), (size, size), lambda a, b: a @ b)
     measure("stas 8192x8448x20480", 8192, 8448, 20480, (8192, 20480), (20480, 8448), lambda a, b: a @ b)
     results["gemm"] = rows
+
+
+def shapes():
+    rows = []
+    soak(3 if QUICK else 6)
+
+    def measure(label, batch, m, n, k, transpose_a=False, transpose_b=False):
+        a = torch.randn(batch, k, m, device="cuda", dtype=torch.bfloat16).transpose(1, 2) if transpose_a else \
+            torch.randn(batch, m, k, device="cuda", dtype=torch.bfloat16)
+        b = torch.randn(batch, n, k, device="cuda", dtype=torch.bfloat16).transpose(1, 2) if transpose_b else \
+            torch.randn(batch, k, n, device="cuda", dtype=torch.bfloat16)
+        ms = median_ms(lambda: torch.bmm(a, b))
+        tflops = 2 * batch * m * n * k / (ms * 1e-3) / 1e12
+        rows.append({"label": label, "batch": batch, "m": m, "n": n, "k": k, "transpose_a": transpose_a,
+                     "transpose_b": transpose_b, "ms": ms, "tflops": tflops})
+        log(f"   {label:26s} batch {batch:4d} M {m:6d} N {n:6d} K {k:6d}  {ms:8.4f} ms  {tflops:6.1f} TFLOP/s")
+
+    for k in (64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384):
+        measure("K sweep", 1, 8192, 8192, k)
+    for n in (64, 128, 256, 512, 1024, 2048, 4096):
+        measure("N sweep", 1, 16384, n, 8192)
+    for dim, heads in ((64, 32), (128, 16)):  # hidden 2048, batch 8 × sequence 2048
+        batch, s = 8 * heads, 2048
+        measure(f"attn hd{dim} QK^T", batch, s, s, dim, transpose_b=True)
+        measure(f"attn hd{dim} PV", batch, s, dim, s)
+        measure(f"attn hd{dim} dP=dO.V^T", batch, s, s, dim, transpose_b=True)
+        measure(f"attn hd{dim} dV=P^T.dO", batch, s, dim, s, transpose_a=True)
+        measure(f"attn hd{dim} dQ=dS.K", batch, s, dim, s)
+        measure(f"attn hd{dim} dK=dS^T.Q", batch, s, dim, s, transpose_a=True)
+    results["shapes"] = rows
+
+    unfused = []
+    for dim, heads in ((64, 32), (128, 16)):
+        for seq in (512, 1024, 2048, 4096, 8192):
+            batch = 16384 // seq
+            q, k, v = (torch.randn(batch * heads, seq, dim, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+                       for _ in range(3))
+            scale = dim ** -0.5
+
+            def forward():
+                scores = torch.baddbmm(torch.empty(batch * heads, seq, seq, device="cuda", dtype=torch.bfloat16),
+                                       q, k.transpose(1, 2), beta=0, alpha=scale)
+                return torch.bmm(torch.softmax(scores, dim=-1), v)
+
+            grad = torch.randn(batch * heads, seq, dim, device="cuda", dtype=torch.bfloat16)
+            both_ms = median_ms(lambda: torch.autograd.grad(forward(), (q, k, v), grad), min_seconds=0.3, max_reps=50)
+            forward_flops, backward_flops = attention_flops(batch, heads, seq, dim, False)
+            tflops = (forward_flops + backward_flops) / both_ms / 1e9
+            unfused.append({"dim": dim, "heads": heads, "batch": batch, "seq": seq, "fwd_bwd_ms": both_ms,
+                            "fwd_bwd_tflops": tflops})
+            log(f"   unfused attention hd{dim} b {batch:3d} h {heads} s {seq:5d}: fwd + bwd {both_ms:8.3f} ms  {tflops:6.1f} TFLOP/s")
+            del q, k, v, grad
+    results["unfused_attention"] = unfused
 
 
 def attention_flops(batch, heads, seq, dim, causal):
@@ -333,7 +392,7 @@ if __name__ == "__main__":
     torch.backends.cuda.matmul.allow_tf32 = False
     chosen = [arg.split("=", 1)[1].split(",") for arg in sys.argv if arg.startswith("--only=")]
     for name, body in (("facts", facts), ("launch", launch), ("gemm", gemm), ("attention", attention),
-                       ("memory", memory), ("optimizer", optimizer), ("layer", layer)):
+                       ("memory", memory), ("optimizer", optimizer), ("layer", layer), ("shapes", shapes)):
         if name == "facts" or not chosen or name in chosen[0]:
             section(name, body)
     results["finished"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
