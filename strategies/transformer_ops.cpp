@@ -62,14 +62,17 @@ class BlockBuilder {
   }
 
   // [M,K]·[K,N]. A column-parallel layer (tensor_parallel_input) keeps its input — sharded and
-  // gathered again in backward under sequence parallelism with regather.
-  // A row-parallel layer's bias (tensor_parallel_input false) is added after the
-  // reduce-scatter under sequence parallelism: its gradient sums the rank's m/t rows.
+  // gathered again in backward under sequence parallelism with regather. A bias's gradient sums
+  // `bias_rows` rows (m unless given: row_parallel_bias_rows).
   void matmul(std::string name, std::int64_t m, std::int64_t n, std::int64_t k, double saved,
-              std::vector<std::size_t> params, bool tensor_parallel_input = false) {
-    const std::int64_t bias_rows = tensor_parallel_input || !sequence_parallel() ? m : m / t();
+              std::vector<std::size_t> params, bool tensor_parallel_input = false,
+              std::optional<std::int64_t> bias_rows = std::nullopt) {
     grouped_matmul(std::move(name), 1, m, n, k, saved, std::move(params), tensor_parallel_input, bias_rows);
   }
+  // A row-parallel layer's bias is replicated on the tensor-parallel ranks, so under sequence
+  // parallelism each adds it to its own m/t rows after the reduce-scatter, and its gradient sums
+  // those.
+  std::int64_t row_parallel_bias_rows(std::int64_t m) const { return sequence_parallel() ? m / t() : m; }
   // `batch` GEMMs of the same shape in one kernel (a MoE layer's grouped expert GEMMs); a bias's
   // gradient sums `bias_rows` rows of each (m unless given).
   void grouped_matmul(std::string name, std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k, double saved,
@@ -86,10 +89,12 @@ class BlockBuilder {
       step.saved_bytes = saved / static_cast<double>(t());
       step.regather = collective(CollectiveKind::kAllGather, saved);
     }
-    // Under FP8, Transformer Engine sums the bias's gradient in the output gradient's cast
-    // (cast_transpose_bgrad): no pass of its own.
+    // Under FP8 too: Megatron-Core adds the projection's and the MLP's biases outside
+    // Transformer Engine (bias-GeLU, bias-dropout-add), and autograd sums their gradients; only a
+    // bias inside TE's layer is summed in the gradient's cast (cast_transpose_bgrad), which dtsim
+    // prices as its own pass all the same.
     const bool biased = std::any_of(step.params.begin(), step.params.end(), [&](std::size_t p) { return block_.params[p].bias; });
-    if (biased && !shape_.fp8_linear) step.bias_gradient = bias_gradient(batch, bias_rows.value_or(m), n);
+    if (biased) step.bias_gradient = bias_gradient(batch, bias_rows.value_or(m), n);
     block_.forward.push_back(std::move(step));
   }
 
@@ -614,7 +619,8 @@ void add_mlp(BlockBuilder& builder, const ModelSpec& model, const std::string& p
     builder.matmul(prefix + "_up", tokens, f, h, token_row, linear_params(builder, model, name + "up_proj", h, width, true), true);
     builder.memory_bound(prefix + "_act", ComputeKind::kElementwise, Shape::of({tokens * f}), 2 * ffn_row, ffn_row);
   }
-  builder.matmul(prefix + "_down", tokens, h, f, ffn_row, linear_params(builder, model, name + "down_proj", width, h, false));
+  builder.matmul(prefix + "_down", tokens, h, f, ffn_row, linear_params(builder, model, name + "down_proj", width, h, false),
+                 false, builder.row_parallel_bias_rows(tokens));
   builder.leave_tensor_parallel(prefix + "_g", token_row);
 }
 
@@ -705,7 +711,8 @@ void add_moe(BlockBuilder& builder, const ModelSpec& model, std::int64_t layer) 
   builder.memory_bound("experts_act", ComputeKind::kElementwise, Shape::of({rows * f}), (gated ? 3 : 2) * ffn_rows,
                        (gated ? 2 : 1) * ffn_rows);
   builder.grouped_matmul("experts_down", local_experts, rows_per_expert, h, f, ffn_rows,
-                         expert_params("experts.down_proj", moe.expert_ffn_hidden, h, false));
+                         expert_params("experts.down_proj", moe.expert_ffn_hidden, h, false), false,
+                         builder.row_parallel_bias_rows(rows_per_expert));
   if (dispatch) builder.step(first_routed).waits_for.push_back(*dispatch);
   if (builder.sequence_parallel()) {
     builder.collective_step("expert_scatter", CollectiveKind::kReduceScatter, builder.shape().tp.group, rows_bytes,
@@ -826,7 +833,8 @@ Block transformer_layer_block(const ModelSpec& model, const BlockShape& shape, s
   const std::int64_t attention_width = model.mla ? model.heads * model.mla->v_head_dim : h;
   builder.matmul("attn_out", tokens, h, attention_width / t,
                  flash ? 0 : static_cast<double>(tokens * attention_width) * builder.e() / static_cast<double>(t),
-                 linear_params(builder, model, "o_proj", attention_width, h, false));
+                 linear_params(builder, model, "o_proj", attention_width, h, false), false,
+                 builder.row_parallel_bias_rows(tokens));
   builder.leave_tensor_parallel("attn_g", token_row);
   add_dropout_residual(builder, model, "attn");
 

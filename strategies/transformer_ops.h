@@ -18,7 +18,8 @@
 //   - a linear layer with a bias sums its output gradient over the rows (the bias's gradient,
 //     `grad.sum(0)` — PyTorch's addmm backward, Megatron-LM's linear layers alike): reads the
 //     b·s × n output gradient (b·s/t rows for a row-parallel layer under sequence parallelism,
-//     whose bias is added after the reduce-scatter);
+//     whose bias is added after the reduce-scatter); one pass per layer, also under FP8 and for
+//     each chunk under tensor-parallel communication overlap;
 //   - Q, K and V are views of the fused QKV GEMM's output (Megatron-LM's split, llm-foundry's
 //     qkv.split), and the attention kernel returns their gradients as three tensors, so the
 //     split's backward concatenates them with a copy — for standard and fused attention alike;

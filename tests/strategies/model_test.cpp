@@ -213,11 +213,45 @@ TEST(TransformerOpsTest, ABiasedLinearLayerSumsItsOutputGradientForTheBiasAfterI
     EXPECT_TRUE(layer.backward[i - 1].grads_ready.empty());
     EXPECT_EQ(step.grads_ready.size(), 2u);  // the weight and the bias
   }
-  // No bias, no sum (Llama); under FP8, Transformer Engine sums it in the gradient's cast.
+  // No bias, no sum (Llama). Under FP8 the sums stay (Megatron-Core adds these biases outside
+  // Transformer Engine). Without sequence parallelism every layer sums all b·s rows.
   EXPECT_LT(backward_bytes(strategies::transformer_layer_block(*strategies::model_preset("llama-2-7b"), shape, 0),
                            "qkv.bias_grad"), 0);
   shape.fp8_linear = true;
-  EXPECT_LT(backward_bytes(strategies::transformer_layer_block(model, shape, 0), "qkv.bias_grad"), 0);
+  EXPECT_DOUBLE_EQ(backward_bytes(strategies::transformer_layer_block(model, shape, 0), "mlp_down.bias_grad"),
+                   sum_bytes(b * s / t, h));
+  shape.fp8_linear = false;
+  // Tensor-parallel communication overlap splits the MLP down projection into t row chunks, each
+  // summing its share of the b·s/t rows.
+  shape.tp.comm_overlap = true;
+  const auto chunked = strategies::transformer_layer_block(model, shape, 0);
+  EXPECT_DOUBLE_EQ(backward_bytes(chunked, "mlp_down.chunk0.bias_grad") + backward_bytes(chunked, "mlp_down.chunk1.bias_grad"),
+                   2 * sum_bytes(b * s / t / t, h));
+  shape.tp.comm_overlap = false;
+  shape.tp.sequence_parallel = false;
+  const auto without_sp = strategies::transformer_layer_block(model, shape, 0);
+  EXPECT_DOUBLE_EQ(backward_bytes(without_sp, "attn_out.bias_grad"), sum_bytes(b * s, h));
+  EXPECT_DOUBLE_EQ(backward_bytes(without_sp, "mlp_down.bias_grad"), sum_bytes(b * s, h));
+}
+
+TEST(TransformerOpsTest, ARowParallelExpertsBiasGradientSumsItsShareOfTheRowsUnderSequenceParallelism) {
+  // Mixtral with biases, t = 2 with sequence parallelism: the experts' down projection is
+  // row-parallel, its bias added after the reduce-scatter to 1/t of the rows its column-parallel
+  // gate/up projection sums.
+  ModelSpec model = *strategies::model_preset("mixtral-8x7b");
+  model.biases = true;
+  strategies::BlockShape shape{1, 1024, program::DType::kBF16, {}};
+  shape.tp.degree = 2;
+  shape.tp.sequence_parallel = true;
+  const auto layer = strategies::transformer_layer_block(model, shape, 0);
+  const auto rows = [&](const std::string& name) {
+    for (const auto& step : layer.backward) {
+      if (step.name == "layer0.bwd." + name) return std::get<program::ComputeOp>(step.op).shape[1];
+    }
+    return std::int64_t{-1};
+  };
+  ASSERT_GT(rows("experts_gate_up.bias_grad"), 0);
+  EXPECT_EQ(rows("experts_down.bias_grad") * 2, rows("experts_gate_up.bias_grad"));
 }
 
 TEST(TransformerOpsTest, BackwardSumsTheResidualStreamsTwoGradientsAfterEachResidualAdd) {
