@@ -544,13 +544,12 @@ void add_norm(BlockBuilder& builder, const ModelSpec& model, const std::string& 
 void add_dropout_residual(BlockBuilder& builder, const ModelSpec& model, const std::string& prefix) {
   const std::int64_t count = builder.local_tokens() * model.hidden;
   const double elements = static_cast<double>(count), e = builder.e();
+  const double dropout_bytes = elements * (2 * e + kMaskBytes);
   if (model.dropout && model.fused_dropout_add) {
-    const double dropout_bytes = elements * (2 * e + kMaskBytes);
     builder.memory_bound(prefix + "_dropout_add", ComputeKind::kElementwise, Shape::of({count}),
                          elements * (3 * e + kMaskBytes), kMaskBytes * elements, {}, true, dropout_bytes);
   } else {
     if (model.dropout) {
-      const double dropout_bytes = elements * (2 * e + kMaskBytes);
       builder.memory_bound(prefix + "_dropout", ComputeKind::kElementwise, Shape::of({count}), dropout_bytes,
                            kMaskBytes * elements, {}, true, dropout_bytes);
     }
