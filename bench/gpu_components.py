@@ -17,12 +17,13 @@ Measures, through PyTorch on random data, each figure the compute model prices a
               the bandwidth implied by strategies/training_step.cpp's bytes per parameter;
   layer       an MPT block (LayerNorm, QKV, causal SDPA, projection, LayerNorm, 4× MLP with GELU;
               bf16, biases) forward + backward, ms per layer, and torch.profiler's kernel table;
+  fp8         FP8 e4m3 GEMM TFLOP/s (torch._scaled_mm, bf16 output) on squares and Bekman's shape;
   shapes      how a GEMM's memory traffic and main loop combine: bf16 GEMMs sweeping K (M = N =
               8192) and N (M = 16384, K = 8192), and the batched GEMMs of unfused attention
               (Q·Kᵀ, P·V and their gradients' GEMMs, head dimension 64 and 128), after a soak; and
               unfused attention forward + backward as FlashAttention's benchmark runs its
-              "PyTorch" baseline (baddbmm, softmax, bmm), not causal. (Written 2026-12-04 after
-              the lease ended: not yet run on a GPU.)
+              "PyTorch" baseline (baddbmm, softmax, bmm), not causal; with each GEMM's cuBLAS
+              kernel name (its tile and pipeline stages).
 Every figure is a median of CUDA-event timings. Results go to $OUT (or the current folder):
 gpu_components.json, and gpu_components.txt with the profiler tables. Usage:
   python3 bench/gpu_components.py [--quick] [--only=gemm,layer,...]
@@ -149,6 +150,33 @@ def gemm():
     results["gemm"] = rows
 
 
+def fp8_gemm():
+    """FP8 (e4m3) GEMMs through torch._scaled_mm, bf16 output, per-tensor scales, as Transformer
+    Engine's FP8 linear layers run them: squares and Bekman's FP8 shape (topology/presets.cpp)."""
+    rows = []
+    soak(3 if QUICK else 6)
+    one = torch.ones((), device="cuda", dtype=torch.float32)
+    for m, n, k in ((2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192, 8192), (16384, 16384, 16384),
+                    (8448, 8192, 16384), (16384, 15360, 5120), (16384, 5120, 20480)):
+        a = torch.randn(m, k, device="cuda").to(torch.float8_e4m3fn)
+        b = torch.randn(n, k, device="cuda").to(torch.float8_e4m3fn).t()  # column-major, as _scaled_mm needs
+        op = lambda: torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+        ms = median_ms(op)
+        tflops = 2 * m * n * k / (ms * 1e-3) / 1e12
+        kernel = kernel_name(op)
+        rows.append({"m": m, "n": n, "k": k, "ms": ms, "tflops": tflops, "kernel": kernel})
+        log(f"   fp8 M {m:6d} N {n:6d} K {k:6d}  {ms:8.4f} ms  {tflops:7.1f} TFLOP/s  {kernel}")
+    results["fp8_gemm"] = rows
+
+
+def kernel_name(fn):
+    """The name of the CUDA kernel(s) one call of fn launches, from torch.profiler (the tile and stage counts)."""
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as profile:
+        fn()
+        torch.cuda.synchronize()
+    return " + ".join(e.key for e in profile.key_averages() if getattr(e, "device_time_total", 0) > 0)
+
+
 def shapes():
     rows = []
     soak(3 if QUICK else 6)
@@ -160,14 +188,19 @@ def shapes():
             torch.randn(batch, k, n, device="cuda", dtype=torch.bfloat16)
         ms = median_ms(lambda: torch.bmm(a, b))
         tflops = 2 * batch * m * n * k / (ms * 1e-3) / 1e12
+        kernel = kernel_name(lambda: torch.bmm(a, b))
         rows.append({"label": label, "batch": batch, "m": m, "n": n, "k": k, "transpose_a": transpose_a,
-                     "transpose_b": transpose_b, "ms": ms, "tflops": tflops})
-        log(f"   {label:26s} batch {batch:4d} M {m:6d} N {n:6d} K {k:6d}  {ms:8.4f} ms  {tflops:6.1f} TFLOP/s")
+                     "transpose_b": transpose_b, "ms": ms, "tflops": tflops, "kernel": kernel})
+        log(f"   {label:26s} batch {batch:4d} M {m:6d} N {n:6d} K {k:6d}  {ms:8.4f} ms  {tflops:6.1f} TFLOP/s  {kernel}")
 
     for k in (64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384):
         measure("K sweep", 1, 8192, 8192, k)
+    for k in (64, 256, 1024, 4096, 16384):
+        measure("K sweep 4096", 1, 4096, 4096, k)
+        measure("K sweep 16384", 1, 16384, 16384, k)
     for n in (64, 128, 256, 512, 1024, 2048, 4096):
         measure("N sweep", 1, 16384, n, 8192)
+        measure("N sweep K 2048", 1, 16384, n, 2048)
     for dim, heads in ((64, 32), (128, 16)):  # hidden 2048, batch 8 × sequence 2048
         batch, s = 8 * heads, 2048
         measure(f"attn hd{dim} QK^T", batch, s, s, dim, transpose_b=True)
@@ -392,7 +425,8 @@ if __name__ == "__main__":
     torch.backends.cuda.matmul.allow_tf32 = False
     chosen = [arg.split("=", 1)[1].split(",") for arg in sys.argv if arg.startswith("--only=")]
     for name, body in (("facts", facts), ("launch", launch), ("gemm", gemm), ("attention", attention),
-                       ("memory", memory), ("optimizer", optimizer), ("layer", layer), ("shapes", shapes)):
+                       ("memory", memory), ("optimizer", optimizer), ("layer", layer), ("shapes", shapes),
+                       ("fp8", fp8_gemm)):
         if name == "facts" or not chosen or name in chosen[0]:
             section(name, body)
     results["finished"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
