@@ -21,6 +21,10 @@ enum class AttentionKernel { kFlash2, kFlash1, kTriton };
 struct GemmMeasurement {
   double fraction_of_peak = 0;  // 0: not measured
   double m = 0, n = 0, k = 0;
+  // How the architecture's GEMM kernels combine their main loop and their memory traffic: the
+  // fraction of the shorter of the two left exposed beside the longer (1: they add; 0: the
+  // longer hides the shorter). sim/compute/compute_model.h; presets.cpp gives each its source.
+  double exposed_traffic = 1;
   bool measured() const { return fraction_of_peak > 0; }
 };
 

@@ -114,6 +114,27 @@ constexpr double kNdrEfficiency = 47.5 / 50.0;
 //     MI300X: only a burst maximum is published, 668.4 of 1307.4 TFLOP/s bf16 at
 //       10240 × 15360 × 8192 (same README, master, PyTorch 2.5.1 on ROCm 6.3 with TunableOp) —
 //       an upper bound of what it sustains; 304 compute units (AMD CDNA 3 white paper).
+//   GEMM main loop and memory traffic (GemmMeasurement::exposed_traffic; the rule is
+//   sim/compute/compute_model.h's): the fraction of the shorter of the two left beside the longer.
+//     A100: 1, they add. PyTorch's unfused attention forward + backward (two batched GEMMs with
+//       K or N = head dimension each way, softmax between) at 43–46 TFLOP/s (head dimension 64)
+//       and 76–86 (128) (Dao-AILab/flash-attention README, "PyTorch" bars of the FlashAttention-2
+//       benchmark, 2023), and the batched Q·Kᵀ and A·V GEMMs alone at 60–75 and 100–130 TFLOP/s
+//       (Anthony et al., arXiv 2401.14489, Fig. 7): within 10 % of the sum, 25–60 % below the max.
+//       Ampere's kernels run one tile per thread block, loads pipelined only within the tile's
+//       short K loop, its epilogue after it.
+//     Hopper: 0.10, measured on an H200 (bench/gpu_components.py, bench/results/h200-2026-12-04-shapes;
+//       torch 2.11.0+cu130, cuBLAS's nvjet kernels): over 84 bf16 GEMMs of 0.1 ms or more — the
+//       48 of the MPT layers, K and N sweeps at M = 4096…16384, and the 12 batched GEMMs of
+//       unfused attention — the fraction with the smallest RMS log error, each fit deriving the
+//       main-loop rate from Bekman's GEMM under the same rule (bench/gemm_traffic_fit.py): 0.10
+//       gives median |error| 3.0 %, RMS log error 0.064 (0.15 ties; 1: 4.0 %, 0.181; the attention
+//       GEMMs alone 5.8 % vs 56 %). The kernels are persistent and
+//       warp-specialised: a producer warp's TMA loads the next tile while consumers multiply and
+//       write the current one. PyTorch's H100 "PyTorch" attention bars of 2023 (cuBLAS 12.1)
+//       still fit the sum (tests/validation: +25 % with 0.10); dtsim prices today's kernels.
+//       Blackwell's kernels are built the same way (TMA, warp specialisation, persistent tiles):
+//       the B200's and GB200's take Hopper's fraction, as an assumption. MI300X: not measured, 1.
 //   Memory-bound kernels, fractions of the datasheet bandwidth (topology::MemoryKernelRates),
 //   each kernel's bytes counted as inputs read once and outputs written once:
 //     streaming — BabelStream's Add/Triad (two reads, one write; Azure/AI-benchmarking-guide
@@ -210,8 +231,8 @@ DeviceSpec with_measurements(DeviceSpec device, int sms, GemmMeasurement gemm, G
 // The sources of these are in the header comment above.
 constexpr GemmMeasurement kA100Gemm = {257.0 / 312.0, 8192, 8192, 8192};
 constexpr MemoryKernelRates kA100Memory = {1.70 / 2.039, 0.520, 0.345, 1.249 / 2.039};
-constexpr GemmMeasurement kB200Gemm = {1456.3 / 2250.0, 9472, 8192, 20480};
-constexpr GemmMeasurement kB200Fp8Gemm = {2795.7 / 4500.0, 9472, 8192, 16384};
+constexpr GemmMeasurement kB200Gemm = {1456.3 / 2250.0, 9472, 8192, 20480, kHopperExposedGemmTraffic};
+constexpr GemmMeasurement kB200Fp8Gemm = {2795.7 / 4500.0, 9472, 8192, 16384, kHopperExposedGemmTraffic};
 constexpr GemmMeasurement kMi300xGemm = {668.4 / 1307.4, 10240, 15360, 8192};
 
 const std::vector<std::pair<std::string, DeviceSpec>>& devices() {

@@ -28,6 +28,7 @@ ComputeModel::ComputeModel(topology::DeviceSpec device, ComputeEfficiency effici
     : device_(std::move(device)), efficiency_(std::move(efficiency)), host_link_(host_link) {
   memory_kernels_ = device_.memory_kernels.measured() ? device_.memory_kernels : topology::kH200Memory;
   const topology::GemmMeasurement& gemm = device_.gemm_sustained.measured() ? device_.gemm_sustained : topology::kHopperGemm;
+  exposed_gemm_traffic_ = gemm.exposed_traffic;
   gemm_ceiling_ = efficiency_.matmul.value_or(main_loop_ceiling(gemm, program::DType::kBF16));
   const topology::GemmMeasurement& fp8 =
       device_.fp8_gemm_sustained.measured() ? device_.fp8_gemm_sustained : topology::kHopperFp8Gemm;
@@ -38,8 +39,9 @@ ComputeModel::ComputeModel(topology::DeviceSpec device, ComputeEfficiency effici
   }
 }
 
-// measured time = main loop at the ceiling (whole tiles, whole waves) + its memory traffic, so
-// ceiling = main loop at ceiling 1 / (measured time − traffic).
+// The measured GEMM is compute-bound (a large one): measured time = main loop at the ceiling
+// (whole tiles, whole waves) + exposed · traffic, so
+// ceiling = main loop at ceiling 1 / (measured time − exposed · traffic).
 double ComputeModel::main_loop_ceiling(const topology::GemmMeasurement& measured, program::DType dtype) const {
   const double peak = peak_flops(dtype);
   const double measured_seconds = 2 * measured.m * measured.n * measured.k / (measured.fraction_of_peak * peak);
@@ -48,7 +50,7 @@ double ComputeModel::main_loop_ceiling(const topology::GemmMeasurement& measured
   const double traffic_seconds = bytes / (device_.memory_bandwidth * memory_kernels_.streaming);
   const double at_full_rate =
       GemmModel(device_.sms, peak, 1.0, device_.memory_bandwidth).plan({1, measured.m, measured.n, measured.k}).seconds;
-  return std::min(1.0, at_full_rate / (measured_seconds - traffic_seconds));
+  return std::min(1.0, at_full_rate / (measured_seconds - measured.exposed_traffic * traffic_seconds));
 }
 
 double ComputeModel::gemm_ceiling(program::DType dtype) const {
@@ -95,7 +97,8 @@ double ComputeModel::gemm_seconds(const program::ComputeOp& op) const {
   const double rate = device_.memory_bandwidth * memory_efficiency(op);
   if (op.bytes <= 0 || !efficiency_.matmul_memory_traffic) return main_loop;
   if (!efficiency_.matmul_by_size.empty()) return std::max(main_loop, op.bytes / rate);  // measured whole
-  return main_loop + op.bytes / rate;
+  const double traffic = op.bytes / rate;
+  return std::max(main_loop, traffic) + exposed_gemm_traffic_ * std::min(main_loop, traffic);
 }
 
 double ComputeModel::peak_flops(program::DType dtype) const {

@@ -1,21 +1,18 @@
 // Compute cost model: how long one compute op takes on one device.
 //
 // GEMMs (sim/compute/gemm_model.h): the tensor cores' main loop over whole tiles in whole
-// waves, at the rate the GPU sustains at its power limit, plus the GEMM's memory traffic (A and
-// B read, C written) at the streaming rate:
-//   t = main loop + (A + B + C bytes) / (bandwidth × η_stream)
-// The two add rather than overlap. That is what component measurements show: PyTorch's unfused
-// attention (two batched GEMMs with K or N = head dimension each way, softmax between), forward
-// + backward, at sequence 2k–8k: A100 80GB SXM4 43–46 TFLOP/s at head dimension 64 and 76–86 at
-// 128, H100 SXM5 81–87 and 145–167 (Dao-AILab/flash-attention README, "PyTorch" bars of its
-// FlashAttention-2 benchmark) — within 10 % of this sum and 25–60 % below the max of the two;
-// the batched Q·Kᵀ and A·V GEMMs alone on an A100 run at 60–75 (head dimension 64) and
-// 100–130 TFLOP/s (128) (Anthony et al., arXiv 2401.14489, Fig. 7), near the sum, far below the
-// max. A GEMM held at its power limit spends energy on both, and energy sets its clock
-// (He, 2024: "power limited"). For a transformer layer's GEMMs the traffic is 3–8 % of the main
-// loop; for attention's Q·Kᵀ at head dimension 64–128 it is most of the time.
-// The main-loop rate is derived from one measured GEMM (DeviceSpec::gemm_sustained): its time
-// less its own memory traffic.
+// waves, at the rate the GPU sustains at its power limit, and the GEMM's memory traffic (A and
+// B read, C written) at the streaming rate, T = (A + B + C bytes) / (bandwidth × η_stream):
+//   t = max(main loop, T) + ε · min(main loop, T)
+// ε, the fraction of the shorter left exposed, depends on how the architecture's kernels
+// pipeline (GemmMeasurement::exposed_traffic; topology/presets.cpp cites each): 1 on the A100,
+// where they add — PyTorch's unfused attention and its batched Q·Kᵀ and A·V GEMMs run near the
+// sum, far below the max —, 0.10 on Hopper, whose persistent warp-specialised kernels load the
+// next tile while the current one computes (measured on an H200 over 84 GEMMs). For a
+// transformer layer's GEMMs T is 3–8 % of the main loop; for attention's Q·Kᵀ at head dimension
+// 64–128 it is the longer of the two.
+// The main-loop rate is derived from one large measured GEMM (DeviceSpec::gemm_sustained): its
+// time less its own exposed traffic.
 // Memory-bound ops (roofline: Williams, Waterman & Patterson, CACM 2009):
 //   t = max( FLOPs / (peak × η),  bytes / (bandwidth × η_kernel) ) + kernel launch overhead
 // with η_kernel the measured rate of the op's kind of kernel (DeviceSpec::memory_kernels):
@@ -113,6 +110,8 @@ class ComputeModel {
   // The fraction of peak the GEMM main loop sustains in a full wave, after the scenario's
   // overrides and the device's measurements.
   double gemm_ceiling(program::DType dtype) const;
+  // ε: the fraction of the shorter of a GEMM's main loop and memory traffic left beside the longer.
+  double exposed_gemm_traffic() const { return exposed_gemm_traffic_; }
   // The fraction of memory bandwidth an op of `op`'s kind reaches moving `op.bytes`.
   double memory_efficiency(const program::ComputeOp& op) const;
   double attention_efficiency(double sequence) const;
@@ -129,13 +128,14 @@ class ComputeModel {
  private:
   // The main-loop rate of a GEMM measured at `measured`'s shape: its time less its memory traffic.
   double main_loop_ceiling(const topology::GemmMeasurement& measured, program::DType dtype) const;
-  // A GEMM by its shape: the main loop, then its memory traffic.
+  // A GEMM by its shape: its main loop and its memory traffic, combined as above.
   double gemm_seconds(const program::ComputeOp& op) const;
 
   topology::DeviceSpec device_;
   ComputeEfficiency efficiency_;
   topology::LinkSpec host_link_;
   topology::MemoryKernelRates memory_kernels_;  // the device's, or the H200's when unmeasured
+  double exposed_gemm_traffic_;  // ε above, the device's (or Hopper's when unmeasured)
   double gemm_ceiling_;      // bf16/fp16/tf32/fp32
   double fp8_gemm_ceiling_;
   EfficiencyBySize attention_by_sequence_;  // the chosen kernel's curve on this device; empty: none
