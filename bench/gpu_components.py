@@ -18,6 +18,10 @@ Measures, through PyTorch on random data, each figure the compute model prices a
   layer       an MPT block (LayerNorm, QKV, causal SDPA, projection, LayerNorm, 4× MLP with GELU;
               bf16, biases) forward + backward, ms per layer, and torch.profiler's kernel table;
   fp8         FP8 e4m3 GEMM TFLOP/s (torch._scaled_mm, bf16 output) on squares and Bekman's shape;
+  rows        softmax by row length, LayerNorm and RMSNorm by width, GELU (exact, tanh), SiLU,
+              dropout: forward and backward rates over 1 GiB;
+  baseline    FlashAttention's "PyTorch" attention baseline as its benchmark writes it, fp16,
+              profiled (the code behind the README bars tests/validation cites);
   shapes      how a GEMM's memory traffic and main loop combine: bf16 GEMMs sweeping K (M = N =
               8192) and N (M = 16384, K = 8192), and the batched GEMMs of unfused attention
               (Q·Kᵀ, P·V and their gradients' GEMMs, head dimension 64 and 128), after a soak; and
@@ -167,6 +171,80 @@ def fp8_gemm():
         rows.append({"m": m, "n": n, "k": k, "ms": ms, "tflops": tflops, "kernel": kernel})
         log(f"   fp8 M {m:6d} N {n:6d} K {k:6d}  {ms:8.4f} ms  {tflops:7.1f} TFLOP/s  {kernel}")
     results["fp8_gemm"] = rows
+
+
+def rows():
+    """Memory-bound kernels by row length and variant, 1 GiB of bf16 input each, forward and
+    backward (autograd): softmax over rows of 256 … 16384, LayerNorm and RMSNorm over widths
+    1024 … 16384, GELU exact and tanh, SiLU, dropout (p = 0.1) — the rates dtsim prices norms,
+    softmax and activations at, measured where it has one point or none."""
+    found = []
+    elements = 2**29  # 1 GiB of bf16
+
+    def measure(label, width, make_input, op):
+        x = make_input()
+        y = op(x)
+        grad = torch.randn_like(y)
+        fwd_ms = median_ms(lambda: op(x))
+        bwd_ms = median_ms(lambda: torch.autograd.grad(y, x, grad, retain_graph=True))
+        moved = 2 * x.numel()  # bytes of one bf16 tensor
+        found.append({"label": label, "width": width, "fwd_ms": fwd_ms, "bwd_ms": bwd_ms,
+                      "fwd_tb_per_s": 2 * moved / fwd_ms / 1e9, "bwd_tb_per_s": 3 * moved / bwd_ms / 1e9})
+        log(f"   {label:14s} width {width:6d}  fwd {fwd_ms:7.3f} ms {2 * moved / fwd_ms / 1e9:5.2f} TB/s (in + out)"
+            f"   bwd {bwd_ms:7.3f} ms {3 * moved / bwd_ms / 1e9:5.2f} TB/s (x, dy, dx)")
+        del x, y, grad
+
+    def tensor(width):
+        return lambda: torch.randn(elements // width, width, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+
+    for width in (256, 512, 1024, 2048, 4096, 8192, 16384):
+        measure("softmax", width, tensor(width), lambda x: torch.softmax(x, dim=-1))
+    for width in (1024, 2048, 4096, 8192, 16384):
+        norm = torch.nn.LayerNorm(width, device="cuda", dtype=torch.bfloat16)
+        measure("layernorm", width, tensor(width), norm)
+        if hasattr(torch.nn, "RMSNorm"):
+            rms = torch.nn.RMSNorm(width, device="cuda", dtype=torch.bfloat16)
+            measure("rmsnorm", width, tensor(width), rms)
+    for label, op in (("gelu exact", lambda x: F.gelu(x)), ("gelu tanh", lambda x: F.gelu(x, approximate="tanh")),
+                      ("silu", F.silu), ("dropout 0.1", lambda x: F.dropout(x, 0.1, training=True))):
+        measure(label, 8192, tensor(8192), op)
+    results["rows"] = found
+
+
+def attention_baseline():
+    """FlashAttention's "PyTorch" baseline exactly as benchmarks/benchmark_flash_attention.py
+    writes it (attention_pytorch: packed qkv, baddbmm into fp16 scores, softmax, dropout p = 0,
+    einsum with V), fp16, not causal, 16k tokens, forward + backward — the code behind the
+    README's 2023 A100 and H100 bars that tests/validation uses — with torch.profiler's table."""
+    found = []
+    for dim, heads in ((64, 32), (128, 16)):
+        batch, seq = 8, 2048
+        qkv = torch.randn(batch, seq, 3, heads, dim, device="cuda", dtype=torch.float16, requires_grad=True)
+
+        def forward():
+            q, k, v = qkv.unbind(dim=2)
+            q = q.permute(0, 2, 1, 3).reshape(batch * heads, seq, dim)       # 'b t h d -> (b h) t d'
+            k = k.permute(0, 2, 3, 1).reshape(batch * heads, dim, seq)       # 'b s h d -> (b h) d s'
+            scores = torch.empty(batch * heads, seq, seq, dtype=qkv.dtype, device="cuda")
+            scores = torch.baddbmm(scores, q, k, beta=0, alpha=1.0 / math.sqrt(dim)).view(batch, heads, seq, seq)
+            attention = F.dropout(torch.softmax(scores, dim=-1), 0.0)
+            return torch.einsum("bhts,bshd->bthd", attention, v).to(qkv.dtype)
+
+        grad = torch.randn(batch, seq, heads, dim, device="cuda", dtype=torch.float16)
+        ms = median_ms(lambda: torch.autograd.grad(forward(), qkv, grad), min_seconds=0.3, max_reps=50)
+        forward_flops, backward_flops = attention_flops(batch, heads, seq, dim, False)
+        tflops = (forward_flops + backward_flops) / ms / 1e9
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as profile:
+            torch.autograd.grad(forward(), qkv, grad)
+            torch.cuda.synchronize()
+        kernels = [{"name": e.key, "calls": e.count, "us": getattr(e, "device_time_total", 0)}
+                   for e in profile.key_averages() if getattr(e, "device_time_total", 0) > 0]
+        found.append({"dim": dim, "heads": heads, "batch": batch, "seq": seq, "fwd_bwd_ms": ms,
+                      "fwd_bwd_tflops": tflops, "kernels": kernels})
+        log(f"   FlashAttention's PyTorch baseline hd{dim}: fwd + bwd {ms:.3f} ms, {tflops:.1f} TFLOP/s")
+        log(profile.key_averages().table(sort_by="cuda_time_total", row_limit=15, max_name_column_width=90))
+        del qkv, grad
+    results["attention_baseline"] = found
 
 
 def kernel_name(fn):
@@ -426,7 +504,7 @@ if __name__ == "__main__":
     chosen = [arg.split("=", 1)[1].split(",") for arg in sys.argv if arg.startswith("--only=")]
     for name, body in (("facts", facts), ("launch", launch), ("gemm", gemm), ("attention", attention),
                        ("memory", memory), ("optimizer", optimizer), ("layer", layer), ("shapes", shapes),
-                       ("fp8", fp8_gemm)):
+                       ("fp8", fp8_gemm), ("rows", rows), ("baseline", attention_baseline)):
         if name == "facts" or not chosen or name in chosen[0]:
             section(name, body)
     results["finished"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
