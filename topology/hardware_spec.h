@@ -91,6 +91,9 @@ struct NodeSpec {
   // NVLink SHARP: the node's NVSwitches (third generation: HGX H100/H200) reduce in the switch,
   // so NCCL can run its NVLS all-reduce (NCCL_NVLS_ENABLE; off: false).
   bool nvlink_sharp = false;
+  // NCCL's NVLS channels (thread blocks) on this node's GPUs: 16 on Hopper, 24 on Blackwell in
+  // one NVLink domain (NVIDIA/nccl src/transport/nvls.cc, NVLS_NCHANNELS_SM90 / _SM100_NVL).
+  int nvls_channels = 16;
 };
 
 enum class FabricKind { kInfiniBand, kRoCE };

@@ -289,10 +289,11 @@ NodeSpec node_of(std::string name, NodeKind kind, const char* device, int gpus, 
 }
 
 NodeSpec nvswitch_node(std::string name, const char* device, LinkSpec pcie, double nvlink_efficiency,
-                       bool nvlink_sharp, int gpus = 8) {
+                       bool nvlink_sharp, int gpus = 8, int nvls_channels = 16) {
   NodeSpec node = node_of(std::move(name), NodeKind::kNvSwitch, device, gpus, gpus, pcie);
   node.nvlink = {node.gpu.nvlink_bandwidth, kNvlinkLatency, nvlink_efficiency};
   node.nvlink_sharp = nvlink_sharp;
+  node.nvls_channels = nvls_channels;
   return node;
 }
 
@@ -316,9 +317,9 @@ const std::vector<std::pair<std::string, NodeSpec>>& nodes() {
       {"hgx-h200",
        nvswitch_node("HGX H200 (8 × H200 SXM, NVSwitch)", "h200-sxm", pcie_gen5(), kNvlink4Efficiency, true)},
       {"hgx-b200",
-       nvswitch_node("HGX B200 (8 × B200, NVLink 5 switch)", "b200", pcie_gen5(), kNvlink5Efficiency, true)},
+       nvswitch_node("HGX B200 (8 × B200, NVLink 5 switch)", "b200", pcie_gen5(), kNvlink5Efficiency, true, 8, 24)},
       {"gb200-nvl72", nvswitch_node("GB200 NVL72 (72 × B200 in one NVLink domain, a NIC per GPU)", "gb200",
-                                    pcie_gen5(), kNvlink5Efficiency, true, 72)},
+                                    pcie_gen5(), kNvlink5Efficiency, true, 72, 24)},
       {"mi300x-8", mesh_node("AMD Instinct MI300X platform (8 × MI300X, xGMI full mesh)", "mi300x", pcie_gen5(),
                              kXgmiEfficiency)},
       {"pcie-h100", pcie_node("PCIe server (8 × H100 PCIe, no NVLink, 4 NICs)", "h100-pcie", 4,

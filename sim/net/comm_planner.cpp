@@ -92,6 +92,7 @@ void CommPlanner::price_as_nccl(CommPlan& plan, const collectives::CollectiveSpe
   for (const auto& [node, members] : per_node) group.per_node = std::max(group.per_node, members);
   // NCCL's latency tables know NVLink and PCIe; xGMI links GPUs directly, as NVLink does.
   group.nvlink = cluster_.spec().node.kind != topology::NodeKind::kPcie;
+  group.nvls_channels = cluster_.spec().node.nvls_channels;
   std::int32_t steps = 0;
   for (const collectives::Phase& phase : plan.schedule.phases) steps += phase.steps;
   if (steps == 0) return;
@@ -100,13 +101,17 @@ void CommPlanner::price_as_nccl(CommPlan& plan, const collectives::CollectiveSpe
   for (const nccl::Protocol protocol : nccl::kProtocols) {
     const double latency = nccl::latency_s(spec.kind, spec.algorithm, protocol, group,
                                            static_cast<double>(spec.bytes), spec.channels);
-    const double wire = nccl::wire_factor(spec.algorithm, protocol, group);
-    if (latency + data_seconds * wire >= best) continue;
-    best = latency + data_seconds * wire;
+    const double tuner_wire = nccl::wire_factor(spec.algorithm, protocol, group);
+    if (latency + data_seconds * tuner_wire >= best) continue;
+    best = latency + data_seconds * tuner_wire;
+    // NCCL chooses by its tuner's estimate; the runtime then takes what its chunks cost.
+    const double wire =
+        tuner_wire * nccl::runtime_bandwidth_factor(spec.algorithm, group, static_cast<double>(spec.bytes));
     plan.protocol = protocol;
     plan.wire_factor = wire;
     plan.latency_seconds = latency;
     plan.bandwidth_seconds = data_seconds * wire;
+    plan.tuner_seconds = best;
   }
   plan.logp_overhead_seconds = 0;
   for (PhaseCost& cost : plan.costs) cost.step_latency_s = plan.latency_seconds / steps;  // spread over the steps
@@ -151,7 +156,7 @@ const CommPlan& CommPlanner::plan(const CommRequest& request) {
       const collectives::CollectiveSpec spec = collective_spec(cluster_, options_, request, algorithm);
       if (collectives::unsupported_reason(spec)) continue;
       auto candidate = plan_with(spec, request.endpoints);
-      if (!chosen || candidate->seconds() < chosen->seconds()) chosen = std::move(candidate);
+      if (!chosen || candidate->choice_seconds() < chosen->choice_seconds()) chosen = std::move(candidate);
     }
     if (!chosen) {  // nothing else runs it: the first algorithm, or why it cannot
       chosen = plan_with(collective_spec(cluster_, options_, request, candidates.front()), request.endpoints);

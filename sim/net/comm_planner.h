@@ -45,7 +45,11 @@ struct CommPlan {
   // byte of data (nccl_model.h); 1 otherwise.
   std::optional<nccl::Protocol> protocol;
   double wire_factor = 1.0;
+  // collectives.library = "nccl": NCCL's tuner's estimate, which it chooses the algorithm and
+  // protocol by (without what only the runtime adds, nccl::runtime_bandwidth_factor).
+  std::optional<double> tuner_seconds;
   double seconds() const { return latency_seconds + bandwidth_seconds; }
+  double choice_seconds() const { return tuner_seconds.value_or(seconds()); }
   // The bytes one transfer of a phase puts on the wire.
   double wire_bytes_per_transfer(std::size_t phase) const {
     return schedule.phases[phase].bytes_per_transfer * wire_factor;

@@ -61,6 +61,15 @@ constexpr double kCollNetNetworkLatency = 31.0;
 constexpr double kNvlsLatency = 25.0;
 constexpr double kNvlsOverRingBusBandwidth = 476.0 / 360.0;
 constexpr double kNvlsWireFactor = (2.0 * 7.0 / 9.0) / kNvlsOverRingBusBandwidth;
+// NVLS's chunks (nvls_chunk_bytes; src/enqueue.cc calcCollChunking, src/transport/nvls.cc).
+constexpr double kNvlsChunkSize = 128 * 1024;
+// Each chunk's fixed cost, as bytes of data it could have moved meanwhile: fitted on nccl-tests'
+// 8 × H100 all-reduce curve under NCCL's defaults (NVLS from 2 MiB; NVIDIA/dgxc-benchmarking
+// nccl/README.md), 2 MiB – 16 GiB, by the smallest RMS log error of dtsim's time: 26 KiB, about
+// 1.6 µs per chunk at each of the 128 concurrent operations' ≈ 17 GB/s. dtsim was 8–33 % fast
+// from 2 to 512 MiB without it, within −14 … +8 % with it; Together's H100 curve (NCCL 2.26.2,
+// togethercomputer/together-nccl-tests) checks it: −16 … +7 %. docs/research/nccl_tests_curves.md.
+constexpr double kNvlsChunkOverheadBytes = 26 * 1024;
 
 std::size_t index(Protocol protocol) { return static_cast<std::size_t>(protocol); }
 
@@ -132,6 +141,23 @@ double latency_s(CollectiveKind kind, Algorithm algorithm, Protocol protocol, co
     latency *= kRingSimpleMultiNodeFactor;
   }
   return latency * kMicro;
+}
+
+double nvls_chunk_bytes(double bytes, const GroupShape& group) {
+  const double concurrent = static_cast<double>(group.nvls_channels) * group.per_node;
+  double chunk = kNvlsChunkSize;
+  if (bytes < 64 * concurrent * chunk) chunk = 64 * 1024;
+  if (bytes < 8 * concurrent * chunk) chunk = 32 * 1024;
+  if (bytes < 2 * concurrent * chunk) chunk = 16 * 1024;
+  return chunk;
+}
+
+double nvls_chunk_factor(double bytes, const GroupShape& group) {
+  return (1 + kNvlsChunkOverheadBytes / nvls_chunk_bytes(bytes, group)) / (1 + kNvlsChunkOverheadBytes / kNvlsChunkSize);
+}
+
+double runtime_bandwidth_factor(Algorithm algorithm, const GroupShape& group, double bytes) {
+  return algorithm == Algorithm::kNvls ? nvls_chunk_factor(bytes, group) : 1.0;
 }
 
 double wire_factor(Algorithm algorithm, Protocol protocol, const GroupShape& group) {

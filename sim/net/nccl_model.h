@@ -13,8 +13,12 @@
 //     none; NCCL's tree runs at 0.92 of the ring's bandwidth, its LL at 1/3.8 and its LL128 at
 //     7/9 (one node) or 120/128.
 // Link efficiencies (topology/presets.cpp) are nccl-tests' ring/Simple bus bandwidths, so the
-// factors apply relative to Simple. Not modelled: NCCL's per-architecture bandwidth caps per
-// channel, the tree's size-correction table, NVLS across nodes, NVLSTree and CollNet.
+// factors apply relative to Simple. And from NCCL's runtime, which its tuner does not see: NVLS
+// cuts its chunks for smaller messages, and each chunk costs a fixed synchronisation
+// (nvls_chunk_factor) — NCCL still chooses by the tuner's estimate, dtsim times the runtime's.
+// Not modelled: NCCL's per-architecture bandwidth caps per channel, the tree's size-correction
+// table, the ring's own behaviour at mid sizes (docs/research/nccl_tests_curves.md), NVLS
+// across nodes, NVLSTree and CollNet.
 #pragma once
 
 #include <cstdint>
@@ -37,6 +41,7 @@ struct GroupShape {
   std::int32_t nodes = 1;
   std::int32_t per_node = 1;
   bool nvlink = true;
+  std::int32_t nvls_channels = 16;  // NCCL's NVLS channels on these GPUs (topology::NodeSpec)
 };
 
 // Whether NCCL chooses an algorithm for this kind: all-reduce, barrier (an all-reduce),
@@ -58,7 +63,20 @@ double latency_s(program::CollectiveKind kind, program::Algorithm algorithm, Pro
                  double bytes, std::int32_t channels);
 
 // Bytes on the wire per byte of data: 1 / NCCL's bandwidth factor of the protocol on the
-// algorithm, relative to ring/Simple.
+// algorithm, relative to ring/Simple — what NCCL's tuner prices and chooses by.
 double wire_factor(program::Algorithm algorithm, Protocol protocol, const GroupShape& group);
+// What the runtime adds to that at this size, which the tuner does not see: NVLS's chunks'
+// fixed cost (nvls_chunk_factor); 1 for the other algorithms.
+double runtime_bandwidth_factor(program::Algorithm algorithm, const GroupShape& group, double bytes);
+
+// The chunk NCCL's NVLS all-reduce moves `bytes` in (src/enqueue.cc, calcCollChunking): 128 KiB
+// (NCCL_NVLS_CHUNKSIZE), cut to 64, 32 and 16 KiB while the message is smaller than 64, 8 and
+// 2 chunks per concurrent operation (NVLS channels × heads, a head per GPU of the node).
+double nvls_chunk_bytes(double bytes, const GroupShape& group);
+// How much longer NVLS's bandwidth term runs at this size than at full-sized chunks: each chunk
+// also costs a fixed synchronisation, worth kNvlsChunkOverheadBytes of data:
+//   (1 + x / chunk) / (1 + x / 128 KiB)
+// (1 from 1 GiB up on 8 GPUs, where the link efficiency was measured).
+double nvls_chunk_factor(double bytes, const GroupShape& group);
 
 }  // namespace sim::nccl

@@ -144,6 +144,45 @@ TEST(NcclModelTest, NvlsIsSimpleOnlyAtItsHardwareLatencyAndNcclsBandwidthRatio) 
             std::string::npos);
 }
 
+TEST(NcclModelTest, NvlsChunksShrinkWithTheMessageAndEachCostsAFixedSynchronisation) {
+  // 8 GPUs × 16 channels = 128 concurrent operations: 128 KiB chunks from 64 · 128 · 128 KiB =
+  // 1 GiB, 64 KiB from 8 · 128 · 64 KiB = 64 MiB, 32 KiB from 2 · 128 · 32 KiB = 8 MiB, then 16 KiB
+  // (NCCL's calcCollChunking).
+  const auto eight = shape(1, 8);
+  EXPECT_EQ(sim::nccl::nvls_chunk_bytes(1 << 30, eight), 128 * 1024);
+  EXPECT_EQ(sim::nccl::nvls_chunk_bytes((1 << 30) - 1, eight), 64 * 1024);
+  EXPECT_EQ(sim::nccl::nvls_chunk_bytes(64 << 20, eight), 64 * 1024);
+  EXPECT_EQ(sim::nccl::nvls_chunk_bytes((64 << 20) - 1, eight), 32 * 1024);
+  EXPECT_EQ(sim::nccl::nvls_chunk_bytes(8 << 20, eight), 32 * 1024);
+  EXPECT_EQ(sim::nccl::nvls_chunk_bytes((8 << 20) - 1, eight), 16 * 1024);
+  // Four GPUs and Blackwell's 24 channels move the thresholds with the concurrent operations.
+  auto four = shape(1, 4);
+  EXPECT_EQ(sim::nccl::nvls_chunk_bytes(512 << 20, four), 128 * 1024);
+  four.nvls_channels = 24;
+  EXPECT_EQ(sim::nccl::nvls_chunk_bytes(512 << 20, four), 64 * 1024);
+  // Each chunk costs 26 KiB's worth of time beside its data: the bandwidth term at 32 KiB chunks
+  // runs (1 + 26/32) / (1 + 26/128) = 1.51× that at 128 KiB.
+  EXPECT_DOUBLE_EQ(sim::nccl::nvls_chunk_factor(1 << 30, eight), 1.0);
+  EXPECT_DOUBLE_EQ(sim::nccl::nvls_chunk_factor(16 << 20, eight), (1 + 26.0 / 32) / (1 + 26.0 / 128));
+  EXPECT_DOUBLE_EQ(sim::nccl::runtime_bandwidth_factor(Algorithm::kNvls, eight, 16 << 20),
+                   (1 + 26.0 / 32) / (1 + 26.0 / 128));
+  EXPECT_DOUBLE_EQ(sim::nccl::runtime_bandwidth_factor(Algorithm::kRing, eight, 16 << 20), 1.0);
+}
+
+TEST(NcclModelTest, NvlsIsChosenByTheTunersEstimateAndTimedWithItsChunksCost) {
+  // At 2 MiB on 8 GPUs NVLS moves 16 KiB chunks: NCCL's tuner, blind to them, still prefers it
+  // to ring/LL (nccl-tests on 8 × H100 switch to NVLS at 2 MiB); the plan is NVLS, timed with
+  // the chunks' cost, which makes it slower than the tuner said.
+  const topology::Cluster cluster(test_support::hgx_cluster(1));
+  sim::CommPlanner planner(cluster, sim::NetworkOptions{});
+  const sim::CommPlan& plan = planner.plan(all_reduce(8, 2 << 20));
+  EXPECT_EQ(plan.schedule.algorithm, Algorithm::kNvls);
+  ASSERT_TRUE(plan.tuner_seconds.has_value());
+  const double factor = (1 + 26.0 / 16) / (1 + 26.0 / 128);
+  EXPECT_NEAR(plan.seconds() - plan.latency_seconds, (*plan.tuner_seconds - plan.latency_seconds) * factor, 1e-12);
+  EXPECT_GT(plan.seconds(), *plan.tuner_seconds);
+}
+
 TEST(NcclModelTest, AutoTakesNvlsForLargeAllReducesInsideOneSharpNode) {
   // One HGX H100 node at NVLink line rate (450 GB/s): NVLS moves 9/8 of the data per link at
   // NCCL's bandwidth factor, so its bus bandwidth is 450 · 476/360 GB/s, plus 25 µs.
