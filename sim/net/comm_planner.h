@@ -42,7 +42,10 @@ struct CommPlan {
   double logp_overhead_seconds = 0;     // Σ steps · LogGP overhead (analytic model only)
   double bandwidth_seconds = 0;         // α-β total: Σ steps · bytes · seconds_per_byte
   // collectives.library = "nccl": the protocol NCCL would run and its bytes on the wire per
-  // byte of data (nccl_model.h); 1 otherwise.
+  // byte of data (nccl_model.h); 1 otherwise. Where NCCL's runtime is slower than its links
+  // (NVLS's small chunks, a small ring/LL collective's few channels) that time is counted here
+  // too, as if the extra bytes were on the wire: the flow and packet models then hold the links
+  // for as long as the runtime takes.
   std::optional<nccl::Protocol> protocol;
   double wire_factor = 1.0;
   // collectives.library = "nccl": NCCL's tuner's estimate, which it chooses the algorithm and

@@ -70,6 +70,15 @@ constexpr double kNvlsChunkSize = 128 * 1024;
 // from 2 to 512 MiB without it, within −14 … +8 % with it; Together's H100 curve (NCCL 2.26.2,
 // togethercomputer/together-nccl-tests) checks it: −16 … +7 %. docs/research/nccl_tests_curves.md.
 constexpr double kNvlsChunkOverheadBytes = 26 * 1024;
+// A small ring/LL collective's channels (ring_ll_channels) and what each moves per second of the
+// ring's data per rank: fitted on nccl-tests' 8 × H100 all-reduce from 4 KiB to 512 KiB
+// (NVIDIA/dgxc-benchmarking nccl/README.md), where the time stays at 18.7–19.7 µs while the size
+// grows 16×: the runtime adds a channel per 32 KiB, so the channels, not the links, set the
+// time. 13.7 GB/s gives −5.7 … +2.7 % there (without it −18 … −9 %; bench/nccl_small_fit.py);
+// other GPUs borrow it.
+constexpr double kLLThreads = 512;
+constexpr double kLLThreadThresholdBytes = 8;
+constexpr double kLLChannelBandwidth = 13.7e9;
 
 std::size_t index(Protocol protocol) { return static_cast<std::size_t>(protocol); }
 
@@ -154,6 +163,19 @@ double nvls_chunk_bytes(double bytes, const GroupShape& group) {
 
 double nvls_chunk_factor(double bytes, const GroupShape& group) {
   return (1 + kNvlsChunkOverheadBytes / nvls_chunk_bytes(bytes, group)) / (1 + kNvlsChunkOverheadBytes / kNvlsChunkSize);
+}
+
+double ring_ll_channels(double bytes, const GroupShape& group) {
+  return std::max(1.0, std::floor(bytes / (kLLThreads * kLLThreadThresholdBytes * group.members)));
+}
+
+double runtime_channel_floor_s(CollectiveKind kind, Algorithm algorithm, Protocol protocol, const GroupShape& group,
+                               double bytes) {
+  if (algorithm != Algorithm::kRing || protocol != Protocol::kLL || group.members < 2) return 0;
+  const double n = group.members;
+  const bool all_reduce = kind == CollectiveKind::kAllReduce || kind == CollectiveKind::kBarrier;
+  const double per_rank = (all_reduce ? 2 : 1) * (n - 1) / n * bytes;  // the ring's data through each rank
+  return per_rank / (ring_ll_channels(bytes, group) * kLLChannelBandwidth);
 }
 
 double runtime_bandwidth_factor(Algorithm algorithm, const GroupShape& group, double bytes) {

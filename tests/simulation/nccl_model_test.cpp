@@ -169,6 +169,32 @@ TEST(NcclModelTest, NvlsChunksShrinkWithTheMessageAndEachCostsAFixedSynchronisat
   EXPECT_DOUBLE_EQ(sim::nccl::runtime_bandwidth_factor(Algorithm::kRing, eight, 16 << 20), 1.0);
 }
 
+TEST(NcclModelTest, ASmallRingLLCollectiveRunsOnAChannelPer32KiBOnEightRanks) {
+  // 512 threads × 8 bytes × 8 ranks = 32 KiB per channel (NCCL's topoGetAlgoInfo), at least one.
+  const auto eight = shape(1, 8);
+  EXPECT_EQ(sim::nccl::ring_ll_channels(8, eight), 1);
+  EXPECT_EQ(sim::nccl::ring_ll_channels(64 * 1024 - 1, eight), 1);
+  EXPECT_EQ(sim::nccl::ring_ll_channels(64 * 1024, eight), 2);
+  EXPECT_EQ(sim::nccl::ring_ll_channels(512 * 1024, eight), 16);
+  EXPECT_EQ(sim::nccl::ring_ll_channels(512 * 1024, shape(2, 8)), 8);  // 16 ranks: 64 KiB each
+  // The channels move the ring's 2·7/8 of the data through each rank at 13.7 GB/s each.
+  EXPECT_DOUBLE_EQ(sim::nccl::runtime_channel_floor_s(CollectiveKind::kAllReduce, Algorithm::kRing, Protocol::kLL, eight,
+                                                      64 * 1024),
+                   2 * 7.0 / 8 * 64 * 1024 / (2 * 13.7e9));
+  EXPECT_DOUBLE_EQ(sim::nccl::runtime_channel_floor_s(CollectiveKind::kAllGather, Algorithm::kRing, Protocol::kLL, eight,
+                                                      64 * 1024),
+                   7.0 / 8 * 64 * 1024 / (2 * 13.7e9));
+  EXPECT_EQ(sim::nccl::runtime_channel_floor_s(CollectiveKind::kAllReduce, Algorithm::kRing, Protocol::kSimple, eight, 64 * 1024), 0);
+  EXPECT_EQ(sim::nccl::runtime_channel_floor_s(CollectiveKind::kAllReduce, Algorithm::kTree, Protocol::kLL, eight, 64 * 1024), 0);
+  // On one HGX H100 node the 64 KiB all-reduce's time is then set by its two channels, not by
+  // NVLink: NCCL's latency plus that floor.
+  const topology::Cluster cluster(test_support::hgx_cluster(1));
+  sim::CommPlanner planner(cluster, sim::NetworkOptions{});
+  const sim::CommPlan& plan = planner.plan(all_reduce(8, 64 * 1024));
+  EXPECT_EQ(plan.protocol, sim::nccl::Protocol::kLL);
+  EXPECT_NEAR(plan.bandwidth_seconds, 2 * 7.0 / 8 * 64 * 1024 / (2 * 13.7e9), 1e-15);
+}
+
 TEST(NcclModelTest, NvlsIsChosenByTheTunersEstimateAndTimedWithItsChunksCost) {
   // At 2 MiB on 8 GPUs NVLS moves 16 KiB chunks: NCCL's tuner, blind to them, still prefers it
   // to ring/LL (nccl-tests on 8 × H100 switch to NVLS at 2 MiB); the plan is NVLS, timed with
