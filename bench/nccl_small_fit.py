@@ -14,10 +14,10 @@ preset r, takes the channels' term back out and refits r by the smallest RMS log
 """
 import math
 import os
-import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from dtsim_collective import ROOT, h100_all_reduce_curve
+
 DTSIM = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build/scenarios/dtsim")
 # In-place times (µs) of the dgxc sample, as docs/research/nccl_tests_curves.md copies them.
 DGXC = {4096: 16.46, 8192: 16.83, 16384: 17.24, 32768: 18.68, 65536: 18.85, 131072: 19.19, 262144: 19.50,
@@ -31,21 +31,8 @@ def channels(size):
     return max(1, size // (512 * 8 * RANKS))
 
 
-def dtsim_curve():
-    out = subprocess.run([DTSIM, "collective", "--scenario", os.path.join(ROOT, "tests/validation/nccl_tests/hgx_h100_1node.toml"),
-                          "--ranks", str(RANKS), "--sizes", "4K:512K"], check=True, capture_output=True, text=True).stdout
-    curve = {}
-    for line in out.splitlines():
-        fields = line.split()
-        if len(fields) >= 7 and fields[0].isdigit():
-            if fields[4] != "ring/LL":
-                sys.exit(f"dtsim ran {fields[4]} at {fields[0]} B: the fit assumes ring/LL")
-            curve[int(fields[0])] = float(fields[5])
-    return curve
-
-
 def main():
-    curve = dtsim_curve()
+    curve = h100_all_reduce_curve(DTSIM, "4K:512K", "ring/LL")
     ring = {size: 2 * (RANKS - 1) / RANKS * size for size in curve}
     # dtsim's latency: its time less the larger of the two bandwidth terms at the preset.
     latency = {size: us - 1e6 * max(ring[size] / LINK_LL, ring[size] / (channels(size) * PRESET)) for size, us in curve.items()}

@@ -14,10 +14,10 @@ times, µs).
 """
 import math
 import os
-import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from dtsim_collective import ROOT, h100_all_reduce_curve
+
 DTSIM = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build/scenarios/dtsim")
 KIB, MIB = 1024, 1024 * 1024
 # NVIDIA/dgxc-benchmarking nccl/README.md, 8 × H100 80GB HBM3, NCCL defaults (NVLS from 2 MiB).
@@ -49,21 +49,8 @@ def factor(size, x):
     return (1 + x / chunk(size)) / (1 + x / (128 * KIB))
 
 
-def dtsim_curve():
-    out = subprocess.run([DTSIM, "collective", "--scenario", os.path.join(ROOT, "tests/validation/nccl_tests/hgx_h100_1node.toml"),
-                          "--ranks", "8", "--sizes", "2M:16G"], check=True, capture_output=True, text=True).stdout
-    curve = {}
-    for line in out.splitlines():
-        fields = line.split()
-        if len(fields) >= 7 and fields[0].isdigit():
-            if fields[4] != "nvls/Simple":
-                sys.exit(f"dtsim ran {fields[4]} at {fields[0]} B, not NVLS: the fit assumes NVLS from 2 MiB")
-            curve[int(fields[0])] = float(fields[5])
-    return curve
-
-
 def main():
-    curve = dtsim_curve()
+    curve = h100_all_reduce_curve(DTSIM, "2M:16G", "nvls/Simple")
     # The bandwidth term without the chunks' cost: dtsim's time less its latency, over its factor.
     bare = {size: (us - LATENCY_US) / factor(size, PRESET_X) for size, us in curve.items()}
 
