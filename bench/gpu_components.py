@@ -22,6 +22,8 @@ Measures, through PyTorch on random data, each figure the compute model prices a
               dropout: forward and backward rates over 1 GiB;
   baseline    FlashAttention's "PyTorch" attention baseline as its benchmark writes it, fp16,
               profiled (the code behind the README bars tests/validation cites);
+  gaps        the GPU's idle time between back-to-back kernels, queued eagerly and from a CUDA
+              graph (element-wise adds of 1–64 MiB tensors);
   shapes      how a GEMM's memory traffic and main loop combine: bf16 GEMMs sweeping K (M = N =
               8192) and N (M = 16384, K = 8192), and the batched GEMMs of unfused attention
               (Q·Kᵀ, P·V and their gradients' GEMMs, head dimension 64 and 128), after a soak; and
@@ -245,6 +247,45 @@ def attention_baseline():
         log(profile.key_averages().table(sort_by="cuda_time_total", row_limit=15, max_name_column_width=90))
         del qkv, grad
     results["attention_baseline"] = found
+
+
+def gaps():
+    """The GPU's idle time between back-to-back kernels: N element-wise adds queued eagerly (the
+    CPU ahead of the GPU once a kernel outlasts its launch) and replayed from a CUDA graph; the
+    time per kernel in the stream less the kernel's own duration (torch.profiler) is the gap
+    dtsim's per-kernel overhead stands for (sim/compute/compute_model.cpp, 2 µs)."""
+    found = []
+    count = 200
+    for mib in (1, 4, 16, 64):
+        elements = mib * 2**20 // 2
+        x = torch.randn(elements, device="cuda", dtype=torch.bfloat16)
+        y = torch.randn(elements, device="cuda", dtype=torch.bfloat16)
+        out = torch.empty_like(x)
+
+        def burst():
+            for _ in range(count):
+                torch.add(x, y, out=out)
+
+        eager_ms = median_ms(burst, min_seconds=0.3, max_reps=30) / count
+        graph = torch.cuda.CUDAGraph()
+        burst()
+        torch.cuda.synchronize()
+        with torch.cuda.graph(graph):
+            burst()
+        graph_ms = median_ms(graph.replay, min_seconds=0.3, max_reps=30) / count
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as profile:
+            burst()
+            torch.cuda.synchronize()
+        kernel_us = sum(getattr(e, "device_time_total", 0) for e in profile.key_averages()) / count
+        row = {"mib_per_tensor": mib, "kernels": count, "eager_us_per_kernel": eager_ms * 1e3,
+               "graph_us_per_kernel": graph_ms * 1e3, "kernel_us": kernel_us,
+               "eager_gap_us": eager_ms * 1e3 - kernel_us, "graph_gap_us": graph_ms * 1e3 - kernel_us}
+        found.append(row)
+        log(f"   add of {mib:3d} MiB tensors: kernel {kernel_us:7.2f} µs; per kernel in a stream: eager "
+            f"{row['eager_us_per_kernel']:7.2f} (gap {row['eager_gap_us']:5.2f}), graph {row['graph_us_per_kernel']:7.2f} "
+            f"(gap {row['graph_gap_us']:5.2f}) µs")
+        del x, y, out, graph
+    results["gaps"] = found
 
 
 def kernel_name(fn):
@@ -504,7 +545,8 @@ if __name__ == "__main__":
     chosen = [arg.split("=", 1)[1].split(",") for arg in sys.argv if arg.startswith("--only=")]
     for name, body in (("facts", facts), ("launch", launch), ("gemm", gemm), ("attention", attention),
                        ("memory", memory), ("optimizer", optimizer), ("layer", layer), ("shapes", shapes),
-                       ("fp8", fp8_gemm), ("rows", rows), ("baseline", attention_baseline)):
+                       ("fp8", fp8_gemm), ("rows", rows), ("baseline", attention_baseline),
+                       ("gaps", gaps)):
         if name == "facts" or not chosen or name in chosen[0]:
             section(name, body)
     results["finished"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
