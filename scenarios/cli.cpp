@@ -501,15 +501,19 @@ double memory_fraction(const sim::ComputeModel& model, program::ComputeKind kind
 
 // The compute model's GEMM curve for one GPU: the bf16 rate of square n³ GEMMs (tiles, waves,
 // the memory traffic and the launch overhead included) and the fraction of peak it is; the
-// main loop's ceiling and how much of its memory traffic stays exposed, the memory-bound kernels' rates and the attention kernels' at 2k.
+// main loop's ceiling and how much of its memory traffic stays exposed, the memory-bound
+// kernels' rates and the attention kernels' at 2k.
 std::string gemm_curve(const topology::DeviceSpec& device) {
   using program::ComputeKind;
   using program::Phase;
   const sim::ComputeModel model(device, sim::ComputeEfficiency::preset());
   std::string text = fmt::format(
-      "main loop {:.3f} (traffic exposed {:.2f}), memory: streaming {:.3f} norm {:.3f}/{:.3f} softmax {:.3f}, attention at s 2048",
-      model.gemm_ceiling(program::DType::kBF16), model.exposed_gemm_traffic(), memory_fraction(model, ComputeKind::kElementwise, Phase::kForward),
-      memory_fraction(model, ComputeKind::kNorm, Phase::kForward), memory_fraction(model, ComputeKind::kNorm, Phase::kBackward),
+      "main loop {:.3f} (traffic exposed {:.2f}), memory: streaming {:.3f} norm {:.3f}/{:.3f} "
+      "softmax {:.3f}, attention at s 2048",
+      model.gemm_ceiling(program::DType::kBF16), model.exposed_gemm_traffic(),
+      memory_fraction(model, ComputeKind::kElementwise, Phase::kForward),
+      memory_fraction(model, ComputeKind::kNorm, Phase::kForward),
+      memory_fraction(model, ComputeKind::kNorm, Phase::kBackward),
       memory_fraction(model, ComputeKind::kSoftmax, Phase::kForward));
   for (const auto& [name, kernel] : topology::attention_kernels()) {
     sim::ComputeEfficiency efficiency = sim::ComputeEfficiency::preset();

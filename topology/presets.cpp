@@ -121,18 +121,21 @@ constexpr double kNdrEfficiency = 47.5 / 50.0;
 //       and 76–86 (128) (Dao-AILab/flash-attention README, "PyTorch" bars of the FlashAttention-2
 //       benchmark, 2023), and the batched Q·Kᵀ and A·V GEMMs alone at 60–75 and 100–130 TFLOP/s
 //       (Anthony et al., arXiv 2401.14489, Fig. 7): within 10 % of the sum, 25–60 % below the max.
-//       Ampere's kernels run one tile per thread block, loads pipelined only within the tile's
-//       short K loop, its epilogue after it.
-//     Hopper: 0.10, measured on an H200 (bench/gpu_components.py, bench/results/h200-2026-12-04-shapes;
-//       torch 2.11.0+cu130, cuBLAS's nvjet kernels): over 84 bf16 GEMMs of 0.1 ms or more — the
-//       48 of the MPT layers, K and N sweeps at M = 4096…16384, and the 12 batched GEMMs of
-//       unfused attention — the fraction with the smallest RMS log error, each fit deriving the
-//       main-loop rate from Bekman's GEMM under the same rule (bench/gemm_traffic_fit.py): 0.10
-//       gives median |error| 3.0 %, RMS log error 0.064 (0.15 ties; 1: 4.0 %, 0.181; the attention
-//       GEMMs alone 5.8 % vs 56 %). The kernels are persistent and
-//       warp-specialised: a producer warp's TMA loads the next tile while consumers multiply and
-//       write the current one. PyTorch's H100 "PyTorch" attention bars of 2023 (cuBLAS 12.1)
-//       still fit the sum (tests/validation: +25 % with 0.10); dtsim prices today's kernels.
+//       (The README bars also time the benchmark's layout copies, see Hopper below; Anthony et
+//       al.'s GEMMs alone are what holds the A100 at 1.) Ampere's cuBLAS kernels are not
+//       persistent, a thread block per output tile, which leaves a short-K tile's loads and
+//       result write beside its math rather than behind the next tile's.
+//     Hopper: 0.10, measured on an H200 (bench/gpu_components.py; results in
+//       bench/results/h200-2026-12-04-shapes; torch 2.11.0+cu130, cuBLAS's nvjet kernels): over
+//       the 84 bf16 GEMMs of 0.1 ms or more — the 48 of the MPT layers, K and N sweeps at
+//       M = 4096…16384, the 12 batched GEMMs of unfused attention — the fraction with the
+//       smallest RMS log error, each candidate deriving the main-loop rate from Bekman's GEMM
+//       under the same rule (bench/gemm_traffic_fit.py): 0.10 gives median |error| 3.0 %, RMS
+//       log error 0.064 (0.15 ties; 1 gives 4.0 %, 0.181; the attention GEMMs alone 5.8 % vs
+//       56 %). The kernels are persistent and warp-specialised: a producer warp's TMA loads the
+//       next tile while consumers multiply and write the current one. FlashAttention's 2023
+//       H100 "PyTorch" bars, which fit the sum, also time layout copies Megatron's attention
+//       does not run (profiled on the H200: BENCHMARKS.md), so they are no counter-evidence.
 //       Blackwell's kernels are built the same way (TMA, warp specialisation, persistent tiles):
 //       the B200's and GB200's take Hopper's fraction, as an assumption. MI300X: not measured, 1.
 //   Memory-bound kernels, fractions of the datasheet bandwidth (topology::MemoryKernelRates),
@@ -231,8 +234,10 @@ DeviceSpec with_measurements(DeviceSpec device, int sms, GemmMeasurement gemm, G
 // The sources of these are in the header comment above.
 constexpr GemmMeasurement kA100Gemm = {257.0 / 312.0, 8192, 8192, 8192};
 constexpr MemoryKernelRates kA100Memory = {1.70 / 2.039, 0.520, 0.345, 1.249 / 2.039};
-constexpr GemmMeasurement kB200Gemm = {1456.3 / 2250.0, 9472, 8192, 20480, kHopperExposedGemmTraffic};
-constexpr GemmMeasurement kB200Fp8Gemm = {2795.7 / 4500.0, 9472, 8192, 16384, kHopperExposedGemmTraffic};
+constexpr GemmMeasurement kB200Gemm = {1456.3 / 2250.0, 9472, 8192, 20480,
+                                       kHopperExposedGemmTraffic};
+constexpr GemmMeasurement kB200Fp8Gemm = {2795.7 / 4500.0, 9472, 8192, 16384,
+                                          kHopperExposedGemmTraffic};
 constexpr GemmMeasurement kMi300xGemm = {668.4 / 1307.4, 10240, 15360, 8192};
 
 const std::vector<std::pair<std::string, DeviceSpec>>& devices() {
@@ -288,8 +293,9 @@ NodeSpec node_of(std::string name, NodeKind kind, const char* device, int gpus, 
   return node;
 }
 
-NodeSpec nvswitch_node(std::string name, const char* device, LinkSpec pcie, double nvlink_efficiency,
-                       bool nvlink_sharp, int gpus = 8, int nvls_channels = 16) {
+NodeSpec nvswitch_node(std::string name, const char* device, LinkSpec pcie,
+                       double nvlink_efficiency, bool nvlink_sharp, int gpus = 8,
+                       int nvls_channels = 16) {
   NodeSpec node = node_of(std::move(name), NodeKind::kNvSwitch, device, gpus, gpus, pcie);
   node.nvlink = {node.gpu.nvlink_bandwidth, kNvlinkLatency, nvlink_efficiency};
   node.nvlink_sharp = nvlink_sharp;
@@ -312,20 +318,19 @@ const std::vector<std::pair<std::string, NodeSpec>>& nodes() {
   static const std::vector<std::pair<std::string, NodeSpec>> table = {
       {"dgx-a100", nvswitch_node("DGX A100 (8 × A100 SXM4 80GB, NVSwitch)", "a100-sxm4-80gb",
                                  pcie_gen4(), kNvlink3Efficiency, false)},
-      {"hgx-h100",
-       nvswitch_node("HGX H100 (8 × H100 SXM5, NVSwitch)", "h100-sxm5", pcie_gen5(), kNvlink4Efficiency, true)},
-      {"hgx-h200",
-       nvswitch_node("HGX H200 (8 × H200 SXM, NVSwitch)", "h200-sxm", pcie_gen5(), kNvlink4Efficiency, true)},
-      {"hgx-b200",
-       nvswitch_node("HGX B200 (8 × B200, NVLink 5 switch)", "b200", pcie_gen5(), kNvlink5Efficiency, true, 8, 24)},
-      {"gb200-nvl72", nvswitch_node("GB200 NVL72 (72 × B200 in one NVLink domain, a NIC per GPU)", "gb200",
-                                    pcie_gen5(), kNvlink5Efficiency, true, 72, 24)},
-      {"mi300x-8", mesh_node("AMD Instinct MI300X platform (8 × MI300X, xGMI full mesh)", "mi300x", pcie_gen5(),
-                             kXgmiEfficiency)},
-      {"pcie-h100", pcie_node("PCIe server (8 × H100 PCIe, no NVLink, 4 NICs)", "h100-pcie", 4,
-                              pcie_gen5())},
-      {"pcie-l40s", pcie_node("PCIe server (8 × L40S, no NVLink, 2 NICs)", "l40s", 2,
-                              pcie_gen4())},
+      {"hgx-h100", nvswitch_node("HGX H100 (8 × H100 SXM5, NVSwitch)", "h100-sxm5", pcie_gen5(),
+                                 kNvlink4Efficiency, true)},
+      {"hgx-h200", nvswitch_node("HGX H200 (8 × H200 SXM, NVSwitch)", "h200-sxm", pcie_gen5(),
+                                 kNvlink4Efficiency, true)},
+      {"hgx-b200", nvswitch_node("HGX B200 (8 × B200, NVLink 5 switch)", "b200", pcie_gen5(),
+                                 kNvlink5Efficiency, true, 8, 24)},
+      {"gb200-nvl72", nvswitch_node("GB200 NVL72 (72 × B200 in one NVLink domain, a NIC per GPU)",
+                                    "gb200", pcie_gen5(), kNvlink5Efficiency, true, 72, 24)},
+      {"mi300x-8", mesh_node("AMD Instinct MI300X platform (8 × MI300X, xGMI full mesh)", "mi300x",
+                             pcie_gen5(), kXgmiEfficiency)},
+      {"pcie-h100",
+       pcie_node("PCIe server (8 × H100 PCIe, no NVLink, 4 NICs)", "h100-pcie", 4, pcie_gen5())},
+      {"pcie-l40s", pcie_node("PCIe server (8 × L40S, no NVLink, 2 NICs)", "l40s", 2, pcie_gen4())},
   };
   return table;
 }

@@ -33,8 +33,10 @@ std::optional<AttentionKernel> attention_kernel(std::string_view name);
 // H200's; they stand in for the H100 SXM5's) and memory-bound kernel rates. The H200's are
 // what the compute model assumes of a device nobody has measured.
 inline constexpr double kHopperExposedGemmTraffic = 0.10;
-inline constexpr GemmMeasurement kHopperGemm = {708.5 / 989.4, 8192, 8448, 20480, kHopperExposedGemmTraffic};
-inline constexpr GemmMeasurement kHopperFp8Gemm = {1288.7 / 1978.9, 8448, 8192, 16384, kHopperExposedGemmTraffic};
+inline constexpr GemmMeasurement kHopperGemm = {708.5 / 989.4, 8192, 8448, 20480,
+                                                kHopperExposedGemmTraffic};
+inline constexpr GemmMeasurement kHopperFp8Gemm = {1288.7 / 1978.9, 8448, 8192, 16384,
+                                                   kHopperExposedGemmTraffic};
 inline constexpr MemoryKernelRates kH100Memory = {2.97 / 3.35, 0.525, 0.336, 1.89 / 3.35};
 inline constexpr MemoryKernelRates kH200Memory = {4.15 / 4.8, 2.71 / 4.8, 1.46 / 4.8, 1.88 / 4.8};
 

@@ -50,7 +50,8 @@ double ComputeModel::main_loop_ceiling(const topology::GemmMeasurement& measured
   const double traffic_seconds = bytes / (device_.memory_bandwidth * memory_kernels_.streaming);
   const double at_full_rate =
       GemmModel(device_.sms, peak, 1.0, device_.memory_bandwidth).plan({1, measured.m, measured.n, measured.k}).seconds;
-  return std::min(1.0, at_full_rate / (measured_seconds - measured.exposed_traffic * traffic_seconds));
+  return std::min(1.0,
+                  at_full_rate / (measured_seconds - measured.exposed_traffic * traffic_seconds));
 }
 
 double ComputeModel::gemm_ceiling(program::DType dtype) const {

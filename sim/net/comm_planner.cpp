@@ -108,7 +108,8 @@ void CommPlanner::price_as_nccl(CommPlan& plan, const collectives::CollectiveSpe
     // trimmed channels cost.
     const double bytes = static_cast<double>(spec.bytes);
     const double wire = tuner_wire * nccl::runtime_bandwidth_factor(spec.algorithm, group, bytes);
-    const double floor = nccl::runtime_channel_floor_s(spec.kind, spec.algorithm, protocol, group, bytes);
+    const double floor =
+        nccl::runtime_channel_floor_s(spec.kind, spec.algorithm, protocol, group, bytes);
     plan.protocol = protocol;
     plan.latency_seconds = latency;
     plan.bandwidth_seconds = std::max(data_seconds * wire, floor);
@@ -158,7 +159,8 @@ const CommPlan& CommPlanner::plan(const CommRequest& request) {
       const collectives::CollectiveSpec spec = collective_spec(cluster_, options_, request, algorithm);
       if (collectives::unsupported_reason(spec)) continue;
       auto candidate = plan_with(spec, request.endpoints);
-      if (!chosen || candidate->choice_seconds() < chosen->choice_seconds()) chosen = std::move(candidate);
+      if (!chosen || candidate->choice_seconds() < chosen->choice_seconds())
+        chosen = std::move(candidate);
     }
     if (!chosen) {  // nothing else runs it: the first algorithm, or why it cannot
       chosen = plan_with(collective_spec(cluster_, options_, request, candidates.front()), request.endpoints);

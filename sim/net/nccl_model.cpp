@@ -162,19 +162,21 @@ double nvls_chunk_bytes(double bytes, const GroupShape& group) {
 }
 
 double nvls_chunk_factor(double bytes, const GroupShape& group) {
-  return (1 + kNvlsChunkOverheadBytes / nvls_chunk_bytes(bytes, group)) / (1 + kNvlsChunkOverheadBytes / kNvlsChunkSize);
+  return (1 + kNvlsChunkOverheadBytes / nvls_chunk_bytes(bytes, group)) /
+         (1 + kNvlsChunkOverheadBytes / kNvlsChunkSize);
 }
 
 double ring_ll_channels(double bytes, const GroupShape& group) {
   return std::max(1.0, std::floor(bytes / (kLLThreads * kLLThreadThresholdBytes * group.members)));
 }
 
-double runtime_channel_floor_s(CollectiveKind kind, Algorithm algorithm, Protocol protocol, const GroupShape& group,
-                               double bytes) {
+double runtime_channel_floor_s(CollectiveKind kind, Algorithm algorithm, Protocol protocol,
+                               const GroupShape& group, double bytes) {
   if (algorithm != Algorithm::kRing || protocol != Protocol::kLL || group.members < 2) return 0;
   const double n = group.members;
   const bool all_reduce = kind == CollectiveKind::kAllReduce || kind == CollectiveKind::kBarrier;
-  const double per_rank = (all_reduce ? 2 : 1) * (n - 1) / n * bytes;  // the ring's data through each rank
+  const double per_rank =
+      (all_reduce ? 2 : 1) * (n - 1) / n * bytes;  // the ring's data through each rank
   return per_rank / (ring_ll_channels(bytes, group) * kLLChannelBandwidth);
 }
 

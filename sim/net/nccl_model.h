@@ -16,10 +16,10 @@
 // factors apply relative to Simple. And from NCCL's runtime, which its tuner does not see: NVLS
 // cuts its chunks for smaller messages, and each chunk costs a fixed synchronisation
 // (nvls_chunk_factor); a small ring/LL collective runs on a few channels, each at a bounded rate
-// (runtime_channel_floor_s) — NCCL still chooses by the tuner's estimate, dtsim times the runtime's.
-// Not modelled: NCCL's per-architecture bandwidth caps per channel, the tree's size-correction
-// table, the ring's own behaviour at mid sizes (docs/research/nccl_tests_curves.md), NVLS
-// across nodes, NVLSTree and CollNet.
+// (runtime_channel_floor_s) — NCCL still chooses by the tuner's estimate, dtsim times the
+// runtime's. Not modelled: NCCL's per-architecture bandwidth caps per channel, the tree's
+// size-correction table, the ring's own behaviour at mid sizes
+// (docs/research/nccl_tests_curves.md), NVLS across nodes, NVLSTree and CollNet.
 #pragma once
 
 #include <cstdint>
@@ -68,7 +68,8 @@ double latency_s(program::CollectiveKind kind, program::Algorithm algorithm, Pro
 double wire_factor(program::Algorithm algorithm, Protocol protocol, const GroupShape& group);
 // What the runtime adds to that at this size, which the tuner does not see: NVLS's chunks'
 // fixed cost (nvls_chunk_factor); 1 for the other algorithms.
-double runtime_bandwidth_factor(program::Algorithm algorithm, const GroupShape& group, double bytes);
+double runtime_bandwidth_factor(program::Algorithm algorithm, const GroupShape& group,
+                                double bytes);
 
 // The channels NCCL's runtime gives a small ring/LL collective (src/enqueue.cc,
 // topoGetAlgoInfo): one dropped while bytes < channels × 512 threads × 8 bytes × ranks
@@ -77,8 +78,8 @@ double ring_ll_channels(double bytes, const GroupShape& group);
 // The least time the runtime's channels take to move a ring/LL collective's data, each at
 // kLLChannelBandwidth (0 for other algorithms and protocols): the bandwidth term is the larger
 // of this and the links'. Below ≈ 0.5 MiB on 8 GPUs this, not the links, sets the time.
-double runtime_channel_floor_s(program::CollectiveKind kind, program::Algorithm algorithm, Protocol protocol,
-                               const GroupShape& group, double bytes);
+double runtime_channel_floor_s(program::CollectiveKind kind, program::Algorithm algorithm,
+                               Protocol protocol, const GroupShape& group, double bytes);
 
 // The chunk NCCL's NVLS all-reduce moves `bytes` in (src/enqueue.cc, calcCollChunking): 128 KiB
 // (NCCL_NVLS_CHUNKSIZE), cut to 64, 32 and 16 KiB while the message is smaller than 64, 8 and

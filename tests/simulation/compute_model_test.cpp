@@ -105,14 +105,16 @@ TEST(ComputeModelTest, UnfusedAttentionsSmallKGemmsCostTheirScoresTraffic) {
   EXPECT_NEAR(a100.seconds(scores), main_loop + scores.bytes / 1.70e12, 1e-12);
 
   const sim::ComputeModel h200(*topology::device_preset("h200-sxm"), preset);
-  const double h200_main_loop = h200.gemm_plan({256, 2048, 2048, 64}, program::DType::kBF16).seconds;
+  const double h200_main_loop =
+      h200.gemm_plan({256, 2048, 2048, 64}, program::DType::kBF16).seconds;
   const double h200_traffic = scores.bytes / 4.15e12;
   EXPECT_LT(h200_main_loop, h200_traffic);
   EXPECT_NEAR(h200.seconds(scores), h200_traffic + 0.10 * h200_main_loop, 1e-12);
   // torch.bmm ran this GEMM in 0.649 ms on an H200 (bench/results/h200-2026-12-04-shapes);
   // adding the two would say 0.734 ms, the max alone 0.550.
   EXPECT_NEAR(h200.seconds(scores), 0.649e-3, 0.15 * 0.649e-3);
-  EXPECT_LT(std::abs(h200.seconds(scores) - 0.649e-3), std::abs(h200_main_loop + h200_traffic - 0.649e-3));
+  EXPECT_LT(std::abs(h200.seconds(scores) - 0.649e-3),
+            std::abs(h200_main_loop + h200_traffic - 0.649e-3));
 }
 
 TEST(ComputeModelTest, Fp8AndMemoryBoundKernelsUseTheDevicesOwnMeasurements) {
@@ -124,7 +126,8 @@ TEST(ComputeModelTest, Fp8AndMemoryBoundKernelsUseTheDevicesOwnMeasurements) {
   const double traffic = (8448.0 * 16384 + 16384.0 * 8192 + 2.0 * 8448 * 8192) / 2.97e12;
   const double full_rate = 2.0 * 8448 * 8192 * 16384 / 1978.9e12;
   const sim::ComputeModel h100(*topology::device_preset("h100-sxm5"), sim::ComputeEfficiency::preset());
-  EXPECT_NEAR(h100.gemm_ceiling(program::DType::kFP8), full_rate / (measured - 0.10 * traffic), 1e-9);
+  EXPECT_NEAR(h100.gemm_ceiling(program::DType::kFP8), full_rate / (measured - 0.10 * traffic),
+              1e-9);
   // Each kind of memory-bound kernel at its own measured rate (topology/presets.cpp).
   program::ComputeOp norm = op(program::ComputeKind::kNorm, program::DType::kBF16, 0, 1e9);
   EXPECT_DOUBLE_EQ(h100.memory_efficiency(norm), 0.525);

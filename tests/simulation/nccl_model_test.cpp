@@ -163,7 +163,8 @@ TEST(NcclModelTest, NvlsChunksShrinkWithTheMessageAndEachCostsAFixedSynchronisat
   // Each chunk costs 26 KiB's worth of time beside its data: the bandwidth term at 32 KiB chunks
   // runs (1 + 26/32) / (1 + 26/128) = 1.51× that at 128 KiB.
   EXPECT_DOUBLE_EQ(sim::nccl::nvls_chunk_factor(1 << 30, eight), 1.0);
-  EXPECT_DOUBLE_EQ(sim::nccl::nvls_chunk_factor(16 << 20, eight), (1 + 26.0 / 32) / (1 + 26.0 / 128));
+  EXPECT_DOUBLE_EQ(sim::nccl::nvls_chunk_factor(16 << 20, eight),
+                   (1 + 26.0 / 32) / (1 + 26.0 / 128));
   EXPECT_DOUBLE_EQ(sim::nccl::runtime_bandwidth_factor(Algorithm::kNvls, eight, 16 << 20),
                    (1 + 26.0 / 32) / (1 + 26.0 / 128));
   EXPECT_DOUBLE_EQ(sim::nccl::runtime_bandwidth_factor(Algorithm::kRing, eight, 16 << 20), 1.0);
@@ -178,14 +179,18 @@ TEST(NcclModelTest, ASmallRingLLCollectiveRunsOnAChannelPer32KiBOnEightRanks) {
   EXPECT_EQ(sim::nccl::ring_ll_channels(512 * 1024, eight), 16);
   EXPECT_EQ(sim::nccl::ring_ll_channels(512 * 1024, shape(2, 8)), 8);  // 16 ranks: 64 KiB each
   // The channels move the ring's 2·7/8 of the data through each rank at 13.7 GB/s each.
-  EXPECT_DOUBLE_EQ(sim::nccl::runtime_channel_floor_s(CollectiveKind::kAllReduce, Algorithm::kRing, Protocol::kLL, eight,
-                                                      64 * 1024),
+  EXPECT_DOUBLE_EQ(sim::nccl::runtime_channel_floor_s(CollectiveKind::kAllReduce, Algorithm::kRing,
+                                                      Protocol::kLL, eight, 64 * 1024),
                    2 * 7.0 / 8 * 64 * 1024 / (2 * 13.7e9));
-  EXPECT_DOUBLE_EQ(sim::nccl::runtime_channel_floor_s(CollectiveKind::kAllGather, Algorithm::kRing, Protocol::kLL, eight,
-                                                      64 * 1024),
+  EXPECT_DOUBLE_EQ(sim::nccl::runtime_channel_floor_s(CollectiveKind::kAllGather, Algorithm::kRing,
+                                                      Protocol::kLL, eight, 64 * 1024),
                    7.0 / 8 * 64 * 1024 / (2 * 13.7e9));
-  EXPECT_EQ(sim::nccl::runtime_channel_floor_s(CollectiveKind::kAllReduce, Algorithm::kRing, Protocol::kSimple, eight, 64 * 1024), 0);
-  EXPECT_EQ(sim::nccl::runtime_channel_floor_s(CollectiveKind::kAllReduce, Algorithm::kTree, Protocol::kLL, eight, 64 * 1024), 0);
+  EXPECT_EQ(sim::nccl::runtime_channel_floor_s(CollectiveKind::kAllReduce, Algorithm::kRing,
+                                               Protocol::kSimple, eight, 64 * 1024),
+            0);
+  EXPECT_EQ(sim::nccl::runtime_channel_floor_s(CollectiveKind::kAllReduce, Algorithm::kTree,
+                                               Protocol::kLL, eight, 64 * 1024),
+            0);
   // On one HGX H100 node the 64 KiB all-reduce's time is then set by its two channels, not by
   // NVLink: NCCL's latency plus that floor.
   const topology::Cluster cluster(test_support::hgx_cluster(1));
@@ -205,7 +210,8 @@ TEST(NcclModelTest, NvlsIsChosenByTheTunersEstimateAndTimedWithItsChunksCost) {
   EXPECT_EQ(plan.schedule.algorithm, Algorithm::kNvls);
   ASSERT_TRUE(plan.tuner_seconds.has_value());
   const double factor = (1 + 26.0 / 16) / (1 + 26.0 / 128);
-  EXPECT_NEAR(plan.seconds() - plan.latency_seconds, (*plan.tuner_seconds - plan.latency_seconds) * factor, 1e-12);
+  EXPECT_NEAR(plan.seconds() - plan.latency_seconds,
+              (*plan.tuner_seconds - plan.latency_seconds) * factor, 1e-12);
   EXPECT_GT(plan.seconds(), *plan.tuner_seconds);
 }
 
