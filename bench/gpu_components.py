@@ -109,6 +109,12 @@ MPT = [("mpt-1b", 2048, 16, 14), ("mpt-7b", 4096, 32, 6), ("mpt-13b", 5120, 40, 
 SEQUENCE = 2048
 
 
+def gpu_kernels(profile):
+    """The GPU kernels a torch.profiler run saw: name, calls and µs on the device."""
+    return [{"name": e.key, "calls": e.count, "us": getattr(e, "device_time_total", 0)}
+            for e in profile.key_averages() if getattr(e, "device_time_total", 0) > 0]
+
+
 def section(name, body):
     log(f"== {name}  ({gpu_state()})")
     start = time.time()
@@ -239,8 +245,7 @@ def attention_baseline():
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as profile:
             torch.autograd.grad(forward(), qkv, grad)
             torch.cuda.synchronize()
-        kernels = [{"name": e.key, "calls": e.count, "us": getattr(e, "device_time_total", 0)}
-                   for e in profile.key_averages() if getattr(e, "device_time_total", 0) > 0]
+        kernels = gpu_kernels(profile)
         found.append({"dim": dim, "heads": heads, "batch": batch, "seq": seq, "fwd_bwd_ms": ms,
                       "fwd_bwd_tflops": tflops, "kernels": kernels})
         log(f"   FlashAttention's PyTorch baseline hd{dim}: fwd + bwd {ms:.3f} ms, {tflops:.1f} TFLOP/s")
@@ -293,7 +298,7 @@ def kernel_name(fn):
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as profile:
         fn()
         torch.cuda.synchronize()
-    return " + ".join(e.key for e in profile.key_averages() if getattr(e, "device_time_total", 0) > 0)
+    return " + ".join(kernel["name"] for kernel in gpu_kernels(profile))
 
 
 def shapes():
@@ -529,8 +534,7 @@ def layer():
         label = name + ("" if bias else " without biases")
         row = {"model": label, "hidden": hidden, "heads": heads, "micro_batch": micro, "sequence": SEQUENCE, "biases": bias,
                "layers_timed": layers, "fwd_ms_per_layer": fwd_ms, "fwd_bwd_ms_per_layer": both_ms,
-               "kernels": [{"name": e.key, "calls": e.count, "us": getattr(e, "device_time_total", 0)}
-                           for e in profile.key_averages() if getattr(e, "device_time_total", 0) > 0]}
+               "kernels": gpu_kernels(profile)}
         rows.append(row)
         log(f"   {label}: {fwd_ms:.3f} ms forward, {both_ms:.3f} ms forward + backward per layer "
             f"(micro-batch {micro} × {SEQUENCE}); profile of one step of {layers} layers:")
