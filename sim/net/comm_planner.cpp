@@ -106,14 +106,12 @@ void CommPlanner::price_as_nccl(CommPlan& plan, const collectives::CollectiveSpe
     best = latency + data_seconds * tuner_wire;
     // NCCL chooses by its tuner's estimate; the runtime then takes what its chunks and its
     // trimmed channels cost.
-    const double bytes = static_cast<double>(spec.bytes);
-    const double wire = tuner_wire * nccl::runtime_bandwidth_factor(spec.algorithm, group, bytes);
-    const double floor =
-        nccl::runtime_channel_floor_s(spec.kind, spec.algorithm, protocol, group, bytes);
     plan.protocol = protocol;
     plan.latency_seconds = latency;
-    plan.bandwidth_seconds = std::max(data_seconds * wire, floor);
-    plan.wire_factor = data_seconds > 0 ? plan.bandwidth_seconds / data_seconds : wire;
+    plan.bandwidth_seconds =
+        nccl::runtime_bandwidth_s(spec.kind, spec.algorithm, protocol, group,
+                                  static_cast<double>(spec.bytes), data_seconds * tuner_wire);
+    plan.wire_factor = data_seconds > 0 ? plan.bandwidth_seconds / data_seconds : tuner_wire;
     plan.tuner_seconds = best;
   }
   plan.logp_overhead_seconds = 0;

@@ -184,6 +184,12 @@ double runtime_bandwidth_factor(Algorithm algorithm, const GroupShape& group, do
   return algorithm == Algorithm::kNvls ? nvls_chunk_factor(bytes, group) : 1.0;
 }
 
+double runtime_bandwidth_s(CollectiveKind kind, Algorithm algorithm, Protocol protocol,
+                           const GroupShape& group, double bytes, double tuner_seconds) {
+  return std::max(tuner_seconds * runtime_bandwidth_factor(algorithm, group, bytes),
+                  runtime_channel_floor_s(kind, algorithm, protocol, group, bytes));
+}
+
 double wire_factor(Algorithm algorithm, Protocol protocol, const GroupShape& group) {
   if (algorithm == Algorithm::kNvls) return kNvlsWireFactor;  // Simple only (latency_s)
   if (algorithm == Algorithm::kCollNet) return 1.0;

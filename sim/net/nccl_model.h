@@ -80,6 +80,12 @@ double ring_ll_channels(double bytes, const GroupShape& group);
 // of this and the links'. Below ≈ 0.5 MiB on 8 GPUs this, not the links, sets the time.
 double runtime_channel_floor_s(program::CollectiveKind kind, program::Algorithm algorithm,
                                Protocol protocol, const GroupShape& group, double bytes);
+// The bandwidth term the runtime takes for a collective the tuner priced at `tuner_seconds`
+// (its data time on the links, by the protocol's wire factor): that, stretched by
+// runtime_bandwidth_factor, or the channel floor if that is longer.
+double runtime_bandwidth_s(program::CollectiveKind kind, program::Algorithm algorithm,
+                           Protocol protocol, const GroupShape& group, double bytes,
+                           double tuner_seconds);
 
 // The chunk NCCL's NVLS all-reduce moves `bytes` in (src/enqueue.cc, calcCollChunking): 128 KiB
 // (NCCL_NVLS_CHUNKSIZE), cut to 64, 32 and 16 KiB while the message is smaller than 64, 8 and

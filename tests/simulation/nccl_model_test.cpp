@@ -168,6 +168,10 @@ TEST(NcclModelTest, NvlsChunksShrinkWithTheMessageAndEachCostsAFixedSynchronisat
   EXPECT_DOUBLE_EQ(sim::nccl::runtime_bandwidth_factor(Algorithm::kNvls, eight, 16 << 20),
                    (1 + 26.0 / 32) / (1 + 26.0 / 128));
   EXPECT_DOUBLE_EQ(sim::nccl::runtime_bandwidth_factor(Algorithm::kRing, eight, 16 << 20), 1.0);
+  // NVLS has no channel floor: the runtime stretches the tuner's bandwidth term by that factor.
+  EXPECT_DOUBLE_EQ(sim::nccl::runtime_bandwidth_s(CollectiveKind::kAllReduce, Algorithm::kNvls,
+                                                  Protocol::kSimple, eight, 16 << 20, 1e-4),
+                   1e-4 * (1 + 26.0 / 32) / (1 + 26.0 / 128));
 }
 
 TEST(NcclModelTest, ASmallRingLLCollectiveRunsOnAChannelPer32KiBOnEightRanks) {
@@ -191,6 +195,13 @@ TEST(NcclModelTest, ASmallRingLLCollectiveRunsOnAChannelPer32KiBOnEightRanks) {
   EXPECT_EQ(sim::nccl::runtime_channel_floor_s(CollectiveKind::kAllReduce, Algorithm::kTree,
                                                Protocol::kLL, eight, 64 * 1024),
             0);
+  // The runtime's bandwidth term is the larger of the links' (here 1 µs) and that floor (4.2 µs).
+  EXPECT_DOUBLE_EQ(sim::nccl::runtime_bandwidth_s(CollectiveKind::kAllReduce, Algorithm::kRing,
+                                                  Protocol::kLL, eight, 64 * 1024, 1e-6),
+                   2 * 7.0 / 8 * 64 * 1024 / (2 * 13.7e9));
+  EXPECT_DOUBLE_EQ(sim::nccl::runtime_bandwidth_s(CollectiveKind::kAllReduce, Algorithm::kRing,
+                                                  Protocol::kLL, eight, 64 * 1024, 1e-5),
+                   1e-5);
   // On one HGX H100 node the 64 KiB all-reduce's time is then set by its two channels, not by
   // NVLink: NCCL's latency plus that floor.
   const topology::Cluster cluster(test_support::hgx_cluster(1));
