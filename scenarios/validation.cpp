@@ -137,6 +137,7 @@ ValidationResult run_validation(const std::string& manifest, unsigned threads, c
       bench.op = c.op;
       bench.ranks = c.ranks;
       bench.sizes = fmt::format("{}:{}", c.bytes, c.bytes);
+      bench.algorithms = c.algorithm;
       bench.scenario = c.scenario;
       const Scenario cluster_scenario = load_scenario(c.scenario);
       bench.model = cluster_scenario.network.model;

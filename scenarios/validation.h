@@ -36,6 +36,8 @@ struct ValidationCase {
   std::string op;
   std::int32_t ranks = 0;
   std::int64_t bytes = 0;
+  // The algorithm the source forced (NCCL_ALGO), or "auto": NCCL's own choice.
+  std::string algorithm = "auto";
 };
 
 // The manifest: a TOML file of [[case]] tables (docs/validation.md lists the keys); scenario
