@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 
 #include "scenarios/scenario_loader.h"
@@ -35,17 +36,22 @@ TEST(ValidationTest, TheManifestNamesEverySourceAndEveryScenarioLoads) {
   }
 }
 
+// Reading `manifest` fails with one error naming `key`, whose message mentions `expected`.
+void expect_manifest_error(const std::filesystem::path& manifest, const std::string& key, const std::string& expected) {
+  try {
+    scenarios::read_validation_manifest(manifest.string());
+    FAIL() << "accepted";
+  } catch (const scenarios::ScenarioError& error) {
+    EXPECT_EQ(error.key(), key);
+    EXPECT_NE(error.message().find(expected), std::string::npos) << error.what();
+  }
+}
+
 TEST(ValidationTest, AManifestMistakeIsOneMessageNamingTheKey) {
   const test_support::TemporaryDirectory scratch("dtsim-validation");
   std::ofstream(scratch / "cases.toml") << "[[case]]\nname = \"x\"\ngroup = \"throughput\"\nscenario = \"x.toml\"\n"
                                         << "metric = \"bus_bandwidth_gbyte_s\"\npublished = 1\nsource = \"s\"\n";
-  try {
-    scenarios::read_validation_manifest((scratch / "cases.toml").string());
-    FAIL() << "accepted";
-  } catch (const scenarios::ScenarioError& error) {
-    EXPECT_EQ(error.key(), "case.metric");
-    EXPECT_NE(error.message().find("megatron_tflops_per_gpu"), std::string::npos) << error.what();
-  }
+  expect_manifest_error(scratch / "cases.toml", "case.metric", "megatron_tflops_per_gpu");
 }
 
 TEST(ValidationTest, ACollectiveRowRunsTheAlgorithmItsSourceForced) {
@@ -66,13 +72,7 @@ TEST(ValidationTest, ACollectiveRowRunsTheAlgorithmItsSourceForced) {
   EXPECT_GT(result.rows[1].predicted, result.rows[0].predicted * 1.1);
 
   std::ofstream(scratch / "bad.toml") << row("x", "algorithm = \"hd\"\n");
-  try {
-    scenarios::read_validation_manifest((scratch / "bad.toml").string());
-    FAIL() << "accepted";
-  } catch (const scenarios::ScenarioError& error) {
-    EXPECT_EQ(error.key(), "case.algorithm");
-    EXPECT_NE(error.message().find("ring"), std::string::npos) << error.what();
-  }
+  expect_manifest_error(scratch / "bad.toml", "case.algorithm", "ring");
 }
 
 // The accuracy dtsim has today on the development set, as docs/validation.md records it: a
