@@ -37,7 +37,8 @@ TEST(ValidationTest, TheManifestNamesEverySourceAndEveryScenarioLoads) {
 }
 
 // Reading `manifest` fails with one error naming `key`, whose message mentions `expected`.
-void expect_manifest_error(const std::filesystem::path& manifest, const std::string& key, const std::string& expected) {
+void expect_manifest_error(const std::filesystem::path& manifest, const std::string& key,
+                           const std::string& expected) {
   try {
     scenarios::read_validation_manifest(manifest.string());
     FAIL() << "accepted";
@@ -49,8 +50,9 @@ void expect_manifest_error(const std::filesystem::path& manifest, const std::str
 
 TEST(ValidationTest, AManifestMistakeIsOneMessageNamingTheKey) {
   const test_support::TemporaryDirectory scratch("dtsim-validation");
-  std::ofstream(scratch / "cases.toml") << "[[case]]\nname = \"x\"\ngroup = \"throughput\"\nscenario = \"x.toml\"\n"
-                                        << "metric = \"bus_bandwidth_gbyte_s\"\npublished = 1\nsource = \"s\"\n";
+  std::ofstream(scratch / "cases.toml")
+      << "[[case]]\nname = \"x\"\ngroup = \"throughput\"\nscenario = \"x.toml\"\n"
+      << "metric = \"bus_bandwidth_gbyte_s\"\npublished = 1\nsource = \"s\"\n";
   expect_manifest_error(scratch / "cases.toml", "case.metric", "megatron_tflops_per_gpu");
 }
 
@@ -59,11 +61,14 @@ TEST(ValidationTest, ACollectiveRowRunsTheAlgorithmItsSourceForced) {
   const std::string cluster = kSource + "/tests/validation/nccl_tests/hgx_h100_1node.toml";
   const auto row = [&](const std::string& name, const std::string& extra) {
     return "[[case]]\nname = \"" + name + "\"\ngroup = \"collective\"\nscenario = \"" + cluster +
-           "\"\nop = \"all_reduce\"\nranks = 8\nbytes = 134217728\nmetric = \"time_us\"\npublished = 600\n" +
+           "\"\nop = \"all_reduce\"\nranks = 8\nbytes = 134217728\nmetric = \"time_us\"\npublished "
+           "= 600\n" +
            "source = \"s\"\n" + extra;
   };
-  std::ofstream(scratch / "cases.toml") << row("default", "") << row("ring forced", "algorithm = \"ring\"\n");
-  const scenarios::ValidationResult result = scenarios::run_validation((scratch / "cases.toml").string(), 0);
+  std::ofstream(scratch / "cases.toml")
+      << row("default", "") << row("ring forced", "algorithm = \"ring\"\n");
+  const scenarios::ValidationResult result =
+      scenarios::run_validation((scratch / "cases.toml").string(), 0);
   ASSERT_EQ(result.rows.size(), 2u);
   EXPECT_EQ(result.rows[0].validation_case.algorithm, "auto");
   EXPECT_EQ(result.rows[1].validation_case.algorithm, "ring");
