@@ -155,17 +155,14 @@ class ReplicatedPolicy : public DataParallelPolicy {
     // last accumulation.
     if (last_added) last = std::max(last, *last_added);
     if (!sync) return last;
-    // The next compute waits for every bucket, as DDP's finalize_backward makes the compute
-    // stream wait for the communication stream.
-    for (BucketFiller* filler : {&buckets_, &expert_buckets_}) {
-      filler->flush(builder, last);
-      if (filler->last()) wait_for_.push_back(*filler->last());
-    }
-    if (zero_stage_ == 0 && input_.ddp.barrier_every_step && last_micro_batch && context_.issues_step_barrier) {
-      program::CollectiveOp barrier = program::make_collective(CollectiveKind::kBarrier, context_.world_group, 0, program::DType::kFP32);
-      wait_for_.push_back(builder.add("barrier", context_.dp_reduce, barrier, {last}));
-    }
+    // Deferred: the buckets keep their gradients for sync_gradients().
+    if (last_micro_batch && context_.defer_gradient_sync) return last;
+    synchronise(builder, last, last_micro_batch);
     return last;
+  }
+
+  void sync_gradients(RankProgramBuilder& builder, OpIndex after) override {
+    if (context_.defer_gradient_sync) synchronise(builder, after, true);
   }
 
   std::vector<OpIndex> finish_step(RankProgramBuilder& builder, std::vector<OpIndex> before_update) override {
@@ -194,6 +191,21 @@ class ReplicatedPolicy : public DataParallelPolicy {
   }
 
  private:
+  // Reduces what the buckets hold after `after`. The next compute waits for every bucket, as
+  // DDP's finalize_backward makes the compute stream wait for the communication stream.
+  void synchronise(RankProgramBuilder& builder, OpIndex after, bool last_micro_batch) {
+    for (BucketFiller* filler : {&buckets_, &expert_buckets_}) {
+      filler->flush(builder, after);
+      if (filler->last()) wait_for_.push_back(*filler->last());
+    }
+    if (zero_stage_ == 0 && input_.ddp.barrier_every_step && last_micro_batch &&
+        context_.issues_step_barrier) {
+      program::CollectiveOp barrier = program::make_collective(
+          CollectiveKind::kBarrier, context_.world_group, 0, program::DType::kFP32);
+      wait_for_.push_back(builder.add("barrier", context_.dp_reduce, barrier, {after}));
+    }
+  }
+
   BucketFiller bucket_filler(program::GroupFamilyId group, std::string label = "") const {
     return BucketFiller(input_.ddp, reduce_scatter_ ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce, group,
                         context_.dp_reduce, context_.replica->gradient_dtype,

@@ -57,6 +57,12 @@ struct StageContext {
   // Whether this policy issues ddp.barrier_every_step's barrier: with interleaved model chunks,
   // only the chunk whose backward ends the step (chunk 0) does.
   bool issues_step_barrier = true;
+  // The last micro-batch's gradient synchronisation waits for sync_gradients() instead of
+  // following this chunk's own last backward: with interleaved model chunks and no
+  // overlap_grad_reduce, Megatron-LM reduces every chunk's gradients once the whole pipeline
+  // schedule has run (train_step: `for model_module in model: allreduce_gradients()` after
+  // forward_backward_func returns, megatron/training.py).
+  bool defer_gradient_sync = false;
 };
 
 class DataParallelPolicy {
@@ -67,6 +73,10 @@ class DataParallelPolicy {
   virtual program::OpIndex forward(RankProgramBuilder& builder, std::vector<program::OpIndex> deps) = 0;
   virtual program::OpIndex backward(RankProgramBuilder& builder, std::vector<program::OpIndex> deps,
                                     bool last_micro_batch) = 0;
+  // With StageContext::defer_gradient_sync: the last micro-batch's gradient synchronisation,
+  // after `after` (the rank's last backward op). Policies that synchronise as the backward goes
+  // (FSDP's per-unit reduce-scatters) have nothing to defer.
+  virtual void sync_gradients(RankProgramBuilder& /*builder*/, program::OpIndex /*after*/) {}
   // The optimizer step after the last backward, and after `before_update`; returns what the
   // next step's first forward must wait for.
   virtual std::vector<program::OpIndex> finish_step(RankProgramBuilder& builder,

@@ -211,6 +211,8 @@ program::Program lower_parallel(const LoweringInput& input) {
         StageContext& context = contexts[static_cast<std::size_t>(chunk)];
         context.replica = &replica;
         context.issues_step_barrier = chunk == 0;
+        // One chunk's last backward is the schedule's last: only several chunks defer.
+        context.defer_gradient_sync = chunks > 1 && !input.ddp.overlap_grad_reduce;
         const std::int64_t virtual_stage = std::int64_t{chunk} * pp + stage;
         if (virtual_stage == 0) context.blocks.push_back(&replica.blocks.front());
         for (std::int64_t layer = layers * virtual_stage / virtual_stages; layer < layers * (virtual_stage + 1) / virtual_stages;
@@ -279,6 +281,13 @@ program::Program lower_parallel(const LoweringInput& input) {
             const OpIndex last = policy.backward(builder, std::move(deps), slot.micro == micro_batches - 1);
             last_backward = last;
             if (has_previous) send("gradient", slot.micro, pipe.send_previous, previous_offset, previous_group, last);
+          }
+        }
+        if (last_backward) {
+          // Megatron-LM's order: model chunk 0 first.
+          for (std::int32_t chunk = 0; chunk < chunks; ++chunk) {
+            chunk_names(chunk);
+            policies[static_cast<std::size_t>(chunk)]->sync_gradients(builder, *last_backward);
           }
         }
         std::vector<OpIndex> before_update;

@@ -616,6 +616,38 @@ TEST(PipelineTest, InterleavedChunksShareOneBarrierPerStep) {
   }
 }
 
+TEST(PipelineTest, InterleavedChunksReduceTheirGradientsAfterTheWholeScheduleUnlessOverlapped) {
+  // Megatron-LM without overlap_grad_reduce all-reduces every chunk's gradients once the
+  // schedule has run (train_step, after forward_backward_func): on every rank each chunk's
+  // gradient all-reduce comes after every backward op. With overlap, a chunk's buckets go as
+  // its own gradients are ready, while the other chunk's backward still runs.
+  const auto reductions_follow_every_backward = [](bool overlap) {
+    const auto result = run(
+        kPipeline, {"cluster.gpus_per_node=8", "parallel.dp=2", "training.global_batch=16",
+                    "parallel.pipeline_schedule=\"interleaved-1f1b\"", "parallel.virtual_stages=2",
+                    std::string("ddp.overlap_grad_reduce=") + (overlap ? "true" : "false")});
+    bool all_follow = true;
+    for (const auto& rank : result.program.ranks) {
+      std::size_t last_backward = 0, first_reduction = rank->ops.size(), reductions = 0;
+      for (std::size_t i = 0; i < rank->ops.size(); ++i) {
+        const program::Op& op = rank->ops[i];
+        const auto* compute = std::get_if<program::ComputeOp>(&op.body);
+        if (compute != nullptr && compute->phase == program::Phase::kBackward) last_backward = i;
+        if (std::holds_alternative<program::CollectiveOp>(op.body) &&
+            op.name.find("ddp.bucket") != std::string::npos) {
+          first_reduction = std::min(first_reduction, i);
+          ++reductions;
+        }
+      }
+      EXPECT_GE(reductions, 2u);  // one per chunk at least
+      all_follow = all_follow && first_reduction > last_backward;
+    }
+    return all_follow;
+  };
+  EXPECT_TRUE(reductions_follow_every_backward(false));
+  EXPECT_FALSE(reductions_follow_every_backward(true));
+}
+
 TEST(PipelineTest, InterleavingNeedsChunksAStagedPipelineAndWholeGroupsOfMicroBatches) {
   const auto refused = [](std::vector<std::string> assignments) {
     try {

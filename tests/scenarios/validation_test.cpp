@@ -102,9 +102,12 @@ struct GroupBound {
 // with today's cuBLAS), the H100's 2023 "PyTorch" attention rows no longer set the constant and
 // count: +12 % and +20 % (dtsim fast; today's kernels run them 30–40 % faster than the sum
 // rule said, bench/results/h200-2026-12-04-shapes); kernel median 3.2 %, max 20.4 %. Each
-// kernel row of an A100 must stay within 10 % (below).
+// kernel row of an A100 must stay within 10 % (below). 2026-12-04, late, with Megatron-LM's
+// interleaved chunks reducing their gradients only after the whole schedule (no
+// overlap_grad_reduce): throughput median 3.6 %, max 9.9 % (76B) — issue #13's targets, which
+// are now the throughput group's bounds.
 constexpr GroupBound kTodaysBounds[] = {
-    {"throughput", 0.04, 0.12}, {"collective", 0.05, 0.20}, {"kernel", 0.04, 0.21}};
+    {"throughput", 0.05, 0.10}, {"collective", 0.05, 0.20}, {"kernel", 0.04, 0.21}};
 
 TEST(ValidationTest, EveryCaseRunsAndEachGroupStaysWithinTodaysBounds) {
   const scenarios::ValidationResult result = scenarios::run_validation(kManifest, 0);
