@@ -49,7 +49,7 @@ struct CommPlan {
   std::optional<nccl::Protocol> protocol;
   double wire_factor = 1.0;
   // collectives.library = "nccl": NCCL's tuner's estimate, which it chooses the algorithm and
-  // protocol by (without what only the runtime adds, nccl::runtime_bandwidth_factor).
+  // protocol by (without what only the runtime adds, nccl::runtime_bandwidth_s).
   std::optional<double> tuner_seconds;
   double seconds() const { return latency_seconds + bandwidth_seconds; }
   double choice_seconds() const { return tuner_seconds.value_or(seconds()); }

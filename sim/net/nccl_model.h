@@ -16,10 +16,10 @@
 // factors apply relative to Simple. And from NCCL's runtime, which its tuner does not see: NVLS
 // cuts its chunks for smaller messages, and each chunk costs a fixed synchronisation
 // (nvls_chunk_factor); a small ring/LL collective runs on a few channels, each at a bounded rate
-// (runtime_channel_floor_s) — NCCL still chooses by the tuner's estimate, dtsim times the
-// runtime's. Not modelled: NCCL's per-architecture bandwidth caps per channel, the tree's
-// size-correction table, the ring's own behaviour at mid sizes
-// (docs/research/nccl_tests_curves.md), NVLS across nodes, NVLSTree and CollNet.
+// (runtime_channel_floor_s; the two combined in runtime_bandwidth_s) — NCCL still chooses by
+// the tuner's estimate, dtsim times the runtime's. Not modelled: NCCL's per-architecture
+// bandwidth caps per channel, the tree's size-correction table, the ring's own behaviour at mid
+// sizes (docs/research/nccl_tests_curves.md), NVLS across nodes, NVLSTree and CollNet.
 #pragma once
 
 #include <cstdint>
