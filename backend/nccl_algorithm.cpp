@@ -28,10 +28,14 @@ std::string nccl_name(program::Algorithm algorithm, program::CollectiveKind kind
   if (algorithm == program::Algorithm::kTree && kind == program::CollectiveKind::kAllReduce) return "tree";
   if (algorithm == program::Algorithm::kNvls && kind == program::CollectiveKind::kAllReduce) return "nvls";
   if (algorithm == program::Algorithm::kCollNet && kind == program::CollectiveKind::kAllReduce) return "collnetdirect";
-  why_not = algorithm == program::Algorithm::kTree || algorithm == program::Algorithm::kNvls ||
-                    algorithm == program::Algorithm::kCollNet
-                ? fmt::format("NCCL runs {} for all-reduce only", program::algorithm_name(algorithm))
-                : fmt::format("NCCL has no {} algorithm", program::algorithm_name(algorithm));
+  if (algorithm == program::Algorithm::kNvlsTree && kind == program::CollectiveKind::kAllReduce)
+    return "nvlstree";
+  why_not =
+      algorithm == program::Algorithm::kTree || algorithm == program::Algorithm::kNvls ||
+              algorithm == program::Algorithm::kCollNet ||
+              algorithm == program::Algorithm::kNvlsTree
+          ? fmt::format("NCCL runs {} for all-reduce only", program::algorithm_name(algorithm))
+          : fmt::format("NCCL has no {} algorithm", program::algorithm_name(algorithm));
   return "";
 }
 

@@ -696,7 +696,10 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       "collective", "nccl-tests for the simulator: one collective over a range of sizes");
   collective->add_option("--op", bench.op, "all_reduce, all_gather, reduce_scatter, broadcast, reduce, all_to_all, barrier")
       ->capture_default_str();
-  collective->add_option("--algo", bench.algorithms, "ring, tree, hd, hier, direct, nvls, collnet or auto; several with commas")
+  collective
+      ->add_option(
+          "--algo", bench.algorithms,
+          "ring, tree, hd, hier, direct, nvls, collnet, nvls_tree or auto; several with commas")
       ->capture_default_str();
   CLI::Option* ranks = collective->add_option("--ranks", bench.ranks, "ranks 0..N-1 of the cluster")->capture_default_str();
   collective->add_option("--nodes", bench.nodes, "every GPU of N nodes, in place of --ranks")->excludes(ranks);

@@ -178,7 +178,8 @@ CollectiveBenchResult run_collective_bench(const CollectiveBenchOptions& asked) 
   for (const std::string& name : split(options.algorithms, ',')) {
     const auto algorithm = program::algorithm_from_name(name);
     if (!algorithm || *algorithm == program::Algorithm::kParameterServer) {
-      bad("--algo", fmt::format("unknown algorithm \"{}\"", name), "ring, tree, hd, hier, direct, nvls, collnet or auto");
+      bad("--algo", fmt::format("unknown algorithm \"{}\"", name),
+          "ring, tree, hd, hier, direct, nvls, collnet, nvls_tree or auto");
     }
     if (*algorithm != program::Algorithm::kAuto) {
       if (auto reason = collectives::unsupported_reason(sim::collective_spec(cluster, network, request, *algorithm))) {
@@ -191,7 +192,9 @@ CollectiveBenchResult run_collective_bench(const CollectiveBenchOptions& asked) 
     algorithms.push_back(*algorithm);
     result.algorithms.push_back(name);
   }
-  if (algorithms.empty()) bad("--algo", "expected at least one algorithm", "ring, tree, hd, hier, direct, nvls, collnet or auto");
+  if (algorithms.empty())
+    bad("--algo", "expected at least one algorithm",
+        "ring, tree, hd, hier, direct, nvls, collnet, nvls_tree or auto");
 
   for (double bytes = static_cast<double>(min_bytes); bytes <= static_cast<double>(max_bytes) * (1 + 1e-9);
        bytes *= options.factor) {

@@ -1752,8 +1752,8 @@ std::vector<ValidationCase> read_validation_manifest(const std::string& path) {
       c.op = required_text("op");
       c.ranks = static_cast<std::int32_t>(reader.required_count("ranks", kMaxNodes * kMaxPerNode, "e.g. ranks = 8"));
       c.bytes = reader.required_count("bytes", std::int64_t{1} << 40, "the message size, e.g. bytes = 1073741824");
-      c.algorithm =
-          reader.choice("algorithm", {"ring", "tree", "nvls", "collnet"}).value_or("auto");
+      c.algorithm = reader.choice("algorithm", {"ring", "tree", "nvls", "collnet", "nvls_tree"})
+                        .value_or("auto");
     }
     reader.finish();
     out.push_back(std::move(c));

@@ -68,6 +68,7 @@
 
 #include <fmt/format.h>
 
+#include <optional>
 #include <utility>
 
 namespace topology {
@@ -293,13 +294,27 @@ NodeSpec node_of(std::string name, NodeKind kind, const char* device, int gpus, 
   return node;
 }
 
+// NCCL's NVLSTree channel caps (perChMaxNVLSTreeBws, NVIDIA/nccl src/graph/tuning.cc at 2.30.7,
+// GB/s of bus bandwidth per channel, across two nodes / more): Hopper 57.7 / 45.5, Blackwell
+// 96 / 80.
+struct NvlsTreeCaps {
+  double two_nodes = 0;
+  double more_nodes = 0;
+};
+constexpr NvlsTreeCaps kHopperNvlsTree = {57.7e9, 45.5e9};
+constexpr NvlsTreeCaps kBlackwellNvlsTree = {96e9, 80e9};
+
 NodeSpec nvswitch_node(std::string name, const char* device, LinkSpec pcie,
-                       double nvlink_efficiency, bool nvlink_sharp, int gpus = 8,
-                       int nvls_channels = 16) {
+                       double nvlink_efficiency, std::optional<NvlsTreeCaps> nvlink_sharp,
+                       int gpus = 8, int nvls_channels = 16) {
   NodeSpec node = node_of(std::move(name), NodeKind::kNvSwitch, device, gpus, gpus, pcie);
   node.nvlink = {node.gpu.nvlink_bandwidth, kNvlinkLatency, nvlink_efficiency};
-  node.nvlink_sharp = nvlink_sharp;
+  node.nvlink_sharp = nvlink_sharp.has_value();
   node.nvls_channels = nvls_channels;
+  if (nvlink_sharp) {
+    node.nvls_tree_channel_bandwidth_two_nodes = nvlink_sharp->two_nodes;
+    node.nvls_tree_channel_bandwidth_more_nodes = nvlink_sharp->more_nodes;
+  }
   return node;
 }
 
@@ -317,15 +332,16 @@ NodeSpec pcie_node(std::string name, const char* device, int nics, LinkSpec pcie
 const std::vector<std::pair<std::string, NodeSpec>>& nodes() {
   static const std::vector<std::pair<std::string, NodeSpec>> table = {
       {"dgx-a100", nvswitch_node("DGX A100 (8 × A100 SXM4 80GB, NVSwitch)", "a100-sxm4-80gb",
-                                 pcie_gen4(), kNvlink3Efficiency, false)},
+                                 pcie_gen4(), kNvlink3Efficiency, std::nullopt)},
       {"hgx-h100", nvswitch_node("HGX H100 (8 × H100 SXM5, NVSwitch)", "h100-sxm5", pcie_gen5(),
-                                 kNvlink4Efficiency, true)},
+                                 kNvlink4Efficiency, kHopperNvlsTree)},
       {"hgx-h200", nvswitch_node("HGX H200 (8 × H200 SXM, NVSwitch)", "h200-sxm", pcie_gen5(),
-                                 kNvlink4Efficiency, true)},
+                                 kNvlink4Efficiency, kHopperNvlsTree)},
       {"hgx-b200", nvswitch_node("HGX B200 (8 × B200, NVLink 5 switch)", "b200", pcie_gen5(),
-                                 kNvlink5Efficiency, true, 8, 24)},
-      {"gb200-nvl72", nvswitch_node("GB200 NVL72 (72 × B200 in one NVLink domain, a NIC per GPU)",
-                                    "gb200", pcie_gen5(), kNvlink5Efficiency, true, 72, 24)},
+                                 kNvlink5Efficiency, kBlackwellNvlsTree, 8, 24)},
+      {"gb200-nvl72",
+       nvswitch_node("GB200 NVL72 (72 × B200 in one NVLink domain, a NIC per GPU)", "gb200",
+                     pcie_gen5(), kNvlink5Efficiency, kBlackwellNvlsTree, 72, 24)},
       {"mi300x-8", mesh_node("AMD Instinct MI300X platform (8 × MI300X, xGMI full mesh)", "mi300x",
                              pcie_gen5(), kXgmiEfficiency)},
       {"pcie-h100",

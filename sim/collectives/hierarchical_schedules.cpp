@@ -103,4 +103,28 @@ Schedule collnet_schedule(const CollectiveSpec& spec, const NodeGroups& groups) 
   return schedule;
 }
 
+Schedule nvls_tree_schedule(const CollectiveSpec& spec, const NodeGroups& groups) {
+  Schedule schedule;
+  const auto g = static_cast<std::int32_t>(groups.nodes.front().size());
+  const std::size_t n = groups.nodes.size();
+  // One phase, in units of a member's shard M/G: NCCL pipelines the switch's reduction and
+  // multicast with the NICs' tree, so both run at once.
+  Phase phase{"nvls tree: in-switch reduction and the nodes' tree at once",
+              1,
+              static_cast<double>(effective_bytes(spec)) / g,
+              {}};
+  for (std::int32_t copy = 0; copy <= g; ++copy) {  // (G+1)·M/G through each NVSwitch port
+    const std::vector<Transfer> ring = intra_node_rings(groups);
+    phase.transfers.insert(phase.transfers.end(), ring.begin(), ring.end());
+  }
+  // Two nodes swap their shards (a ring of two is both directions); more nodes run a double
+  // binary tree, each NIC a parent in one tree and a leaf in the other: 2·M/G each way.
+  for (std::size_t copy = 0; copy < (n == 2 ? 1u : 2u); ++copy) {
+    const std::vector<Transfer> rails = inter_node_rings(groups);
+    phase.transfers.insert(phase.transfers.end(), rails.begin(), rails.end());
+  }
+  schedule.phases.push_back(std::move(phase));
+  return schedule;
+}
+
 }  // namespace collectives::detail

@@ -81,8 +81,9 @@ using program::CollectiveKind;
 std::vector<Algorithm> algorithms_for(CollectiveKind kind) {
   switch (kind) {
     case CollectiveKind::kAllReduce:
-      return {Algorithm::kRing, Algorithm::kTree, Algorithm::kHalvingDoubling,
-              Algorithm::kHierarchical, Algorithm::kDirect, Algorithm::kNvls, Algorithm::kCollNet};
+      return {Algorithm::kRing,         Algorithm::kTree,    Algorithm::kHalvingDoubling,
+              Algorithm::kHierarchical, Algorithm::kDirect,  Algorithm::kNvls,
+              Algorithm::kCollNet,      Algorithm::kNvlsTree};
     case CollectiveKind::kAllGather:
     case CollectiveKind::kReduceScatter:
       return {Algorithm::kRing, Algorithm::kHalvingDoubling, Algorithm::kHierarchical,
@@ -133,6 +134,23 @@ std::optional<std::string> unsupported_reason(const CollectiveSpec& spec) {
                          kind);
     }
   }
+  if (spec.algorithm == Algorithm::kNvlsTree) {
+    if (!spec.nvlink_sharp) {
+      return "algorithm \"nvls_tree\" needs NVSwitches that reduce in the switch (NVLink SHARP: "
+             "HGX H100/H200/B200 "
+             "nodes, [cluster] nvlink_sharp = true); these nodes have none";
+    }
+    const detail::NodeGroups groups = detail::group_by_node(spec);
+    if (groups.nodes.size() < 2 || !groups.uniform() || groups.nodes.front().size() < 2) {
+      return fmt::format(
+          "algorithm \"nvls_tree\" needs a group over two or more nodes with the same number of "
+          "ranks, at least two, on each; this {} group of {} ranks {}",
+          kind, spec.members,
+          groups.nodes.size() < 2 ? "sits on one node (there NCCL runs nvls)"
+          : !groups.uniform()     ? "is uneven"
+                                  : "has one rank per node");
+    }
+  }
   if (spec.algorithm == Algorithm::kCollNet) {
     if (!spec.fabric_sharp) {
       return "algorithm \"collnet\" needs InfiniBand switches that reduce in the network (SHARP: "
@@ -173,6 +191,9 @@ Schedule build_schedule(const CollectiveSpec& spec) {
     case Algorithm::kParameterServer: schedule = detail::parameter_server_schedule(spec); break;
     case Algorithm::kNvls: schedule = detail::nvls_schedule(spec); break;
     case Algorithm::kCollNet: schedule = detail::collnet_schedule(spec, groups); break;
+    case Algorithm::kNvlsTree:
+      schedule = detail::nvls_tree_schedule(spec, groups);
+      break;
     case Algorithm::kAuto: throw UnsupportedCollective("build_schedule needs a concrete algorithm");
   }
   schedule.algorithm = spec.algorithm;

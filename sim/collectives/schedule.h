@@ -55,6 +55,15 @@
 //              of every other node with its local index — then
 //              all-gather inside each node. All-reduce only; ≥ 2 nodes with the same number of
 //              members each, on a fabric with SHARP.
+//   nvls_tree  NCCL's NVLSTree all-reduce across nodes with NVLink SHARP: each node's switch
+//              reduces and multicasts as nvls does — (G+1)/G·M through each member's port —
+//              while each member's NIC carries its M/G shard between the nodes: swapped with the
+//              other node when there are two (M/G each way), a double binary tree of the nodes
+//              otherwise (2·M/G each way: a parent in one tree, a leaf in the other). NCCL
+//              pipelines the two, so one step holds both, in units of M/G: G+1 copies of a ring
+//              inside each node and one (two nodes) or two copies of a ring through the nodes
+//              per local index. All-reduce only; ≥ 2 nodes with the same number (≥ 2) of
+//              members each.
 //   ps         parameter server push/pull: every worker sends M/S to each of the S servers
 //              (range push: one merged message per pair) in one step; pull the reverse.
 //   barrier    is an all-reduce of one 4-byte element (PyTorch's NCCL barrier): 2(P−1)

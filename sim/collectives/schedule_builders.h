@@ -26,6 +26,7 @@ Schedule ring_schedule(const CollectiveSpec& spec, const NodeGroups& groups);
 Schedule tree_schedule(const CollectiveSpec& spec, const NodeGroups& groups);
 Schedule halving_doubling_schedule(const CollectiveSpec& spec, const NodeGroups& groups);
 Schedule hierarchical_schedule(const CollectiveSpec& spec, const NodeGroups& groups);
+Schedule nvls_tree_schedule(const CollectiveSpec& spec, const NodeGroups& groups);
 Schedule collnet_schedule(const CollectiveSpec& spec, const NodeGroups& groups);
 Schedule direct_schedule(const CollectiveSpec& spec, const NodeGroups& groups);
 Schedule nvls_schedule(const CollectiveSpec& spec);

@@ -93,6 +93,9 @@ void CommPlanner::price_as_nccl(CommPlan& plan, const collectives::CollectiveSpe
   // NCCL's latency tables know NVLink and PCIe; xGMI links GPUs directly, as NVLink does.
   group.nvlink = cluster_.spec().node.kind != topology::NodeKind::kPcie;
   group.nvls_channels = cluster_.spec().node.nvls_channels;
+  group.nvls_tree_channel_bandwidth =
+      group.nodes <= 2 ? cluster_.spec().node.nvls_tree_channel_bandwidth_two_nodes
+                       : cluster_.spec().node.nvls_tree_channel_bandwidth_more_nodes;
   std::int32_t steps = 0;
   for (const collectives::Phase& phase : plan.schedule.phases) steps += phase.steps;
   if (steps == 0) return;
@@ -101,17 +104,18 @@ void CommPlanner::price_as_nccl(CommPlan& plan, const collectives::CollectiveSpe
   for (const nccl::Protocol protocol : nccl::kProtocols) {
     const double latency = nccl::latency_s(spec.kind, spec.algorithm, protocol, group,
                                            static_cast<double>(spec.bytes), spec.channels);
-    const double tuner_wire = nccl::wire_factor(spec.algorithm, protocol, group);
-    if (latency + data_seconds * tuner_wire >= best) continue;
-    best = latency + data_seconds * tuner_wire;
+    const double tuner_data = nccl::tuner_data_s(spec.kind, spec.algorithm, protocol, group,
+                                                 static_cast<double>(spec.bytes), data_seconds);
+    if (latency + tuner_data >= best) continue;
+    best = latency + tuner_data;
     // NCCL chooses by its tuner's estimate; the runtime then takes what its chunks and its
     // trimmed channels cost.
     plan.protocol = protocol;
     plan.latency_seconds = latency;
-    plan.bandwidth_seconds =
-        nccl::runtime_bandwidth_s(spec.kind, spec.algorithm, protocol, group,
-                                  static_cast<double>(spec.bytes), data_seconds * tuner_wire);
-    plan.wire_factor = data_seconds > 0 ? plan.bandwidth_seconds / data_seconds : tuner_wire;
+    plan.bandwidth_seconds = nccl::runtime_bandwidth_s(spec.kind, spec.algorithm, protocol, group,
+                                                       static_cast<double>(spec.bytes), tuner_data);
+    plan.wire_factor = data_seconds > 0 ? plan.bandwidth_seconds / data_seconds
+                                        : nccl::wire_factor(spec.algorithm, protocol, group);
     plan.tuner_seconds = best;
   }
   plan.logp_overhead_seconds = 0;
@@ -150,6 +154,7 @@ const CommPlan& CommPlanner::plan(const CommRequest& request) {
     } else {  // the chapter's textbook algorithms: in-switch reduction only when a scenario asks for it
       std::erase(candidates, program::Algorithm::kNvls);
       std::erase(candidates, program::Algorithm::kCollNet);
+      std::erase(candidates, program::Algorithm::kNvlsTree);
     }
     for (program::Algorithm algorithm : candidates) {
       const bool only_choice = candidates.size() == 1;

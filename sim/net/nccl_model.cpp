@@ -59,6 +59,11 @@ constexpr double kCollNetNvlinkLatency = 3.7;
 constexpr double kCollNetArityLatency = 0.4;
 constexpr double kCollNetNetworkLatency = 31.0;
 constexpr double kNvlsLatency = 25.0;
+// NVLSTree (NVLink SHARP in each node, a tree of the nodes over the NICs, Simple only): no base;
+// the NVLink SHARP hop's 25 µs, then up and down the tree's log2(nodes) levels at 20.9 µs each
+// (:153, :161, :173, :427–428). Bandwidth: the schedule's own loads (NVLink at the links' rate:
+// NCCL's cap, tuner_data_s, or the NICs bind first on Hopper and Blackwell), at least the cap.
+constexpr double kNvlsTreeNetworkLatency = 20.9;
 constexpr double kNvlsOverRingBusBandwidth = 476.0 / 360.0;
 constexpr double kNvlsWireFactor = (2.0 * 7.0 / 9.0) / kNvlsOverRingBusBandwidth;
 // NVLS's chunks (nvls_chunk_bytes; src/enqueue.cc calcCollChunking, src/transport/nvls.cc).
@@ -101,8 +106,9 @@ bool runs(CollectiveKind kind, Algorithm algorithm) {
   switch (kind) {
     case CollectiveKind::kBarrier: return algorithm == Algorithm::kRing || algorithm == Algorithm::kTree;
     case CollectiveKind::kAllReduce:
-      return algorithm == Algorithm::kRing || algorithm == Algorithm::kTree || algorithm == Algorithm::kNvls ||
-             algorithm == Algorithm::kCollNet;
+      return algorithm == Algorithm::kRing || algorithm == Algorithm::kTree ||
+             algorithm == Algorithm::kNvls || algorithm == Algorithm::kCollNet ||
+             algorithm == Algorithm::kNvlsTree;
     case CollectiveKind::kAllGather:
     case CollectiveKind::kReduceScatter:
     case CollectiveKind::kBroadcast:
@@ -115,15 +121,24 @@ std::optional<std::string> missing_algorithm(CollectiveKind kind, Algorithm algo
   if (!chooses_algorithm(kind) || runs(kind, algorithm)) return std::nullopt;
   const bool nvls = runs(kind, Algorithm::kNvls);
   return fmt::format("has no \"{}\" {}: it runs ring{}{}", program::algorithm_name(algorithm),
-                     program::collective_name(kind), runs(kind, Algorithm::kTree) ? (nvls ? ", tree" : " and tree") : "",
-                     nvls ? ", nvls (on NVLink SHARP nodes) and collnet (on a SHARP fabric)" : "");
+                     program::collective_name(kind),
+                     runs(kind, Algorithm::kTree) ? (nvls ? ", tree" : " and tree") : "",
+                     nvls ? ", nvls (on NVLink SHARP nodes), nvls_tree (across them) and collnet "
+                            "(on a SHARP fabric)"
+                          : "");
 }
 
 double latency_s(CollectiveKind kind, Algorithm algorithm, Protocol protocol, const GroupShape& group, double bytes,
                  std::int32_t channels) {
-  if (algorithm == Algorithm::kNvls || algorithm == Algorithm::kCollNet) {
+  if (algorithm == Algorithm::kNvls || algorithm == Algorithm::kCollNet ||
+      algorithm == Algorithm::kNvlsTree) {
     if (protocol != Protocol::kSimple) return std::numeric_limits<double>::infinity();
     if (algorithm == Algorithm::kNvls) return kNvlsLatency * kMicro;
+    if (algorithm == Algorithm::kNvlsTree) {  // log2i: NCCL's integer log
+      return (kNvlsLatency + 2 * std::floor(std::log2(static_cast<double>(group.nodes))) *
+                                 kNvlsTreeNetworkLatency) *
+             kMicro;
+    }
     const double others = group.per_node - 1;
     return (2 * (std::min(1.0, others) * kCollNetNvlinkLatency + others * kCollNetArityLatency) + kCollNetNetworkLatency) *
            kMicro;
@@ -190,9 +205,20 @@ double runtime_bandwidth_s(CollectiveKind kind, Algorithm algorithm, Protocol pr
                   runtime_channel_floor_s(kind, algorithm, protocol, group, bytes));
 }
 
+double tuner_data_s(CollectiveKind /*kind*/, Algorithm algorithm, Protocol protocol,
+                    const GroupShape& group, double bytes, double link_seconds) {
+  const double priced = link_seconds * wire_factor(algorithm, protocol, group);
+  const bool capped = algorithm == Algorithm::kNvlsTree && group.nvls_tree_channel_bandwidth > 0;
+  if (!capped || group.members < 2) return priced;
+  const double n = group.members;
+  const double bus_bytes = 2 * (n - 1) / n * bytes;  // NVLSTree runs all-reduce only
+  const double channels = std::min(group.per_node, group.nvls_channels);
+  return std::max(priced, bus_bytes / (channels * group.nvls_tree_channel_bandwidth));
+}
+
 double wire_factor(Algorithm algorithm, Protocol protocol, const GroupShape& group) {
   if (algorithm == Algorithm::kNvls) return kNvlsWireFactor;  // Simple only (latency_s)
-  if (algorithm == Algorithm::kCollNet) return 1.0;
+  if (algorithm == Algorithm::kCollNet || algorithm == Algorithm::kNvlsTree) return 1.0;
   if (algorithm == Algorithm::kTree) {
     switch (protocol) {
       case Protocol::kLL: return kTreeLLDivisor / kTreeFactor;

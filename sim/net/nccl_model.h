@@ -3,8 +3,9 @@
 // and protocol a latency — a base cost plus a per-step cost by the link the step crosses — and
 // a bandwidth factor; NCCL runs the cheapest. dtsim keeps its own schedules and network models
 // for the bytes (so that concurrent collectives still share links) and takes from NCCL:
-//   * which algorithms `auto` chooses among: ring, tree and (on NVLink SHARP nodes, inside one
-//     node) NVLS for all-reduce, ring and tree for barrier, ring for
+//   * which algorithms `auto` chooses among: ring, tree and (on NVLink SHARP nodes) NVLS inside
+//     one node and NVLSTree across nodes for all-reduce (CollNet on a SHARP fabric), ring and
+//     tree for barrier, ring for
 //     all-gather, reduce-scatter, broadcast and reduce (NCCL runs no halving-doubling or
 //     hierarchical schedule);
 //   * the latency of each (algorithm, protocol), replacing the links' α;
@@ -19,7 +20,8 @@
 // (runtime_channel_floor_s; the two combined in runtime_bandwidth_s) — NCCL still chooses by
 // the tuner's estimate, dtsim times the runtime's. Not modelled: NCCL's per-architecture
 // bandwidth caps per channel, the tree's size-correction table, the ring's own behaviour at mid
-// sizes (docs/research/nccl_tests_curves.md), NVLS across nodes, NVLSTree and CollNet.
+// sizes (docs/research/nccl_tests_curves.md), NVLS across nodes (with SHARP), NVLSTree's chunking
+// and CollNet's pipelining.
 #pragma once
 
 #include <cstdint>
@@ -43,13 +45,16 @@ struct GroupShape {
   std::int32_t per_node = 1;
   bool nvlink = true;
   std::int32_t nvls_channels = 16;  // NCCL's NVLS channels on these GPUs (topology::NodeSpec)
+  // NCCL's cap on one NVLSTree channel's bus bandwidth at this many nodes, bytes/s (0: none;
+  // topology::NodeSpec::nvls_tree_channel_bandwidth_*).
+  double nvls_tree_channel_bandwidth = 0;
 };
 
 // Whether NCCL chooses an algorithm for this kind: all-reduce, barrier (an all-reduce),
 // all-gather, reduce-scatter, broadcast and reduce; all-to-all is point-to-point sends to NCCL.
 bool chooses_algorithm(program::CollectiveKind kind);
-// Whether NCCL runs `algorithm` for this collective kind (ring and tree, and NVLS for
-// all-reduce; what `auto` chooses among when collectives.library = "nccl").
+// Whether NCCL runs `algorithm` for this collective kind (ring and tree, and NVLS, NVLSTree and
+// CollNet for all-reduce; what `auto` chooses among when collectives.library = "nccl").
 bool runs(program::CollectiveKind kind, program::Algorithm algorithm);
 // Why NCCL cannot run `algorithm` for `kind` — `has no "hd" all_reduce: it runs ring and tree`
 // — or nothing when it can (or when NCCL chooses no algorithm for this kind).
@@ -66,6 +71,12 @@ double latency_s(program::CollectiveKind kind, program::Algorithm algorithm, Pro
 // Bytes on the wire per byte of data: 1 / NCCL's bandwidth factor of the protocol on the
 // algorithm, relative to ring/Simple — what NCCL's tuner prices and chooses by.
 double wire_factor(program::Algorithm algorithm, Protocol protocol, const GroupShape& group);
+// NCCL's tuner's data time for a collective whose bytes take `link_seconds` on the links:
+// that by the wire factor, and for NVLSTree at least what its channels' cap allows — G graph
+// channels (one per GPU of a node, at most nvls_channels) × the cap, as bus bandwidth:
+//   t ≥ bytes · 2(P−1)/P / (channels · cap)          (tuning.cc :307–322, :377–382)
+double tuner_data_s(program::CollectiveKind kind, program::Algorithm algorithm, Protocol protocol,
+                    const GroupShape& group, double bytes, double link_seconds);
 // What the runtime adds to that at this size, which the tuner does not see: NVLS's chunks'
 // fixed cost (nvls_chunk_factor); 1 for the other algorithms.
 double runtime_bandwidth_factor(program::Algorithm algorithm, const GroupShape& group,

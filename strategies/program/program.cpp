@@ -44,8 +44,8 @@ constexpr std::array<std::string_view, 10> kComputeKindNames = {
 constexpr std::array<std::string_view, 9> kCollectiveNames = {
     "all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce",
     "all_to_all", "barrier",    "ps_push",        "ps_pull"};
-constexpr std::array<std::string_view, 9> kAlgorithmNames = {"auto", "ring", "tree", "hd",     "hier",
-                                                             "direct", "ps", "nvls", "collnet"};
+constexpr std::array<std::string_view, 10> kAlgorithmNames = {
+    "auto", "ring", "tree", "hd", "hier", "direct", "ps", "nvls", "collnet", "nvls_tree"};
 constexpr std::array<std::string_view, kMemoryCategoryCount> kMemoryCategoryNames = {
     "parameters", "gradients", "master_weights", "optimizer_states",
     "activations", "comm_buffers", "gathered_parameters", "unsharded_gradients", "other"};

@@ -96,8 +96,10 @@ enum class Algorithm : std::uint8_t {
   kHierarchical,
   kDirect,
   kParameterServer,
-  kNvls,  // NVLink SHARP: the NVSwitch reduces in the switch (all-reduce inside one HGX H100/H200 node)
-  kCollNet,  // NCCL's CollNet Direct: InfiniBand switches reduce the shards across nodes (SHARP)
+  kNvls,  // NVLink SHARP: the NVSwitch reduces in the switch (all-reduce inside one HGX H100/H200
+          // node)
+  kCollNet,   // NCCL's CollNet Direct: InfiniBand switches reduce the shards across nodes (SHARP)
+  kNvlsTree,  // NCCL's NVLSTree: NVLink SHARP inside each node, a tree of the nodes over the NICs
 };
 std::string_view algorithm_name(Algorithm algorithm);
 std::optional<Algorithm> algorithm_from_name(std::string_view name);

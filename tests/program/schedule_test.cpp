@@ -211,6 +211,51 @@ TEST(NvlsScheduleTest, NeedsAnNvlinkSharpSwitchAndOneNode) {
   EXPECT_THROW(collectives::build_schedule(all_gather), collectives::UnsupportedCollective);
 }
 
+TEST(NvlsTreeScheduleTest, TheSwitchAndTheNicsRunAtOnceInUnitsOfAShard) {
+  // 2 nodes × 8, 8 MB: one step of 1 MB shards. Inside each node 9 copies of a ring put (8+1)/8
+  // · 8 MB = 9 MB through each member's NVSwitch port, as NVLS does; across, each member swaps
+  // its 1 MB shard with its peer on the other node: 10 MB sent per member.
+  CollectiveSpec two =
+      spec(CollectiveKind::kAllReduce, Algorithm::kNvlsTree, grid(2, 8), 8'000'000);
+  two.nvlink_sharp = true;
+  const auto schedule = collectives::build_schedule(two);
+  ASSERT_EQ(schedule.phases.size(), 1u);
+  EXPECT_EQ(schedule.phases[0].steps, 1);
+  EXPECT_NEAR(schedule.phases[0].bytes_per_transfer, 1e6, 1e-6);
+  std::size_t across = 0;
+  for (const collectives::Transfer& transfer : schedule.phases[0].transfers) {
+    if (transfer.src / 8 == transfer.dst / 8) continue;
+    ++across;
+    EXPECT_EQ(transfer.src % 8, transfer.dst % 8);  // each NIC carries its own shard
+  }
+  EXPECT_EQ(across, 16u);
+  EXPECT_EQ(schedule.phases[0].transfers.size(), 2u * 8 * 9 + 16);
+  expect_each_sends(schedule, 16, 10e6);
+  // 4 nodes: a double binary tree of the nodes, each NIC a parent in one and a leaf in the other,
+  // 2 MB each way per member.
+  CollectiveSpec four =
+      spec(CollectiveKind::kAllReduce, Algorithm::kNvlsTree, grid(4, 8), 8'000'000);
+  four.nvlink_sharp = true;
+  expect_each_sends(collectives::build_schedule(four), 32, 11e6);
+}
+
+TEST(NvlsTreeScheduleTest, NeedsNvlinkSharpAndTwoOrMoreNodesOfSeveralMembersEach) {
+  const auto reason = [](std::vector<MemberLocation> locations, bool sharp) {
+    CollectiveSpec s =
+        spec(CollectiveKind::kAllReduce, Algorithm::kNvlsTree, std::move(locations), 1000);
+    s.nvlink_sharp = sharp;
+    return collectives::unsupported_reason(s).value_or("");
+  };
+  EXPECT_NE(reason(grid(2, 8), false).find("NVLink SHARP"), std::string::npos);
+  EXPECT_NE(reason(grid(1, 8), true).find("sits on one node"), std::string::npos);
+  EXPECT_NE(reason(grid(4, 1), true).find("one rank per node"), std::string::npos);
+  std::vector<MemberLocation> uneven = grid(1, 8);
+  uneven.push_back({1, 0});
+  uneven.push_back({1, 1});
+  EXPECT_NE(reason(uneven, true).find("uneven"), std::string::npos);
+  EXPECT_EQ(reason(grid(2, 8), true), "");
+}
+
 TEST(CollNetScheduleTest, ShardsCrossTheFabricOnceUpAndOnceDownBetweenIntraNodeRings) {
   // 4 nodes × 8, 32 MB: a ring reduce-scatter of 4 MB shards inside each node (7 steps), then
   // each member's NIC carries its 4 MB shard up and the 4 MB sum down, 4/3 MB to and from each

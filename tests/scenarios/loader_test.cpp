@@ -375,13 +375,14 @@ TEST(CollectiveOverrideTest, AnAlgorithmThatCannotRunOnItsGroupNamesTheKey) {
               std::string::npos)
         << error.what();
   }
-  try {  // NCCL, the default library, runs ring, tree, NVLS and CollNet only
+  try {  // NCCL, the default library, runs ring, tree, NVLS, NVLSTree and CollNet only
     scenarios::run_scenario(scenarios::load_scenario(kDefault, {"collectives.all_reduce=hd"}));
     FAIL();
   } catch (const scenarios::ScenarioError& error) {
     EXPECT_EQ(error.key(), "collectives.all_reduce");
-    EXPECT_NE(error.message().find("NCCL (collectives.library = \"nccl\") has no \"hd\" all_reduce: it runs ring, tree, nvls (on NVLink SHARP nodes) "
-                                       "and collnet (on a SHARP fabric)"),
+    EXPECT_NE(error.message().find("NCCL (collectives.library = \"nccl\") has no \"hd\" "
+                                   "all_reduce: it runs ring, tree, nvls (on NVLink SHARP nodes), "
+                                   "nvls_tree (across them) and collnet (on a SHARP fabric)"),
               std::string::npos)
         << error.what();
     EXPECT_NE(error.hint().find("collectives.library = \"ideal\""), std::string::npos) << error.what();

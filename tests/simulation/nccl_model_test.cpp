@@ -78,7 +78,10 @@ TEST(NcclModelTest, AutoChoosesOnlyWhatNcclRunsAndTheProtocolBySize) {
   sim::CommPlanner planner(cluster, nccl);
   for (std::int64_t bytes = 8; bytes <= (std::int64_t{1} << 32); bytes *= 8) {
     const sim::CommPlan& plan = planner.plan(all_reduce(64, bytes));
-    EXPECT_TRUE(plan.schedule.algorithm == Algorithm::kRing || plan.schedule.algorithm == Algorithm::kTree) << bytes;
+    EXPECT_TRUE(plan.schedule.algorithm == Algorithm::kRing ||
+                plan.schedule.algorithm == Algorithm::kTree ||
+                plan.schedule.algorithm == Algorithm::kNvlsTree)
+        << bytes;
     ASSERT_TRUE(plan.protocol.has_value()) << bytes;
   }
   EXPECT_EQ(*planner.plan(all_reduce(64, 8)).protocol, Protocol::kLL);
@@ -142,6 +145,55 @@ TEST(NcclModelTest, NvlsIsSimpleOnlyAtItsHardwareLatencyAndNcclsBandwidthRatio) 
   EXPECT_FALSE(sim::nccl::runs(CollectiveKind::kAllGather, Algorithm::kNvls));
   EXPECT_NE(sim::nccl::missing_algorithm(CollectiveKind::kAllReduce, Algorithm::kHalvingDoubling).value_or("").find("nvls"),
             std::string::npos);
+}
+
+TEST(NcclModelTest, NvlsTreeIsSimpleOnlyAtItsLatenciesAndNoFasterThanItsChannelsCap) {
+  // tuning.cc: 25 µs for the NVLink SHARP hop, then 2 · log2i(nodes) tree levels at 20.9 µs.
+  EXPECT_NEAR(sim::nccl::latency_s(CollectiveKind::kAllReduce, Algorithm::kNvlsTree,
+                                   Protocol::kSimple, shape(2, 8), 1 << 30, 8),
+              66.8 * kMicro, 1e-12);
+  EXPECT_NEAR(sim::nccl::latency_s(CollectiveKind::kAllReduce, Algorithm::kNvlsTree,
+                                   Protocol::kSimple, shape(5, 8), 1 << 30, 8),
+              108.6 * kMicro, 1e-12);
+  EXPECT_TRUE(std::isinf(sim::nccl::latency_s(CollectiveKind::kAllReduce, Algorithm::kNvlsTree,
+                                              Protocol::kLL, shape(2, 8), 8, 8)));
+  // Hopper across two nodes: 8 channels × 57.7 GB/s of bus bandwidth at most; 1 GB on 16 ranks
+  // is 2 · 15/16 GB of bus bytes, 4.06 ms, whatever faster the links would be.
+  sim::nccl::GroupShape two = shape(2, 8);
+  two.nvls_tree_channel_bandwidth = 57.7e9;
+  const double capped = 1e9 * 30 / 16 / (8 * 57.7e9);
+  EXPECT_DOUBLE_EQ(sim::nccl::tuner_data_s(CollectiveKind::kAllReduce, Algorithm::kNvlsTree,
+                                           Protocol::kSimple, two, 1e9, 1e-3),
+                   capped);
+  EXPECT_DOUBLE_EQ(sim::nccl::tuner_data_s(CollectiveKind::kAllReduce, Algorithm::kNvlsTree,
+                                           Protocol::kSimple, two, 1e9, 5e-3),
+                   5e-3);
+  EXPECT_DOUBLE_EQ(sim::nccl::tuner_data_s(CollectiveKind::kAllReduce, Algorithm::kRing,
+                                           Protocol::kSimple, two, 1e9, 1e-3),
+                   1e-3);
+  // `auto` on two HGX H100 nodes takes it for large all-reduces, at the cap: the links (NDR at
+  // 40 GB/s here, NVLink at 450) would allow more.
+  const topology::Cluster two_nodes(test_support::hgx_cluster(2));
+  sim::CommPlanner planner(two_nodes, sim::NetworkOptions{});
+  const std::int64_t bytes = std::int64_t{1} << 33;
+  const sim::CommPlan& large = planner.plan(all_reduce(16, bytes));
+  EXPECT_EQ(large.schedule.algorithm, Algorithm::kNvlsTree);
+  const double bus_gbyte_s =
+      static_cast<double>(bytes) * 30 / 16 / (large.seconds() - 66.8 * kMicro) / 1e9;
+  EXPECT_NEAR(bus_gbyte_s, 8 * 57.7, 1e-6);
+  EXPECT_NE(planner.plan(all_reduce(16, 64 << 10)).schedule.algorithm,
+            Algorithm::kNvlsTree);  // latency-bound
+  // Not on nodes without NVLink SHARP, nor with the ideal library.
+  topology::ClusterSpec no_sharp = test_support::hgx_cluster(2);
+  no_sharp.node.nvlink_sharp = false;
+  const topology::Cluster plain(no_sharp);
+  EXPECT_NE(
+      sim::CommPlanner(plain, sim::NetworkOptions{}).plan(all_reduce(16, bytes)).schedule.algorithm,
+      Algorithm::kNvlsTree);
+  EXPECT_NE(sim::CommPlanner(two_nodes, test_support::textbook_network_options())
+                .plan(all_reduce(16, bytes))
+                .schedule.algorithm,
+            Algorithm::kNvlsTree);
 }
 
 TEST(NcclModelTest, NvlsChunksShrinkWithTheMessageAndEachCostsAFixedSynchronisation) {
