@@ -41,6 +41,16 @@ constexpr double kTreeFactor = 0.92;
 constexpr double kTreeLLDivisor = 3.8;
 constexpr double kTreeLL128OneNode = 7.0 / 9.0;
 constexpr double kTreeLL128MultiNode = 120.0 / 128.0;
+// NCCL's tree all-reduce at medium sizes, slower than its model (the source's words: "Trees are
+// not perfectly sticking to the model for medium sizes"): its bandwidth times this factor, by
+// protocol [LL, LL128, Simple] and log2(bytes / 64) from 64 B to 256 MiB (treeCorrectionFactor,
+// :615–627; entries 0–22 used for the tree, :640–642).
+constexpr double kTreeCorrection[3][23] = {
+    {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7,  .7,  .7,  .6, .5,
+     .4,  .4,  .5,  .6,  .7, .8, .9, 1.0, 1.0, 1.0, 1.0},
+    {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7,  .6, .6,
+     .6,  .6,  .6,  .6,  .8,  .9, .9, .9, .9, 1.0, 1.0},
+    {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9}};
 // NVLS (NVLink SHARP, one node, Simple only): latency = the NVLink hardware latency alone, 25 µs,
 // no base (:161, :418–420). Bandwidth: NCCL prices an 8-GPU Hopper node's NVLS at 8 channels
 // × min(bwIntra 40 · nvlsEff 0.85 · 7/8 · 2, bwInter 60) = 476 GB/s of bus bandwidth against
@@ -205,9 +215,18 @@ double runtime_bandwidth_s(CollectiveKind kind, Algorithm algorithm, Protocol pr
                   runtime_channel_floor_s(kind, algorithm, protocol, group, bytes));
 }
 
-double tuner_data_s(CollectiveKind /*kind*/, Algorithm algorithm, Protocol protocol,
+double tree_correction(CollectiveKind kind, Algorithm algorithm, Protocol protocol, double bytes) {
+  if (algorithm != Algorithm::kTree || kind != CollectiveKind::kAllReduce || bytes < 64) return 1.0;
+  const auto log_size =
+      static_cast<std::size_t>(std::floor(std::log2(std::floor(bytes / 64))));  // log2i(bytes >> 6)
+  return log_size < std::size(kTreeCorrection[0]) ? kTreeCorrection[index(protocol)][log_size]
+                                                  : 1.0;
+}
+
+double tuner_data_s(CollectiveKind kind, Algorithm algorithm, Protocol protocol,
                     const GroupShape& group, double bytes, double link_seconds) {
-  const double priced = link_seconds * wire_factor(algorithm, protocol, group);
+  const double priced = link_seconds * wire_factor(algorithm, protocol, group) /
+                        tree_correction(kind, algorithm, protocol, bytes);
   const bool capped = algorithm == Algorithm::kNvlsTree && group.nvls_tree_channel_bandwidth > 0;
   if (!capped || group.members < 2) return priced;
   const double n = group.members;

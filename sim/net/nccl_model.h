@@ -12,14 +12,15 @@
 //   * the protocol's bandwidth factor as extra bytes on the wire: LL moves 8 bytes of flags
 //     with every 8 of data (×2), LL128 120 of every 128 bytes (NCCL prices it at 0.92), Simple
 //     none; NCCL's tree runs at 0.92 of the ring's bandwidth, its LL at 1/3.8 and its LL128 at
-//     7/9 (one node) or 120/128.
+//     7/9 (one node) or 120/128, and a tree all-reduce at medium sizes at NCCL's correction of
+//     its own model (tree_correction), NVLSTree no faster than NCCL's per-channel cap.
 // Link efficiencies (topology/presets.cpp) are nccl-tests' ring/Simple bus bandwidths, so the
 // factors apply relative to Simple. And from NCCL's runtime, which its tuner does not see: NVLS
 // cuts its chunks for smaller messages, and each chunk costs a fixed synchronisation
 // (nvls_chunk_factor); a small ring/LL collective runs on a few channels, each at a bounded rate
 // (runtime_channel_floor_s; the two combined in runtime_bandwidth_s) — NCCL still chooses by
 // the tuner's estimate, dtsim times the runtime's. Not modelled: NCCL's per-architecture
-// bandwidth caps per channel, the tree's size-correction table, the ring's own behaviour at mid
+// bandwidth caps per channel of the ring and the tree, the ring's own behaviour at mid
 // sizes (docs/research/nccl_tests_curves.md), NVLS across nodes (with SHARP), NVLSTree's chunking
 // and CollNet's pipelining.
 #pragma once
@@ -71,9 +72,14 @@ double latency_s(program::CollectiveKind kind, program::Algorithm algorithm, Pro
 // Bytes on the wire per byte of data: 1 / NCCL's bandwidth factor of the protocol on the
 // algorithm, relative to ring/Simple — what NCCL's tuner prices and chooses by.
 double wire_factor(program::Algorithm algorithm, Protocol protocol, const GroupShape& group);
+// The factor NCCL's tuner takes on a tree all-reduce's bandwidth at this size (its
+// treeCorrectionFactor, 0.4–1 from 64 B to 256 MiB by protocol; 1 for everything else).
+double tree_correction(program::CollectiveKind kind, program::Algorithm algorithm,
+                       Protocol protocol, double bytes);
 // NCCL's tuner's data time for a collective whose bytes take `link_seconds` on the links:
-// that by the wire factor, and for NVLSTree at least what its channels' cap allows — G graph
-// channels (one per GPU of a node, at most nvls_channels) × the cap, as bus bandwidth:
+// that by the wire factor over the tree's correction, and for NVLSTree at least what its
+// channels' cap allows — G graph channels (one per GPU of a node, at most nvls_channels) × the
+// cap, as bus bandwidth:
 //   t ≥ bytes · 2(P−1)/P / (channels · cap)          (tuning.cc :307–322, :377–382)
 double tuner_data_s(program::CollectiveKind kind, program::Algorithm algorithm, Protocol protocol,
                     const GroupShape& group, double bytes, double link_seconds);

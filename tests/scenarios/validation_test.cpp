@@ -105,9 +105,10 @@ struct GroupBound {
 // kernel row of an A100 must stay within 10 % (below). 2026-12-04, late, with Megatron-LM's
 // interleaved chunks reducing their gradients only after the whole schedule (no
 // overlap_grad_reduce): throughput median 3.6 %, max 9.9 % (76B) — issue #13's targets, which
-// are now the throughput group's bounds.
+// are now the throughput group's bounds. 2026-12-05, with NCCL's NVLSTree across H100 nodes
+// and its tree correction: collective median 1.8 %, max 15.1 % (the one-node 8 B row).
 constexpr GroupBound kTodaysBounds[] = {
-    {"throughput", 0.05, 0.10}, {"collective", 0.05, 0.20}, {"kernel", 0.04, 0.21}};
+    {"throughput", 0.05, 0.10}, {"collective", 0.05, 0.16}, {"kernel", 0.04, 0.21}};
 
 TEST(ValidationTest, EveryCaseRunsAndEachGroupStaysWithinTodaysBounds) {
   const scenarios::ValidationResult result = scenarios::run_validation(kManifest, 0);

@@ -55,6 +55,34 @@ TEST(NcclModelTest, ProtocolsPayTheirBandwidthFactorsAsBytesOnTheWire) {
   EXPECT_DOUBLE_EQ(sim::nccl::wire_factor(Algorithm::kTree, Protocol::kLL128, one_node), 9.0 / 7.0 / 0.92);
 }
 
+TEST(NcclModelTest, TheTreeAllReducePaysNcclsCorrectionAtMediumSizes) {
+  // treeCorrectionFactor (tuning.cc) by log2(bytes / 64): LL at 64 KiB (index 10) 0.6, at 1 MiB
+  // (index 14) 0.5; Simple at 64 B 0.9; none below 64 B, from 512 MiB, or for another algorithm.
+  using sim::nccl::tree_correction;
+  EXPECT_DOUBLE_EQ(
+      tree_correction(CollectiveKind::kAllReduce, Algorithm::kTree, Protocol::kLL, 65536), 0.6);
+  EXPECT_DOUBLE_EQ(
+      tree_correction(CollectiveKind::kAllReduce, Algorithm::kTree, Protocol::kLL, 1 << 20), 0.5);
+  EXPECT_DOUBLE_EQ(
+      tree_correction(CollectiveKind::kAllReduce, Algorithm::kTree, Protocol::kLL, 100000), 0.6);
+  EXPECT_DOUBLE_EQ(
+      tree_correction(CollectiveKind::kAllReduce, Algorithm::kTree, Protocol::kSimple, 64), 0.9);
+  EXPECT_DOUBLE_EQ(
+      tree_correction(CollectiveKind::kAllReduce, Algorithm::kTree, Protocol::kSimple, 8), 1.0);
+  EXPECT_DOUBLE_EQ(
+      tree_correction(CollectiveKind::kAllReduce, Algorithm::kTree, Protocol::kSimple, 1 << 29),
+      1.0);
+  EXPECT_DOUBLE_EQ(
+      tree_correction(CollectiveKind::kAllReduce, Algorithm::kRing, Protocol::kLL, 65536), 1.0);
+  EXPECT_DOUBLE_EQ(
+      tree_correction(CollectiveKind::kBroadcast, Algorithm::kTree, Protocol::kLL, 65536), 1.0);
+  // The tuner's data time, and so the time dtsim gives: the links' by the wire factor, over it.
+  const auto group = shape(2, 8);
+  EXPECT_DOUBLE_EQ(sim::nccl::tuner_data_s(CollectiveKind::kAllReduce, Algorithm::kTree,
+                                           Protocol::kLL, group, 65536, 1e-6),
+                   1e-6 * sim::nccl::wire_factor(Algorithm::kTree, Protocol::kLL, group) / 0.6);
+}
+
 TEST(NcclModelTest, NcclRunsRingAndTreeOnlyWhereItHasTheKernels) {
   EXPECT_TRUE(sim::nccl::runs(CollectiveKind::kAllReduce, Algorithm::kTree));
   EXPECT_FALSE(sim::nccl::runs(CollectiveKind::kAllReduce, Algorithm::kHalvingDoubling));
