@@ -113,14 +113,14 @@ Schedule nvls_tree_schedule(const CollectiveSpec& spec, const NodeGroups& groups
               1,
               static_cast<double>(effective_bytes(spec)) / g,
               {}};
+  const std::vector<Transfer> ring = intra_node_rings(groups);
   for (std::int32_t copy = 0; copy <= g; ++copy) {  // (G+1)·M/G through each NVSwitch port
-    const std::vector<Transfer> ring = intra_node_rings(groups);
     phase.transfers.insert(phase.transfers.end(), ring.begin(), ring.end());
   }
   // Two nodes swap their shards (a ring of two is both directions); more nodes run a double
   // binary tree, each NIC a parent in one tree and a leaf in the other: 2·M/G each way.
+  const std::vector<Transfer> rails = inter_node_rings(groups);
   for (std::size_t copy = 0; copy < (n == 2 ? 1u : 2u); ++copy) {
-    const std::vector<Transfer> rails = inter_node_rings(groups);
     phase.transfers.insert(phase.transfers.end(), rails.begin(), rails.end());
   }
   schedule.phases.push_back(std::move(phase));
