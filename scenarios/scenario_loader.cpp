@@ -374,6 +374,11 @@ topology::ClusterSpec read_cluster(TableReader reader) {
                             mesh ? "mesh" : "pcie"),
                 "drop nvlink_sharp, or use an NVSwitch node such as node = \"hgx-h100\"");
   }
+  if (auto host_cpu = reader.choice("host_cpu", {"intel", "amd", "arm"})) {
+    node.host_cpu = *host_cpu == "intel" ? topology::HostCpu::kIntel
+                    : *host_cpu == "amd" ? topology::HostCpu::kAmd
+                                         : topology::HostCpu::kArm;
+  }
   if (node.kind != topology::NodeKind::kPcie && node.nvlink.bandwidth <= 0) {
     reader.fail("interconnect",
                 fmt::format("{} node needs GPU links, but {} has none", mesh ? "a full-mesh" : "an NVSwitch",

@@ -60,6 +60,9 @@ struct DeviceSpec {
   // Each fused attention kernel's forward + backward rate, causal, head dimension 128: (sequence
   // length, FLOP/s / bf16 peak), ascending in sequence; a kernel absent: not measured.
   std::map<AttentionKernel, std::vector<std::pair<double, double>>> attention_by_sequence;
+  // NCCL's cap on a ring/LL or tree/LL collective's bus bandwidth inside one node of these GPUs,
+  // by their architecture (llMaxBws, NVIDIA/nccl src/graph/tuning.cc): bytes/s; 0: none known.
+  double nccl_ll_bus_bandwidth = 0;
 };
 
 // One class of physical link. `efficiency` is the fraction of `bandwidth` a collective
@@ -77,6 +80,10 @@ enum class NodeKind {
   kPcie,      // GPUs talk over PCIe through the host (no NVLink)
   kFullMesh,  // a direct link between every two GPUs (AMD Infinity Fabric / xGMI on MI300X)
 };
+
+// The vendor of a node's host CPUs. NCCL's tuner prices by it (src/graph/tuning.cc): its network
+// proxy's overhead per ring step (1 µs, 2 on AMD) and its LL bandwidth cap across nodes.
+enum class HostCpu { kIntel, kAmd, kArm };
 
 struct NodeSpec {
   std::string name;
@@ -100,6 +107,7 @@ struct NodeSpec {
   // 0: no cap known (a node without NVLink SHARP, or one a scenario gave it), the links alone.
   double nvls_tree_channel_bandwidth_two_nodes = 0;
   double nvls_tree_channel_bandwidth_more_nodes = 0;
+  HostCpu host_cpu = HostCpu::kIntel;
 };
 
 enum class FabricKind { kInfiniBand, kRoCE };

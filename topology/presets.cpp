@@ -47,6 +47,15 @@
 //   whitepaper, "NVLink SHARP"); so do the NVLink 5 switches of HGX B200 and GB200 NVL72 (NVIDIA
 //   Blackwell architecture technical brief: SHARP in the NVLink Switch); NVSwitch 2 (DGX A100)
 //   does not.
+// NCCL's tuner, per architecture and host (NVIDIA/nccl src/graph/tuning.cc at 2.30.7): its cap
+//   on ring/LL and tree/LL bus bandwidth inside one node (llMaxBws by compute capability):
+//   Ampere and Ada (sm80–89: A100, L40S) 87.7 GB/s, Hopper 141, Blackwell 282; none for the
+//   MI300X, which runs RCCL. The host CPUs — NCCL's network overhead and LL caps across nodes
+//   depend on their vendor: DGX A100 2 × AMD EPYC 7742 (NVIDIA DGX A100 datasheet); DGX H100 /
+//   H200 2 × Intel Xeon Platinum 8480C (DGX H100 datasheet), the HGX H100 / H200 presets take
+//   those; DGX B200 2 × Intel Xeon Platinum 8570 (DGX B200 datasheet); GB200 NVL72 the Arm
+//   Grace CPU of each superchip. The MI300X and PCIe platforms ship with either vendor: Intel,
+//   NCCL's default row, stands.
 // GB200 NVL72 — one NVLink domain of 72 GPUs (18 compute trays of 2 GB200 superchips, 9 NVLink
 //   switch trays); each compute tray has 4 ConnectX-7 400 Gb/s NICs for its 4 GPUs, one per GPU
 //   (NVIDIA GB200 NVL72 product page). dtsim models the rack as one NVSwitch node of 72 GPUs.
@@ -232,6 +241,15 @@ DeviceSpec with_measurements(DeviceSpec device, int sms, GemmMeasurement gemm, G
   return device;
 }
 
+constexpr double kAmpereLLBusBandwidth = 87.7 * kGiga;
+constexpr double kHopperLLBusBandwidth = 141 * kGiga;
+constexpr double kBlackwellLLBusBandwidth = 282 * kGiga;
+
+DeviceSpec with_nccl_ll_cap(DeviceSpec device, double ll_bus_bandwidth) {
+  device.nccl_ll_bus_bandwidth = ll_bus_bandwidth;
+  return device;
+}
+
 // The sources of these are in the header comment above.
 constexpr GemmMeasurement kA100Gemm = {257.0 / 312.0, 8192, 8192, 8192};
 constexpr MemoryKernelRates kA100Memory = {1.70 / 2.039, 0.520, 0.345, 1.249 / 2.039};
@@ -244,37 +262,54 @@ constexpr GemmMeasurement kMi300xGemm = {668.4 / 1307.4, 10240, 15360, 8192};
 const std::vector<std::pair<std::string, DeviceSpec>>& devices() {
   static const std::vector<std::pair<std::string, DeviceSpec>> table = {
       {"a100-sxm4-80gb",
-       with_measurements(datasheet("A100 SXM4 80GB", 312 * kTera, 312 * kTera, 19.5 * kTera, 156 * kTera, 0, 80 * kGiga,
-                          2039 * kGiga, 300 * kGiga),
-                         108, kA100Gemm, {}, kA100Memory, kAttentionA100)},
+       with_nccl_ll_cap(
+           with_measurements(datasheet("A100 SXM4 80GB", 312 * kTera, 312 * kTera, 19.5 * kTera,
+                                       156 * kTera, 0, 80 * kGiga, 2039 * kGiga, 300 * kGiga),
+                             108, kA100Gemm, {}, kA100Memory, kAttentionA100),
+           kAmpereLLBusBandwidth)},
       {"h100-sxm5",
-       with_measurements(datasheet("H100 SXM5", 989.4 * kTera, 989.4 * kTera, 66.9 * kTera, 494.7 * kTera, 1978.9 * kTera,
-                          80 * kGiga, 3350 * kGiga, 450 * kGiga),
-                         132, kHopperGemm, kHopperFp8Gemm, kH100Memory, kAttentionH100)},
+       with_nccl_ll_cap(
+           with_measurements(
+               datasheet("H100 SXM5", 989.4 * kTera, 989.4 * kTera, 66.9 * kTera, 494.7 * kTera,
+                         1978.9 * kTera, 80 * kGiga, 3350 * kGiga, 450 * kGiga),
+               132, kHopperGemm, kHopperFp8Gemm, kH100Memory, kAttentionH100),
+           kHopperLLBusBandwidth)},
       {"h200-sxm",
-       with_measurements(datasheet("H200 SXM", 989.4 * kTera, 989.4 * kTera, 66.9 * kTera, 494.7 * kTera, 1978.9 * kTera,
-                          141 * kGiga, 4800 * kGiga, 450 * kGiga),
-                         132, kHopperGemm, kHopperFp8Gemm, kH200Memory, kAttentionH200)},
+       with_nccl_ll_cap(
+           with_measurements(
+               datasheet("H200 SXM", 989.4 * kTera, 989.4 * kTera, 66.9 * kTera, 494.7 * kTera,
+                         1978.9 * kTera, 141 * kGiga, 4800 * kGiga, 450 * kGiga),
+               132, kHopperGemm, kHopperFp8Gemm, kH200Memory, kAttentionH200),
+           kHopperLLBusBandwidth)},
       {"h100-pcie",
-       with_measurements(datasheet("H100 PCIe", 756 * kTera, 756 * kTera, 51.2 * kTera, 378 * kTera, 1513 * kTera,
-                          80 * kGiga, 2000 * kGiga, 0),
-                         114, {}, {}, {})},
-      {"l40s",
-       with_measurements(datasheet("L40S", 362 * kTera, 362 * kTera, 91.6 * kTera, 183 * kTera, 733 * kTera, 48 * kGiga,
-                          864 * kGiga, 0),
-                         142, {}, {}, {})},
-      {"b200", with_measurements(datasheet("B200 (HGX B200)", 2250 * kTera, 2250 * kTera, 75 * kTera, 1100 * kTera,
-                                           4500 * kTera, 180 * kGiga, 7700 * kGiga, 900 * kGiga),
-                                 148, kB200Gemm, kB200Fp8Gemm, {})},
-      {"gb200", with_measurements(datasheet("B200 of a GB200 superchip", 2500 * kTera, 2500 * kTera, 80 * kTera,
-                                            1250 * kTera, 5000 * kTera, 186 * kGiga, 8000 * kGiga, 900 * kGiga),
-                                  148, kB200Gemm, kB200Fp8Gemm, {})},
-      {"mi300x", with_measurements(datasheet("AMD Instinct MI300X", 1307.4 * kTera, 1307.4 * kTera, 163.4 * kTera,
-                                             653.7 * kTera, 2614.9 * kTera, 192 * kGiga, 5300 * kGiga, 7 * 64 * kGiga),
+       with_nccl_ll_cap(
+           with_measurements(datasheet("H100 PCIe", 756 * kTera, 756 * kTera, 51.2 * kTera,
+                                       378 * kTera, 1513 * kTera, 80 * kGiga, 2000 * kGiga, 0),
+                             114, {}, {}, {}),
+           kHopperLLBusBandwidth)},
+      {"l40s", with_nccl_ll_cap(with_measurements(
+                                    datasheet("L40S", 362 * kTera, 362 * kTera, 91.6 * kTera,
+                                              183 * kTera, 733 * kTera, 48 * kGiga, 864 * kGiga, 0),
+                                    142, {}, {}, {}),
+                                kAmpereLLBusBandwidth)},
+      {"b200",
+       with_nccl_ll_cap(with_measurements(datasheet("B200 (HGX B200)", 2250 * kTera, 2250 * kTera,
+                                                    75 * kTera, 1100 * kTera, 4500 * kTera,
+                                                    180 * kGiga, 7700 * kGiga, 900 * kGiga),
+                                          148, kB200Gemm, kB200Fp8Gemm, {}),
+                        kBlackwellLLBusBandwidth)},
+      {"gb200", with_nccl_ll_cap(with_measurements(
+                                     datasheet("B200 of a GB200 superchip", 2500 * kTera,
+                                               2500 * kTera, 80 * kTera, 1250 * kTera, 5000 * kTera,
+                                               186 * kGiga, 8000 * kGiga, 900 * kGiga),
+                                     148, kB200Gemm, kB200Fp8Gemm, {}),
+                                 kBlackwellLLBusBandwidth)},
+      {"mi300x", with_measurements(datasheet("AMD Instinct MI300X", 1307.4 * kTera, 1307.4 * kTera,
+                                             163.4 * kTera, 653.7 * kTera, 2614.9 * kTera,
+                                             192 * kGiga, 5300 * kGiga, 7 * 64 * kGiga),
                                    304, kMi300xGemm, {}, {})},
-      {"epyc-9654-2s",
-       datasheet("2 × AMD EPYC 9654 (server host)", 14.7 * kTera, 14.7 * kTera, 14.7 * kTera, 14.7 * kTera, 0,
-                 1536 * kGiga, 921.6 * kGiga, 0)},
+      {"epyc-9654-2s", datasheet("2 × AMD EPYC 9654 (server host)", 14.7 * kTera, 14.7 * kTera,
+                                 14.7 * kTera, 14.7 * kTera, 0, 1536 * kGiga, 921.6 * kGiga, 0)},
   };
   return table;
 }
@@ -318,6 +353,11 @@ NodeSpec nvswitch_node(std::string name, const char* device, LinkSpec pcie,
   return node;
 }
 
+NodeSpec on_host(NodeSpec node, HostCpu host_cpu) {
+  node.host_cpu = host_cpu;
+  return node;
+}
+
 // Eight GPUs each linked directly to the seven others (AMD Infinity Fabric), a NIC per GPU.
 NodeSpec mesh_node(std::string name, const char* device, LinkSpec pcie, double link_efficiency) {
   NodeSpec node = node_of(std::move(name), NodeKind::kFullMesh, device, 8, 8, pcie);
@@ -331,8 +371,10 @@ NodeSpec pcie_node(std::string name, const char* device, int nics, LinkSpec pcie
 
 const std::vector<std::pair<std::string, NodeSpec>>& nodes() {
   static const std::vector<std::pair<std::string, NodeSpec>> table = {
-      {"dgx-a100", nvswitch_node("DGX A100 (8 × A100 SXM4 80GB, NVSwitch)", "a100-sxm4-80gb",
-                                 pcie_gen4(), kNvlink3Efficiency, std::nullopt)},
+      {"dgx-a100",
+       on_host(nvswitch_node("DGX A100 (8 × A100 SXM4 80GB, NVSwitch)", "a100-sxm4-80gb",
+                             pcie_gen4(), kNvlink3Efficiency, std::nullopt),
+               HostCpu::kAmd)},
       {"hgx-h100", nvswitch_node("HGX H100 (8 × H100 SXM5, NVSwitch)", "h100-sxm5", pcie_gen5(),
                                  kNvlink4Efficiency, kHopperNvlsTree)},
       {"hgx-h200", nvswitch_node("HGX H200 (8 × H200 SXM, NVSwitch)", "h200-sxm", pcie_gen5(),
@@ -340,8 +382,9 @@ const std::vector<std::pair<std::string, NodeSpec>>& nodes() {
       {"hgx-b200", nvswitch_node("HGX B200 (8 × B200, NVLink 5 switch)", "b200", pcie_gen5(),
                                  kNvlink5Efficiency, kBlackwellNvlsTree, 8, 24)},
       {"gb200-nvl72",
-       nvswitch_node("GB200 NVL72 (72 × B200 in one NVLink domain, a NIC per GPU)", "gb200",
-                     pcie_gen5(), kNvlink5Efficiency, kBlackwellNvlsTree, 72, 24)},
+       on_host(nvswitch_node("GB200 NVL72 (72 × B200 in one NVLink domain, a NIC per GPU)", "gb200",
+                             pcie_gen5(), kNvlink5Efficiency, kBlackwellNvlsTree, 72, 24),
+               HostCpu::kArm)},
       {"mi300x-8", mesh_node("AMD Instinct MI300X platform (8 × MI300X, xGMI full mesh)", "mi300x",
                              pcie_gen5(), kXgmiEfficiency)},
       {"pcie-h100",
@@ -438,6 +481,7 @@ void adopt_measurements(DeviceSpec& device, const DeviceSpec& architecture) {
   device.fp8_gemm_sustained = architecture.fp8_gemm_sustained;
   device.memory_kernels = architecture.memory_kernels;
   device.attention_by_sequence = architecture.attention_by_sequence;
+  device.nccl_ll_bus_bandwidth = architecture.nccl_ll_bus_bandwidth;
 }
 
 std::vector<std::string> attention_kernel_names() { return names_of(attention_kernels()); }
@@ -451,8 +495,11 @@ std::string describe(const DeviceSpec& d) {
 }
 
 std::string describe(const NodeSpec& n) {
-  return fmt::format("{}: {} GPUs, {} NICs, PCIe {:.0f} GB/s", n.name, n.gpus, n.nics,
-                     n.pcie.bandwidth / kGiga);
+  const char* host = n.host_cpu == HostCpu::kAmd   ? "AMD"
+                     : n.host_cpu == HostCpu::kArm ? "Arm"
+                                                   : "Intel";
+  return fmt::format("{}: {} GPUs, {} NICs, PCIe {:.0f} GB/s, {} hosts", n.name, n.gpus, n.nics,
+                     n.pcie.bandwidth / kGiga, host);
 }
 
 std::string describe(const FabricSpec& f) {

@@ -28,8 +28,14 @@ constexpr double kTreePci[3] = {1.0, 1.9, 4.0};
 constexpr double kRingNet[3] = {2.7, 4.0, 14.0};
 constexpr double kTreeNet[3] = {5.0, 8.5, 14.0};
 // The network's per-post overhead on a multi-node ring's steps inside a node (:225–233): 1 µs
-// on Intel hosts (2 on AMD), ×3 for Simple (:408).
+// on Intel and other hosts, 2 on AMD, ×3 for Simple (:408).
 constexpr double kNetOverhead = 1.0;
+constexpr double kAmdNetOverhead = 2.0;
+// NCCL's LL bus bandwidth caps across nodes, GB/s, by the hosts' CPUs (llMaxBws rows 0 and 1,
+// :178–183, the row chosen at :269–271): [two nodes, more]. Inside one node the GPU's row
+// applies (GroupShape::ll_bus_bandwidth_one_node).
+constexpr double kIntelLLBusBandwidth[2] = {39.0e9, 20.4e9};
+constexpr double kAmdLLBusBandwidth[2] = {22.5e9, 19.0e9};
 constexpr double kSimpleOverheadFactor = 3.0;
 // A multi-node ring/Simple all-reduce of at least 64 bytes per channel and rank (:647–650).
 constexpr double kRingSimpleMultiNodeFactor = 1.4;
@@ -156,7 +162,8 @@ double latency_s(CollectiveKind kind, Algorithm algorithm, Protocol protocol, co
   const std::size_t p = index(protocol);
   const bool tree = algorithm == Algorithm::kTree;
   const double intra = group.nvlink ? (tree ? kTreeNvlink : kRingNvlink)[p] : (tree ? kTreePci : kRingPci)[p];
-  const double inter = (tree ? kTreeNet : kRingNet)[p];
+  // With one member per node every step crosses the network, priced at the tree's (:385–387).
+  const double inter = (tree || group.per_node == 1 ? kTreeNet : kRingNet)[p];
   const double base = (tree ? kTreeBase : kRingBase)[p];
   const bool all_reduce = kind == CollectiveKind::kAllReduce || kind == CollectiveKind::kBarrier;
   if (tree) {  // :416
@@ -166,7 +173,8 @@ double latency_s(CollectiveKind kind, Algorithm algorithm, Protocol protocol, co
   const std::int32_t steps = all_reduce ? 2 * (n - 1) : n - 1;  // :289–291
   const std::int32_t inter_steps =
       group.nodes == 1 ? 0 : (all_reduce ? 2 * (group.nodes - 1) : group.nodes - 1);  // :404–412
-  const double overhead = kNetOverhead * (protocol == Protocol::kSimple ? kSimpleOverheadFactor : 1.0);
+  const double overhead = (group.amd_host ? kAmdNetOverhead : kNetOverhead) *
+                          (protocol == Protocol::kSimple ? kSimpleOverheadFactor : 1.0);
   const double intra_step = group.nodes > 1 ? std::max(intra, overhead) : intra;
   double latency = base + (steps - inter_steps) * intra_step + inter_steps * inter;
   // NCCL's runtime channels are twice its graph's (src/transport/connect.cc).
@@ -223,16 +231,43 @@ double tree_correction(CollectiveKind kind, Algorithm algorithm, Protocol protoc
                                                   : 1.0;
 }
 
+double ll_bus_bandwidth(const GroupShape& group) {
+  if (group.nodes <= 1) return group.ll_bus_bandwidth_one_node;
+  return (group.amd_host ? kAmdLLBusBandwidth : kIntelLLBusBandwidth)[group.nodes == 2 ? 0 : 1];
+}
+
+namespace {
+
+// The least data time NCCL's tuner allows an algorithm and protocol for its bandwidth caps, before
+// the tree's correction; 0 where none applies. NCCL caps bus bandwidth, which it converts to the
+// algorithm's by nRanks / nsteps on the ring and NVLSTree and by 1/2 on the tree (:377–382):
+//   ring/LL, tree/LL     t ≥ bytes / (ratio · ll_bus_bandwidth)                   (:327, :332)
+//   NVLSTree             t ≥ bytes / (ratio · min(per node, nvls_channels) · cap)  (:307–322)
+double capped_data_s(CollectiveKind kind, Algorithm algorithm, Protocol protocol,
+                     const GroupShape& group, double bytes) {
+  if (group.members < 2) return 0;
+  const double n = group.members;
+  const bool all_reduce = kind == CollectiveKind::kAllReduce || kind == CollectiveKind::kBarrier;
+  const bool gathers = kind == CollectiveKind::kAllGather || kind == CollectiveKind::kReduceScatter;
+  const double ring_steps = all_reduce ? 2 * (n - 1) : gathers ? n - 1 : n;  // :289–291
+  if (algorithm == Algorithm::kNvlsTree && group.nvls_tree_channel_bandwidth > 0) {
+    const double channels = std::min(group.per_node, group.nvls_channels);
+    return bytes * ring_steps / n / (channels * group.nvls_tree_channel_bandwidth);
+  }
+  const double cap = ll_bus_bandwidth(group);
+  if (protocol != Protocol::kLL || cap <= 0) return 0;
+  if (algorithm == Algorithm::kRing) return bytes * ring_steps / n / cap;
+  if (algorithm == Algorithm::kTree) return 2 * bytes / cap;
+  return 0;
+}
+
+}  // namespace
+
 double tuner_data_s(CollectiveKind kind, Algorithm algorithm, Protocol protocol,
                     const GroupShape& group, double bytes, double link_seconds) {
-  const double priced = link_seconds * wire_factor(algorithm, protocol, group) /
-                        tree_correction(kind, algorithm, protocol, bytes);
-  const bool capped = algorithm == Algorithm::kNvlsTree && group.nvls_tree_channel_bandwidth > 0;
-  if (!capped || group.members < 2) return priced;
-  const double n = group.members;
-  const double bus_bytes = 2 * (n - 1) / n * bytes;  // NVLSTree runs all-reduce only
-  const double channels = std::min(group.per_node, group.nvls_channels);
-  return std::max(priced, bus_bytes / (channels * group.nvls_tree_channel_bandwidth));
+  return std::max(link_seconds * wire_factor(algorithm, protocol, group),
+                  capped_data_s(kind, algorithm, protocol, group, bytes)) /
+         tree_correction(kind, algorithm, protocol, bytes);
 }
 
 double wire_factor(Algorithm algorithm, Protocol protocol, const GroupShape& group) {

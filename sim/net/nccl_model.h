@@ -13,7 +13,9 @@
 //     with every 8 of data (×2), LL128 120 of every 128 bytes (NCCL prices it at 0.92), Simple
 //     none; NCCL's tree runs at 0.92 of the ring's bandwidth, its LL at 1/3.8 and its LL128 at
 //     7/9 (one node) or 120/128, and a tree all-reduce at medium sizes at NCCL's correction of
-//     its own model (tree_correction), NVLSTree no faster than NCCL's per-channel cap.
+//     its own model (tree_correction), NVLSTree no faster than NCCL's per-channel cap, LL no
+//     faster than NCCL's cap on its bus bandwidth (by GPU architecture in a node, by the hosts'
+//     CPUs across nodes: ll_bus_bandwidth).
 // Link efficiencies (topology/presets.cpp) are nccl-tests' ring/Simple bus bandwidths, so the
 // factors apply relative to Simple. And from NCCL's runtime, which its tuner does not see: NVLS
 // cuts its chunks for smaller messages, and each chunk costs a fixed synchronisation
@@ -49,7 +51,20 @@ struct GroupShape {
   // NCCL's cap on one NVLSTree channel's bus bandwidth at this many nodes, bytes/s (0: none;
   // topology::NodeSpec::nvls_tree_channel_bandwidth_*).
   double nvls_tree_channel_bandwidth = 0;
+  // NCCL's cap on a ring/LL or tree/LL collective's bus bandwidth inside one node, by the GPU's
+  // architecture, bytes/s (0: none; topology::DeviceSpec::nccl_ll_bus_bandwidth). Across nodes
+  // NCCL caps LL by the host CPU's vendor instead (ll_bus_bandwidth).
+  double ll_bus_bandwidth_one_node = 0;
+  // The hosts' CPUs are AMD's: NCCL's network proxy costs 2 µs per step instead of 1, and its
+  // LL cap across nodes takes AMD's row (topology::NodeSpec::host_cpu).
+  bool amd_host = false;
 };
+
+// NCCL's cap on the bus bandwidth of a ring/LL or tree/LL collective on this group, bytes/s
+// (llMaxBws, tuning.cc :177–183, chosen at :267–272): inside one node the GPU architecture's
+// (Ampere 87.7 GB/s, Hopper 141, Blackwell 282); across two nodes 39 GB/s (22.5 on AMD hosts),
+// across more 20.4 (19.0 on AMD); 0 where a node has none.
+double ll_bus_bandwidth(const GroupShape& group);
 
 // Whether NCCL chooses an algorithm for this kind: all-reduce, barrier (an all-reduce),
 // all-gather, reduce-scatter, broadcast and reduce; all-to-all is point-to-point sends to NCCL.
@@ -76,11 +91,11 @@ double wire_factor(program::Algorithm algorithm, Protocol protocol, const GroupS
 // treeCorrectionFactor, 0.4–1 from 64 B to 256 MiB by protocol; 1 for everything else).
 double tree_correction(program::CollectiveKind kind, program::Algorithm algorithm,
                        Protocol protocol, double bytes);
-// NCCL's tuner's data time for a collective whose bytes take `link_seconds` on the links:
-// that by the wire factor over the tree's correction, and for NVLSTree at least what its
-// channels' cap allows — G graph channels (one per GPU of a node, at most nvls_channels) × the
-// cap, as bus bandwidth:
-//   t ≥ bytes · 2(P−1)/P / (channels · cap)          (tuning.cc :307–322, :377–382)
+// NCCL's tuner's data time for a collective whose bytes take `link_seconds` on the links: that
+// by the wire factor, no shorter than NCCL's bandwidth caps allow, over the tree's correction.
+// The caps are bus bandwidths: ll_bus_bandwidth for ring/LL and tree/LL, and for NVLSTree G
+// graph channels (one per GPU of a node, at most nvls_channels) × its per-channel cap:
+//   t ≥ bytes · 2(P−1)/P / (channels · cap)          (tuning.cc :307–332, :377–382)
 double tuner_data_s(program::CollectiveKind kind, program::Algorithm algorithm, Protocol protocol,
                     const GroupShape& group, double bytes, double link_seconds);
 // What the runtime adds to that at this size, which the tuner does not see: NVLS's chunks'

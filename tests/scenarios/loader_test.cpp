@@ -61,6 +61,24 @@ TEST(ScenarioLoaderTest, AGpuGivenByItsRatesBorrowsItsArchitecturesMeasuredCurve
   EXPECT_DOUBLE_EQ(gpu.gemm_sustained.fraction_of_peak, h100.gemm_sustained.fraction_of_peak);
   EXPECT_DOUBLE_EQ(gpu.memory_kernels.norm_backward, h100.memory_kernels.norm_backward);
   EXPECT_EQ(gpu.attention_by_sequence, h100.attention_by_sequence);
+  EXPECT_DOUBLE_EQ(gpu.nccl_ll_bus_bandwidth, 141e9);  // NCCL's Hopper row, not the L40S's 87.7
+}
+
+TEST(ScenarioLoaderTest, TheHostCpuComesFromTheNodePresetUnlessTheScenarioNamesIt) {
+  const auto host_of = [](const std::string& cluster) {
+    return scenarios::ScenarioDocument::from_string(
+               "[cluster]\nnodes = 2\n" + cluster +
+                   "[model]\npreset = \"llama-2-7b\"\n[training]\nglobal_batch = 288\n",
+               "test.toml")
+        .read()
+        .cluster.node.host_cpu;
+  };
+  EXPECT_EQ(host_of(""), topology::HostCpu::kIntel);  // hgx-h100
+  EXPECT_EQ(host_of("node = \"dgx-a100\"\n"), topology::HostCpu::kAmd);
+  EXPECT_EQ(host_of("node = \"gb200-nvl72\"\n[cluster.fabric]\nrail_optimized = true\n"),
+            topology::HostCpu::kArm);
+  EXPECT_EQ(host_of("node = \"dgx-a100\"\nhost_cpu = \"intel\"\n"), topology::HostCpu::kIntel);
+  EXPECT_EQ(host_of("host_cpu = \"amd\"\n"), topology::HostCpu::kAmd);
 }
 
 struct BrokenCase {
@@ -159,6 +177,9 @@ INSTANTIATE_TEST_SUITE_P(
                    "unknown value \"flash3\"; expected one of: flash2, flash1, triton", "did you mean \"flash2\"?"},
         BrokenCase{"unknown_architecture.toml", "6:16", "cluster.gpu.architecture", "unknown value \"h100-sxm\"",
                    "did you mean \"h100-sxm5\"?"},
+        BrokenCase{"unknown_host_cpu.toml", "3:12", "cluster.host_cpu",
+                   "unknown value \"amdd\"; expected one of: intel, amd, arm",
+                   "did you mean \"amd\"?"},
         BrokenCase{"tp_overlap_without_sp.toml", "12:19", "parallel.tp_comm_overlap",
                    "but parallel.sequence_parallel is off", "set sequence_parallel = true"},
         BrokenCase{"sharp_on_roce.toml", "6:9", "cluster.fabric.sharp", "runs on InfiniBand switches, but this fabric is RoCE",

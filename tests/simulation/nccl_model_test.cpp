@@ -21,6 +21,15 @@ sim::nccl::GroupShape shape(int nodes, int per_node) {
   return {.members = nodes * per_node, .nodes = nodes, .per_node = per_node, .nvlink = true};
 }
 
+sim::CommRequest all_reduce(std::int32_t members, std::int64_t bytes) {
+  sim::CommRequest request;
+  request.kind = CollectiveKind::kAllReduce;
+  request.algorithm = Algorithm::kAuto;
+  request.bytes = bytes;
+  for (std::int32_t r = 0; r < members; ++r) request.endpoints.push_back(r);
+  return request;
+}
+
 TEST(NcclModelTest, OneNodeRingAndTreeLatenciesAreBasePlusOneNvlinkHopPerStep) {
   // 8 GPUs, all-reduce, 14 steps: ring LL 6.6 + 14·0.6, tree LL 6.8 + 2·7·0.6, ring Simple
   // 8.4 + 14·3.4, tree LL128 14 + 2·7·1.25.
@@ -43,6 +52,88 @@ TEST(NcclModelTest, TwoNodesAddNetworkHopsAndTheMultiNodeSimpleFactor) {
   EXPECT_NEAR(sim::nccl::latency_s(CollectiveKind::kAllReduce, Algorithm::kRing, Protocol::kSimple, group, 8, 8), 131.6 * kMicro, 1e-12);
   EXPECT_NEAR(sim::nccl::latency_s(CollectiveKind::kAllReduce, Algorithm::kRing, Protocol::kSimple, group, 1 << 30, 8),
               1.4 * 131.6 * kMicro, 1e-12);
+}
+
+TEST(NcclModelTest, AmdHostsPayTwiceTheNetworkOverheadAndOneGpuPerNodeTakesTheTreesNetworkHop) {
+  // docs/research/nccl_tuning.md §6, 2 × 8 A100 on AMD CPUs: ring LL 6.6 + 28·2 + 2·2.7 = 68.0;
+  // the tree's latency has no per-step overhead.
+  auto amd = shape(2, 8);
+  amd.amd_host = true;
+  EXPECT_NEAR(
+      sim::nccl::latency_s(CollectiveKind::kAllReduce, Algorithm::kRing, Protocol::kLL, amd, 8, 8),
+      68.0 * kMicro, 1e-12);
+  EXPECT_NEAR(
+      sim::nccl::latency_s(CollectiveKind::kAllReduce, Algorithm::kTree, Protocol::kLL, amd, 8, 8),
+      25.2 * kMicro, 1e-12);
+  // One GPU per node (tuning.cc: ppn == 1): every step crosses the network at the tree's hop,
+  // LL 5.0 rather than the ring's 2.7: 2 nodes, 2 steps, 6.6 + 2·5.0; LL128 14 + 2·8.5.
+  const auto spread = shape(2, 1);
+  EXPECT_NEAR(sim::nccl::latency_s(CollectiveKind::kAllReduce, Algorithm::kRing, Protocol::kLL,
+                                   spread, 8, 1),
+              16.6 * kMicro, 1e-12);
+  EXPECT_NEAR(sim::nccl::latency_s(CollectiveKind::kAllReduce, Algorithm::kRing, Protocol::kLL128,
+                                   spread, 8, 1),
+              31.0 * kMicro, 1e-12);
+}
+
+TEST(NcclModelTest, LLIsCappedByTheGpusArchitectureInOneNodeAndByTheHostsCpuAcrossNodes) {
+  // llMaxBws (tuning.cc): inside one node the GPU's row; across nodes 39 / 20.4 GB/s on Intel
+  // hosts, 22.5 / 19.0 on AMD, for two nodes / more.
+  auto one_node = shape(1, 8);
+  one_node.ll_bus_bandwidth_one_node = 141e9;
+  EXPECT_DOUBLE_EQ(sim::nccl::ll_bus_bandwidth(one_node), 141e9);
+  auto two = shape(2, 8);
+  two.ll_bus_bandwidth_one_node = 141e9;
+  EXPECT_DOUBLE_EQ(sim::nccl::ll_bus_bandwidth(two), 39e9);
+  EXPECT_DOUBLE_EQ(sim::nccl::ll_bus_bandwidth(shape(4, 8)), 20.4e9);
+  auto amd = shape(3, 8);
+  amd.amd_host = true;
+  EXPECT_DOUBLE_EQ(sim::nccl::ll_bus_bandwidth(amd), 19.0e9);
+  amd.nodes = 2;
+  EXPECT_DOUBLE_EQ(sim::nccl::ll_bus_bandwidth(amd), 22.5e9);
+  // Ring/LL on 8 H100s: 1 MiB carries 2 · 7/8 MiB of bus bytes, 13.0 µs at 141 GB/s, however
+  // fast the links; LL128 and Simple are not capped.
+  const double mib = 1 << 20;
+  EXPECT_DOUBLE_EQ(sim::nccl::tuner_data_s(CollectiveKind::kAllReduce, Algorithm::kRing,
+                                           Protocol::kLL, one_node, mib, 1e-6),
+                   mib * 14 / 8 / 141e9);
+  EXPECT_DOUBLE_EQ(sim::nccl::tuner_data_s(CollectiveKind::kAllReduce, Algorithm::kRing,
+                                           Protocol::kLL128, one_node, mib, 1e-6),
+                   1e-6 / 0.92);
+  // All-gather: 7 steps of 8, bytes · 7/8 of bus bytes.
+  EXPECT_DOUBLE_EQ(sim::nccl::tuner_data_s(CollectiveKind::kAllGather, Algorithm::kRing,
+                                           Protocol::kLL, one_node, mib, 1e-6),
+                   mib * 7 / 8 / 141e9);
+  // Tree/LL across two Intel nodes at 64 KiB: NCCL's tree turns bus bandwidth into the
+  // algorithm's at 1/2, then its correction (0.6 at 64 KiB): 65536 · 2 / 39 GB/s / 0.6.
+  EXPECT_DOUBLE_EQ(sim::nccl::tuner_data_s(CollectiveKind::kAllReduce, Algorithm::kTree,
+                                           Protocol::kLL, two, 65536, 1e-7),
+                   65536.0 * 2 / 39e9 / 0.6);
+  // Slower links than the cap: the links'.
+  EXPECT_DOUBLE_EQ(sim::nccl::tuner_data_s(CollectiveKind::kAllReduce, Algorithm::kRing,
+                                           Protocol::kLL, one_node, mib, 1e-3),
+                   2e-3);
+  // The presets: an A100 node's GPUs at Ampere's 87.7 GB/s on AMD hosts; H100 at Hopper's 141.
+  const topology::NodeSpec dgx = *topology::node_preset("dgx-a100");
+  EXPECT_DOUBLE_EQ(dgx.gpu.nccl_ll_bus_bandwidth, 87.7e9);
+  EXPECT_EQ(dgx.host_cpu, topology::HostCpu::kAmd);
+  const topology::NodeSpec hgx = *topology::node_preset("hgx-h100");
+  EXPECT_DOUBLE_EQ(hgx.gpu.nccl_ll_bus_bandwidth, 141e9);
+  EXPECT_EQ(hgx.host_cpu, topology::HostCpu::kIntel);
+  // The planner hands them to the model: 1 MiB ring/LL on 8 A100s (NVLink at its 300 GB/s
+  // line rate would allow 2 · 7/8 MiB in 12.2 µs at LL's 1/2) takes Ampere's cap, 20.9 µs, and
+  // the LL channels' floor stays below it (32 channels at 13.7 GB/s: 4.2 µs).
+  topology::ClusterSpec a100 = test_support::hgx_cluster(1);
+  a100.node = dgx;
+  a100.node.nvlink.efficiency = 1.0;
+  sim::NetworkOptions ring_ll;
+  const topology::Cluster cluster(a100);
+  sim::CommPlanner planner(cluster, ring_ll);
+  sim::CommRequest request = all_reduce(8, 1 << 20);
+  request.algorithm = Algorithm::kRing;
+  const sim::CommPlan& plan = planner.plan(request);
+  ASSERT_EQ(plan.protocol, Protocol::kLL);
+  EXPECT_NEAR(plan.seconds(), 15.0 * kMicro + mib * 14 / 8 / 87.7e9, 1e-9);
 }
 
 TEST(NcclModelTest, ProtocolsPayTheirBandwidthFactorsAsBytesOnTheWire) {
@@ -89,15 +180,6 @@ TEST(NcclModelTest, NcclRunsRingAndTreeOnlyWhereItHasTheKernels) {
   EXPECT_FALSE(sim::nccl::runs(CollectiveKind::kAllReduce, Algorithm::kHierarchical));
   EXPECT_FALSE(sim::nccl::runs(CollectiveKind::kAllGather, Algorithm::kTree));
   EXPECT_TRUE(sim::nccl::runs(CollectiveKind::kReduceScatter, Algorithm::kRing));
-}
-
-sim::CommRequest all_reduce(std::int32_t members, std::int64_t bytes) {
-  sim::CommRequest request;
-  request.kind = CollectiveKind::kAllReduce;
-  request.algorithm = Algorithm::kAuto;
-  request.bytes = bytes;
-  for (std::int32_t r = 0; r < members; ++r) request.endpoints.push_back(r);
-  return request;
 }
 
 TEST(NcclModelTest, AutoChoosesOnlyWhatNcclRunsAndTheProtocolBySize) {
