@@ -84,6 +84,9 @@ constexpr double kNvlsOverRingBusBandwidth = 476.0 / 360.0;
 constexpr double kNvlsWireFactor = (2.0 * 7.0 / 9.0) / kNvlsOverRingBusBandwidth;
 // NVLS's chunks (nvls_chunk_bytes; src/enqueue.cc calcCollChunking, src/transport/nvls.cc).
 constexpr double kNvlsChunkSize = 128 * 1024;
+// NVLSTree's largest chunk across four nodes or more (nvlsTreeMaxChunkSize, nvls.cc
+// ncclNvlsTuning; NVLS's 128 KiB across fewer).
+constexpr double kNvlsTreeChunkSizeFourNodes = 64 * 1024;
 // Each chunk's fixed cost, as bytes of data it could have moved meanwhile: fitted on nccl-tests'
 // 8 × H100 all-reduce curve under NCCL's defaults (NVLS from 2 MiB; NVIDIA/dgxc-benchmarking
 // nccl/README.md), 2 MiB – 16 GiB, by the smallest RMS log error of dtsim's time: 26 KiB, about
@@ -185,8 +188,14 @@ double latency_s(CollectiveKind kind, Algorithm algorithm, Protocol protocol, co
   return latency * kMicro;
 }
 
-double nvls_chunk_bytes(double bytes, const GroupShape& group) {
+double nvls_chunk_bytes(Algorithm algorithm, double bytes, const GroupShape& group) {
   const double concurrent = static_cast<double>(group.nvls_channels) * group.per_node;
+  if (algorithm == Algorithm::kNvlsTree) {
+    double chunk = group.nodes >= 4 ? kNvlsTreeChunkSizeFourNodes : kNvlsChunkSize;
+    if (bytes < 4 * concurrent * chunk && chunk > 64 * 1024) chunk = 64 * 1024;
+    if (bytes < concurrent * chunk && chunk > 32 * 1024) chunk = 32 * 1024;
+    return chunk;
+  }
   double chunk = kNvlsChunkSize;
   if (bytes < 64 * concurrent * chunk) chunk = 64 * 1024;
   if (bytes < 8 * concurrent * chunk) chunk = 32 * 1024;
@@ -194,8 +203,8 @@ double nvls_chunk_bytes(double bytes, const GroupShape& group) {
   return chunk;
 }
 
-double nvls_chunk_factor(double bytes, const GroupShape& group) {
-  return (1 + kNvlsChunkOverheadBytes / nvls_chunk_bytes(bytes, group)) /
+double nvls_chunk_factor(Algorithm algorithm, double bytes, const GroupShape& group) {
+  return (1 + kNvlsChunkOverheadBytes / nvls_chunk_bytes(algorithm, bytes, group)) /
          (1 + kNvlsChunkOverheadBytes / kNvlsChunkSize);
 }
 
@@ -214,7 +223,8 @@ double runtime_channel_floor_s(CollectiveKind kind, Algorithm algorithm, Protoco
 }
 
 double runtime_bandwidth_factor(Algorithm algorithm, const GroupShape& group, double bytes) {
-  return algorithm == Algorithm::kNvls ? nvls_chunk_factor(bytes, group) : 1.0;
+  const bool nvls = algorithm == Algorithm::kNvls || algorithm == Algorithm::kNvlsTree;
+  return nvls ? nvls_chunk_factor(algorithm, bytes, group) : 1.0;
 }
 
 double runtime_bandwidth_s(CollectiveKind kind, Algorithm algorithm, Protocol protocol,

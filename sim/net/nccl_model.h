@@ -18,13 +18,13 @@
 //     CPUs across nodes: ll_bus_bandwidth).
 // Link efficiencies (topology/presets.cpp) are nccl-tests' ring/Simple bus bandwidths, so the
 // factors apply relative to Simple. And from NCCL's runtime, which its tuner does not see: NVLS
-// cuts its chunks for smaller messages, and each chunk costs a fixed synchronisation
+// and NVLSTree cut their chunks for smaller messages, and each chunk costs a fixed synchronisation
 // (nvls_chunk_factor); a small ring/LL collective runs on a few channels, each at a bounded rate
 // (runtime_channel_floor_s; the two combined in runtime_bandwidth_s) — NCCL still chooses by
 // the tuner's estimate, dtsim times the runtime's. Not modelled: NCCL's per-architecture
 // bandwidth caps per channel of the ring and the tree, the ring's own behaviour at mid
-// sizes (docs/research/nccl_tests_curves.md), NVLS across nodes (with SHARP), NVLSTree's chunking
-// and CollNet's pipelining.
+// sizes (docs/research/nccl_tests_curves.md), NVLS across nodes (with SHARP), NVLSTree's
+// pipeline fill at mid sizes and CollNet's pipelining.
 #pragma once
 
 #include <cstdint>
@@ -98,8 +98,8 @@ double tree_correction(program::CollectiveKind kind, program::Algorithm algorith
 //   t ≥ bytes · 2(P−1)/P / (channels · cap)          (tuning.cc :307–332, :377–382)
 double tuner_data_s(program::CollectiveKind kind, program::Algorithm algorithm, Protocol protocol,
                     const GroupShape& group, double bytes, double link_seconds);
-// What the runtime adds to that at this size, which the tuner does not see: NVLS's chunks'
-// fixed cost (nvls_chunk_factor); 1 for the other algorithms.
+// What the runtime adds to that at this size, which the tuner does not see: NVLS's and
+// NVLSTree's chunks' fixed cost (nvls_chunk_factor); 1 for the other algorithms.
 double runtime_bandwidth_factor(program::Algorithm algorithm, const GroupShape& group,
                                 double bytes);
 
@@ -119,14 +119,20 @@ double runtime_bandwidth_s(program::CollectiveKind kind, program::Algorithm algo
                            Protocol protocol, const GroupShape& group, double bytes,
                            double tuner_seconds);
 
-// The chunk NCCL's NVLS all-reduce moves `bytes` in (src/enqueue.cc, calcCollChunking): 128 KiB
-// (NCCL_NVLS_CHUNKSIZE), cut to 64, 32 and 16 KiB while the message is smaller than 64, 8 and
-// 2 chunks per concurrent operation (NVLS channels × heads, a head per GPU of the node).
-double nvls_chunk_bytes(double bytes, const GroupShape& group);
+// The chunk NCCL's NVLS or NVLSTree all-reduce moves `bytes` in (src/enqueue.cc,
+// calcCollChunking; the concurrent operations are NVLS channels × heads, a head per GPU of the
+// node). NVLS: 128 KiB (NCCL_NVLS_CHUNKSIZE), cut to 64, 32 and 16 KiB while the message is
+// smaller than 64, 8 and 2 chunks per concurrent operation. NVLSTree: 128 KiB across two or three
+// nodes, 64 KiB across more (nvlsTreeMaxChunkSize, src/transport/nvls.cc ncclNvlsTuning, Hopper;
+// Blackwell's own tuning across nodes is not modelled), cut to 64 KiB below 4 chunks per
+// concurrent operation and to 32 KiB below one.
+double nvls_chunk_bytes(program::Algorithm algorithm, double bytes, const GroupShape& group);
 // How much longer NVLS's bandwidth term runs at this size than at full-sized chunks: each chunk
 // also costs a fixed synchronisation, worth kNvlsChunkOverheadBytes of data:
 //   (1 + x / chunk) / (1 + x / 128 KiB)
-// (1 from 1 GiB up on 8 GPUs, where the link efficiency was measured).
-double nvls_chunk_factor(double bytes, const GroupShape& group);
+// (1 from 1 GiB up on 8 GPUs, where the link efficiency was measured). NVLSTree's chunks take
+// the same cost: its NVLink part is NVLS's, chunk by chunk (a transfer, not a fit: the two-node
+// curve checks it, docs/research/nccl_tests_curves.md).
+double nvls_chunk_factor(program::Algorithm algorithm, double bytes, const GroupShape& group);
 
 }  // namespace sim::nccl

@@ -306,30 +306,47 @@ TEST(NcclModelTest, NvlsTreeIsSimpleOnlyAtItsLatenciesAndNoFasterThanItsChannels
             Algorithm::kNvlsTree);
 }
 
-TEST(NcclModelTest, NvlsChunksShrinkWithTheMessageAndEachCostsAFixedSynchronisation) {
+TEST(NcclModelTest, NvlsAndNvlsTreeChunksShrinkWithTheMessageAndEachCostsAFixedSynchronisation) {
   // 8 GPUs × 16 channels = 128 concurrent operations: 128 KiB chunks from 64 · 128 · 128 KiB =
   // 1 GiB, 64 KiB from 8 · 128 · 64 KiB = 64 MiB, 32 KiB from 2 · 128 · 32 KiB = 8 MiB, then 16 KiB
   // (NCCL's calcCollChunking).
   const auto eight = shape(1, 8);
-  EXPECT_EQ(sim::nccl::nvls_chunk_bytes(1 << 30, eight), 128 * 1024);
-  EXPECT_EQ(sim::nccl::nvls_chunk_bytes((1 << 30) - 1, eight), 64 * 1024);
-  EXPECT_EQ(sim::nccl::nvls_chunk_bytes(64 << 20, eight), 64 * 1024);
-  EXPECT_EQ(sim::nccl::nvls_chunk_bytes((64 << 20) - 1, eight), 32 * 1024);
-  EXPECT_EQ(sim::nccl::nvls_chunk_bytes(8 << 20, eight), 32 * 1024);
-  EXPECT_EQ(sim::nccl::nvls_chunk_bytes((8 << 20) - 1, eight), 16 * 1024);
+  EXPECT_EQ(sim::nccl::nvls_chunk_bytes(Algorithm::kNvls, 1 << 30, eight), 128 * 1024);
+  EXPECT_EQ(sim::nccl::nvls_chunk_bytes(Algorithm::kNvls, (1 << 30) - 1, eight), 64 * 1024);
+  EXPECT_EQ(sim::nccl::nvls_chunk_bytes(Algorithm::kNvls, 64 << 20, eight), 64 * 1024);
+  EXPECT_EQ(sim::nccl::nvls_chunk_bytes(Algorithm::kNvls, (64 << 20) - 1, eight), 32 * 1024);
+  EXPECT_EQ(sim::nccl::nvls_chunk_bytes(Algorithm::kNvls, 8 << 20, eight), 32 * 1024);
+  EXPECT_EQ(sim::nccl::nvls_chunk_bytes(Algorithm::kNvls, (8 << 20) - 1, eight), 16 * 1024);
   // Four GPUs and Blackwell's 24 channels move the thresholds with the concurrent operations.
   auto four = shape(1, 4);
-  EXPECT_EQ(sim::nccl::nvls_chunk_bytes(512 << 20, four), 128 * 1024);
+  EXPECT_EQ(sim::nccl::nvls_chunk_bytes(Algorithm::kNvls, 512 << 20, four), 128 * 1024);
   four.nvls_channels = 24;
-  EXPECT_EQ(sim::nccl::nvls_chunk_bytes(512 << 20, four), 64 * 1024);
+  EXPECT_EQ(sim::nccl::nvls_chunk_bytes(Algorithm::kNvls, 512 << 20, four), 64 * 1024);
   // Each chunk costs 26 KiB's worth of time beside its data: the bandwidth term at 32 KiB chunks
   // runs (1 + 26/32) / (1 + 26/128) = 1.51× that at 128 KiB.
-  EXPECT_DOUBLE_EQ(sim::nccl::nvls_chunk_factor(1 << 30, eight), 1.0);
-  EXPECT_DOUBLE_EQ(sim::nccl::nvls_chunk_factor(16 << 20, eight),
+  EXPECT_DOUBLE_EQ(sim::nccl::nvls_chunk_factor(Algorithm::kNvls, 1 << 30, eight), 1.0);
+  EXPECT_DOUBLE_EQ(sim::nccl::nvls_chunk_factor(Algorithm::kNvls, 16 << 20, eight),
                    (1 + 26.0 / 32) / (1 + 26.0 / 128));
   EXPECT_DOUBLE_EQ(sim::nccl::runtime_bandwidth_factor(Algorithm::kNvls, eight, 16 << 20),
                    (1 + 26.0 / 32) / (1 + 26.0 / 128));
   EXPECT_DOUBLE_EQ(sim::nccl::runtime_bandwidth_factor(Algorithm::kRing, eight, 16 << 20), 1.0);
+  // NVLSTree (calcCollChunking, nvls.cc ncclNvlsTuning): 128 KiB across two or three nodes, cut
+  // to 64 KiB below 4 chunks per concurrent operation (64 MiB here) and to 32 KiB below one (8
+  // MiB); across four nodes or more it starts at 64 KiB. Each chunk costs what NVLS's does.
+  const auto two_nodes = shape(2, 8);
+  EXPECT_EQ(sim::nccl::nvls_chunk_bytes(Algorithm::kNvlsTree, 64 << 20, two_nodes), 128 * 1024);
+  EXPECT_EQ(sim::nccl::nvls_chunk_bytes(Algorithm::kNvlsTree, (64 << 20) - 1, two_nodes),
+            64 * 1024);
+  EXPECT_EQ(sim::nccl::nvls_chunk_bytes(Algorithm::kNvlsTree, 8 << 20, two_nodes), 64 * 1024);
+  EXPECT_EQ(sim::nccl::nvls_chunk_bytes(Algorithm::kNvlsTree, (8 << 20) - 1, two_nodes), 32 * 1024);
+  const auto four_nodes = shape(4, 8);
+  EXPECT_EQ(sim::nccl::nvls_chunk_bytes(Algorithm::kNvlsTree, 1 << 30, four_nodes), 64 * 1024);
+  EXPECT_EQ(sim::nccl::nvls_chunk_bytes(Algorithm::kNvlsTree, (8 << 20) - 1, four_nodes),
+            32 * 1024);
+  EXPECT_DOUBLE_EQ(sim::nccl::runtime_bandwidth_factor(Algorithm::kNvlsTree, two_nodes, 16 << 20),
+                   (1 + 26.0 / 64) / (1 + 26.0 / 128));
+  EXPECT_DOUBLE_EQ(sim::nccl::runtime_bandwidth_factor(Algorithm::kNvlsTree, two_nodes, 1 << 30),
+                   1.0);
   // NVLS has no channel floor: the runtime stretches the tuner's bandwidth term by that factor.
   EXPECT_DOUBLE_EQ(sim::nccl::runtime_bandwidth_s(CollectiveKind::kAllReduce, Algorithm::kNvls,
                                                   Protocol::kSimple, eight, 16 << 20, 1e-4),
