@@ -40,6 +40,11 @@ struct MemoryKernelRates {
   bool measured() const { return streaming > 0; }
 };
 
+// A GPU architecture as NCCL's tuner tells them apart (its tables by compute capability,
+// NVIDIA/nccl src/graph/tuning.cc): Ampere and Ada (sm80–89), Hopper (sm90), Blackwell (sm100);
+// none for devices NCCL does not drive (the MI300X runs RCCL, a CPU host none).
+enum class NcclArchitecture { kNone, kAmpere, kHopper, kBlackwell };
+
 // One accelerator. Peak rates are dense (no structured sparsity), from public datasheets.
 struct DeviceSpec {
   std::string name;
@@ -60,9 +65,8 @@ struct DeviceSpec {
   // Each fused attention kernel's forward + backward rate, causal, head dimension 128: (sequence
   // length, FLOP/s / bf16 peak), ascending in sequence; a kernel absent: not measured.
   std::map<AttentionKernel, std::vector<std::pair<double, double>>> attention_by_sequence;
-  // NCCL's cap on a ring/LL or tree/LL collective's bus bandwidth inside one node of these GPUs,
-  // by their architecture (llMaxBws, NVIDIA/nccl src/graph/tuning.cc): bytes/s; 0: none known.
-  double nccl_ll_bus_bandwidth = 0;
+  // The architecture NCCL's tuner prices these GPUs as (its bandwidth caps, sim/net/nccl_model.h).
+  NcclArchitecture nccl_architecture = NcclArchitecture::kNone;
 };
 
 // One class of physical link. `efficiency` is the fraction of `bandwidth` a collective

@@ -47,11 +47,11 @@
 //   whitepaper, "NVLink SHARP"); so do the NVLink 5 switches of HGX B200 and GB200 NVL72 (NVIDIA
 //   Blackwell architecture technical brief: SHARP in the NVLink Switch); NVSwitch 2 (DGX A100)
 //   does not.
-// NCCL's tuner, per architecture and host (NVIDIA/nccl src/graph/tuning.cc at 2.30.7): its cap
-//   on ring/LL and tree/LL bus bandwidth inside one node (llMaxBws by compute capability):
-//   Ampere and Ada (sm80–89: A100, L40S) 87.7 GB/s, Hopper 141, Blackwell 282; none for the
-//   MI300X, which runs RCCL. The host CPUs — NCCL's network overhead and LL caps across nodes
-//   depend on their vendor: DGX A100 2 × AMD EPYC 7742 (NVIDIA DGX A100 datasheet); DGX H100 /
+// NCCL's tuner, per architecture and host (NVIDIA/nccl src/graph/tuning.cc at 2.30.7): its
+//   bandwidth caps go by compute capability (sim/net/nccl_model.cpp holds them): A100 and L40S
+//   (sm80, sm89) are Ampere to it, H100 and H200 Hopper, B200 and GB200 Blackwell; the MI300X
+//   runs RCCL, none. The host CPUs — NCCL's network overhead and LL caps across nodes depend
+//   on their vendor: DGX A100 2 × AMD EPYC 7742 (NVIDIA DGX A100 datasheet); DGX H100 /
 //   H200 2 × Intel Xeon Platinum 8480C (DGX H100 datasheet), the HGX H100 / H200 presets take
 //   those; DGX B200 2 × Intel Xeon Platinum 8570 (DGX B200 datasheet); GB200 NVL72 the Arm
 //   Grace CPU of each superchip. The MI300X and PCIe platforms ship with either vendor: Intel,
@@ -241,12 +241,8 @@ DeviceSpec with_measurements(DeviceSpec device, int sms, GemmMeasurement gemm, G
   return device;
 }
 
-constexpr double kAmpereLLBusBandwidth = 87.7 * kGiga;
-constexpr double kHopperLLBusBandwidth = 141 * kGiga;
-constexpr double kBlackwellLLBusBandwidth = 282 * kGiga;
-
-DeviceSpec with_nccl_ll_cap(DeviceSpec device, double ll_bus_bandwidth) {
-  device.nccl_ll_bus_bandwidth = ll_bus_bandwidth;
+DeviceSpec for_nccl(DeviceSpec device, NcclArchitecture architecture) {
+  device.nccl_architecture = architecture;
   return device;
 }
 
@@ -262,48 +258,44 @@ constexpr GemmMeasurement kMi300xGemm = {668.4 / 1307.4, 10240, 15360, 8192};
 const std::vector<std::pair<std::string, DeviceSpec>>& devices() {
   static const std::vector<std::pair<std::string, DeviceSpec>> table = {
       {"a100-sxm4-80gb",
-       with_nccl_ll_cap(
+       for_nccl(
            with_measurements(datasheet("A100 SXM4 80GB", 312 * kTera, 312 * kTera, 19.5 * kTera,
                                        156 * kTera, 0, 80 * kGiga, 2039 * kGiga, 300 * kGiga),
                              108, kA100Gemm, {}, kA100Memory, kAttentionA100),
-           kAmpereLLBusBandwidth)},
+           NcclArchitecture::kAmpere)},
       {"h100-sxm5",
-       with_nccl_ll_cap(
-           with_measurements(
-               datasheet("H100 SXM5", 989.4 * kTera, 989.4 * kTera, 66.9 * kTera, 494.7 * kTera,
-                         1978.9 * kTera, 80 * kGiga, 3350 * kGiga, 450 * kGiga),
-               132, kHopperGemm, kHopperFp8Gemm, kH100Memory, kAttentionH100),
-           kHopperLLBusBandwidth)},
+       for_nccl(with_measurements(
+                    datasheet("H100 SXM5", 989.4 * kTera, 989.4 * kTera, 66.9 * kTera,
+                              494.7 * kTera, 1978.9 * kTera, 80 * kGiga, 3350 * kGiga, 450 * kGiga),
+                    132, kHopperGemm, kHopperFp8Gemm, kH100Memory, kAttentionH100),
+                NcclArchitecture::kHopper)},
       {"h200-sxm",
-       with_nccl_ll_cap(
-           with_measurements(
-               datasheet("H200 SXM", 989.4 * kTera, 989.4 * kTera, 66.9 * kTera, 494.7 * kTera,
-                         1978.9 * kTera, 141 * kGiga, 4800 * kGiga, 450 * kGiga),
-               132, kHopperGemm, kHopperFp8Gemm, kH200Memory, kAttentionH200),
-           kHopperLLBusBandwidth)},
+       for_nccl(with_measurements(
+                    datasheet("H200 SXM", 989.4 * kTera, 989.4 * kTera, 66.9 * kTera, 494.7 * kTera,
+                              1978.9 * kTera, 141 * kGiga, 4800 * kGiga, 450 * kGiga),
+                    132, kHopperGemm, kHopperFp8Gemm, kH200Memory, kAttentionH200),
+                NcclArchitecture::kHopper)},
       {"h100-pcie",
-       with_nccl_ll_cap(
-           with_measurements(datasheet("H100 PCIe", 756 * kTera, 756 * kTera, 51.2 * kTera,
-                                       378 * kTera, 1513 * kTera, 80 * kGiga, 2000 * kGiga, 0),
-                             114, {}, {}, {}),
-           kHopperLLBusBandwidth)},
-      {"l40s", with_nccl_ll_cap(with_measurements(
-                                    datasheet("L40S", 362 * kTera, 362 * kTera, 91.6 * kTera,
-                                              183 * kTera, 733 * kTera, 48 * kGiga, 864 * kGiga, 0),
-                                    142, {}, {}, {}),
-                                kAmpereLLBusBandwidth)},
-      {"b200",
-       with_nccl_ll_cap(with_measurements(datasheet("B200 (HGX B200)", 2250 * kTera, 2250 * kTera,
+       for_nccl(with_measurements(datasheet("H100 PCIe", 756 * kTera, 756 * kTera, 51.2 * kTera,
+                                            378 * kTera, 1513 * kTera, 80 * kGiga, 2000 * kGiga, 0),
+                                  114, {}, {}, {}),
+                NcclArchitecture::kHopper)},
+      {"l40s",
+       for_nccl(with_measurements(datasheet("L40S", 362 * kTera, 362 * kTera, 91.6 * kTera,
+                                            183 * kTera, 733 * kTera, 48 * kGiga, 864 * kGiga, 0),
+                                  142, {}, {}, {}),
+                NcclArchitecture::kAmpere)},
+      {"b200", for_nccl(with_measurements(datasheet("B200 (HGX B200)", 2250 * kTera, 2250 * kTera,
                                                     75 * kTera, 1100 * kTera, 4500 * kTera,
                                                     180 * kGiga, 7700 * kGiga, 900 * kGiga),
                                           148, kB200Gemm, kB200Fp8Gemm, {}),
-                        kBlackwellLLBusBandwidth)},
-      {"gb200", with_nccl_ll_cap(with_measurements(
-                                     datasheet("B200 of a GB200 superchip", 2500 * kTera,
-                                               2500 * kTera, 80 * kTera, 1250 * kTera, 5000 * kTera,
-                                               186 * kGiga, 8000 * kGiga, 900 * kGiga),
-                                     148, kB200Gemm, kB200Fp8Gemm, {}),
-                                 kBlackwellLLBusBandwidth)},
+                        NcclArchitecture::kBlackwell)},
+      {"gb200",
+       for_nccl(with_measurements(
+                    datasheet("B200 of a GB200 superchip", 2500 * kTera, 2500 * kTera, 80 * kTera,
+                              1250 * kTera, 5000 * kTera, 186 * kGiga, 8000 * kGiga, 900 * kGiga),
+                    148, kB200Gemm, kB200Fp8Gemm, {}),
+                NcclArchitecture::kBlackwell)},
       {"mi300x", with_measurements(datasheet("AMD Instinct MI300X", 1307.4 * kTera, 1307.4 * kTera,
                                              163.4 * kTera, 653.7 * kTera, 2614.9 * kTera,
                                              192 * kGiga, 5300 * kGiga, 7 * 64 * kGiga),
@@ -481,7 +473,7 @@ void adopt_measurements(DeviceSpec& device, const DeviceSpec& architecture) {
   device.fp8_gemm_sustained = architecture.fp8_gemm_sustained;
   device.memory_kernels = architecture.memory_kernels;
   device.attention_by_sequence = architecture.attention_by_sequence;
-  device.nccl_ll_bus_bandwidth = architecture.nccl_ll_bus_bandwidth;
+  device.nccl_architecture = architecture.nccl_architecture;
 }
 
 std::vector<std::string> attention_kernel_names() { return names_of(attention_kernels()); }

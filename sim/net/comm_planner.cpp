@@ -96,7 +96,8 @@ void CommPlanner::price_as_nccl(CommPlan& plan, const collectives::CollectiveSpe
   group.nvls_tree_channel_bandwidth =
       group.nodes <= 2 ? cluster_.spec().node.nvls_tree_channel_bandwidth_two_nodes
                        : cluster_.spec().node.nvls_tree_channel_bandwidth_more_nodes;
-  group.ll_bus_bandwidth_one_node = cluster_.spec().node.gpu.nccl_ll_bus_bandwidth;
+  group.architecture = cluster_.spec().node.gpu.nccl_architecture;
+  group.channels = spec.channels;
   group.amd_host = cluster_.spec().node.host_cpu == topology::HostCpu::kAmd;
   std::int32_t steps = 0;
   for (const collectives::Phase& phase : plan.schedule.phases) steps += phase.steps;

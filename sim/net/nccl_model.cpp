@@ -31,11 +31,32 @@ constexpr double kTreeNet[3] = {5.0, 8.5, 14.0};
 // on Intel and other hosts, 2 on AMD, ×3 for Simple (:408).
 constexpr double kNetOverhead = 1.0;
 constexpr double kAmdNetOverhead = 2.0;
-// NCCL's LL bus bandwidth caps across nodes, GB/s, by the hosts' CPUs (llMaxBws rows 0 and 1,
-// :178–183, the row chosen at :269–271): [two nodes, more]. Inside one node the GPU's row
-// applies (GroupShape::ll_bus_bandwidth_one_node).
+// NCCL's LL bus bandwidth caps across nodes, bytes/s, by the hosts' CPUs (llMaxBws rows 0 and
+// 1, :178–183, the row chosen at :269–271): [two nodes, more].
 constexpr double kIntelLLBusBandwidth[2] = {39.0e9, 20.4e9};
 constexpr double kAmdLLBusBandwidth[2] = {22.5e9, 19.0e9};
+// NCCL's caps by GPU architecture, bytes/s (:177–204): LL's bus bandwidth inside one node
+// (llMaxBws), and per graph channel the ring's LL128 (perChMaxRingLL128Bws), the tree's
+// (perChMaxTreeBws) and the tree's LL128 (perChMaxTreeLL128Bws), [two nodes, more].
+struct ArchitectureCaps {
+  double ll_one_node = 0;
+  double ring_ll128_per_channel = 0;
+  double tree_per_channel[2] = {};
+  double tree_ll128_per_channel[2] = {};
+};
+ArchitectureCaps architecture_caps(topology::NcclArchitecture architecture) {
+  switch (architecture) {
+    case topology::NcclArchitecture::kAmpere:
+      return {87.7e9, 20e9, {23.6e9, 17.8e9}, {20e9, 20e9}};
+    case topology::NcclArchitecture::kHopper:
+      return {141e9, 36.7e9, {41.4e9, 36e9}, {36.7e9, 29e9}};
+    case topology::NcclArchitecture::kBlackwell:
+      return {282e9, 40e9, {42.8e9, 24e9}, {31.67e9, 20e9}};
+    case topology::NcclArchitecture::kNone:
+      return {};
+  }
+  return {};
+}
 constexpr double kSimpleOverheadFactor = 3.0;
 // A multi-node ring/Simple all-reduce of at least 64 bytes per channel and rank (:647–650).
 constexpr double kRingSimpleMultiNodeFactor = 1.4;
@@ -242,17 +263,44 @@ double tree_correction(CollectiveKind kind, Algorithm algorithm, Protocol protoc
 }
 
 double ll_bus_bandwidth(const GroupShape& group) {
-  if (group.nodes <= 1) return group.ll_bus_bandwidth_one_node;
+  if (group.architecture == topology::NcclArchitecture::kNone) return 0;
+  if (group.nodes <= 1) return architecture_caps(group.architecture).ll_one_node;
   return (group.amd_host ? kAmdLLBusBandwidth : kIntelLLBusBandwidth)[group.nodes == 2 ? 0 : 1];
+}
+
+double bus_bandwidth_cap(CollectiveKind kind, Algorithm algorithm, Protocol protocol,
+                         const GroupShape& group) {
+  const ArchitectureCaps caps = architecture_caps(group.architecture);
+  const bool across_nodes = group.nodes > 1;
+  const double channels = group.channels;
+  const std::size_t column = group.nodes == 2 ? 0 : 1;
+  if (algorithm == Algorithm::kRing) {
+    if (protocol == Protocol::kLL) return ll_bus_bandwidth(group);
+    if (protocol == Protocol::kLL128 && across_nodes) return channels * caps.ring_ll128_per_channel;
+    return 0;
+  }
+  if (algorithm != Algorithm::kTree || kind != CollectiveKind::kAllReduce) return 0;
+  const double tree = across_nodes ? channels * caps.tree_per_channel[column] : 0;
+  switch (protocol) {
+    case Protocol::kSimple:
+      return tree;
+    case Protocol::kLL128:
+      return across_nodes ? std::min(tree * kTreeLL128MultiNode,
+                                     channels * caps.tree_ll128_per_channel[column])
+                          : 0;
+    case Protocol::kLL: {
+      const double ll = ll_bus_bandwidth(group);
+      if (tree <= 0) return ll;
+      return ll > 0 ? std::min(tree / kTreeLLDivisor, ll) : tree / kTreeLLDivisor;
+    }
+  }
+  return 0;
 }
 
 namespace {
 
-// The least data time NCCL's tuner allows an algorithm and protocol for its bandwidth caps, before
-// the tree's correction; 0 where none applies. NCCL caps bus bandwidth, which it converts to the
-// algorithm's by nRanks / nsteps on the ring and NVLSTree and by 1/2 on the tree (:377–382):
-//   ring/LL, tree/LL     t ≥ bytes / (ratio · ll_bus_bandwidth)                   (:327, :332)
-//   NVLSTree             t ≥ bytes / (ratio · min(per node, nvls_channels) · cap)  (:307–322)
+// The least data time NCCL's tuner allows for its bandwidth caps, before the tree's correction;
+// 0 where none applies (tuner_data_s in the header).
 double capped_data_s(CollectiveKind kind, Algorithm algorithm, Protocol protocol,
                      const GroupShape& group, double bytes) {
   if (group.members < 2) return 0;
@@ -264,11 +312,9 @@ double capped_data_s(CollectiveKind kind, Algorithm algorithm, Protocol protocol
     const double channels = std::min(group.per_node, group.nvls_channels);
     return bytes * ring_steps / n / (channels * group.nvls_tree_channel_bandwidth);
   }
-  const double cap = ll_bus_bandwidth(group);
-  if (protocol != Protocol::kLL || cap <= 0) return 0;
-  if (algorithm == Algorithm::kRing) return bytes * ring_steps / n / cap;
-  if (algorithm == Algorithm::kTree) return 2 * bytes / cap;
-  return 0;
+  const double cap = bus_bandwidth_cap(kind, algorithm, protocol, group);
+  if (cap <= 0) return 0;
+  return algorithm == Algorithm::kTree ? 2 * bytes / cap : bytes * ring_steps / n / cap;
 }
 
 }  // namespace

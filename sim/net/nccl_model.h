@@ -13,16 +13,15 @@
 //     with every 8 of data (×2), LL128 120 of every 128 bytes (NCCL prices it at 0.92), Simple
 //     none; NCCL's tree runs at 0.92 of the ring's bandwidth, its LL at 1/3.8 and its LL128 at
 //     7/9 (one node) or 120/128, and a tree all-reduce at medium sizes at NCCL's correction of
-//     its own model (tree_correction), NVLSTree no faster than NCCL's per-channel cap, LL no
-//     faster than NCCL's cap on its bus bandwidth (by GPU architecture in a node, by the hosts'
-//     CPUs across nodes: ll_bus_bandwidth).
+//     its own model (tree_correction), and none faster than NCCL's caps on bus bandwidth
+//     (bus_bandwidth_cap: LL's by GPU architecture in a node and by the hosts' CPUs across
+//     nodes, and across nodes the ring's LL128, the tree's and NVLSTree's per channel).
 // Link efficiencies (topology/presets.cpp) are nccl-tests' ring/Simple bus bandwidths, so the
 // factors apply relative to Simple. And from NCCL's runtime, which its tuner does not see: NVLS
 // and NVLSTree cut their chunks for smaller messages, and each chunk costs a fixed synchronisation
 // (nvls_chunk_factor); a small ring/LL collective runs on a few channels, each at a bounded rate
 // (runtime_channel_floor_s; the two combined in runtime_bandwidth_s) — NCCL still chooses by
-// the tuner's estimate, dtsim times the runtime's. Not modelled: NCCL's per-architecture
-// bandwidth caps per channel of the ring and the tree, the ring's own behaviour at mid
+// the tuner's estimate, dtsim times the runtime's. Not modelled: the ring's own behaviour at mid
 // sizes (docs/research/nccl_tests_curves.md), NVLS across nodes (with SHARP), NVLSTree's
 // pipeline fill at mid sizes and CollNet's pipelining.
 #pragma once
@@ -33,6 +32,7 @@
 #include <string_view>
 
 #include "strategies/program/program.h"
+#include "topology/hardware_spec.h"
 
 namespace sim::nccl {
 
@@ -51,20 +51,30 @@ struct GroupShape {
   // NCCL's cap on one NVLSTree channel's bus bandwidth at this many nodes, bytes/s (0: none;
   // topology::NodeSpec::nvls_tree_channel_bandwidth_*).
   double nvls_tree_channel_bandwidth = 0;
-  // NCCL's cap on a ring/LL or tree/LL collective's bus bandwidth inside one node, by the GPU's
-  // architecture, bytes/s (0: none; topology::DeviceSpec::nccl_ll_bus_bandwidth). Across nodes
-  // NCCL caps LL by the host CPU's vendor instead (ll_bus_bandwidth).
-  double ll_bus_bandwidth_one_node = 0;
+  // The GPUs' architecture, by which NCCL's tuner caps bandwidth (kNone: no caps).
+  topology::NcclArchitecture architecture = topology::NcclArchitecture::kNone;
   // The hosts' CPUs are AMD's: NCCL's network proxy costs 2 µs per step instead of 1, and its
   // LL cap across nodes takes AMD's row (topology::NodeSpec::host_cpu).
   bool amd_host = false;
+  // NCCL's graph channels (rings or trees per collective) across nodes: one per NIC of a node.
+  std::int32_t channels = 1;
 };
 
 // NCCL's cap on the bus bandwidth of a ring/LL or tree/LL collective on this group, bytes/s
-// (llMaxBws, tuning.cc :177–183, chosen at :267–272): inside one node the GPU architecture's
+// (llMaxBws, tuning.cc :177–183, chosen at :267–272): inside one node by the architecture
 // (Ampere 87.7 GB/s, Hopper 141, Blackwell 282); across two nodes 39 GB/s (22.5 on AMD hosts),
-// across more 20.4 (19.0 on AMD); 0 where a node has none.
+// across more 20.4 (19.0 on AMD); 0 for no architecture.
 double ll_bus_bandwidth(const GroupShape& group);
+// NCCL's cap on the bus bandwidth of this algorithm and protocol on this group, bytes/s, 0 for
+// none (tuning.cc :323–333): LL's (ll_bus_bandwidth) and, across nodes, the per-channel caps ×
+// the graph channels — ring/LL128 perChMaxRingLL128Bws (Ampere 20 GB/s, Hopper 36.7, Blackwell
+// 40); the tree perChMaxTreeBws (two nodes / more: Ampere 23.6 / 17.8, Hopper 41.4 / 36,
+// Blackwell 42.8 / 24), its LL128 also perChMaxTreeLL128Bws × 120/128 of that (Ampere 20 / 20,
+// Hopper 36.7 / 29, Blackwell 31.67 / 20), its LL 1/3.8 of it. Inside one node NCCL's 12 graph
+// channels on A100 and H100 keep the per-channel caps above what the links allow
+// (docs/research/nccl_tuning.md §5), so they are applied across nodes only.
+double bus_bandwidth_cap(program::CollectiveKind kind, program::Algorithm algorithm,
+                         Protocol protocol, const GroupShape& group);
 
 // Whether NCCL chooses an algorithm for this kind: all-reduce, barrier (an all-reduce),
 // all-gather, reduce-scatter, broadcast and reduce; all-to-all is point-to-point sends to NCCL.
@@ -93,9 +103,10 @@ double tree_correction(program::CollectiveKind kind, program::Algorithm algorith
                        Protocol protocol, double bytes);
 // NCCL's tuner's data time for a collective whose bytes take `link_seconds` on the links: that
 // by the wire factor, no shorter than NCCL's bandwidth caps allow, over the tree's correction.
-// The caps are bus bandwidths: ll_bus_bandwidth for ring/LL and tree/LL, and for NVLSTree G
-// graph channels (one per GPU of a node, at most nvls_channels) × its per-channel cap:
-//   t ≥ bytes · 2(P−1)/P / (channels · cap)          (tuning.cc :307–332, :377–382)
+// The caps are bus bandwidths (bus_bandwidth_cap; for NVLSTree G graph channels, one per GPU
+// of a node and at most nvls_channels, × its per-channel cap), turned into the algorithm's
+// bandwidth by nRanks / nsteps on the ring and NVLSTree and by 1/2 on the tree:
+//   t ≥ bytes · nsteps / P / cap,  t ≥ 2 · bytes / cap (tree)   (tuning.cc :307–333, :377–382)
 double tuner_data_s(program::CollectiveKind kind, program::Algorithm algorithm, Protocol protocol,
                     const GroupShape& group, double bytes, double link_seconds);
 // What the runtime adds to that at this size, which the tuner does not see: NVLS's and

@@ -61,7 +61,7 @@ TEST(ScenarioLoaderTest, AGpuGivenByItsRatesBorrowsItsArchitecturesMeasuredCurve
   EXPECT_DOUBLE_EQ(gpu.gemm_sustained.fraction_of_peak, h100.gemm_sustained.fraction_of_peak);
   EXPECT_DOUBLE_EQ(gpu.memory_kernels.norm_backward, h100.memory_kernels.norm_backward);
   EXPECT_EQ(gpu.attention_by_sequence, h100.attention_by_sequence);
-  EXPECT_DOUBLE_EQ(gpu.nccl_ll_bus_bandwidth, 141e9);  // NCCL's Hopper row, not the L40S's 87.7
+  EXPECT_EQ(gpu.nccl_architecture, topology::NcclArchitecture::kHopper);  // not the L40S's Ampere
 }
 
 TEST(ScenarioLoaderTest, TheHostCpuComesFromTheNodePresetUnlessTheScenarioNamesIt) {

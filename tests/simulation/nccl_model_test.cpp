@@ -79,20 +79,25 @@ TEST(NcclModelTest, AmdHostsPayTwiceTheNetworkOverheadAndOneGpuPerNodeTakesTheTr
 TEST(NcclModelTest, LLIsCappedByTheGpusArchitectureInOneNodeAndByTheHostsCpuAcrossNodes) {
   // llMaxBws (tuning.cc): inside one node the GPU's row; across nodes 39 / 20.4 GB/s on Intel
   // hosts, 22.5 / 19.0 on AMD, for two nodes / more.
-  auto one_node = shape(1, 8);
-  one_node.ll_bus_bandwidth_one_node = 141e9;
+  const auto hopper = [](int nodes) {
+    auto group = shape(nodes, 8);
+    group.architecture = topology::NcclArchitecture::kHopper;
+    group.channels = 8;  // a graph channel per NIC
+    return group;
+  };
+  const auto one_node = hopper(1);
   EXPECT_DOUBLE_EQ(sim::nccl::ll_bus_bandwidth(one_node), 141e9);
-  auto two = shape(2, 8);
-  two.ll_bus_bandwidth_one_node = 141e9;
+  const auto two = hopper(2);
   EXPECT_DOUBLE_EQ(sim::nccl::ll_bus_bandwidth(two), 39e9);
-  EXPECT_DOUBLE_EQ(sim::nccl::ll_bus_bandwidth(shape(4, 8)), 20.4e9);
-  auto amd = shape(3, 8);
+  EXPECT_DOUBLE_EQ(sim::nccl::ll_bus_bandwidth(hopper(4)), 20.4e9);
+  EXPECT_DOUBLE_EQ(sim::nccl::ll_bus_bandwidth(shape(4, 8)), 0);  // no architecture, no cap
+  auto amd = hopper(3);
   amd.amd_host = true;
   EXPECT_DOUBLE_EQ(sim::nccl::ll_bus_bandwidth(amd), 19.0e9);
   amd.nodes = 2;
   EXPECT_DOUBLE_EQ(sim::nccl::ll_bus_bandwidth(amd), 22.5e9);
   // Ring/LL on 8 H100s: 1 MiB carries 2 · 7/8 MiB of bus bytes, 13.0 µs at 141 GB/s, however
-  // fast the links; LL128 and Simple are not capped.
+  // fast the links; inside one node LL128 and Simple are not capped.
   const double mib = 1 << 20;
   EXPECT_DOUBLE_EQ(sim::nccl::tuner_data_s(CollectiveKind::kAllReduce, Algorithm::kRing,
                                            Protocol::kLL, one_node, mib, 1e-6),
@@ -113,12 +118,12 @@ TEST(NcclModelTest, LLIsCappedByTheGpusArchitectureInOneNodeAndByTheHostsCpuAcro
   EXPECT_DOUBLE_EQ(sim::nccl::tuner_data_s(CollectiveKind::kAllReduce, Algorithm::kRing,
                                            Protocol::kLL, one_node, mib, 1e-3),
                    2e-3);
-  // The presets: an A100 node's GPUs at Ampere's 87.7 GB/s on AMD hosts; H100 at Hopper's 141.
+  // The presets: an A100 node's GPUs are Ampere on AMD hosts; H100 Hopper on Intel.
   const topology::NodeSpec dgx = *topology::node_preset("dgx-a100");
-  EXPECT_DOUBLE_EQ(dgx.gpu.nccl_ll_bus_bandwidth, 87.7e9);
+  EXPECT_EQ(dgx.gpu.nccl_architecture, topology::NcclArchitecture::kAmpere);
   EXPECT_EQ(dgx.host_cpu, topology::HostCpu::kAmd);
   const topology::NodeSpec hgx = *topology::node_preset("hgx-h100");
-  EXPECT_DOUBLE_EQ(hgx.gpu.nccl_ll_bus_bandwidth, 141e9);
+  EXPECT_EQ(hgx.gpu.nccl_architecture, topology::NcclArchitecture::kHopper);
   EXPECT_EQ(hgx.host_cpu, topology::HostCpu::kIntel);
   // The planner hands them to the model: 1 MiB ring/LL on 8 A100s (NVLink at its 300 GB/s
   // line rate would allow 2 · 7/8 MiB in 12.2 µs at LL's 1/2) takes Ampere's cap, 20.9 µs, and
@@ -134,6 +139,51 @@ TEST(NcclModelTest, LLIsCappedByTheGpusArchitectureInOneNodeAndByTheHostsCpuAcro
   const sim::CommPlan& plan = planner.plan(request);
   ASSERT_EQ(plan.protocol, Protocol::kLL);
   EXPECT_NEAR(plan.seconds(), 15.0 * kMicro + mib * 14 / 8 / 87.7e9, 1e-9);
+}
+
+TEST(NcclModelTest, AcrossNodesTheRingsLL128AndTheTreeAreCappedPerGraphChannel) {
+  // 2 × 8 A100 on AMD hosts, 8 graph channels (docs/research/nccl_tuning.md §6): the tree at
+  // 8 × 23.6 GB/s of bus bandwidth, its LL128 at min(188.8 · 120/128, 8 × 20) = 160, its LL at
+  // min(188.8 / 3.8, 22.5) = 22.5; the ring's LL128 at 8 × 20 = 160; the ring's Simple free.
+  auto two = shape(2, 8);
+  two.architecture = topology::NcclArchitecture::kAmpere;
+  two.amd_host = true;
+  two.channels = 8;
+  using sim::nccl::bus_bandwidth_cap;
+  constexpr auto kAllReduce = CollectiveKind::kAllReduce;
+  EXPECT_NEAR(bus_bandwidth_cap(kAllReduce, Algorithm::kTree, Protocol::kSimple, two), 188.8e9,
+              1e3);
+  EXPECT_NEAR(bus_bandwidth_cap(kAllReduce, Algorithm::kTree, Protocol::kLL128, two), 160e9, 1e3);
+  EXPECT_NEAR(bus_bandwidth_cap(kAllReduce, Algorithm::kTree, Protocol::kLL, two), 22.5e9, 1e3);
+  EXPECT_NEAR(bus_bandwidth_cap(kAllReduce, Algorithm::kRing, Protocol::kLL128, two), 160e9, 1e3);
+  EXPECT_EQ(bus_bandwidth_cap(kAllReduce, Algorithm::kRing, Protocol::kSimple, two), 0);
+  // More nodes take the third column: the tree at 8 × 17.8.
+  auto four = two;
+  four.nodes = 4;
+  four.members = 32;
+  EXPECT_NEAR(bus_bandwidth_cap(kAllReduce, Algorithm::kTree, Protocol::kSimple, four), 142.4e9,
+              1e3);
+  // Inside one node none of the per-channel caps applies.
+  auto one = two;
+  one.nodes = 1;
+  one.members = 8;
+  EXPECT_EQ(bus_bandwidth_cap(kAllReduce, Algorithm::kTree, Protocol::kSimple, one), 0);
+  EXPECT_EQ(bus_bandwidth_cap(kAllReduce, Algorithm::kRing, Protocol::kLL128, one), 0);
+  // The tree's bus bandwidth is twice its data's: 1 GiB takes at least 2 GiB / 188.8 GB/s.
+  const double gib = 1 << 30;
+  EXPECT_NEAR(
+      sim::nccl::tuner_data_s(kAllReduce, Algorithm::kTree, Protocol::kSimple, two, gib, 1e-3),
+      2 * gib / 188.8e9, 1e-12);
+  // So NCCL runs the ring for 1 GiB on two DGX A100s with eight HDR NICs (tuning.cc's worked
+  // example, nccl_tuning.md §6: ring/Simple 10.8 ms, tree/Simple 11.5 ms), and so does `auto`.
+  topology::ClusterSpec dgx;
+  dgx.node = *topology::node_preset("dgx-a100");
+  dgx.nodes = 2;
+  dgx.fabric = *topology::fabric_preset("ib-hdr");
+  const topology::Cluster cluster(dgx);
+  sim::CommPlanner planner(cluster, sim::NetworkOptions{});
+  EXPECT_EQ(planner.plan(all_reduce(16, std::int64_t{1} << 30)).schedule.algorithm,
+            Algorithm::kRing);
 }
 
 TEST(NcclModelTest, ProtocolsPayTheirBandwidthFactorsAsBytesOnTheWire) {
