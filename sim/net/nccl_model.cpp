@@ -31,6 +31,7 @@ constexpr double kTreeNet[3] = {5.0, 8.5, 14.0};
 // on Intel and other hosts, 2 on AMD, ×3 for Simple (:408).
 constexpr double kNetOverhead = 1.0;
 constexpr double kAmdNetOverhead = 2.0;
+constexpr double kSimpleOverheadFactor = 3.0;
 // NCCL's LL bus bandwidth caps across nodes, bytes/s, by the hosts' CPUs (llMaxBws rows 0 and
 // 1, :178–183, the row chosen at :269–271): [two nodes, more].
 constexpr double kIntelLLBusBandwidth[2] = {39.0e9, 20.4e9};
@@ -57,7 +58,6 @@ ArchitectureCaps architecture_caps(topology::NcclArchitecture architecture) {
   }
   return {};
 }
-constexpr double kSimpleOverheadFactor = 3.0;
 // A multi-node ring/Simple all-reduce of at least 64 bytes per channel and rank (:647–650).
 constexpr double kRingSimpleMultiNodeFactor = 1.4;
 constexpr double kMultiNodeFactorBytes = 64;
