@@ -374,10 +374,8 @@ topology::ClusterSpec read_cluster(TableReader reader) {
                             mesh ? "mesh" : "pcie"),
                 "drop nvlink_sharp, or use an NVSwitch node such as node = \"hgx-h100\"");
   }
-  if (auto host_cpu = reader.choice("host_cpu", {"intel", "amd", "arm"})) {
-    node.host_cpu = *host_cpu == "intel" ? topology::HostCpu::kIntel
-                    : *host_cpu == "amd" ? topology::HostCpu::kAmd
-                                         : topology::HostCpu::kArm;
+  if (auto host_cpu = reader.choice("host_cpu", topology::host_cpu_names())) {
+    node.host_cpu = *topology::host_cpu(*host_cpu);
   }
   if (node.kind != topology::NodeKind::kPcie && node.nvlink.bandwidth <= 0) {
     reader.fail("interconnect",

@@ -105,12 +105,6 @@ struct NodeSpec {
   // NCCL's NVLS channels (thread blocks) on this node's GPUs: 16 on Hopper, 24 on Blackwell in
   // one NVLink domain (NVIDIA/nccl src/transport/nvls.cc, NVLS_NCHANNELS_SM90 / _SM100_NVL).
   int nvls_channels = 16;
-  // NCCL's cap on the bus bandwidth of one NVLSTree channel (an all-reduce across nodes of
-  // NVLink SHARP in each node and a tree of the nodes over the NICs), per architecture, across
-  // two nodes and across more (perChMaxNVLSTreeBws, NVIDIA/nccl src/graph/tuning.cc): bytes/s;
-  // 0: no cap known (a node without NVLink SHARP, or one a scenario gave it), the links alone.
-  double nvls_tree_channel_bandwidth_two_nodes = 0;
-  double nvls_tree_channel_bandwidth_more_nodes = 0;
   HostCpu host_cpu = HostCpu::kIntel;
 };
 

@@ -321,27 +321,13 @@ NodeSpec node_of(std::string name, NodeKind kind, const char* device, int gpus, 
   return node;
 }
 
-// NCCL's NVLSTree channel caps (perChMaxNVLSTreeBws, NVIDIA/nccl src/graph/tuning.cc at 2.30.7,
-// GB/s of bus bandwidth per channel, across two nodes / more): Hopper 57.7 / 45.5, Blackwell
-// 96 / 80.
-struct NvlsTreeCaps {
-  double two_nodes = 0;
-  double more_nodes = 0;
-};
-constexpr NvlsTreeCaps kHopperNvlsTree = {57.7e9, 45.5e9};
-constexpr NvlsTreeCaps kBlackwellNvlsTree = {96e9, 80e9};
-
 NodeSpec nvswitch_node(std::string name, const char* device, LinkSpec pcie,
-                       double nvlink_efficiency, std::optional<NvlsTreeCaps> nvlink_sharp,
-                       int gpus = 8, int nvls_channels = 16) {
+                       double nvlink_efficiency, bool nvlink_sharp, int gpus = 8,
+                       int nvls_channels = 16) {
   NodeSpec node = node_of(std::move(name), NodeKind::kNvSwitch, device, gpus, gpus, pcie);
   node.nvlink = {node.gpu.nvlink_bandwidth, kNvlinkLatency, nvlink_efficiency};
-  node.nvlink_sharp = nvlink_sharp.has_value();
+  node.nvlink_sharp = nvlink_sharp;
   node.nvls_channels = nvls_channels;
-  if (nvlink_sharp) {
-    node.nvls_tree_channel_bandwidth_two_nodes = nvlink_sharp->two_nodes;
-    node.nvls_tree_channel_bandwidth_more_nodes = nvlink_sharp->more_nodes;
-  }
   return node;
 }
 
@@ -365,17 +351,17 @@ const std::vector<std::pair<std::string, NodeSpec>>& nodes() {
   static const std::vector<std::pair<std::string, NodeSpec>> table = {
       {"dgx-a100",
        on_host(nvswitch_node("DGX A100 (8 × A100 SXM4 80GB, NVSwitch)", "a100-sxm4-80gb",
-                             pcie_gen4(), kNvlink3Efficiency, std::nullopt),
+                             pcie_gen4(), kNvlink3Efficiency, /*nvlink_sharp=*/false),
                HostCpu::kAmd)},
       {"hgx-h100", nvswitch_node("HGX H100 (8 × H100 SXM5, NVSwitch)", "h100-sxm5", pcie_gen5(),
-                                 kNvlink4Efficiency, kHopperNvlsTree)},
+                                 kNvlink4Efficiency, /*nvlink_sharp=*/true)},
       {"hgx-h200", nvswitch_node("HGX H200 (8 × H200 SXM, NVSwitch)", "h200-sxm", pcie_gen5(),
-                                 kNvlink4Efficiency, kHopperNvlsTree)},
+                                 kNvlink4Efficiency, /*nvlink_sharp=*/true)},
       {"hgx-b200", nvswitch_node("HGX B200 (8 × B200, NVLink 5 switch)", "b200", pcie_gen5(),
-                                 kNvlink5Efficiency, kBlackwellNvlsTree, 8, 24)},
+                                 kNvlink5Efficiency, /*nvlink_sharp=*/true, 8, 24)},
       {"gb200-nvl72",
        on_host(nvswitch_node("GB200 NVL72 (72 × B200 in one NVLink domain, a NIC per GPU)", "gb200",
-                             pcie_gen5(), kNvlink5Efficiency, kBlackwellNvlsTree, 72, 24),
+                             pcie_gen5(), kNvlink5Efficiency, /*nvlink_sharp=*/true, 72, 24),
                HostCpu::kArm)},
       {"mi300x-8", mesh_node("AMD Instinct MI300X platform (8 × MI300X, xGMI full mesh)", "mi300x",
                              pcie_gen5(), kXgmiEfficiency)},
@@ -476,6 +462,20 @@ void adopt_measurements(DeviceSpec& device, const DeviceSpec& architecture) {
   device.nccl_architecture = architecture.nccl_architecture;
 }
 
+const std::vector<std::pair<std::string, HostCpu>>& host_cpus() {
+  static const std::vector<std::pair<std::string, HostCpu>> table = {
+      {"intel", HostCpu::kIntel}, {"amd", HostCpu::kAmd}, {"arm", HostCpu::kArm}};
+  return table;
+}
+std::vector<std::string> host_cpu_names() { return names_of(host_cpus()); }
+std::optional<HostCpu> host_cpu(std::string_view name) { return find_in(host_cpus(), name); }
+std::string_view host_cpu_name(HostCpu host_cpu) {
+  for (const auto& [name, value] : host_cpus()) {
+    if (value == host_cpu) return name;
+  }
+  return "?";
+}
+
 std::vector<std::string> attention_kernel_names() { return names_of(attention_kernels()); }
 std::optional<AttentionKernel> attention_kernel(std::string_view name) { return find_in(attention_kernels(), name); }
 
@@ -487,11 +487,8 @@ std::string describe(const DeviceSpec& d) {
 }
 
 std::string describe(const NodeSpec& n) {
-  const char* host = n.host_cpu == HostCpu::kAmd   ? "AMD"
-                     : n.host_cpu == HostCpu::kArm ? "Arm"
-                                                   : "Intel";
-  return fmt::format("{}: {} GPUs, {} NICs, PCIe {:.0f} GB/s, {} hosts", n.name, n.gpus, n.nics,
-                     n.pcie.bandwidth / kGiga, host);
+  return fmt::format("{}: {} GPUs, {} NICs, PCIe {:.0f} GB/s, host CPUs {}", n.name, n.gpus, n.nics,
+                     n.pcie.bandwidth / kGiga, host_cpu_name(n.host_cpu));
 }
 
 std::string describe(const FabricSpec& f) {

@@ -24,6 +24,11 @@ std::vector<std::string> node_preset_names();
 std::vector<std::string> fabric_preset_names();
 std::vector<std::string> server_nic_preset_names();
 
+// The host CPUs' vendors by their scenario names ("intel", "amd", "arm").
+std::vector<std::string> host_cpu_names();
+std::optional<HostCpu> host_cpu(std::string_view name);
+std::string_view host_cpu_name(HostCpu host_cpu);
+
 // The fused attention kernels by their scenario names ("flash2", "flash1", "triton").
 const std::vector<std::pair<std::string, AttentionKernel>>& attention_kernels();
 std::vector<std::string> attention_kernel_names();

@@ -93,9 +93,6 @@ void CommPlanner::price_as_nccl(CommPlan& plan, const collectives::CollectiveSpe
   // NCCL's latency tables know NVLink and PCIe; xGMI links GPUs directly, as NVLink does.
   group.nvlink = cluster_.spec().node.kind != topology::NodeKind::kPcie;
   group.nvls_channels = cluster_.spec().node.nvls_channels;
-  group.nvls_tree_channel_bandwidth =
-      group.nodes <= 2 ? cluster_.spec().node.nvls_tree_channel_bandwidth_two_nodes
-                       : cluster_.spec().node.nvls_tree_channel_bandwidth_more_nodes;
   group.architecture = cluster_.spec().node.gpu.nccl_architecture;
   group.channels = spec.channels;
   group.amd_host = cluster_.spec().node.host_cpu == topology::HostCpu::kAmd;
@@ -106,7 +103,7 @@ void CommPlanner::price_as_nccl(CommPlan& plan, const collectives::CollectiveSpe
   double best = std::numeric_limits<double>::infinity();
   for (const nccl::Protocol protocol : nccl::kProtocols) {
     const double latency = nccl::latency_s(spec.kind, spec.algorithm, protocol, group,
-                                           static_cast<double>(spec.bytes), spec.channels);
+                                           static_cast<double>(spec.bytes));
     const double tuner_data = nccl::tuner_data_s(spec.kind, spec.algorithm, protocol, group,
                                                  static_cast<double>(spec.bytes), data_seconds);
     if (latency + tuner_data >= best) continue;

@@ -36,23 +36,25 @@ constexpr double kSimpleOverheadFactor = 3.0;
 // 1, :178–183, the row chosen at :269–271): [two nodes, more].
 constexpr double kIntelLLBusBandwidth[2] = {39.0e9, 20.4e9};
 constexpr double kAmdLLBusBandwidth[2] = {22.5e9, 19.0e9};
-// NCCL's caps by GPU architecture, bytes/s (:177–204): LL's bus bandwidth inside one node
+// NCCL's caps by GPU architecture, bytes/s (:177–210): LL's bus bandwidth inside one node
 // (llMaxBws), and per graph channel the ring's LL128 (perChMaxRingLL128Bws), the tree's
-// (perChMaxTreeBws) and the tree's LL128 (perChMaxTreeLL128Bws), [two nodes, more].
+// (perChMaxTreeBws), the tree's LL128 (perChMaxTreeLL128Bws) and NVLSTree's
+// (perChMaxNVLSTreeBws), [two nodes, more].
 struct ArchitectureCaps {
   double ll_one_node = 0;
   double ring_ll128_per_channel = 0;
   double tree_per_channel[2] = {};
   double tree_ll128_per_channel[2] = {};
+  double nvls_tree_per_channel[2] = {};
 };
 ArchitectureCaps architecture_caps(topology::NcclArchitecture architecture) {
   switch (architecture) {
     case topology::NcclArchitecture::kAmpere:
-      return {87.7e9, 20e9, {23.6e9, 17.8e9}, {20e9, 20e9}};
+      return {87.7e9, 20e9, {23.6e9, 17.8e9}, {20e9, 20e9}, {23.6e9, 17.8e9}};
     case topology::NcclArchitecture::kHopper:
-      return {141e9, 36.7e9, {41.4e9, 36e9}, {36.7e9, 29e9}};
+      return {141e9, 36.7e9, {41.4e9, 36e9}, {36.7e9, 29e9}, {57.7e9, 45.5e9}};
     case topology::NcclArchitecture::kBlackwell:
-      return {282e9, 40e9, {42.8e9, 24e9}, {31.67e9, 20e9}};
+      return {282e9, 40e9, {42.8e9, 24e9}, {31.67e9, 20e9}, {96e9, 80e9}};
     case topology::NcclArchitecture::kNone:
       return {};
   }
@@ -127,6 +129,20 @@ constexpr double kLLChannelBandwidth = 13.7e9;
 
 std::size_t index(Protocol protocol) { return static_cast<std::size_t>(protocol); }
 
+// An all-reduce, or a barrier (NCCL's barrier is a small all-reduce).
+bool reduces_to_all(CollectiveKind kind) {
+  return kind == CollectiveKind::kAllReduce || kind == CollectiveKind::kBarrier;
+}
+
+// NCCL's ring steps for a collective of n ranks (nsteps, :289–291): 2(n − 1) for an all-reduce,
+// n − 1 for an all-gather or reduce-scatter, n for the rest; a ring moves nsteps / n of the data
+// through each rank.
+double ring_steps(CollectiveKind kind, double n) {
+  if (reduces_to_all(kind)) return 2 * (n - 1);
+  const bool gathers = kind == CollectiveKind::kAllGather || kind == CollectiveKind::kReduceScatter;
+  return gathers ? n - 1 : n;
+}
+
 }  // namespace
 
 std::string_view protocol_name(Protocol protocol) {
@@ -168,8 +184,8 @@ std::optional<std::string> missing_algorithm(CollectiveKind kind, Algorithm algo
                           : "");
 }
 
-double latency_s(CollectiveKind kind, Algorithm algorithm, Protocol protocol, const GroupShape& group, double bytes,
-                 std::int32_t channels) {
+double latency_s(CollectiveKind kind, Algorithm algorithm, Protocol protocol,
+                 const GroupShape& group, double bytes) {
   if (algorithm == Algorithm::kNvls || algorithm == Algorithm::kCollNet ||
       algorithm == Algorithm::kNvlsTree) {
     if (protocol != Protocol::kSimple) return std::numeric_limits<double>::infinity();
@@ -189,7 +205,7 @@ double latency_s(CollectiveKind kind, Algorithm algorithm, Protocol protocol, co
   // With one member per node every step crosses the network, priced at the tree's (:385–387).
   const double inter = (tree || group.per_node == 1 ? kTreeNet : kRingNet)[p];
   const double base = (tree ? kTreeBase : kRingBase)[p];
-  const bool all_reduce = kind == CollectiveKind::kAllReduce || kind == CollectiveKind::kBarrier;
+  const bool all_reduce = reduces_to_all(kind);
   if (tree) {  // :416
     return (base + 2 * ((group.per_node - 1) * intra + std::log2(static_cast<double>(group.nodes)) * inter)) * kMicro;
   }
@@ -203,7 +219,7 @@ double latency_s(CollectiveKind kind, Algorithm algorithm, Protocol protocol, co
   double latency = base + (steps - inter_steps) * intra_step + inter_steps * inter;
   // NCCL's runtime channels are twice its graph's (src/transport/connect.cc).
   if (all_reduce && protocol == Protocol::kSimple && group.nodes > 1 &&
-      bytes / (2.0 * channels * n) >= kMultiNodeFactorBytes) {
+      bytes / (2.0 * group.channels * n) >= kMultiNodeFactorBytes) {
     latency *= kRingSimpleMultiNodeFactor;
   }
   return latency * kMicro;
@@ -237,9 +253,7 @@ double runtime_channel_floor_s(CollectiveKind kind, Algorithm algorithm, Protoco
                                const GroupShape& group, double bytes) {
   if (algorithm != Algorithm::kRing || protocol != Protocol::kLL || group.members < 2) return 0;
   const double n = group.members;
-  const bool all_reduce = kind == CollectiveKind::kAllReduce || kind == CollectiveKind::kBarrier;
-  const double per_rank =
-      (all_reduce ? 2 : 1) * (n - 1) / n * bytes;  // the ring's data through each rank
+  const double per_rank = ring_steps(kind, n) / n * bytes;  // the ring's data through each rank
   return per_rank / (ring_ll_channels(bytes, group) * kLLChannelBandwidth);
 }
 
@@ -279,7 +293,11 @@ double bus_bandwidth_cap(CollectiveKind kind, Algorithm algorithm, Protocol prot
     if (protocol == Protocol::kLL128 && across_nodes) return channels * caps.ring_ll128_per_channel;
     return 0;
   }
-  if (algorithm != Algorithm::kTree || kind != CollectiveKind::kAllReduce) return 0;
+  if (kind != CollectiveKind::kAllReduce) return 0;
+  if (algorithm == Algorithm::kNvlsTree) {  // a graph channel per GPU of a node, at most NVLS's
+    return std::min(group.per_node, group.nvls_channels) * caps.nvls_tree_per_channel[column];
+  }
+  if (algorithm != Algorithm::kTree) return 0;
   const double tree = across_nodes ? channels * caps.tree_per_channel[column] : 0;
   switch (protocol) {
     case Protocol::kSimple:
@@ -305,16 +323,9 @@ double capped_data_s(CollectiveKind kind, Algorithm algorithm, Protocol protocol
                      const GroupShape& group, double bytes) {
   if (group.members < 2) return 0;
   const double n = group.members;
-  const bool all_reduce = kind == CollectiveKind::kAllReduce || kind == CollectiveKind::kBarrier;
-  const bool gathers = kind == CollectiveKind::kAllGather || kind == CollectiveKind::kReduceScatter;
-  const double ring_steps = all_reduce ? 2 * (n - 1) : gathers ? n - 1 : n;  // :289–291
-  if (algorithm == Algorithm::kNvlsTree && group.nvls_tree_channel_bandwidth > 0) {
-    const double channels = std::min(group.per_node, group.nvls_channels);
-    return bytes * ring_steps / n / (channels * group.nvls_tree_channel_bandwidth);
-  }
   const double cap = bus_bandwidth_cap(kind, algorithm, protocol, group);
   if (cap <= 0) return 0;
-  return algorithm == Algorithm::kTree ? 2 * bytes / cap : bytes * ring_steps / n / cap;
+  return algorithm == Algorithm::kTree ? 2 * bytes / cap : bytes * ring_steps(kind, n) / n / cap;
 }
 
 }  // namespace

@@ -48,9 +48,6 @@ struct GroupShape {
   std::int32_t per_node = 1;
   bool nvlink = true;
   std::int32_t nvls_channels = 16;  // NCCL's NVLS channels on these GPUs (topology::NodeSpec)
-  // NCCL's cap on one NVLSTree channel's bus bandwidth at this many nodes, bytes/s (0: none;
-  // topology::NodeSpec::nvls_tree_channel_bandwidth_*).
-  double nvls_tree_channel_bandwidth = 0;
   // The GPUs' architecture, by which NCCL's tuner caps bandwidth (kNone: no caps).
   topology::NcclArchitecture architecture = topology::NcclArchitecture::kNone;
   // The hosts' CPUs are AMD's: NCCL's network proxy costs 2 µs per step instead of 1, and its
@@ -70,9 +67,11 @@ double ll_bus_bandwidth(const GroupShape& group);
 // the graph channels — ring/LL128 perChMaxRingLL128Bws (Ampere 20 GB/s, Hopper 36.7, Blackwell
 // 40); the tree perChMaxTreeBws (two nodes / more: Ampere 23.6 / 17.8, Hopper 41.4 / 36,
 // Blackwell 42.8 / 24), its LL128 also perChMaxTreeLL128Bws × 120/128 of that (Ampere 20 / 20,
-// Hopper 36.7 / 29, Blackwell 31.67 / 20), its LL 1/3.8 of it. Inside one node NCCL's 12 graph
-// channels on A100 and H100 keep the per-channel caps above what the links allow
-// (docs/research/nccl_tuning.md §5), so they are applied across nodes only.
+// Hopper 36.7 / 29, Blackwell 31.67 / 20), its LL 1/3.8 of it; NVLSTree perChMaxNVLSTreeBws
+// (Hopper 57.7 / 45.5, Blackwell 96 / 80) × a graph channel per GPU of a node, at most
+// nvls_channels. Inside one node NCCL's 12 graph channels on A100 and H100 keep the per-channel
+// caps above what the links allow (docs/research/nccl_tuning.md §5), so they are applied across
+// nodes only.
 double bus_bandwidth_cap(program::CollectiveKind kind, program::Algorithm algorithm,
                          Protocol protocol, const GroupShape& group);
 
@@ -90,9 +89,9 @@ std::optional<std::string> missing_algorithm(program::CollectiveKind kind, progr
 // (infinite for a protocol the algorithm lacks: NVLS is Simple only) on
 // this group (tuning.cc: base latency + per-step latencies, the network's post overhead on
 // steps inside a node of a multi-node ring, ×1.4 for a multi-node ring/Simple all-reduce past
-// 64 bytes per channel and rank). `channels`: the rings per collective (NCCL's graph channels).
-double latency_s(program::CollectiveKind kind, program::Algorithm algorithm, Protocol protocol, const GroupShape& group,
-                 double bytes, std::int32_t channels);
+// 64 bytes per channel and rank, on the group's graph channels).
+double latency_s(program::CollectiveKind kind, program::Algorithm algorithm, Protocol protocol,
+                 const GroupShape& group, double bytes);
 
 // Bytes on the wire per byte of data: 1 / NCCL's bandwidth factor of the protocol on the
 // algorithm, relative to ring/Simple — what NCCL's tuner prices and chooses by.
@@ -103,9 +102,8 @@ double tree_correction(program::CollectiveKind kind, program::Algorithm algorith
                        Protocol protocol, double bytes);
 // NCCL's tuner's data time for a collective whose bytes take `link_seconds` on the links: that
 // by the wire factor, no shorter than NCCL's bandwidth caps allow, over the tree's correction.
-// The caps are bus bandwidths (bus_bandwidth_cap; for NVLSTree G graph channels, one per GPU
-// of a node and at most nvls_channels, × its per-channel cap), turned into the algorithm's
-// bandwidth by nRanks / nsteps on the ring and NVLSTree and by 1/2 on the tree:
+// The caps are bus bandwidths (bus_bandwidth_cap), turned into the algorithm's bandwidth by
+// nRanks / nsteps on the ring and NVLSTree and by 1/2 on the tree:
 //   t ≥ bytes · nsteps / P / cap,  t ≥ 2 · bytes / cap (tree)   (tuning.cc :307–333, :377–382)
 double tuner_data_s(program::CollectiveKind kind, program::Algorithm algorithm, Protocol protocol,
                     const GroupShape& group, double bytes, double link_seconds);
