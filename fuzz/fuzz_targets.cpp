@@ -6,6 +6,7 @@
 #include <typeinfo>
 #include <utility>
 
+#include "scenarios/nccl_tests_log.h"
 #include "scenarios/scenario_loader.h"
 #include "sim/trace/chrome_trace.h"
 #include "sim/trace/comparison.h"
@@ -65,6 +66,13 @@ void compare(std::string_view input) {
     (void)trace::comparison_to_json(comparison).dump();
     (void)trace::format_comparison(comparison, "predicted.json", "measured.json");
     (void)trace::matched_ops_csv(comparison);
+  });
+}
+
+void nccl_tests_log(std::string_view input) {
+  expecting<scenarios::ScenarioError>("nccl_tests_log", [&] {
+    std::istringstream log{std::string(input)};
+    scenarios::parse_nccl_tests_log(log, "fuzz.log");
   });
 }
 

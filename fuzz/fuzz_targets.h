@@ -27,4 +27,7 @@ void trace(std::string_view input);
 // one, the input is compared with itself), compared and written as JSON, text and CSV.
 void compare(std::string_view input);
 
+// The output of an nccl-tests run, as `dtsim collective --compare LOG` reads it.
+void nccl_tests_log(std::string_view input);
+
 }  // namespace fuzz

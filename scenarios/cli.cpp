@@ -704,12 +704,20 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   CLI::Option* ranks = collective->add_option("--ranks", bench.ranks, "ranks 0..N-1 of the cluster")->capture_default_str();
   collective->add_option("--nodes", bench.nodes, "every GPU of N nodes, in place of --ranks")->excludes(ranks);
   CLI::Option* sizes = collective->add_option("--sizes", bench.sizes, "MIN:MAX bytes, K/M/G suffixes")->capture_default_str();
-  collective->add_option("-b,--minbytes", bench.min_bytes, "smallest size, as nccl-tests' -b (in place of --sizes' MIN)")
-      ->excludes(sizes);
-  collective->add_option("-e,--maxbytes", bench.max_bytes, "largest size, as nccl-tests' -e (in place of --sizes' MAX)")
-      ->excludes(sizes);
-  collective->add_option("-f,--factor,--stepfactor", bench.factor, "size multiplier between rows, as nccl-tests' -f")
-      ->capture_default_str();
+  CLI::Option* min_bytes =
+      collective
+          ->add_option("-b,--minbytes", bench.min_bytes,
+                       "smallest size, as nccl-tests' -b (in place of --sizes' MIN)")
+          ->excludes(sizes);
+  CLI::Option* max_bytes =
+      collective
+          ->add_option("-e,--maxbytes", bench.max_bytes,
+                       "largest size, as nccl-tests' -e (in place of --sizes' MAX)")
+          ->excludes(sizes);
+  CLI::Option* factor = collective
+                            ->add_option("-f,--factor,--stepfactor", bench.factor,
+                                         "size multiplier between rows, as nccl-tests' -f")
+                            ->capture_default_str();
   collective->add_option("--topology", bench.topology, "node preset (nodes as many as the ranks need)")
       ->capture_default_str();
   collective->add_option("--fabric", bench.fabric, "fabric preset")->capture_default_str();
@@ -720,6 +728,14 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       ->capture_default_str();
   collective->add_option("--channels", bench.channels, "rings per ring collective: auto or a number")
       ->capture_default_str();
+  collective
+      ->add_option("--compare", bench.compare,
+                   "an nccl-tests log (all_reduce_perf's output): its sizes, and its in-place "
+                   "times beside dtsim's")
+      ->excludes(sizes)
+      ->excludes(min_bytes)
+      ->excludes(max_bytes)
+      ->excludes(factor);
   bool collective_json = false;
   collective->add_flag("--json", collective_json, "print the rows as JSON instead of a table");
 

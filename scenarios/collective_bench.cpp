@@ -8,7 +8,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "scenarios/nccl_tests_log.h"
 #include "scenarios/scenario_loader.h"
+#include "scenarios/statistics.h"
 #include "sim/collectives/schedule.h"
 #include "sim/core/engine.h"
 #include "sim/net/comm_planner.h"
@@ -121,17 +123,9 @@ CollectiveBenchOptions resolved(CollectiveBenchOptions options) {
   return options;
 }
 
-}  // namespace
-
-CollectiveBenchResult run_collective_bench(const CollectiveBenchOptions& asked) {
-  const CollectiveBenchOptions options = resolved(asked);
-  CollectiveBenchResult result;
-  result.kind = parse_kind(options.op);
-  result.ranks = options.ranks;
-  const auto models = sim::network_model_names();
-  if (std::find(models.begin(), models.end(), options.model) == models.end()) {
-    bad("--model", fmt::format("unknown network model \"{}\"", options.model), "analytic, flow or packet");
-  }
+// The rows of a sweep from --sizes (or -b / -e) by --factor.
+std::vector<CollectiveBenchRow> rows_of_sizes(const CollectiveBenchOptions& options,
+                                              const CollectiveBenchOptions& asked) {
   if (!(options.factor > 1)) bad("--factor", "expected a size factor above 1");
   const auto bounds = split(options.sizes, ':');
   std::int64_t min_bytes = 0, max_bytes = 0;
@@ -153,8 +147,62 @@ CollectiveBenchResult run_collective_bench(const CollectiveBenchOptions& asked) 
                                 options.factor, rows, kMaxRows),
         "a larger factor, e.g. 2, or a narrower --sizes");
   }
+  std::vector<CollectiveBenchRow> sweep;
+  for (double bytes = static_cast<double>(min_bytes);
+       bytes <= static_cast<double>(max_bytes) * (1 + 1e-9); bytes *= options.factor) {
+    sweep.emplace_back().bytes = static_cast<std::int64_t>(bytes);
+  }
+  return sweep;
+}
 
+// The rows of the log --compare names, each with the run's in-place time; the log must be of
+// the collective and ranks asked for.
+std::vector<CollectiveBenchRow> rows_of_log(const CollectiveBenchOptions& options) {
+  const NcclTestsLog log = read_nccl_tests_log(options.compare);
+  if (log.ranks != 0 && log.ranks != options.ranks) {
+    bad("--compare",
+        fmt::format("{} ran on {} ranks; this benchmark has {}", options.compare, log.ranks,
+                    options.ranks),
+        fmt::format("--ranks {}, or --nodes with as many GPUs", log.ranks));
+  }
+  if (!log.op.empty() && log.op != options.op) {
+    bad("--compare",
+        fmt::format("{} measured {}; this benchmark runs {}", options.compare, log.op, options.op),
+        fmt::format("--op {}", log.op));
+  }
+  if (log.rows.size() > static_cast<std::size_t>(kMaxRows)) {
+    bad("--compare",
+        fmt::format("{} has {} rows, more than {}", options.compare, log.rows.size(), kMaxRows));
+  }
+  std::vector<CollectiveBenchRow> rows;
+  for (const NcclTestsMeasurement& measured : log.rows) {
+    if (measured.bytes > kMaxBytes) {
+      bad("--compare", fmt::format("{}:{}: {} bytes, more than {}", options.compare, measured.line,
+                                   measured.bytes, kMaxBytes));
+    }
+    CollectiveBenchRow& row = rows.emplace_back();
+    row.bytes = measured.bytes;
+    row.measured_seconds = measured.in_place_us * 1e-6;
+  }
+  return rows;
+}
+
+}  // namespace
+
+CollectiveBenchResult run_collective_bench(const CollectiveBenchOptions& asked) {
+  const CollectiveBenchOptions options = resolved(asked);
+  CollectiveBenchResult result;
+  result.kind = parse_kind(options.op);
+  result.ranks = options.ranks;
+  const auto models = sim::network_model_names();
+  if (std::find(models.begin(), models.end(), options.model) == models.end()) {
+    bad("--model", fmt::format("unknown network model \"{}\"", options.model),
+        "analytic, flow or packet");
+  }
   const topology::ClusterSpec spec = cluster_for(options);
+  std::vector<CollectiveBenchRow> rows =
+      options.compare.empty() ? rows_of_sizes(options, asked) : rows_of_log(options);
+
   const topology::Cluster cluster(spec);
   sim::NetworkOptions network;
   network.model = options.model;
@@ -196,10 +244,7 @@ CollectiveBenchResult run_collective_bench(const CollectiveBenchOptions& asked) 
     bad("--algo", "expected at least one algorithm",
         "ring, tree, hd, hier, direct, nvls, collnet, nvls_tree or auto");
 
-  for (double bytes = static_cast<double>(min_bytes); bytes <= static_cast<double>(max_bytes) * (1 + 1e-9);
-       bytes *= options.factor) {
-    CollectiveBenchRow row;
-    row.bytes = static_cast<std::int64_t>(bytes);
+  for (CollectiveBenchRow& row : rows) {
     request.bytes = row.bytes;
     for (program::Algorithm algorithm : algorithms) {
       request.algorithm = algorithm;
@@ -213,12 +258,53 @@ CollectiveBenchResult run_collective_bench(const CollectiveBenchOptions& asked) 
       if (outcome.protocol) chosen += fmt::format("/{}", sim::nccl::protocol_name(*outcome.protocol));
       row.chosen.push_back(std::move(chosen));
     }
-    result.rows.push_back(std::move(row));
   }
+  result.rows = std::move(rows);
   result.title = fmt::format("{} on {} ranks — {} × {}, {}, {} model, {} library", options.op, options.ranks,
                              spec.nodes, spec.node.name, spec.fabric.name, options.model, options.library);
+  if (!options.compare.empty()) {
+    result.title += fmt::format("; measured: {} (in-place)", options.compare);
+  }
   return result;
 }
+
+namespace {
+
+// dtsim's time against the log's at one size: (dtsim − measured) / measured.
+double relative_error(const CollectiveBenchRow& row, std::size_t algorithm) {
+  return (row.seconds[algorithm] - *row.measured_seconds) / *row.measured_seconds;
+}
+
+// One algorithm's errors over the sizes a log measured: the median and largest |error|.
+struct ComparisonSummary {
+  std::size_t sizes = 0;
+  double median_abs_error = 0;
+  double max_abs_error = 0;
+  std::int64_t max_at_bytes = 0;
+};
+
+ComparisonSummary compare(const CollectiveBenchResult& result, std::size_t algorithm) {
+  ComparisonSummary summary;
+  std::vector<double> errors;
+  for (const CollectiveBenchRow& row : result.rows) {
+    if (!row.measured_seconds) continue;
+    const double error = std::abs(relative_error(row, algorithm));
+    errors.push_back(error);
+    if (error >= summary.max_abs_error) {
+      summary.max_abs_error = error;
+      summary.max_at_bytes = row.bytes;
+    }
+  }
+  summary.sizes = errors.size();
+  summary.median_abs_error = median(std::move(errors));
+  return summary;
+}
+
+bool compared(const CollectiveBenchResult& result) {
+  return !result.rows.empty() && result.rows.front().measured_seconds.has_value();
+}
+
+}  // namespace
 
 std::string collective_bench_json(const CollectiveBenchResult& result) {
   const double factor = collectives::bus_bandwidth_factor(result.kind, result.ranks);
@@ -236,18 +322,33 @@ std::string collective_bench_json(const CollectiveBenchResult& result) {
                                   {"time_us", row.seconds[a] * 1e6},
                                   {"algbw_gbyte_s", algbw},
                                   {"busbw_gbyte_s", algbw * factor}});
+      if (row.measured_seconds) entry["results"].back()["error"] = relative_error(row, a);
     }
+    if (row.measured_seconds) entry["measured_in_place_us"] = *row.measured_seconds * 1e6;
     json["rows"].push_back(std::move(entry));
+  }
+  if (compared(result)) {
+    json["comparison"] = nlohmann::json::array();
+    for (std::size_t a = 0; a < result.algorithms.size(); ++a) {
+      const ComparisonSummary summary = compare(result, a);
+      json["comparison"].push_back({{"algorithm", result.algorithms[a]},
+                                    {"sizes", summary.sizes},
+                                    {"median_abs_error", summary.median_abs_error},
+                                    {"max_abs_error", summary.max_abs_error},
+                                    {"max_at_bytes", summary.max_at_bytes}});
+    }
   }
   return json.dump(2) + "\n";
 }
 
 std::string format_collective_bench(const CollectiveBenchResult& result) {
   std::string out = fmt::format("# {}\n#\n# {:>10} {:>12} {:>6}", result.title, "size", "count", "type");
-  for (const std::string& algorithm : result.algorithms) {
+  const bool measured = compared(result);
+  for (std::size_t a = 0; a < result.algorithms.size(); ++a) {
     out += fmt::format(" | {:>12} {:>12} {:>11} {:>11}", "algo", "time(us)", "algbw(GB/s)", "busbw(GB/s)");
-    (void)algorithm;
+    if (measured) out += fmt::format(" {:>8}", "error");
   }
+  if (measured) out += fmt::format(" | {:>12}", "measured(us)");
   out += "\n";
   const double factor = collectives::bus_bandwidth_factor(result.kind, result.ranks);
   std::vector<std::string> fastest;
@@ -258,8 +359,10 @@ std::string format_collective_bench(const CollectiveBenchResult& result) {
       const double algbw = row.seconds[a] > 0 ? static_cast<double>(row.bytes) / row.seconds[a] / 1e9 : 0;
       out += fmt::format(" | {:>12} {:>12.2f} {:>11.2f} {:>11.2f}", row.chosen[a], row.seconds[a] * 1e6, algbw,
                          algbw * factor);
+      if (measured) out += fmt::format(" {:>+7.1f}%", 100 * relative_error(row, a));
       if (row.seconds[a] < row.seconds[best]) best = a;
     }
+    if (measured) out += fmt::format(" | {:>12.2f}", *row.measured_seconds * 1e6);
     out += "\n";
     fastest.push_back(row.chosen[best]);
   }
@@ -269,6 +372,13 @@ std::string format_collective_bench(const CollectiveBenchResult& result) {
       out += fmt::format("# crossover: {} is faster up to {}, {} from {}\n", fastest[i - 1],
                          human_size(result.rows[i - 1].bytes), fastest[i], human_size(result.rows[i].bytes));
     }
+  }
+  for (std::size_t a = 0; measured && a < result.algorithms.size(); ++a) {
+    const ComparisonSummary summary = compare(result, a);
+    out += fmt::format(
+        "# against the log, {}: median |error| {:.1f} %, max {:.1f} % (at {}) over {} sizes\n",
+        result.algorithms[a], 100 * summary.median_abs_error, 100 * summary.max_abs_error,
+        human_size(summary.max_at_bytes), summary.sizes);
   }
   return out;
 }

@@ -2,11 +2,14 @@
 // (or scenario) cluster, over a range of sizes, through one network model; prints size,
 // element count, time, algorithm bandwidth (bytes / time) and bus bandwidth (algbw × the
 // nccl-tests factor, collectives::bus_bandwidth_factor — the function the real backend uses
-// too). Several algorithms side by side show where one overtakes another.
+// too). Several algorithms side by side show where one overtakes another. With a log of a real
+// nccl-tests run (`compare`), the sizes are the log's and each row sets dtsim's time beside the
+// run's in-place time, with the error and its median and largest over the log.
 #pragma once
 
 #include <cstdint>
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,12 +32,14 @@ struct CollectiveBenchOptions {
   std::string model = "flow";
   std::string channels = "auto";
   std::string library = "nccl";     // collectives.library: nccl or ideal
+  std::string compare;              // an nccl-tests log: its sizes, and its times beside dtsim's
 };
 
 struct CollectiveBenchRow {
   std::int64_t bytes = 0;
   std::vector<double> seconds;            // per algorithm asked for
   std::vector<std::string> chosen;        // the algorithm (and NCCL protocol) that ran; differs for "auto"
+  std::optional<double> measured_seconds;  // the compared log's in-place time at this size
 };
 
 struct CollectiveBenchResult {

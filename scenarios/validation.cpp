@@ -11,6 +11,7 @@
 
 #include "scenarios/collective_bench.h"
 #include "scenarios/scenario_loader.h"
+#include "scenarios/statistics.h"
 #include "scenarios/sweep.h"
 #include "sim/collectives/schedule.h"
 #include "sim/compute/compute_model.h"
@@ -23,12 +24,6 @@ namespace {
 
 bool is_throughput_metric(const std::string& metric) {
   return metric == "megatron_tflops_per_gpu" || metric == "tokens_per_second_per_gpu";
-}
-
-double summary_median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const std::size_t n = values.size();
-  return n == 0 ? 0 : (n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2);
 }
 
 }  // namespace
@@ -165,7 +160,7 @@ ValidationResult run_validation(const std::string& manifest, unsigned threads, c
       }
     }
     summary.cases = errors.size();
-    summary.median_abs_error = summary_median(errors);
+    summary.median_abs_error = median(errors);
     summary.max_abs_error = errors.empty() ? 0 : *std::max_element(errors.begin(), errors.end());
   }
   return result;

@@ -14,15 +14,16 @@ declare -A seeds=(
   [scenario]="scenarios tests/scenarios/broken fuzz/seeds/scenario fuzz/regressions/scenario"
   [trace]="tests/data fuzz/seeds/trace fuzz/regressions/trace"
   [compare]="tests/data fuzz/seeds/trace fuzz/regressions/compare"
+  [nccl_tests_log]="fuzz/seeds/nccl_tests_log fuzz/regressions/nccl_tests_log"
 )
 failed=()
-for target in scenario trace compare; do
+for target in scenario trace compare nccl_tests_log; do
   corpus="$build/fuzz-corpus/$target"
   findings="$build/fuzz-findings/$target"
   mkdir -p "$corpus" "$findings"
   echo "fuzz: $target for $seconds s (corpus $corpus)"
   # -timeout: one input taking longer is a finding (a hang); -rss_limit_mb: one using more
-  # memory is too; -max_len: scenarios and traces of up to 64 KiB.
+  # memory is too; -max_len: scenarios, traces and logs of up to 64 KiB.
   # shellcheck disable=SC2086  # the seed folders are words
   if ! "$build/fuzz/fuzz_$target" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
       -print_final_stats=1 -artifact_prefix="$findings/" "$corpus" ${seeds[$target]} 2>"$build/fuzz-$target.log"; then

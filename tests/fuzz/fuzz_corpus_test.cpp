@@ -50,10 +50,18 @@ TEST_P(FuzzCorpusTest, EverySeedAndRegressionInputIsReadOrRefusedCleanly) {
 
 INSTANTIATE_TEST_SUITE_P(
     Targets, FuzzCorpusTest,
-    testing::Values(Corpus{"scenario", fuzz::scenario,
-                           {"scenarios", "tests/scenarios/broken", "fuzz/seeds/scenario", "fuzz/regressions/scenario"}},
-                    Corpus{"trace", fuzz::trace, {"tests/data", "fuzz/seeds/trace", "fuzz/regressions/trace"}},
-                    Corpus{"compare", fuzz::compare, {"tests/data", "fuzz/seeds/trace", "fuzz/regressions/compare"}}),
+    testing::Values(
+        Corpus{"scenario",
+               fuzz::scenario,
+               {"scenarios", "tests/scenarios/broken", "fuzz/seeds/scenario",
+                "fuzz/regressions/scenario"}},
+        Corpus{"trace", fuzz::trace, {"tests/data", "fuzz/seeds/trace", "fuzz/regressions/trace"}},
+        Corpus{"compare",
+               fuzz::compare,
+               {"tests/data", "fuzz/seeds/trace", "fuzz/regressions/compare"}},
+        Corpus{"nccl_tests_log",
+               fuzz::nccl_tests_log,
+               {"fuzz/seeds/nccl_tests_log", "fuzz/regressions/nccl_tests_log"}}),
     [](const auto& test) { return std::string(test.param.target); });
 
 }  // namespace

@@ -489,6 +489,27 @@ TEST_F(CliTest, HelpVersionQuietJsonAndNcclTestsSpellings) {
   const auto& first = rows["rows"][0]["results"][0];
   EXPECT_NEAR(first["algbw_gbyte_s"].get<double>(), (1 << 20) / first["time_us"].get<double>() / 1e3, 1e-9);
   EXPECT_NEAR(first["busbw_gbyte_s"].get<double>(), first["algbw_gbyte_s"].get<double>() * 2 * 15 / 16, 1e-9);
+  // --compare: the log's sizes, dtsim's time beside the run's in-place time, and the error.
+  const fs::path log = scratch_ / "all_reduce_perf.log";
+  std::ofstream(log) << R"(#  Rank  0 Group  0 Pid 1 on a device  0 [0x01] NVIDIA H100 80GB HBM3
+#  Rank 15 Group  0 Pid 2 on b device  7 [0x02] NVIDIA H100 80GB HBM3
+           0             0     float     sum      -1     5.00    0.00    0.00      0     5.00    0.00    0.00      0
+     1048576        262144     float     sum      -1    90.00   11.65   21.85      0    80.00   13.11   24.58      0
+)";
+  const CliRun compared =
+      dtsim({"collective", "--nodes", "2", "--compare", log.string(), "--json"});
+  ASSERT_EQ(compared.code, 0) << compared.err;
+  const auto comparison = nlohmann::json::parse(compared.out);
+  ASSERT_EQ(comparison["rows"].size(), 1u);  // the 0-byte row has nothing to compare
+  const auto& row = comparison["rows"][0];
+  EXPECT_EQ(row["bytes"], 1 << 20);
+  EXPECT_EQ(row["measured_in_place_us"], 80.0);
+  EXPECT_NEAR(row["results"][0]["error"].get<double>(),
+              (row["results"][0]["time_us"].get<double>() - 80) / 80, 1e-12);
+  EXPECT_EQ(comparison["comparison"][0]["sizes"], 1);
+  EXPECT_EQ(dtsim({"collective", "--ranks", "8", "--compare", log.string()}).code,
+            2);  // the log ran 16
+  EXPECT_EQ(dtsim({"collective", "--nodes", "2", "--compare", log.string(), "-f", "4"}).code, 2);
   EXPECT_EQ(dtsim({"collective", "--nodes", "2", "--ranks", "3"}).code, 2);
   EXPECT_EQ(dtsim({"collective", "--sizes", "1:2", "-b", "1"}).code, 2);
 
@@ -721,6 +742,12 @@ TEST_F(CliTest, AbsurdInputsGetOneMessageAndExitTwo) {
   std::ofstream(inputs / "zero_profile.toml") << "[scenario]\nhardware_profile = \"/dev/zero\"\n";
   std::ofstream(inputs / "escape.toml") << "[scenario]\nname = \"../escape\"\n";
   std::ofstream(inputs / "empty_trace.json") << R"({"traceEvents": []})";
+  std::ofstream(inputs / "torn_log.txt")
+      << "# nThread 1 nGpus 1\n"
+      << "           8             2     float     sum      -1    24.96\n";
+  std::ofstream(inputs / "all_gather_log.txt") << R"(# Collective test starting: all_gather_perf
+        1024            32     float    none      -1    20.00    0.05    0.04      0    19.00    0.05    0.05      0
+)";
   {
     std::ofstream sweep(inputs / "huge_sweep.toml");
     sweep << slurp(kSource + "/scenarios/real/small_1gpu.toml") << "\n[sweep]\n";
@@ -728,35 +755,55 @@ TEST_F(CliTest, AbsurdInputsGetOneMessageAndExitTwo) {
   }
   const std::string default_toml = kSource + "/scenarios/default.toml", out = directory_.string();
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
-      {{"run", default_toml, "--set", "cluster.nvlink.bandwidth_gbyte_s=inf", "-o", out}, "expected a finite number"},
-      {{"run", default_toml, "--set", "cluster.nvlink.bandwidth_gbyte_s=1e300", "-o", out}, "magnitude at most 1e+30"},
-      {{"run", default_toml, "--set", "compute.matmul_efficiency_by_size=[[1,nan]]", "-o", out}, "got [1, nan]"},
+      {{"run", default_toml, "--set", "cluster.nvlink.bandwidth_gbyte_s=inf", "-o", out},
+       "expected a finite number"},
+      {{"run", default_toml, "--set", "cluster.nvlink.bandwidth_gbyte_s=1e300", "-o", out},
+       "magnitude at most 1e+30"},
+      {{"run", default_toml, "--set", "compute.matmul_efficiency_by_size=[[1,nan]]", "-o", out},
+       "got [1, nan]"},
       {{"run", default_toml, "--set", "model.parameter_count=1e20", "-o", out}, "up to 1e+15"},
-      {{"run", default_toml, "--set", "cluster.gpu.sms=-1", "-o", out}, "between 0 and 1024, got -1"},
-      {{"run", default_toml, "--set", "cluster.interconnect=\"pcie\"", "--set", "cluster.nvlink_sharp=true", "-o", out},
+      {{"run", default_toml, "--set", "cluster.gpu.sms=-1", "-o", out},
+       "between 0 and 1024, got -1"},
+      {{"run", default_toml, "--set", "cluster.interconnect=\"pcie\"", "--set",
+        "cluster.nvlink_sharp=true", "-o", out},
        "NVLink SHARP reduces in an NVSwitch"},
-      {{"run", default_toml, "--set", "cluster.node=\"dgx-a100\"", "--set", "collectives.all_reduce=\"nvls\"", "-o", out},
+      {{"run", default_toml, "--set", "cluster.node=\"dgx-a100\"", "--set",
+        "collectives.all_reduce=\"nvls\"", "-o", out},
        "needs NVSwitches that reduce in the switch"},
       {{"run", default_toml, "--set", "collectives.all_reduce=\"collnet\"", "-o", out},
-       "collectives.all_reduce: on group dp[0]: algorithm \"collnet\" needs InfiniBand switches that reduce in the network"},
-      {{"run", default_toml, "--set", "cluster.node=\"dgx-a100\"", "--set", "training.precision=\"fp8\"", "-o", out},
+       "collectives.all_reduce: on group dp[0]: algorithm \"collnet\" needs InfiniBand switches "
+       "that reduce in the network"},
+      {{"run", default_toml, "--set", "cluster.node=\"dgx-a100\"", "--set",
+        "training.precision=\"fp8\"", "-o", out},
        "training.precision: fp8 needs FP8 tensor cores; the A100 SXM4 80GB has none"},
       {{"run", default_toml, "--set", "model.layers=16777216", "-o", out}, "between 1 and 10000"},
-      {{"run", default_toml, "--set", "cluster.interconnect=\"mesh\"", "--set", "cluster.gpus_per_node=32", "-o", out},
+      {{"run", default_toml, "--set", "cluster.interconnect=\"mesh\"", "--set",
+        "cluster.gpus_per_node=32", "-o", out},
        "dtsim models meshes of up to 16 GPUs"},
       {{"run", default_toml, "--set", "cluster.gpu.bf16_tflops=1e-30", "-o", out}, "106 days"},
-      {{"run", default_toml, "--set", "training.steps=10000", "-o", out}, "more than 8,000,000 ops"},
+      {{"run", default_toml, "--set", "training.steps=10000", "-o", out},
+       "more than 8,000,000 ops"},
       {{"run", default_toml, "--set", "a..b=1", "-o", out}, "empty part"},
-      {{"run", default_toml, "--set", "collectives.groups.dq.all_reduce=\"ring\"", "-o", out}, "did you mean \"dp\"?"},
-      {{"run", (inputs / "zero_profile.toml").string(), "-o", out}, "/dev/zero: not a regular file"},
-      {{"run", default_toml, "--set", "scenario.hardware_profile=\"x.toml\"", "-o", out}, "cannot change it"},
+      {{"run", default_toml, "--set", "collectives.groups.dq.all_reduce=\"ring\"", "-o", out},
+       "did you mean \"dp\"?"},
+      {{"run", (inputs / "zero_profile.toml").string(), "-o", out},
+       "/dev/zero: not a regular file"},
+      {{"run", default_toml, "--set", "scenario.hardware_profile=\"x.toml\"", "-o", out},
+       "cannot change it"},
       {{"run", (inputs / "escape.toml").string()}, "scenario.name"},
       {{"run", default_toml, "-o", "/dev/null"}, "cannot create the output directory /dev/null"},
       {{"sweep", (inputs / "huge_sweep.toml").string(), "-o", out}, "16384 points"},
       {{"collective", "--algo", ""}, "expected at least one algorithm"},
       {{"collective", "--sizes", "8:1M", "--factor", "1.0000001"}, "rows, more than 10000"},
       {{"collective", "--ranks", "abc"}, "--ranks"},
-      {{"compare", (inputs / "empty_trace.json").string(), (inputs / "empty_trace.json").string()}, "holds no spans"},
+      {{"collective", "--compare", (inputs / "torn_log.txt").string()},
+       "torn_log.txt:2: --compare: a result row whose times do not read"},
+      {{"collective", "--compare", (inputs / "all_gather_log.txt").string()},
+       "measured all_gather; this benchmark runs all_reduce"},
+      {{"collective", "--compare", (inputs / "empty_trace.json").string()},
+       "no nccl-tests result rows"},
+      {{"compare", (inputs / "empty_trace.json").string(), (inputs / "empty_trace.json").string()},
+       "holds no spans"},
   };
   for (const auto& [args, fragment] : cases) {
     const CliRun run = dtsim(args);

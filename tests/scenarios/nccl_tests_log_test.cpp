@@ -1,0 +1,85 @@
+// Reading nccl-tests' output (scenarios/nccl_tests_log.h): the result rows of the layouts
+// nccl-tests' versions print, the ranks and the test a log names, and one clear error for a
+// torn row or a file with no rows.
+#include "scenarios/nccl_tests_log.h"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "scenarios/scenario.h"
+
+namespace {
+
+scenarios::NcclTestsLog parse(const std::string& text) {
+  std::istringstream log(text);
+  return scenarios::parse_nccl_tests_log(log, "run.log");
+}
+
+TEST(NcclTestsLogTest, ReadsTodaysLayoutAndTheOlderOnesWithoutRootOrRedop) {
+  const auto log = parse(R"(# Collective test starting: all_reduce_perf
+# nThread 1 nGpus 1 minBytes 8 maxBytes 17179869184 step: 2(factor) warmup iters: 5
+#  Rank  0 Group  0 Pid  29262 on bm-h100-01 device  0 [0000:19:00] NVIDIA H100 80GB HBM3
+#  Rank 15 Group  0 Pid  26640 on bm-h100-02 device  7 [0000:db:00] NVIDIA H100 80GB HBM3
+NCCL version 2.26.2+cuda12.8
+#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+           8             2     float     sum      -1    68.52    0.00    0.00      0    24.70    0.00    0.00      0
+        1024           256     float     sum    29.75    0.03    0.06  0e+00    26.65    0.04    0.07  0e+00
+        2048           512     float    28.19    0.07    0.14  0e+00    28.22    0.07    0.14  0e+00
+        4096          1024     float     sum      -1    30.24    0.14    0.25    N/A    29.72    0.14    0.26    N/A
+# Out of bounds values : 0 OK
+)");
+  EXPECT_EQ(log.op, "all_reduce");
+  EXPECT_EQ(log.ranks, 16);
+  ASSERT_EQ(log.rows.size(), 4u);
+  EXPECT_EQ(log.rows[0].bytes, 8);
+  EXPECT_DOUBLE_EQ(log.rows[0].out_of_place_us, 68.52);
+  EXPECT_DOUBLE_EQ(log.rows[0].in_place_us, 24.70);
+  EXPECT_EQ(log.rows[0].line, 7);
+  EXPECT_DOUBLE_EQ(log.rows[1].in_place_us, 26.65);  // redop, no root
+  EXPECT_DOUBLE_EQ(log.rows[2].in_place_us, 28.22);  // neither
+  EXPECT_DOUBLE_EQ(log.rows[3].in_place_us, 29.72);  // #wrong not checked: N/A
+}
+
+TEST(NcclTestsLogTest, SkipsNoiseAndZeroByteRowsAndNamesNcclTestsOwnTestNames) {
+  const auto log =
+      parse(R"(--------------------------------------------------------------------------
+WARNING: Could not generate an xpmem segment id for this process'
+Run-1 Starting command at 2025-05-22 07:36:17
+# Collective test starting: alltoall_perf_mpi
+           0             0     float    none      -1     5.70    0.00    0.00      0     5.54    0.00    0.00      0
+     1048576        262144     float    none      -1    82.17   12.76   11.96      0    82.21   12.75   11.95      0
+)");
+  EXPECT_EQ(log.op, "all_to_all");
+  EXPECT_EQ(log.ranks, 0);  // not listed
+  ASSERT_EQ(log.rows.size(), 1u);
+  EXPECT_EQ(log.rows[0].bytes, 1048576);
+}
+
+TEST(NcclTestsLogTest, ATornRowOrALogWithoutRowsIsOneErrorNamingTheFileAndLine) {
+  try {
+    parse(R"(#  Rank  0 Group  0
+        1024           256     float     sum      -1    29.75    0.03
+)");
+    FAIL() << "accepted";
+  } catch (const scenarios::ScenarioError& error) {
+    EXPECT_EQ(error.location(), "run.log:2");
+    EXPECT_EQ(error.key(), "--compare");
+    EXPECT_NE(error.hint().find("#wrong"), std::string::npos) << error.hint();
+  }
+  try {
+    parse(R"(# nThread 1 nGpus 8
+nothing measured
+)");
+    FAIL() << "accepted";
+  } catch (const scenarios::ScenarioError& error) {
+    EXPECT_EQ(error.location(), "run.log");
+    EXPECT_NE(error.message().find("no nccl-tests result rows"), std::string::npos);
+  }
+  // A size too large for any integer is not a row, not a crash.
+  EXPECT_THROW(parse(R"(99999999999999999999999 2 float sum -1 1 1 1 0 1 1 1 0
+)"),
+               scenarios::ScenarioError);
+}
+
+}  // namespace
