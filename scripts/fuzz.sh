@@ -14,7 +14,7 @@ declare -A seeds=(
   [scenario]="scenarios tests/scenarios/broken fuzz/seeds/scenario fuzz/regressions/scenario"
   [trace]="tests/data fuzz/seeds/trace fuzz/regressions/trace"
   [compare]="tests/data fuzz/seeds/trace fuzz/regressions/compare"
-  [nccl_tests_log]="fuzz/seeds/nccl_tests_log fuzz/regressions/nccl_tests_log"
+  [nccl_tests_log]="tests/validation/nccl_tests/logs fuzz/seeds/nccl_tests_log fuzz/regressions/nccl_tests_log"
 )
 failed=()
 for target in scenario trace compare nccl_tests_log; do

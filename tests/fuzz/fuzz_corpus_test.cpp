@@ -61,7 +61,8 @@ INSTANTIATE_TEST_SUITE_P(
                {"tests/data", "fuzz/seeds/trace", "fuzz/regressions/compare"}},
         Corpus{"nccl_tests_log",
                fuzz::nccl_tests_log,
-               {"fuzz/seeds/nccl_tests_log", "fuzz/regressions/nccl_tests_log"}}),
+               {"tests/validation/nccl_tests/logs", "fuzz/seeds/nccl_tests_log",
+                "fuzz/regressions/nccl_tests_log"}}),
     [](const auto& test) { return std::string(test.param.target); });
 
 }  // namespace

@@ -5,9 +5,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <sstream>
 
 #include "scenarios/scenario.h"
+#include "scenarios/validation.h"
+#include "sim/collectives/schedule.h"
 
 namespace {
 
@@ -80,6 +83,38 @@ nothing measured
   EXPECT_THROW(parse(R"(99999999999999999999999 2 float sum -1 1 1 1 0 1 1 1 0
 )"),
                scenarios::ScenarioError);
+}
+
+// The published logs the research notes compare against (tests/validation/nccl_tests/logs) read
+// whole, and the validation rows taken from them are the logs' own in-place figures.
+TEST(NcclTestsLogTest, ThePublishedLogsReadWholeAndAgreeWithTheValidationRowsTakenFromThem) {
+  const std::string validation = std::string(DTSIM_SOURCE_DIR) + "/tests/validation/";
+  const scenarios::NcclTestsLog two =
+      scenarios::read_nccl_tests_log(validation + "nccl_tests/logs/issue309_2nodes_h100.txt");
+  const scenarios::NcclTestsLog four =
+      scenarios::read_nccl_tests_log(validation + "nccl_tests/logs/issue309_4nodes_h100.txt");
+  EXPECT_EQ(two.ranks, 16);
+  EXPECT_EQ(four.ranks, 32);
+  EXPECT_EQ(two.op, "all_reduce");
+  ASSERT_EQ(two.rows.size(), 32u);  // 8 B to 16 GiB by factors of 2
+  ASSERT_EQ(four.rows.size(), 32u);
+  std::size_t checked = 0;
+  for (const scenarios::ValidationCase& c :
+       scenarios::read_validation_manifest(validation + "cases.toml")) {
+    const bool from_two = c.scenario.ends_with("hgx_h100_2nodes.toml");
+    if (!from_two && !c.scenario.ends_with("hgx_h100_4nodes.toml")) continue;
+    const scenarios::NcclTestsLog& log = from_two ? two : four;
+    const auto row = std::find_if(log.rows.begin(), log.rows.end(),
+                                  [&](const auto& r) { return r.bytes == c.bytes; });
+    ASSERT_NE(row, log.rows.end()) << c.name;
+    const double busbw =
+        static_cast<double>(c.bytes) / row->in_place_us / 1e3 *
+        collectives::bus_bandwidth_factor(program::CollectiveKind::kAllReduce, c.ranks);
+    EXPECT_NEAR(c.metric == "time_us" ? row->in_place_us : busbw, c.published, 0.001 * c.published)
+        << c.name;
+    ++checked;
+  }
+  EXPECT_EQ(checked, 6u);
 }
 
 }  // namespace
