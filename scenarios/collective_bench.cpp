@@ -54,6 +54,13 @@ topology::ClusterSpec cluster_for(const CollectiveBenchOptions& options) {
     if (!node) bad("--topology", fmt::format("unknown node preset \"{}\"", options.topology), "see dtsim presets");
     const auto fabric = topology::fabric_preset(options.fabric);
     if (!fabric) bad("--fabric", fmt::format("unknown fabric preset \"{}\"", options.fabric), "see dtsim presets");
+    if (topology::leaf_ports_per_node(*node, *fabric) > fabric->leaf_down_ports) {
+      bad("--fabric",
+          fmt::format("a {} node's {} NICs do not fit on a leaf of {} with {} down ports",
+                      options.topology, node->nics, options.fabric, fabric->leaf_down_ports),
+          "a rail-optimized fabric such as --fabric ib-ndr-rail, or --scenario with a larger "
+          "[cluster.fabric] leaf_down_ports");
+    }
     cluster.node = *node;
     cluster.fabric = *fabric;
     cluster.fabric.sharp = options.sharp;

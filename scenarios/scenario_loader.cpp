@@ -436,7 +436,7 @@ topology::ClusterSpec read_cluster(TableReader reader) {
   }
   read_link(fabric_reader.child("nic"), fabric.nic);
   read_link(fabric_reader.child("uplink"), fabric.uplink);
-  if (!fabric.rail_optimized && node.nics > fabric.leaf_down_ports) {
+  if (topology::leaf_ports_per_node(node, fabric) > fabric.leaf_down_ports) {
     fabric_reader.fail("leaf_down_ports",
                        fmt::format("a node's {} NICs do not fit on a leaf with {} down ports",
                                    node.nics, fabric.leaf_down_ports),

@@ -147,7 +147,7 @@ void Cluster::build_fabric(const std::vector<std::vector<VertexId>>& node_nics,
   };
   auto leaf_of = [&](int rail) { return static_cast<std::size_t>(group * rails + rail); };
   // Ports a node needs on each leaf of a group.
-  const int node_ports_per_leaf = fabric.rail_optimized ? 1 : spec_.node.nics;
+  const int node_ports_per_leaf = leaf_ports_per_node(spec_.node, fabric);
   if (node_ports_per_leaf > ports) {
     throw std::invalid_argument(fmt::format(
         "a node has {} NICs but a leaf switch has only {} down ports", spec_.node.nics, ports));

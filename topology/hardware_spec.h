@@ -142,6 +142,12 @@ struct ParameterServerSpec {
   DeviceSpec host;
 };
 
+// The down ports a node takes on each leaf it reaches: one on each rail's leaf of a
+// rail-optimized fabric, else all its NICs on one leaf (which must have as many).
+inline int leaf_ports_per_node(const NodeSpec& node, const FabricSpec& fabric) {
+  return fabric.rail_optimized ? 1 : node.nics;
+}
+
 struct ClusterSpec {
   NodeSpec node;
   int nodes = 1;

@@ -796,6 +796,8 @@ TEST_F(CliTest, AbsurdInputsGetOneMessageAndExitTwo) {
       {{"collective", "--algo", ""}, "expected at least one algorithm"},
       {{"collective", "--sizes", "8:1M", "--factor", "1.0000001"}, "rows, more than 10000"},
       {{"collective", "--ranks", "abc"}, "--ranks"},
+      {{"collective", "--topology", "gb200-nvl72", "--nodes", "2"},
+       "--fabric: a gb200-nvl72 node's 72 NICs do not fit on a leaf of ib-ndr with 32 down ports"},
       {{"collective", "--compare", (inputs / "torn_log.txt").string()},
        "torn_log.txt:2: --compare: a result row whose times do not read"},
       {{"collective", "--compare", (inputs / "all_gather_log.txt").string()},
