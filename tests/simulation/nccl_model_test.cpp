@@ -26,6 +26,12 @@ sim::nccl::GroupShape shape(int nodes, int per_node, int channels = 1) {
           .channels = channels};
 }
 
+// NCCL's latency of a collective of `bytes` in µs (nccl::latency_s).
+double latency_us(CollectiveKind kind, Algorithm algorithm, Protocol protocol,
+                  const sim::nccl::GroupShape& group, double bytes) {
+  return sim::nccl::latency_s(kind, algorithm, protocol, group, bytes) / kMicro;
+}
+
 sim::CommRequest all_reduce(std::int32_t members, std::int64_t bytes) {
   sim::CommRequest request;
   request.kind = CollectiveKind::kAllReduce;
@@ -39,22 +45,18 @@ TEST(NcclModelTest, OneNodeRingAndTreeLatenciesAreBasePlusOneNvlinkHopPerStep) {
   // 8 GPUs, all-reduce, 14 steps: ring LL 6.6 + 14·0.6, tree LL 6.8 + 2·7·0.6, ring Simple
   // 8.4 + 14·3.4, tree LL128 14 + 2·7·1.25.
   const auto group = shape(1, 8, 12);
+  EXPECT_NEAR(latency_us(CollectiveKind::kAllReduce, Algorithm::kRing, Protocol::kLL, group, 8),
+              15.0, 1e-6);
+  EXPECT_NEAR(latency_us(CollectiveKind::kAllReduce, Algorithm::kTree, Protocol::kLL, group, 8),
+              15.2, 1e-6);
   EXPECT_NEAR(
-      sim::nccl::latency_s(CollectiveKind::kAllReduce, Algorithm::kRing, Protocol::kLL, group, 8),
-      15.0 * kMicro, 1e-12);
-  EXPECT_NEAR(
-      sim::nccl::latency_s(CollectiveKind::kAllReduce, Algorithm::kTree, Protocol::kLL, group, 8),
-      15.2 * kMicro, 1e-12);
-  EXPECT_NEAR(sim::nccl::latency_s(CollectiveKind::kAllReduce, Algorithm::kRing, Protocol::kSimple,
-                                   group, 1 << 30),
-              56.0 * kMicro, 1e-12);
-  EXPECT_NEAR(sim::nccl::latency_s(CollectiveKind::kAllReduce, Algorithm::kTree, Protocol::kLL128,
-                                   group, 8),
-              31.5 * kMicro, 1e-12);
+      latency_us(CollectiveKind::kAllReduce, Algorithm::kRing, Protocol::kSimple, group, 1 << 30),
+      56.0, 1e-6);
+  EXPECT_NEAR(latency_us(CollectiveKind::kAllReduce, Algorithm::kTree, Protocol::kLL128, group, 8),
+              31.5, 1e-6);
   // All-gather: 7 steps.
-  EXPECT_NEAR(
-      sim::nccl::latency_s(CollectiveKind::kAllGather, Algorithm::kRing, Protocol::kLL, group, 8),
-      (6.6 + 7 * 0.6) * kMicro, 1e-12);
+  EXPECT_NEAR(latency_us(CollectiveKind::kAllGather, Algorithm::kRing, Protocol::kLL, group, 8),
+              (6.6 + 7 * 0.6), 1e-6);
 }
 
 TEST(NcclModelTest, TwoNodesAddNetworkHopsAndTheMultiNodeSimpleFactor) {
@@ -62,18 +64,15 @@ TEST(NcclModelTest, TwoNodesAddNetworkHopsAndTheMultiNodeSimpleFactor) {
   // post overhead (1 µs > 0.6) and 2 across at 2.7; ring Simple: 28·max(3.4, 3·1) + 2·14, ×1.4
   // once a channel's share of each rank passes 64 bytes.
   const auto group = shape(2, 8, 8);
+  EXPECT_NEAR(latency_us(CollectiveKind::kAllReduce, Algorithm::kTree, Protocol::kLL, group, 8),
+              25.2, 1e-6);
+  EXPECT_NEAR(latency_us(CollectiveKind::kAllReduce, Algorithm::kRing, Protocol::kLL, group, 8),
+              40.0, 1e-6);
+  EXPECT_NEAR(latency_us(CollectiveKind::kAllReduce, Algorithm::kRing, Protocol::kSimple, group, 8),
+              131.6, 1e-6);
   EXPECT_NEAR(
-      sim::nccl::latency_s(CollectiveKind::kAllReduce, Algorithm::kTree, Protocol::kLL, group, 8),
-      25.2 * kMicro, 1e-12);
-  EXPECT_NEAR(
-      sim::nccl::latency_s(CollectiveKind::kAllReduce, Algorithm::kRing, Protocol::kLL, group, 8),
-      40.0 * kMicro, 1e-12);
-  EXPECT_NEAR(sim::nccl::latency_s(CollectiveKind::kAllReduce, Algorithm::kRing, Protocol::kSimple,
-                                   group, 8),
-              131.6 * kMicro, 1e-12);
-  EXPECT_NEAR(sim::nccl::latency_s(CollectiveKind::kAllReduce, Algorithm::kRing, Protocol::kSimple,
-                                   group, 1 << 30),
-              1.4 * 131.6 * kMicro, 1e-12);
+      latency_us(CollectiveKind::kAllReduce, Algorithm::kRing, Protocol::kSimple, group, 1 << 30),
+      1.4 * 131.6, 1e-6);
 }
 
 TEST(NcclModelTest, AmdHostsPayTwiceTheNetworkOverheadAndOneGpuPerNodeTakesTheTreesNetworkHop) {
@@ -81,21 +80,17 @@ TEST(NcclModelTest, AmdHostsPayTwiceTheNetworkOverheadAndOneGpuPerNodeTakesTheTr
   // the tree's latency has no per-step overhead.
   auto amd = shape(2, 8, 8);
   amd.amd_host = true;
-  EXPECT_NEAR(
-      sim::nccl::latency_s(CollectiveKind::kAllReduce, Algorithm::kRing, Protocol::kLL, amd, 8),
-      68.0 * kMicro, 1e-12);
-  EXPECT_NEAR(
-      sim::nccl::latency_s(CollectiveKind::kAllReduce, Algorithm::kTree, Protocol::kLL, amd, 8),
-      25.2 * kMicro, 1e-12);
+  EXPECT_NEAR(latency_us(CollectiveKind::kAllReduce, Algorithm::kRing, Protocol::kLL, amd, 8), 68.0,
+              1e-6);
+  EXPECT_NEAR(latency_us(CollectiveKind::kAllReduce, Algorithm::kTree, Protocol::kLL, amd, 8), 25.2,
+              1e-6);
   // One GPU per node (tuning.cc: ppn == 1): every step crosses the network at the tree's hop,
   // LL 5.0 rather than the ring's 2.7: 2 nodes, 2 steps, 6.6 + 2·5.0; LL128 14 + 2·8.5.
   const auto spread = shape(2, 1);
-  EXPECT_NEAR(
-      sim::nccl::latency_s(CollectiveKind::kAllReduce, Algorithm::kRing, Protocol::kLL, spread, 8),
-      16.6 * kMicro, 1e-12);
-  EXPECT_NEAR(sim::nccl::latency_s(CollectiveKind::kAllReduce, Algorithm::kRing, Protocol::kLL128,
-                                   spread, 8),
-              31.0 * kMicro, 1e-12);
+  EXPECT_NEAR(latency_us(CollectiveKind::kAllReduce, Algorithm::kRing, Protocol::kLL, spread, 8),
+              16.6, 1e-6);
+  EXPECT_NEAR(latency_us(CollectiveKind::kAllReduce, Algorithm::kRing, Protocol::kLL128, spread, 8),
+              31.0, 1e-6);
 }
 
 TEST(NcclModelTest, LLIsCappedByTheGpusArchitectureInOneNodeAndByTheHostsCpuAcrossNodes) {
@@ -299,14 +294,14 @@ TEST(NcclModelTest, UserbuffersChunksAreARingOfCopiesWithoutNcclsLatency) {
 
 TEST(NcclModelTest, CollNetIsSimpleOnlyAtItsNvlinkArityAndNetworkLatencies) {
   // 8 GPUs per node: 2 · (3.7 + 7 · 0.4) + 31 = 44 µs; one GPU per node: 31 µs.
-  EXPECT_NEAR(sim::nccl::latency_s(CollectiveKind::kAllReduce, Algorithm::kCollNet,
-                                   Protocol::kSimple, shape(4, 8), 1 << 20),
-              44.0 * kMicro, 1e-12);
-  EXPECT_NEAR(sim::nccl::latency_s(CollectiveKind::kAllReduce, Algorithm::kCollNet,
-                                   Protocol::kSimple, shape(4, 1), 1 << 20),
-              31.0 * kMicro, 1e-12);
-  EXPECT_TRUE(std::isinf(sim::nccl::latency_s(CollectiveKind::kAllReduce, Algorithm::kCollNet,
-                                              Protocol::kLL, shape(4, 8), 8)));
+  EXPECT_NEAR(latency_us(CollectiveKind::kAllReduce, Algorithm::kCollNet, Protocol::kSimple,
+                         shape(4, 8), 1 << 20),
+              44.0, 1e-6);
+  EXPECT_NEAR(latency_us(CollectiveKind::kAllReduce, Algorithm::kCollNet, Protocol::kSimple,
+                         shape(4, 1), 1 << 20),
+              31.0, 1e-6);
+  EXPECT_TRUE(std::isinf(
+      latency_us(CollectiveKind::kAllReduce, Algorithm::kCollNet, Protocol::kLL, shape(4, 8), 8)));
   // `auto` considers it only on a fabric with SHARP, and takes it for mid-sized all-reduces
   // across nodes, where its one network step beats the ring's 2(N−1).
   topology::ClusterSpec sharp = test_support::hgx_cluster(4);
@@ -320,11 +315,11 @@ TEST(NcclModelTest, CollNetIsSimpleOnlyAtItsNvlinkArityAndNetworkLatencies) {
 
 TEST(NcclModelTest, NvlsIsSimpleOnlyAtItsHardwareLatencyAndNcclsBandwidthRatio) {
   const auto group = shape(1, 8);
-  EXPECT_NEAR(sim::nccl::latency_s(CollectiveKind::kAllReduce, Algorithm::kNvls, Protocol::kSimple,
-                                   group, 1 << 30),
-              25.0 * kMicro, 1e-12);
+  EXPECT_NEAR(
+      latency_us(CollectiveKind::kAllReduce, Algorithm::kNvls, Protocol::kSimple, group, 1 << 30),
+      25.0, 1e-6);
   EXPECT_TRUE(std::isinf(
-      sim::nccl::latency_s(CollectiveKind::kAllReduce, Algorithm::kNvls, Protocol::kLL, group, 8)));
+      latency_us(CollectiveKind::kAllReduce, Algorithm::kNvls, Protocol::kLL, group, 8)));
   // NCCL's NVLS bus bandwidth over its ring's on an 8-GPU Hopper node: 8 · min(40·0.85·7/8·2, 60)
   // over 12 · 30 = 476/360; dtsim's schedule alone would give 2·7/9 of the ring's.
   EXPECT_DOUBLE_EQ(sim::nccl::wire_factor(Algorithm::kNvls, Protocol::kSimple, group), (14.0 / 9.0) / (476.0 / 360.0));
@@ -336,14 +331,14 @@ TEST(NcclModelTest, NvlsIsSimpleOnlyAtItsHardwareLatencyAndNcclsBandwidthRatio) 
 
 TEST(NcclModelTest, NvlsTreeIsSimpleOnlyAtItsLatenciesAndNoFasterThanItsChannelsCap) {
   // tuning.cc: 25 µs for the NVLink SHARP hop, then 2 · log2i(nodes) tree levels at 20.9 µs.
-  EXPECT_NEAR(sim::nccl::latency_s(CollectiveKind::kAllReduce, Algorithm::kNvlsTree,
-                                   Protocol::kSimple, shape(2, 8), 1 << 30),
-              66.8 * kMicro, 1e-12);
-  EXPECT_NEAR(sim::nccl::latency_s(CollectiveKind::kAllReduce, Algorithm::kNvlsTree,
-                                   Protocol::kSimple, shape(5, 8), 1 << 30),
-              108.6 * kMicro, 1e-12);
-  EXPECT_TRUE(std::isinf(sim::nccl::latency_s(CollectiveKind::kAllReduce, Algorithm::kNvlsTree,
-                                              Protocol::kLL, shape(2, 8), 8)));
+  EXPECT_NEAR(latency_us(CollectiveKind::kAllReduce, Algorithm::kNvlsTree, Protocol::kSimple,
+                         shape(2, 8), 1 << 30),
+              66.8, 1e-6);
+  EXPECT_NEAR(latency_us(CollectiveKind::kAllReduce, Algorithm::kNvlsTree, Protocol::kSimple,
+                         shape(5, 8), 1 << 30),
+              108.6, 1e-6);
+  EXPECT_TRUE(std::isinf(
+      latency_us(CollectiveKind::kAllReduce, Algorithm::kNvlsTree, Protocol::kLL, shape(2, 8), 8)));
   // Hopper across two nodes: 8 channels × 57.7 GB/s of bus bandwidth at most; 1 GB on 16 ranks
   // is 2 · 15/16 GB of bus bytes, 4.06 ms, whatever faster the links would be.
   sim::nccl::GroupShape two = shape(2, 8);
