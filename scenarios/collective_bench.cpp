@@ -290,7 +290,7 @@ struct ComparisonSummary {
   std::int64_t max_at_bytes = 0;
 };
 
-ComparisonSummary compare(const CollectiveBenchResult& result, std::size_t algorithm) {
+ComparisonSummary error_summary(const CollectiveBenchResult& result, std::size_t algorithm) {
   ComparisonSummary summary;
   std::vector<double> errors;
   for (const CollectiveBenchRow& row : result.rows) {
@@ -337,7 +337,7 @@ std::string collective_bench_json(const CollectiveBenchResult& result) {
   if (compared(result)) {
     json["comparison"] = nlohmann::json::array();
     for (std::size_t a = 0; a < result.algorithms.size(); ++a) {
-      const ComparisonSummary summary = compare(result, a);
+      const ComparisonSummary summary = error_summary(result, a);
       json["comparison"].push_back({{"algorithm", result.algorithms[a]},
                                     {"sizes", summary.sizes},
                                     {"median_abs_error", summary.median_abs_error},
@@ -381,7 +381,7 @@ std::string format_collective_bench(const CollectiveBenchResult& result) {
     }
   }
   for (std::size_t a = 0; measured && a < result.algorithms.size(); ++a) {
-    const ComparisonSummary summary = compare(result, a);
+    const ComparisonSummary summary = error_summary(result, a);
     out += fmt::format(
         "# against the log, {}: median |error| {:.1f} %, max {:.1f} % (at {}) over {} sizes\n",
         result.algorithms[a], 100 * summary.median_abs_error, 100 * summary.max_abs_error,
