@@ -130,11 +130,11 @@ std::unique_ptr<CommPlan> CommPlanner::plan_with(const collectives::CollectiveSp
 }
 
 const CommPlan& CommPlanner::plan(const CommRequest& request) {
-  std::vector<std::int64_t> key = {request.kind ? static_cast<std::int64_t>(*request.kind) : -1,
-                                   static_cast<std::int64_t>(request.algorithm), request.bytes,
-                                   request.root, request.ps_servers, request.userbuffers ? 1 : 0};
-  key.insert(key.end(), request.endpoints.begin(), request.endpoints.end());
-  auto cached = plans_.find(key);
+  key_.assign({request.kind ? static_cast<std::int64_t>(*request.kind) : -1,
+               static_cast<std::int64_t>(request.algorithm), request.bytes, request.root,
+               request.ps_servers, request.userbuffers ? 1 : 0});
+  key_.insert(key_.end(), request.endpoints.begin(), request.endpoints.end());
+  auto cached = plans_.find(key_);
   if (cached != plans_.end()) return *cached->second;
 
   std::unique_ptr<CommPlan> chosen;
@@ -169,7 +169,7 @@ const CommPlan& CommPlanner::plan(const CommRequest& request) {
       chosen = plan_with(collective_spec(cluster_, options_, request, candidates.front()), request.endpoints);
     }
   }
-  return *plans_.emplace(std::move(key), std::move(chosen)).first->second;
+  return *plans_.emplace(key_, std::move(chosen)).first->second;
 }
 
 }  // namespace sim

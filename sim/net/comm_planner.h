@@ -11,11 +11,11 @@
 // schedules (P² transfers) are considered only for all-to-all, where nothing else runs.
 #pragma once
 
+#include <boost/container_hash/hash.hpp>
 #include <cstdint>
-#include <map>
-#include <unordered_map>
 #include <memory>
 #include <optional>
+#include <unordered_map>
 #include <vector>
 
 #include "sim/collectives/schedule.h"
@@ -88,7 +88,11 @@ class CommPlanner {
 
   const topology::Cluster& cluster_;
   NetworkOptions options_;
-  std::map<std::vector<std::int64_t>, std::unique_ptr<CommPlan>> plans_;
+  // By the request's fields and endpoints (a hash: ordered keys of hundreds of endpoints with
+  // long common prefixes made every look-up a slow comparison at 10^4 ranks).
+  using PlanKey = std::vector<std::int64_t>;
+  std::unordered_map<PlanKey, std::unique_ptr<CommPlan>, boost::hash<PlanKey>> plans_;
+  PlanKey key_;  // scratch for plan(): looked up without allocating
   // A route and its latency, computed once per (src, dst).
   struct CachedRoute {
     topology::Path path;

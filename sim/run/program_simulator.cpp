@@ -5,9 +5,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <boost/container_hash/hash.hpp>
 #include <deque>
-#include <map>
 #include <limits>
+#include <map>
 #include <memory>
 #include <set>
 #include <unordered_map>
@@ -530,14 +531,18 @@ class Simulator {
     const std::int32_t first_member = members.front();  // for an error message, as members moves
     const OpIndex first_op = ops.front();
     std::vector<CommRequest> mirrors;
-    if (mirrored) mirrors = mirror_requests(request, members);
     std::shared_ptr<MirrorCheck> check;
     if (symmetry_ != nullptr) {
-      if (mirrored && elide_node_local(request, mirrors)) {
-        mirrors.clear();
-      } else {
-        claim_shared_nodes(request);
-        for (const CommRequest& mirror : mirrors) claim_shared_nodes(mirror);
+      auto [placed, first_time] = placed_.try_emplace({mirrored, members}, false);
+      if (mirrored && !placed->second) mirrors = mirror_requests(request, members);
+      if (first_time) {
+        if (mirrored && elide_node_local(request, mirrors)) {
+          placed->second = true;
+          mirrors.clear();
+        } else {
+          claim_shared_nodes(request);
+          for (const CommRequest& mirror : mirrors) claim_shared_nodes(mirror);
+        }
       }
       if (!mirrors.empty()) {
         check = std::make_shared<MirrorCheck>();
@@ -901,6 +906,13 @@ class Simulator {
   // run (elide_node_local), or communication among several of its ranks that ran.
   enum class NodeUse : std::uint8_t { kNone, kPrivate, kShared };
   std::vector<NodeUse> node_use_;
+  // Per communication's members (and whether it is mirrored), with symmetry: whether its mirrors
+  // are elided. Decided and its nodes claimed the first time: both stay true for the
+  // run (a node shared stays shared; a private node claimed again ends the run), so a tensor-
+  // parallel group's thousands of collectives build their followers' copies once.
+  std::unordered_map<std::pair<bool, std::vector<std::int32_t>>, bool,
+                     boost::hash<std::pair<bool, std::vector<std::int32_t>>>>
+      placed_;
   std::size_t completed_ops_ = 0;  // by simulated ranks, for progress reports
   std::vector<std::int32_t> scratch_nodes_;
 };
