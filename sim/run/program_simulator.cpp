@@ -749,8 +749,10 @@ class Simulator {
   // Every follower replica's copy of a communication of its leader (run beside it so that links
   // carry all replicas' traffic, each checked against the leader's when done).
   std::vector<CommRequest> mirror_requests(const CommRequest& request, const std::vector<std::int32_t>& members) const {
+    const auto& followers = symmetry_->followers[symmetry_->replica_of[members.front()]];
     std::vector<CommRequest> mirrors;
-    for (std::int32_t replica : symmetry_->followers[symmetry_->replica_of[members.front()]]) {
+    mirrors.reserve(followers.size());
+    for (std::int32_t replica : followers) {
       CommRequest& mirror = mirrors.emplace_back(request);
       for (std::size_t m = 0; m < members.size(); ++m) {
         mirror.endpoints[m] = program_.placement[symmetry_->mirror(program_, members[m], replica)];
