@@ -130,6 +130,15 @@ std::unique_ptr<CommPlan> CommPlanner::plan_with(const collectives::CollectiveSp
 }
 
 const CommPlan& CommPlanner::plan(const CommRequest& request) {
+  if (!request.kind) {
+    auto [plan, inserted] = transfer_plans_.try_emplace(
+        {request.bytes, request.endpoints.at(0), request.endpoints.at(1)});
+    if (inserted) {
+      plan->second = std::make_unique<CommPlan>(
+          price(collectives::send_recv_schedule(request.bytes), request.endpoints));
+    }
+    return *plan->second;
+  }
   key_.assign({request.kind ? static_cast<std::int64_t>(*request.kind) : -1,
                static_cast<std::int64_t>(request.algorithm), request.bytes, request.root,
                request.ps_servers, request.userbuffers ? 1 : 0});
@@ -138,9 +147,7 @@ const CommPlan& CommPlanner::plan(const CommRequest& request) {
   if (cached != plans_.end()) return *cached->second;
 
   std::unique_ptr<CommPlan> chosen;
-  if (!request.kind) {
-    chosen = std::make_unique<CommPlan>(price(collectives::send_recv_schedule(request.bytes), request.endpoints));
-  } else if (request.userbuffers) {  // a ring of copies over the links
+  if (request.userbuffers) {  // a ring of copies over the links
     chosen = plan_with(collective_spec(cluster_, options_, request, program::Algorithm::kRing), request.endpoints, false);
   } else if (request.algorithm != program::Algorithm::kAuto) {
     chosen = plan_with(collective_spec(cluster_, options_, request, request.algorithm), request.endpoints);

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -93,6 +94,12 @@ class CommPlanner {
   using PlanKey = std::vector<std::int64_t>;
   std::unordered_map<PlanKey, std::unique_ptr<CommPlan>, boost::hash<PlanKey>> plans_;
   PlanKey key_;  // scratch for plan(): looked up without allocating
+  // Point-to-point transfers by (bytes, sender, receiver): a key held in the table's node, so a
+  // look-up touches one node (the copies of a pipeline's transfers in 10^4 replicas are most
+  // of a large 3-D step's plans).
+  using TransferKey = std::tuple<std::int64_t, std::int32_t, std::int32_t>;
+  std::unordered_map<TransferKey, std::unique_ptr<CommPlan>, boost::hash<TransferKey>>
+      transfer_plans_;
   // A route and its latency, computed once per (src, dst).
   struct CachedRoute {
     topology::Path path;
