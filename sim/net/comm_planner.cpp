@@ -58,7 +58,7 @@ CommPlan CommPlanner::price(collectives::Schedule schedule, const std::vector<st
       const CachedRoute& route = cached_route(endpoints[transfer.src], endpoints[transfer.dst]);
       const topology::Path& path = route.path;
       paths.push_back(&path);
-      cost.step_latency_s = std::max(cost.step_latency_s, route.latency_s);
+      cost.path_latency_s = std::max(cost.path_latency_s, route.latency_s);
       for (topology::LinkId link : path) {
         if (link_load_[link]++ == 0) touched.push_back(link);
       }
@@ -70,6 +70,7 @@ CommPlan CommPlanner::price(collectives::Schedule schedule, const std::vector<st
                                        link_load_[link] / cluster_.link(link).spec.effective_bandwidth());
       link_load_[link] = 0;
     }
+    cost.step_latency_s = cost.path_latency_s;
     if (options_.logp && !phase.transfers.empty()) {
       cost.logp_overhead_s = 2 * options_.logp_overhead_s + (most_messages - 1) * options_.logp_gap_s;
     }

@@ -27,7 +27,9 @@
 namespace sim {
 
 struct PhaseCost {
-  double step_latency_s = 0;     // α: the largest path latency among the step's transfers
+  double step_latency_s = 0;     // α: the largest path latency among the step's transfers,
+                                 // or with collectives.library = "nccl" NCCL's latency per step
+  double path_latency_s = 0;     // the largest path latency among the step's transfers, always
   double logp_overhead_s = 0;    // LogGP's 2o + (n−1)·g on top of α (0 unless network.logp)
   double seconds_per_byte = 0;   // max over links of (transfers on it / its bandwidth)
 };

@@ -37,10 +37,22 @@ void PacketNetwork::start_step(std::uint32_t id) {
     engine_.schedule_after(Time::zero(), [done = std::move(done), result = std::move(result)] { done(result); });
     return;
   }
-  const collectives::Phase& phase = phases[comm.phase];
   comm.step_start = engine_.now();
   comm.member_step_end.assign(comm.plan->endpoints.size(), engine_.now());
   comm.member_busy.assign(comm.plan->endpoints.size(), 0);
+  const PhaseCost& cost = comm.plan->costs[comm.phase];
+  const double wait_s =
+      cost.step_latency_s - cost.path_latency_s;  // what NCCL adds to the links' α
+  if (wait_s > 0) {
+    engine_.schedule_after(Time::from_seconds(wait_s), [this, id] { send_chunks(id); });
+  } else {
+    send_chunks(id);
+  }
+}
+
+void PacketNetwork::send_chunks(std::uint32_t id) {
+  Comm& comm = comms_[id];
+  const collectives::Phase& phase = comm.plan->schedule.phases[comm.phase];
   // Chunks of at most network.chunk_kib, and at least kMinPackets per transfer (down to
   // kSmallestPacket) so that transfers sharing a link interleave nearly as finely as a fluid.
   constexpr double kMinPackets = 8;

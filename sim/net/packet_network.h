@@ -5,6 +5,10 @@
 // do: a chunk's head moves on to the next link after the link's latency, and the next link
 // finishes it no sooner than its tail arrives. Alone on a path a chunk thus takes
 // Σ latency + size / bottleneck bandwidth — the α-β cost — and a transfer's chunks pipeline.
+// With collectives.library = "nccl" a step's α is NCCL's latency per step (comm_planner.h), not
+// the links': a step's chunks then leave after what NCCL's latency adds to the links' own (its
+// kernel launch, protocol and proxy costs), so a step alone takes NCCL's α plus the data term,
+// as in the other models.
 // A step ends when its last chunk arrives; the collective's next step starts then. Contention
 // is whatever the FIFO queues produce, across collectives too. Each member's steps can be
 // drawn on the timeline.
@@ -54,6 +58,7 @@ class PacketNetwork : public NetworkModel {
   };
 
   void start_step(std::uint32_t comm);
+  void send_chunks(std::uint32_t comm);
   void end_step(std::uint32_t comm);
   // The head of chunk `chunk` reaches hop chunks_[chunk].hop of its path now.
   void arrive(std::uint32_t chunk);

@@ -76,6 +76,28 @@ TYPED_TEST(NetworkModelTest, RingAllReduceInsideANodeMatchesTheClosedForm) {
   EXPECT_NEAR(t, expected, this->kTolerance * expected);
 }
 
+// With collectives.library = "nccl" a step's α is NCCL's latency, which every model pays: alone,
+// a small collective takes NCCL's tuner's latency (NVIDIA/nccl src/graph/tuning.cc): ring/LL on
+// 8 H100 in one node 6.6 µs base + 2·7 NVLink steps × 0.6 µs = 15.0 µs; NVLSTree across two
+// nodes 25 µs + 2·log2(2)·20.9 µs = 66.8 µs. (The packet model once paid the links' α alone:
+// 2.7 µs for the NVLSTree, and less for 2 MiB than for 8 B.)
+TYPED_TEST(NetworkModelTest, SmallCollectivesPayNcclsLatencyInEveryModel) {
+  sim::NetworkOptions nccl;
+  nccl.library = "nccl";
+  const double ring =
+      this->seconds(test_support::hgx_cluster(1),
+                    collective(CollectiveKind::kAllReduce, Algorithm::kRing, range(0, 8), 8), nccl);
+  EXPECT_NEAR(ring * 1e6, 15.0, 0.01);
+  const double small_tree = this->seconds(
+      test_support::hgx_cluster(2),
+      collective(CollectiveKind::kAllReduce, Algorithm::kNvlsTree, range(0, 16), 8 << 10), nccl);
+  EXPECT_NEAR(small_tree * 1e6, 66.8, 0.1);
+  const double large_tree = this->seconds(
+      test_support::hgx_cluster(2),
+      collective(CollectiveKind::kAllReduce, Algorithm::kNvlsTree, range(0, 16), 2 << 20), nccl);
+  EXPECT_GT(large_tree, small_tree);
+}
+
 TYPED_TEST(NetworkModelTest, RingAllReduceOnAFullMeshUsesEveryLink) {
   // MI300X: 8 GPUs, a 64 GB/s link (48 usable) between every two. The ring all-reduce runs 7
   // rings over disjoint Hamiltonian cycles, each hop on its own link, M/7 per ring:
