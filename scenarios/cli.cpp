@@ -6,25 +6,27 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <limits>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
-#include <nlohmann/json.hpp>
 
 #include "backend/calibration.h"
 #include "backend/capabilities.h"
 #include "backend/executor.h"
 #include "backend/work_split.h"
 #include "scenarios/advise.h"
-#include "scenarios/search.h"
 #include "scenarios/collective_bench.h"
 #include "scenarios/machine_memory.h"
 #include "scenarios/one_line.h"
 #include "scenarios/run_scenario.h"
 #include "scenarios/scenario_loader.h"
+#include "scenarios/search.h"
 #include "scenarios/sweep.h"
 #include "scenarios/validation.h"
 #include "sim/compute/compute_model.h"
@@ -41,6 +43,7 @@ namespace {
 constexpr int kExitBadInput = 2;
 constexpr int kExitFailure = 1;
 constexpr int kExitOutOfMemory = 3;  // run --fail-on-oom: the step does not fit
+constexpr std::int64_t kMostRows = 1'000'000'000;  // sweep/search counts: rows, layouts simulated
 
 // Prints "dtsim: KIND: MESSAGE" as one line of valid UTF-8 (MESSAGE may echo user input), in
 // one write: std::cerr is unbuffered, and under mpirun another process's line would otherwise
@@ -48,6 +51,22 @@ constexpr int kExitOutOfMemory = 3;  // run --fail-on-oom: the step does not fit
 void print_error(std::ostream& err, std::string_view kind, const std::string& message) {
   constexpr std::size_t kLongestLine = 2000, kKept = 1600;
   err << fmt::format("dtsim: {}: {}\n", kind, one_line(message, kLongestLine, kKept)) << std::flush;
+}
+
+// A whole number from `minimum` to `maximum`, said plainly: CLI11's ranges print doubles (the
+// upper end as 300 digits), and its unsigned conversion takes -1 as the largest count.
+CLI::Validator whole_number(std::int64_t minimum, std::int64_t maximum) {
+  return CLI::Validator(
+      [minimum, maximum](std::string& text) -> std::string {
+        std::int64_t value = 0;
+        const char* end = text.data() + text.size();
+        const auto [parsed_to, error] = std::from_chars(text.data(), end, value);
+        if (error == std::errc() && parsed_to == end && value >= minimum && value <= maximum)
+          return {};
+        return fmt::format("expected a whole number from {} to {}, got \"{}\"", minimum, maximum,
+                           text);
+      },
+      fmt::format("{}..{}", minimum, maximum));
 }
 
 struct RunOptions {
@@ -668,21 +687,30 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       ->allow_extra_args(false);
   sweep->add_option("--sort", options.sweep_view.sort_by, "sort the rows by a figure, best first")
       ->check(CLI::IsMember(sweep_sort_columns()));
-  sweep->add_option("--top", options.sweep_view.top, "show only the first N rows (the CSV keeps every point)")
-      ->check(CLI::PositiveNumber);
+  sweep
+      ->add_option("--top", options.sweep_view.top,
+                   "show only the first N rows (the CSV keeps every point)")
+      ->check(whole_number(1, kMostRows));
   sweep->add_flag("--json", options.json, "print the rows as JSON instead of a table");
 
   CLI::App* search_command = app.add_subcommand(
       "search", "every valid layout for the scenario's model and GPUs, estimated in closed form; the best simulated, ranked");
   add_scenario_options(*search_command, options, /*writes_output=*/true);
   search_command->add_option("-j,--threads", options.threads, "worker threads (default: all cores)");
-  search_command->add_option("--simulate", options.search.simulate, "how many of the best estimates to simulate (default 8)");
-  search_command->add_option("--sample", options.search.sample,
-                             "more layouts simulated, spread over the ranking, to measure the estimate's rank correlation "
-                             "(default 8)");
+  search_command
+      ->add_option("--simulate", options.search.simulate,
+                   "how many of the best estimates to simulate (default 8)")
+      ->check(whole_number(0, kMostRows));
+  search_command
+      ->add_option("--sample", options.search.sample,
+                   "more layouts simulated, spread over the ranking, to measure the estimate's "
+                   "rank correlation "
+                   "(default 8)")
+      ->check(whole_number(0, kMostRows));
   search_command->add_option("--objective", options.search.objective, "tokens (tokens/s, default) or cost (per token)")
       ->check(CLI::IsMember({"tokens", "cost"}));
-  search_command->add_option("--top", options.search_rows, "rows of the ranked table (default 10)");
+  search_command->add_option("--top", options.search_rows, "rows of the ranked table (default 10)")
+      ->check(whole_number(1, kMostRows));
   search_command->add_flag("--with-advise", options.with_advise, "simulate the layouts dtsim advise proposes beside them");
   search_command->add_flag("--json", options.json, "print the ranking and the Pareto front as JSON");
   CLI::App* advise_command =
@@ -702,7 +730,9 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
           "ring, tree, hd, hier, direct, nvls, collnet, nvls_tree or auto; several with commas")
       ->capture_default_str();
   CLI::Option* ranks = collective->add_option("--ranks", bench.ranks, "ranks 0..N-1 of the cluster")->capture_default_str();
-  collective->add_option("--nodes", bench.nodes, "every GPU of N nodes, in place of --ranks")->excludes(ranks);
+  collective->add_option("--nodes", bench.nodes, "every GPU of N nodes, in place of --ranks")
+      ->excludes(ranks)
+      ->check(whole_number(1, std::numeric_limits<std::int32_t>::max()));
   CLI::Option* sizes = collective->add_option("--sizes", bench.sizes, "MIN:MAX bytes, K/M/G suffixes")->capture_default_str();
   CLI::Option* min_bytes =
       collective
@@ -718,11 +748,18 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
                             ->add_option("-f,--factor,--stepfactor", bench.factor,
                                          "size multiplier between rows, as nccl-tests' -f")
                             ->capture_default_str();
-  collective->add_option("--topology", bench.topology, "node preset (nodes as many as the ranks need)")
-      ->capture_default_str();
-  collective->add_option("--fabric", bench.fabric, "fabric preset")->capture_default_str();
-  collective->add_flag("--sharp", bench.sharp, "the fabric's switches reduce in the network (SHARP), for collnet");
-  collective->add_option("--scenario", bench.scenario, "take the cluster from a scenario instead");
+  CLI::Option* topology = collective
+                              ->add_option("--topology", bench.topology,
+                                           "node preset (nodes as many as the ranks need)")
+                              ->capture_default_str();
+  CLI::Option* fabric =
+      collective->add_option("--fabric", bench.fabric, "fabric preset")->capture_default_str();
+  CLI::Option* sharp = collective->add_flag(
+      "--sharp", bench.sharp, "the fabric's switches reduce in the network (SHARP), for collnet");
+  collective->add_option("--scenario", bench.scenario, "take the cluster from a scenario instead")
+      ->excludes(topology)
+      ->excludes(fabric)
+      ->excludes(sharp);
   collective->add_option("--model", bench.model, "network model: analytic, flow or packet")->capture_default_str();
   collective->add_option("--library", bench.library, "collective library priced: nccl (its algorithms, protocols and latencies) or ideal (any schedule, α-β)")
       ->capture_default_str();

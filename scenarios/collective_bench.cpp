@@ -34,15 +34,24 @@ std::vector<std::string> split(const std::string& text, char separator) {
   throw ScenarioError("dtsim collective", option, message, hint);
 }
 
-program::CollectiveKind parse_kind(const std::string& op) {
-  for (auto kind : {program::CollectiveKind::kAllReduce, program::CollectiveKind::kAllGather,
-                    program::CollectiveKind::kReduceScatter, program::CollectiveKind::kBroadcast,
-                    program::CollectiveKind::kReduce, program::CollectiveKind::kAllToAll,
-                    program::CollectiveKind::kBarrier}) {
+constexpr program::CollectiveKind kBenchedKinds[] = {
+    program::CollectiveKind::kAllReduce,     program::CollectiveKind::kAllGather,
+    program::CollectiveKind::kReduceScatter, program::CollectiveKind::kBroadcast,
+    program::CollectiveKind::kReduce,        program::CollectiveKind::kAllToAll,
+    program::CollectiveKind::kBarrier};
+constexpr const char* kBenchedOps =
+    "all_reduce, all_gather, reduce_scatter, broadcast, reduce, all_to_all, barrier";
+
+std::optional<program::CollectiveKind> kind_named(const std::string& op) {
+  for (auto kind : kBenchedKinds) {
     if (program::collective_name(kind) == op) return kind;
   }
-  bad("--op", fmt::format("unknown collective \"{}\"", op),
-      "one of all_reduce, all_gather, reduce_scatter, broadcast, reduce, all_to_all, barrier");
+  return std::nullopt;
+}
+
+program::CollectiveKind parse_kind(const std::string& op) {
+  if (const auto kind = kind_named(op)) return *kind;
+  bad("--op", fmt::format("unknown collective \"{}\"", op), fmt::format("one of {}", kBenchedOps));
 }
 
 topology::ClusterSpec cluster_for(const CollectiveBenchOptions& options) {
@@ -107,15 +116,17 @@ namespace {
 // The options with --nodes turned into ranks and -b / -e into --sizes.
 CollectiveBenchOptions resolved(CollectiveBenchOptions options) {
   constexpr std::int32_t kMaxRanks = 65536;
-  if (options.nodes != 0) {
-    if (options.nodes < 1 || options.nodes > kMaxRanks) {
-      bad("--nodes", fmt::format("expected between 1 and {} nodes, got {}", kMaxRanks, options.nodes));
+  if (options.nodes) {
+    if (*options.nodes < 1 || *options.nodes > kMaxRanks) {
+      bad("--nodes",
+          fmt::format("expected between 1 and {} nodes, got {}", kMaxRanks, *options.nodes));
     }
     const std::int32_t per_node =
         options.scenario.empty() ? cluster_for(options).node.gpus : load_scenario(options.scenario).cluster.node.gpus;
-    const std::int64_t ranks = std::int64_t{options.nodes} * per_node;
+    const std::int64_t ranks = std::int64_t{*options.nodes} * per_node;
     if (ranks > kMaxRanks) {
-      bad("--nodes", fmt::format("{} nodes × {} GPUs = {} ranks, more than {}", options.nodes, per_node, ranks, kMaxRanks));
+      bad("--nodes", fmt::format("{} nodes × {} GPUs = {} ranks, more than {}", *options.nodes,
+                                 per_node, ranks, kMaxRanks));
     }
     options.ranks = static_cast<std::int32_t>(ranks);
   }
@@ -171,6 +182,11 @@ std::vector<CollectiveBenchRow> rows_of_log(const CollectiveBenchOptions& option
         fmt::format("{} ran on {} ranks; this benchmark has {}", options.compare, log.ranks,
                     options.ranks),
         fmt::format("--ranks {}, or --nodes with as many GPUs", log.ranks));
+  }
+  if (!log.op.empty() && !kind_named(log.op)) {
+    bad("--compare",
+        fmt::format("{} measured {}, which this benchmark does not run", options.compare, log.op),
+        fmt::format("a log of one of {} (nccl-tests' <op>_perf)", kBenchedOps));
   }
   if (!log.op.empty() && log.op != options.op) {
     bad("--compare",

@@ -21,7 +21,7 @@ struct CollectiveBenchOptions {
   std::string op = "all_reduce";
   std::string algorithms = "auto";  // one name, or several separated by commas
   std::int32_t ranks = 8;
-  std::int32_t nodes = 0;           // > 0: every GPU of this many nodes, in place of `ranks`
+  std::optional<std::int32_t> nodes;  // every GPU of this many nodes, in place of `ranks`
   std::string sizes = "8:8G";       // MIN:MAX in bytes, K/M/G suffixes (powers of 1024)
   std::string min_bytes, max_bytes; // nccl-tests' -b / -e: in place of MIN / MAX when set
   double factor = 2;                // size multiplier between rows

@@ -6,12 +6,12 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
-#include <fstream>
 #include <limits>
 #include <optional>
 #include <sstream>
 
 #include "scenarios/scenario.h"
+#include "scenarios/scenario_loader.h"
 
 namespace scenarios {
 namespace {
@@ -94,11 +94,11 @@ NcclTestsLog parse_nccl_tests_log(std::istream& log, const std::string& name) {
 }
 
 NcclTestsLog read_nccl_tests_log(const std::string& path) {
-  std::ifstream file(path);
-  if (!file) {
-    throw ScenarioError(path, "--compare", "cannot open this file",
-                        "the path of an nccl-tests log");
+  const auto text = read_input_file(path);
+  if (const auto* why = std::get_if<std::string_view>(&text)) {
+    throw ScenarioError(path, "--compare", std::string(*why), "the path of an nccl-tests log");
   }
+  std::istringstream file(std::get<std::string>(text));
   return parse_nccl_tests_log(file, path);
 }
 

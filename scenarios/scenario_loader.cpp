@@ -1434,21 +1434,6 @@ void merge_profile(toml::table& root, const toml::table& profile, const std::str
   }
 }
 
-// The text of a regular file of at most kLargestInputFile bytes; otherwise why not.
-constexpr std::uintmax_t kLargestInputFile = 64u << 20;
-std::variant<std::string, std::string_view> read_input_file(const std::filesystem::path& path) {
-  std::error_code error;
-  if (!std::filesystem::is_regular_file(path, error)) {
-    return std::string_view(std::filesystem::exists(path, error) ? "not a regular file" : "no such file");
-  }
-  if (std::filesystem::file_size(path, error) > kLargestInputFile) return std::string_view("larger than 64 MiB");
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  if (!in.good() && !in.eof()) return std::string_view("cannot be read");
-  return text.str();
-}
-
 // A hardware profile (a TOML file of measured hardware keys, as `dtsim calibrate` writes) taken
 // in under the scenario's own keys; `location` names where it was asked for.
 void merge_profile_file(toml::table& root, const std::filesystem::path& file, const std::string& location,
@@ -1808,6 +1793,22 @@ std::optional<TraceSelection> parse_trace_selection(const std::string& text, std
     }
   }
   return selection;
+}
+
+constexpr std::uintmax_t kLargestInputFile = 64u << 20;
+std::variant<std::string, std::string_view> read_input_file(const std::filesystem::path& path) {
+  std::error_code error;
+  if (!std::filesystem::is_regular_file(path, error)) {
+    return std::string_view(std::filesystem::exists(path, error) ? "not a regular file"
+                                                                 : "no such file");
+  }
+  if (std::filesystem::file_size(path, error) > kLargestInputFile)
+    return std::string_view("larger than 64 MiB");
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  if (!in.good() && !in.eof()) return std::string_view("cannot be read");
+  return text.str();
 }
 
 }  // namespace scenarios

@@ -4,9 +4,12 @@
 // strings, as `dtsim run --set` does; an override of an unknown key is an error too.
 #pragma once
 
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <variant>
 #include <vector>
 
 #include "scenarios/scenario.h"
@@ -62,6 +65,11 @@ Scenario load_scenario(const std::string& path, const std::vector<std::string>& 
 // "0-7,896", "first-node,critical", "all", "none", … (TraceSelection); none, with the reason in
 // `why`, when the text is not such a list.
 std::optional<TraceSelection> parse_trace_selection(const std::string& text, std::string* why = nullptr);
+
+// The text of a regular file of at most 64 MiB; otherwise why not ("not a regular file", "no
+// such file", "larger than 64 MiB", "cannot be read"). Every input file dtsim reads goes
+// through it.
+std::variant<std::string, std::string_view> read_input_file(const std::filesystem::path& path);
 
 // Levenshtein distance, for "did you mean" suggestions.
 std::size_t edit_distance(const std::string& a, const std::string& b);

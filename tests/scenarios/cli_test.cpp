@@ -522,6 +522,42 @@ TEST_F(CliTest, HelpVersionQuietJsonAndNcclTestsSpellings) {
   EXPECT_GT(json["candidates"][0]["report"]["step_time_s"].get<double>(), 0);
 }
 
+// Counts out of range, options that cannot go together, and a log of a test dtsim does not run
+// are one error each, naming the option (exit 2) — not run with a default: CLI11 once read
+// --simulate -1 as the largest count (every layout simulated), --nodes 0 as "not given", and
+// --scenario silently dropped --topology.
+TEST_F(CliTest, CountsOutOfRangeConflictingOptionsAndForeignLogsAreOneErrorEach) {
+  const std::string tiny = kSource + "/scenarios/real/tiny_ddp_2ranks.toml";
+  const auto expect_error = [](const std::vector<std::string>& args, const std::string& message) {
+    const CliRun run = dtsim(args);
+    EXPECT_EQ(run.code, 2) << args[0] << " " << args.back();
+    EXPECT_NE(run.err.find(message), std::string::npos) << run.err;
+    EXPECT_TRUE(run.out.empty()) << run.out;
+  };
+  expect_error({"collective", "--nodes", "0"}, "--nodes: expected a whole number from 1 to ");
+  expect_error({"search", tiny, "--simulate", "-1"},
+               "--simulate: expected a whole number from 0 to ");
+  expect_error({"search", tiny, "--sample", "1e9x"}, "--sample: expected a whole number");
+  expect_error({"search", tiny, "--top", "0"}, "--top: expected a whole number from 1 to ");
+  expect_error({"sweep", kSource + "/scenarios/c2_7b_ddp_comm_compute_ratio.toml", "--top", "0"},
+               "--top: expected a whole number from 1 to ");
+  expect_error(
+      {"collective", "--scenario", kSource + "/scenarios/default.toml", "--topology", "hgx-b200"},
+      "--topology excludes --scenario");
+  expect_error({"collective", "--scenario", kSource + "/scenarios/default.toml", "--sharp"},
+               "--sharp excludes --scenario");
+
+  const fs::path sendrecv = scratch_ / "sendrecv_perf.log";
+  std::ofstream(sendrecv)
+      << "# Collective test starting: sendrecv_perf\n"
+         "        1024           256     float     sum      -1    10.00    0.10    0.10      0    "
+         "10.00    0.10    0.10      0\n";
+  expect_error({"collective", "--compare", sendrecv.string()},
+               "measured sendrecv, which this benchmark does not run (a log of one of all_reduce,");
+  expect_error({"collective", "--compare", (scratch_ / ".").string()},
+               "--compare: not a regular file");
+}
+
 // Sets an environment variable while it lives, then puts back what was there.
 class ScopedEnvironment {
  public:
