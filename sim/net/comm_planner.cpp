@@ -126,8 +126,35 @@ void CommPlanner::price_as_nccl(CommPlan& plan, const collectives::CollectiveSpe
 std::unique_ptr<CommPlan> CommPlanner::plan_with(const collectives::CollectiveSpec& spec,
                                                   const std::vector<std::int32_t>& endpoints, bool by_nccl) {
   auto plan = std::make_unique<CommPlan>(price(collectives::build_schedule(spec), endpoints));
-  if (by_nccl && options_.library == "nccl" && nccl::runs(spec.kind, spec.algorithm)) price_as_nccl(*plan, spec);
+  if (by_nccl && options_.library == "nccl" && nccl::runs(spec.kind, spec.algorithm)) {
+    price_as_nccl(*plan, spec);
+    if (spec.algorithm == program::Algorithm::kNvlsTree) pace_by_node_stage(*plan, spec);
+  }
   return plan;
+}
+
+void CommPlanner::pace_by_node_stage(CommPlan& plan, const collectives::CollectiveSpec& spec) {
+  CommRequest node_stage;
+  node_stage.kind = spec.kind;
+  node_stage.bytes = spec.bytes;
+  for (std::size_t m = 0; m < spec.locations.size(); ++m) {
+    if (spec.locations[m].node == spec.locations.front().node)
+      node_stage.endpoints.push_back(plan.endpoints[m]);
+  }
+  const collectives::CollectiveSpec nvls =
+      collective_spec(cluster_, options_, node_stage, program::Algorithm::kNvls);
+  const double tuner_data_s = *plan.tuner_seconds - plan.latency_seconds;
+  if (collectives::unsupported_reason(nvls) || tuner_data_s <= 0) return;
+  // The stage's links priced as NCCL prices NVLS's (its tuner's bus bandwidth), in NVLSTree's
+  // own chunks (the plan's runtime over tuner ratio).
+  const double stage_tuner_s =
+      plan_with(nvls, node_stage.endpoints, /*by_nccl=*/false)->bandwidth_seconds *
+      nccl::wire_factor(program::Algorithm::kNvls, nccl::Protocol::kSimple, {});
+  if (stage_tuner_s <= tuner_data_s) return;
+  const double data_seconds = plan.bandwidth_seconds / plan.wire_factor;
+  plan.bandwidth_seconds *= stage_tuner_s / tuner_data_s;
+  plan.wire_factor = plan.bandwidth_seconds / data_seconds;
+  plan.tuner_seconds = plan.latency_seconds + stage_tuner_s;
 }
 
 const CommPlan& CommPlanner::plan(const CommRequest& request) {

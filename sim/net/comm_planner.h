@@ -84,6 +84,11 @@ class CommPlanner {
   // collectives.library = "nccl": NCCL's latency and the cheapest protocol in place of the
   // links' α (nccl_model.h).
   void price_as_nccl(CommPlan& plan, const collectives::CollectiveSpec& spec) const;
+  // NVLSTree's stage inside each node is an NVLS all-reduce of the whole message (NVLink SHARP's
+  // reduction, then its multicast). Where a node's NICs outrun that (an NVL72 rack's 72 NICs),
+  // it sets the pace: the plan's data time is at least NVLS's on its first node's links, in the
+  // plan's own chunks.
+  void pace_by_node_stage(CommPlan& plan, const collectives::CollectiveSpec& spec);
   // Plans the collective `spec` describes, priced as the library does (`by_nccl` false: by the
   // links' α-β whatever the library).
   std::unique_ptr<CommPlan> plan_with(const collectives::CollectiveSpec& spec, const std::vector<std::int32_t>& endpoints,

@@ -101,7 +101,9 @@ constexpr double kNvlsLatency = 25.0;
 // NVLSTree (NVLink SHARP in each node, a tree of the nodes over the NICs, Simple only): no base;
 // the NVLink SHARP hop's 25 µs, then up and down the tree's log2(nodes) levels at 20.9 µs each
 // (:153, :161, :173, :427–428). Bandwidth: the schedule's own loads (NVLink at the links' rate:
-// NCCL's cap, tuner_data_s, or the NICs bind first on Hopper and Blackwell), at least the cap.
+// NCCL's cap, tuner_data_s, or the NICs bind first on 8-GPU nodes), at least the cap; and no
+// faster than NVLS inside each node (CommPlanner::pace_by_node_stage: an NVL72 rack's 72 NICs
+// outrun its NVLink SHARP).
 constexpr double kNvlsTreeNetworkLatency = 20.9;
 constexpr double kNvlsOverRingBusBandwidth = 476.0 / 360.0;
 constexpr double kNvlsWireFactor = (2.0 * 7.0 / 9.0) / kNvlsOverRingBusBandwidth;

@@ -1,13 +1,15 @@
 // NCCL's cost model (sim/net/nccl_model.h) against NCCL's own formulas worked by hand from
 // src/graph/tuning.cc (docs/research/nccl_tuning.md §6), and the planner's use of it: `auto`
 // chooses only what NCCL runs, LL for small messages and Simple for large ones.
+#include "sim/net/nccl_model.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 #include "sim/net/comm_planner.h"
-#include "sim/net/nccl_model.h"
 #include "tests/support/clusters.h"
+#include "topology/presets.h"
 
 namespace {
 
@@ -376,6 +378,26 @@ TEST(NcclModelTest, NvlsTreeIsSimpleOnlyAtItsLatenciesAndNoFasterThanItsChannels
                 .plan(all_reduce(16, bytes))
                 .schedule.algorithm,
             Algorithm::kNvlsTree);
+}
+
+// NVLSTree's stage inside each node is an NVLS all-reduce of the whole message, so across racks
+// it cannot beat NVLS inside one rack at the same chunk size (16 GiB: 128 KiB chunks for both).
+// On GB200 NVL72 racks, 72 NICs each, the NICs outrun the racks' NVLink SHARP and that stage
+// sets the pace. (Before, the NVLink stage was priced at the links' rate without NVLS's
+// bandwidth ratio: two racks all-reduced 16 GiB in 23.9 ms, one rack's NVLS took 28.1.)
+TEST(NcclModelTest, NvlsTreeAcrossNvl72RacksIsNoFasterThanNvlsInsideOneRack) {
+  const auto seconds = [](int racks, Algorithm algorithm) {
+    topology::ClusterSpec spec;
+    spec.node = *topology::node_preset("gb200-nvl72");
+    spec.fabric = *topology::fabric_preset("ib-ndr-rail");
+    spec.nodes = racks;
+    const topology::Cluster cluster(spec);
+    sim::CommPlanner planner(cluster, sim::NetworkOptions{});
+    sim::CommRequest request = all_reduce(72 * racks, std::int64_t{16} << 30);
+    request.algorithm = algorithm;
+    return planner.plan(request).seconds();
+  };
+  EXPECT_GE(seconds(2, Algorithm::kNvlsTree), seconds(1, Algorithm::kNvls));
 }
 
 TEST(NcclModelTest, NvlsAndNvlsTreeChunksShrinkWithTheMessageAndEachCostsAFixedSynchronisation) {
