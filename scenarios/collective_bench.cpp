@@ -34,6 +34,8 @@ std::vector<std::string> split(const std::string& text, char separator) {
   throw ScenarioError("dtsim collective", option, message, hint);
 }
 
+constexpr std::int64_t kFloatBytes = 4;  // the benchmark's data type, as nccl-tests' default: float
+
 constexpr program::CollectiveKind kBenchedKinds[] = {
     program::CollectiveKind::kAllReduce,     program::CollectiveKind::kAllGather,
     program::CollectiveKind::kReduceScatter, program::CollectiveKind::kBroadcast,
@@ -165,10 +167,14 @@ std::vector<CollectiveBenchRow> rows_of_sizes(const CollectiveBenchOptions& opti
                                 options.factor, rows, kMaxRows),
         "a larger factor, e.g. 2, or a narrower --sizes");
   }
+  // Whole floats, as nccl-tests runs them (count = size / 4); a factor near 1 would otherwise
+  // repeat a size.
   std::vector<CollectiveBenchRow> sweep;
   for (double bytes = static_cast<double>(min_bytes);
        bytes <= static_cast<double>(max_bytes) * (1 + 1e-9); bytes *= options.factor) {
-    sweep.emplace_back().bytes = static_cast<std::int64_t>(bytes);
+    const std::int64_t whole_floats = static_cast<std::int64_t>(bytes) / kFloatBytes * kFloatBytes;
+    if (sweep.empty() || sweep.back().bytes != whole_floats)
+      sweep.emplace_back().bytes = whole_floats;
   }
   return sweep;
 }
@@ -376,7 +382,7 @@ std::string format_collective_bench(const CollectiveBenchResult& result) {
   const double factor = collectives::bus_bandwidth_factor(result.kind, result.ranks);
   std::vector<std::string> fastest;
   for (const CollectiveBenchRow& row : result.rows) {
-    out += fmt::format("  {:>10} {:>12} {:>6}", row.bytes, row.bytes / 4, "float");
+    out += fmt::format("  {:>10} {:>12} {:>6}", row.bytes, row.bytes / kFloatBytes, "float");
     std::size_t best = 0;
     for (std::size_t a = 0; a < row.seconds.size(); ++a) {
       const double algbw = row.seconds[a] > 0 ? static_cast<double>(row.bytes) / row.seconds[a] / 1e9 : 0;

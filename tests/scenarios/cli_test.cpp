@@ -558,6 +558,24 @@ TEST_F(CliTest, CountsOutOfRangeConflictingOptionsAndForeignLogsAreOneErrorEach)
                "--compare: not a regular file");
 }
 
+// Sizes are whole floats, as nccl-tests runs them, each once: a factor near 1 repeated sizes and
+// printed 9914 bytes as 2478 floats.
+TEST_F(CliTest, CollectiveSizesAreWholeFloatsEachOnce) {
+  const CliRun run = dtsim({"collective", "--sizes", "7:9K", "--factor", "1.001", "--algo", "ring",
+                            "--model", "analytic", "--json"});
+  ASSERT_EQ(run.code, 0) << run.err;
+  const auto rows = nlohmann::json::parse(run.out)["rows"];
+  ASSERT_GT(rows.size(), 500u);
+  EXPECT_EQ(rows.front()["bytes"], 4);
+  std::int64_t previous = 0;
+  for (const auto& row : rows) {
+    const auto bytes = row["bytes"].get<std::int64_t>();
+    EXPECT_EQ(bytes % 4, 0) << bytes;
+    EXPECT_GT(bytes, previous);
+    previous = bytes;
+  }
+}
+
 // Sets an environment variable while it lives, then puts back what was there.
 class ScopedEnvironment {
  public:
