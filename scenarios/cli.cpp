@@ -819,7 +819,17 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   } catch (const CLI::ParseError& error) {
     std::ostream& shown = follower ? follower_output : err;
     if (error.get_exit_code() == 0) return app.exit(error, follower ? follower_output : out, shown);  // --help, --version
-    print_error(shown, "error", std::string(error.what()) + " (see dtsim --help, or dtsim <command> --help)");
+    std::string message = error.what();
+    if (argc > 1 && argv[1][0] != '-' &&
+        app.get_subcommands().empty()) {  // `dtsim rnu`: name the word
+      std::vector<std::string> commands;
+      for (const CLI::App* command : app.get_subcommands({}))
+        commands.push_back(command->get_name());
+      const std::string closest = closest_match(argv[1], commands);
+      message = fmt::format("unknown command \"{}\"{}", argv[1],
+                            closest.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", closest));
+    }
+    print_error(shown, "error", message + " (see dtsim --help, or dtsim <command> --help)");
     return kExitBadInput;
   }
   // `mpirun -np N dtsim sweep|search`: MPI for the command's life, the simulations shared out

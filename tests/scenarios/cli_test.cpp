@@ -295,6 +295,8 @@ TEST_F(CliTest, BadOverrideAndMissingFileExitWithTwo) {
 TEST_F(CliTest, UsageErrorsExitWithTwoAndHelpWithZero) {
   EXPECT_EQ(dtsim({}).code, 2);
   EXPECT_EQ(dtsim({"fly"}).code, 2);
+  EXPECT_NE(dtsim({"rnu"}).err.find("unknown command \"rnu\" (did you mean \"run\"?)"),
+            std::string::npos);
   EXPECT_EQ(dtsim({"run"}).code, 2);
   EXPECT_EQ(dtsim({"run", "x.toml", "--no-such-flag"}).code, 2);
   for (const char* command : {"run", "sweep", "presets", "info"}) {
