@@ -145,6 +145,8 @@ class TableReader {
     return anchor_;
   }
   std::string location() const { return table_ ? location_of(table_, path_) : anchor_; }
+  // Whether `key`'s value came from the command line or a sweep point rather than the file.
+  bool overridden(std::string_view key) const { return origins_.count(dotted(key)) > 0; }
 
   [[noreturn]] void fail(std::string_view key, std::string message, std::string hint = {}) const {
     const toml::node* node = table_ ? table_->get(key) : nullptr;
@@ -633,13 +635,23 @@ void read_parallel(TableReader& reader, Scenario& scenario) {
   parallel.dp = static_cast<std::int32_t>(
       reader.count("dp", std::max<std::int64_t>(1, gpus / (parallel.tp * parallel.pp * parallel.cp)), 1, gpus));
   if (static_cast<std::int64_t>(parallel.world()) != gpus) {  // rule R2
-    reader.fail(dp_given ? "dp" : "tp",
-                fmt::format("world size dp × tp × pp{} = {} × {} × {}{} = {} does not match the cluster's "
-                            "{} GPUs ({} nodes × {})",
-                            parallel.cp > 1 ? " × cp" : "", parallel.dp, parallel.tp, parallel.pp,
-                            parallel.cp > 1 ? fmt::format(" × {}", parallel.cp) : "", parallel.world(), gpus,
-                            scenario.cluster.nodes, scenario.cluster.node.gpus),
-                "the product of the parallel degrees must equal cluster.nodes × gpus_per_node");
+    // Blame the degree the user changed last: one set on the command line or by a sweep point,
+    // else one the file states (dp first), else tp.
+    std::string_view blamed = dp_given ? "dp" : "tp";
+    for (std::string_view degree : {"cp", "pp", "tp"}) {
+      if (!dp_given && reader.node(degree) != nullptr) blamed = degree;
+    }
+    for (std::string_view degree : {"cp", "pp", "tp", "dp"}) {
+      if (reader.overridden(degree)) blamed = degree;
+    }
+    reader.fail(
+        blamed,
+        fmt::format("world size dp × tp × pp{} = {} × {} × {}{} = {} does not match the cluster's "
+                    "{} GPUs ({} nodes × {})",
+                    parallel.cp > 1 ? " × cp" : "", parallel.dp, parallel.tp, parallel.pp,
+                    parallel.cp > 1 ? fmt::format(" × {}", parallel.cp) : "", parallel.world(),
+                    gpus, scenario.cluster.nodes, scenario.cluster.node.gpus),
+        "the product of the parallel degrees must equal cluster.nodes × gpus_per_node");
   }
   parallel.cp_scheme = reader.named("cp_scheme", parallel.cp_scheme);
   parallel.sequence_parallel = reader.boolean("sequence_parallel").value_or(false);

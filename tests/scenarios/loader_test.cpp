@@ -333,6 +333,15 @@ TEST(ScenarioOverrideTest, ABadOverrideNamesTheCommandLine) {
     EXPECT_EQ(error.location(), "--set cluster.nodes=0");
     EXPECT_EQ(error.key(), "cluster.nodes");
   }
+  // Parallel degrees that do not multiply to the GPUs: the one changed on the command line is
+  // named (it used to be parallel.tp at a line of the file, whichever degree was set).
+  try {
+    scenarios::load_scenario(kDefault, {"parallel.cp=3"});
+    FAIL();
+  } catch (const scenarios::ScenarioError& error) {
+    EXPECT_EQ(error.location(), "--set parallel.cp=3");
+    EXPECT_EQ(error.key(), "parallel.cp");
+  }
   EXPECT_THROW(scenarios::load_scenario(kDefault, {"no-equals-sign"}), scenarios::ScenarioError);
   EXPECT_THROW(scenarios::load_scenario(kDefault, {"cluster.nodes.deeper=1"}), scenarios::ScenarioError);
 }
