@@ -1387,9 +1387,14 @@ std::vector<std::string> implausible_values(const topology::ClusterSpec& cluster
     } else if (const toml::node* node = root.at_path(check.key).node(); node != nullptr) {
       where = fmt::format("{}:{}:{}: ", file, node->source().begin.line, node->source().begin.column);
     }
-    warnings.push_back(fmt::format("{}{} = {:g} {} is implausible: real hardware has {:g}–{:g} {} (a value in the wrong "
-                                   "unit?)",
-                                   where, check.key, check.value, check.unit, check.low, check.high, check.unit));
+    const bool latency = check.key.ends_with("latency_us");
+    warnings.push_back(fmt::format(
+        "{}{} = {:g} {} is implausible: real hardware has {:g}–{:g} {} (a value in the wrong "
+        "unit?){}",
+        where, check.key, check.value, check.unit, check.low, check.high, check.unit,
+        latency ? "; under collectives.library = \"nccl\" it prices point-to-point "
+                  "transfers only, collectives take NCCL's latencies"
+                : ""));
   }
   return warnings;
 }
