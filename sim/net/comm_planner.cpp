@@ -143,8 +143,10 @@ void CommPlanner::pace_by_node_stage(CommPlan& plan, const collectives::Collecti
   }
   const collectives::CollectiveSpec nvls =
       collective_spec(cluster_, options_, node_stage, program::Algorithm::kNvls);
+  if (!plan.tuner_seconds || collectives::unsupported_reason(nvls))
+    return;  // no steps: nothing to pace
   const double tuner_data_s = *plan.tuner_seconds - plan.latency_seconds;
-  if (collectives::unsupported_reason(nvls) || tuner_data_s <= 0) return;
+  if (tuner_data_s <= 0) return;
   // The stage's links priced as NCCL prices NVLS's (its tuner's bus bandwidth), in NVLSTree's
   // own chunks (the plan's runtime over tuner ratio).
   const double stage_tuner_s =
@@ -167,7 +169,7 @@ const CommPlan& CommPlanner::plan(const CommRequest& request) {
     }
     return *plan->second;
   }
-  key_.assign({request.kind ? static_cast<std::int64_t>(*request.kind) : -1,
+  key_.assign({static_cast<std::int64_t>(*request.kind),
                static_cast<std::int64_t>(request.algorithm), request.bytes, request.root,
                request.ps_servers, request.userbuffers ? 1 : 0});
   key_.insert(key_.end(), request.endpoints.begin(), request.endpoints.end());

@@ -96,8 +96,8 @@ class CommPlanner {
 
   const topology::Cluster& cluster_;
   NetworkOptions options_;
-  // By the request's fields and endpoints (a hash: ordered keys of hundreds of endpoints with
-  // long common prefixes made every look-up a slow comparison at 10^4 ranks).
+  // Collectives by the request's fields and endpoints (a hash: ordered keys of hundreds of
+  // endpoints with long common prefixes made every look-up a slow comparison at 10^4 ranks).
   using PlanKey = std::vector<std::int64_t>;
   std::unordered_map<PlanKey, std::unique_ptr<CommPlan>, boost::hash<PlanKey>> plans_;
   PlanKey key_;  // scratch for plan(): looked up without allocating
