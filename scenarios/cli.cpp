@@ -6,7 +6,6 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -51,22 +50,6 @@ constexpr std::int64_t kMostRows = 1'000'000'000;  // sweep/search counts: rows,
 void print_error(std::ostream& err, std::string_view kind, const std::string& message) {
   constexpr std::size_t kLongestLine = 2000, kKept = 1600;
   err << fmt::format("dtsim: {}: {}\n", kind, one_line(message, kLongestLine, kKept)) << std::flush;
-}
-
-// A whole number from `minimum` to `maximum`, said plainly: CLI11's ranges print doubles (the
-// upper end as 300 digits), and its unsigned conversion takes -1 as the largest count.
-CLI::Validator whole_number(std::int64_t minimum, std::int64_t maximum) {
-  return CLI::Validator(
-      [minimum, maximum](std::string& text) -> std::string {
-        std::int64_t value = 0;
-        const char* end = text.data() + text.size();
-        const auto [parsed_to, error] = std::from_chars(text.data(), end, value);
-        if (error == std::errc() && parsed_to == end && value >= minimum && value <= maximum)
-          return {};
-        return fmt::format("expected a whole number from {} to {}, got \"{}\"", minimum, maximum,
-                           text);
-      },
-      fmt::format("{}..{}", minimum, maximum));
 }
 
 struct RunOptions {
@@ -690,7 +673,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   sweep
       ->add_option("--top", options.sweep_view.top,
                    "show only the first N rows (the CSV keeps every point)")
-      ->check(whole_number(1, kMostRows));
+      ->check(CLI::Range(std::int64_t{1}, kMostRows));
   sweep->add_flag("--json", options.json, "print the rows as JSON instead of a table");
 
   CLI::App* search_command = app.add_subcommand(
@@ -700,17 +683,16 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   search_command
       ->add_option("--simulate", options.search.simulate,
                    "how many of the best estimates to simulate (default 8)")
-      ->check(whole_number(0, kMostRows));
+      ->check(CLI::Range(std::int64_t{0}, kMostRows));
   search_command
       ->add_option("--sample", options.search.sample,
                    "more layouts simulated, spread over the ranking, to measure the estimate's "
-                   "rank correlation "
-                   "(default 8)")
-      ->check(whole_number(0, kMostRows));
+                   "rank correlation (default 8)")
+      ->check(CLI::Range(std::int64_t{0}, kMostRows));
   search_command->add_option("--objective", options.search.objective, "tokens (tokens/s, default) or cost (per token)")
       ->check(CLI::IsMember({"tokens", "cost"}));
   search_command->add_option("--top", options.search_rows, "rows of the ranked table (default 10)")
-      ->check(whole_number(1, kMostRows));
+      ->check(CLI::Range(std::int64_t{1}, kMostRows));
   search_command->add_flag("--with-advise", options.with_advise, "simulate the layouts dtsim advise proposes beside them");
   search_command->add_flag("--json", options.json, "print the ranking and the Pareto front as JSON");
   CLI::App* advise_command =
@@ -732,7 +714,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   CLI::Option* ranks = collective->add_option("--ranks", bench.ranks, "ranks 0..N-1 of the cluster")->capture_default_str();
   collective->add_option("--nodes", bench.nodes, "every GPU of N nodes, in place of --ranks")
       ->excludes(ranks)
-      ->check(whole_number(1, std::numeric_limits<std::int32_t>::max()));
+      ->check(CLI::Range(1, std::numeric_limits<std::int32_t>::max()));
   CLI::Option* sizes = collective->add_option("--sizes", bench.sizes, "MIN:MAX bytes, K/M/G suffixes")->capture_default_str();
   CLI::Option* min_bytes =
       collective

@@ -631,19 +631,21 @@ void read_parallel(TableReader& reader, Scenario& scenario) {
   parallel.tp = static_cast<std::int32_t>(reader.count("tp", 1, 1, gpus));
   parallel.pp = static_cast<std::int32_t>(reader.count("pp", 1, 1, gpus));
   parallel.cp = static_cast<std::int32_t>(reader.count("cp", 1, 1, gpus));
-  const bool dp_given = reader.node("dp") != nullptr;
   parallel.dp = static_cast<std::int32_t>(
       reader.count("dp", std::max<std::int64_t>(1, gpus / (parallel.tp * parallel.pp * parallel.cp)), 1, gpus));
   if (static_cast<std::int64_t>(parallel.world()) != gpus) {  // rule R2
     // Blame the degree the user changed last: one set on the command line or by a sweep point,
-    // else one the file states (dp first), else tp.
-    std::string_view blamed = dp_given ? "dp" : "tp";
-    for (std::string_view degree : {"cp", "pp", "tp"}) {
-      if (!dp_given && reader.node(degree) != nullptr) blamed = degree;
-    }
-    for (std::string_view degree : {"cp", "pp", "tp", "dp"}) {
-      if (reader.overridden(degree)) blamed = degree;
-    }
+    // else one the file states, else tp; dp first, then tp, pp, cp.
+    const auto first_degree = [](const auto& chosen) -> std::optional<std::string_view> {
+      for (std::string_view degree : {"dp", "tp", "pp", "cp"}) {
+        if (chosen(degree)) return degree;
+      }
+      return std::nullopt;
+    };
+    const auto overridden = [&](std::string_view degree) { return reader.overridden(degree); };
+    const auto stated = [&](std::string_view degree) { return reader.node(degree) != nullptr; };
+    const std::string_view blamed =
+        first_degree(overridden).value_or(first_degree(stated).value_or("tp"));
     reader.fail(
         blamed,
         fmt::format("world size dp × tp × pp{} = {} × {} × {}{} = {} does not match the cluster's "

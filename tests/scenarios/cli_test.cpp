@@ -536,13 +536,12 @@ TEST_F(CliTest, CountsOutOfRangeConflictingOptionsAndForeignLogsAreOneErrorEach)
     EXPECT_NE(run.err.find(message), std::string::npos) << run.err;
     EXPECT_TRUE(run.out.empty()) << run.out;
   };
-  expect_error({"collective", "--nodes", "0"}, "--nodes: expected a whole number from 1 to ");
-  expect_error({"search", tiny, "--simulate", "-1"},
-               "--simulate: expected a whole number from 0 to ");
-  expect_error({"search", tiny, "--sample", "1e9x"}, "--sample: expected a whole number");
-  expect_error({"search", tiny, "--top", "0"}, "--top: expected a whole number from 1 to ");
+  expect_error({"collective", "--nodes", "0"}, "--nodes: Value 0 not in range 1 to ");
+  expect_error({"search", tiny, "--simulate", "-1"}, "--simulate: Value -1 not in range 0 to ");
+  expect_error({"search", tiny, "--sample", "1e9x"}, "--sample: Value 1e9x not in range");
+  expect_error({"search", tiny, "--top", "0"}, "--top: Value 0 not in range 1 to ");
   expect_error({"sweep", kSource + "/scenarios/c2_7b_ddp_comm_compute_ratio.toml", "--top", "0"},
-               "--top: expected a whole number from 1 to ");
+               "--top: Value 0 not in range 1 to ");
   expect_error(
       {"collective", "--scenario", kSource + "/scenarios/default.toml", "--topology", "hgx-b200"},
       "--topology excludes --scenario");
