@@ -2,6 +2,7 @@
 #include "scenarios/cli.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -427,9 +428,14 @@ int command_sweep(const RunOptions& options, const backend::WorkSplit& split, st
                        split);
   }
   if (result.name.empty()) {  // no point read: nothing ran, nothing to write
-    throw ScenarioError(options.scenario, "sweep",
-                        fmt::format("no point of the sweep is valid; the first: {}", result.rows.front().invalid),
-                        "fix the base scenario or the swept values");
+    // The first point's own error: where (a --sweep argument, a [sweep] value or the file), the
+    // key and its suggestion.
+    const ScenarioError& first = *result.first_read_error;
+    throw ScenarioError(
+        first.location(), first.key(),
+        fmt::format("{}; no point of the sweep is valid (the first: {})", first.message(),
+                    fmt::join(result.rows.front().provenance.overrides, ", ")),
+        first.hint());
   }
   if (!split.leader()) return 0;
   const auto directory = output_directory(options, result.name);

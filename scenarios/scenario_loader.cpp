@@ -1571,6 +1571,13 @@ void ScenarioDocument::set(const std::string& assignment, const std::string& ori
 
 void ScenarioDocument::add_sweep_axis(const std::string& assignment, const std::string& origin) {
   auto [key, text] = split_assignment(assignment, origin, "key=value,value,…", "e.g. --sweep parallel.tp=2,4,8");
+  const std::string where = origin + " " + assignment;
+  if (const auto earlier = state_->command_line_axes.find(key);
+      earlier != state_->command_line_axes.end()) {
+    throw ScenarioError(origin, key,
+                        fmt::format("swept twice: {} after {}", where, earlier->second),
+                        "give each key's values in one --sweep, e.g. --sweep parallel.tp=2,4,8");
+  }
   check_text_limits("value = [" + text + "]", origin, /*with_positions=*/false);
   toml::array values;
   try {  // the list as one TOML array: 2,4,8 or "a, b","c" or [1,2],[3]
@@ -1583,11 +1590,13 @@ void ScenarioDocument::add_sweep_axis(const std::string& assignment, const std::
       parse_value(item).get("value")->visit([&](auto& value) { values.push_back(std::move(value)); });
     }
   }
+  if (values.empty())
+    throw ScenarioError(origin, key, "no values after '='", "e.g. --sweep parallel.tp=2,4,8");
   toml::node* sweep = state_->root.get("sweep");
   if (sweep == nullptr) sweep = state_->root.insert_or_assign("sweep", toml::table{}).first->second.as_table();
   if (!sweep->is_table()) throw ScenarioError(state_->file, "sweep", "expected a table of key = [values]");
   sweep->as_table()->insert_or_assign(key, std::move(values));  // the command line's axis replaces the file's
-  state_->command_line_axes[key] = origin + " " + assignment;
+  state_->command_line_axes[key] = where;
 }
 
 ScenarioDocument ScenarioDocument::variant(const std::vector<std::string>& assignments, const std::string& origin) const {

@@ -213,6 +213,7 @@ SweepResult run_sweep(const ScenarioDocument& document, unsigned threads, const 
       result.rows[row].provenance = provenance_of(scenarios.back());
     } catch (const ScenarioError& error) {
       result.rows[row].invalid = error.what();
+      if (!result.first_read_error) result.first_read_error = error;
     }
   }
   // Axis values of each point, in the same row-major order sweep_points uses.

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,8 @@ struct SweepResult {
   std::vector<SweepAxis> axes;
   std::vector<SweepRow> rows;
   std::string name;  // the scenario's name, from the first point that reads; empty: none did
+  std::optional<ScenarioError>
+      first_read_error;  // where and why the first point that did not read failed
 };
 
 using Progress = std::function<void(std::size_t done, std::size_t total)>;

@@ -341,6 +341,30 @@ TEST_F(CliTest, SweepKeepsGoingPastAnInvalidPoint) {
   EXPECT_FALSE(fs::exists(scratch_ / "none"));
 }
 
+// A --sweep axis with no values, a key swept twice, and a swept key dtsim does not know are one
+// error each, naming the --sweep argument and the key with the loader's suggestion: the empty
+// list was blamed on line 1 of the file, the second axis silently replaced the first, and an
+// unknown key came back wrapped in "no point of the sweep is valid" with its hint cut off.
+TEST_F(CliTest, SweepAxesThatCannotRunAreOneErrorNamingTheArgument) {
+  const std::string scenario = kSource + "/scenarios/default.toml";
+  const auto expect_error = [&](const std::vector<std::string>& axes, const std::string& message) {
+    std::vector<std::string> args = {"sweep", scenario, "-o", directory_.string()};
+    for (const std::string& axis : axes) args.insert(args.end(), {"--sweep", axis});
+    const CliRun run = dtsim(args);
+    EXPECT_EQ(run.code, 2) << axes.back();
+    EXPECT_NE(run.err.find(message), std::string::npos) << run.err;
+    EXPECT_FALSE(fs::exists(directory_)) << axes.back();
+  };
+  expect_error({"parallel.tp="}, "--sweep: parallel.tp: no values after '='");
+  expect_error({"training.micro_batch=1,2", "training.micro_batch=4"},
+               "training.micro_batch: swept twice: --sweep training.micro_batch=4 after --sweep "
+               "training.micro_batch=1,2");
+  expect_error({"parallel.tpp=1,2"},
+               "--sweep parallel.tpp=1,2 (parallel.tpp = 1): parallel.tpp: unknown key in "
+               "[parallel]; no point of the "
+               "sweep is valid (the first: parallel.tpp=1) (did you mean \"parallel.pp\"?)");
+}
+
 // Sweeps from the command line: --sweep axes (crossed with the file's [sweep]), rows sorted by
 // a figure, the first N shown, the best row marked, JSON.
 TEST_F(CliTest, SweepAxesSortTopBestAndJsonFromTheCommandLine) {
