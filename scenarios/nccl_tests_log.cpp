@@ -48,6 +48,15 @@ std::optional<double> time_us(const std::string& text) {
   return value;
 }
 
+// Whether a #wrong column reports errors: nccl-tests prints 0 (or 0e+00) when the results
+// check out and N/A when it did not check (-c 0).
+bool reports_wrong_results(const std::string& text) {
+  if (text == "N/A") return false;
+  double wrong = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), wrong);
+  return error != std::errc() || end != text.data() + text.size() || wrong != 0;
+}
+
 // nccl-tests' test names, as dtsim collective --op spells them.
 std::string op_of_test(std::string test) {
   if (test.ends_with("_mpi")) test.resize(test.size() - 4);  // the MPI build's binaries
@@ -82,6 +91,15 @@ NcclTestsLog parse_nccl_tests_log(std::istream& log, const std::string& name) {
       throw ScenarioError(fmt::format("{}:{}", name, line_number), "--compare",
                           fmt::format("a result row whose times do not read: \"{}\"", line),
                           fmt::format("expected {}", kColumns));
+    }
+    if (reports_wrong_results(f[f.size() - 5]) || reports_wrong_results(f.back())) {
+      throw ScenarioError(
+          fmt::format("{}:{}", name, line_number), "--compare",
+          fmt::format(
+              "nccl-tests found wrong results in this row (#wrong {} out of place, {} in place): "
+              "\"{}\"",
+              f[f.size() - 5], f.back(), line),
+          "the times of a run that computed wrong results are not a reference; rerun it");
     }
     if (*bytes > 0) result.rows.push_back({*bytes, *out_of_place, *in_place, line_number});
   }

@@ -59,7 +59,7 @@ Run-1 Starting command at 2025-05-22 07:36:17
   EXPECT_EQ(log.rows[0].bytes, 1048576);
 }
 
-TEST(NcclTestsLogTest, ATornRowOrALogWithoutRowsIsOneErrorNamingTheFileAndLine) {
+TEST(NcclTestsLogTest, ATornRowAWrongResultOrALogWithoutRowsIsOneErrorNamingTheFileAndLine) {
   try {
     parse(R"(#  Rank  0 Group  0
         1024           256     float     sum      -1    29.75    0.03
@@ -78,6 +78,18 @@ nothing measured
   } catch (const scenarios::ScenarioError& error) {
     EXPECT_EQ(error.location(), "run.log");
     EXPECT_NE(error.message().find("no nccl-tests result rows"), std::string::npos);
+  }
+  // A row whose results nccl-tests found wrong is no reference for the times.
+  try {
+    parse(R"(#  Rank  0 Group  0
+        1024           256     float     sum      -1    29.75    0.03    0.06      0    26.65    0.04    0.07      3
+)");
+    FAIL() << "accepted";
+  } catch (const scenarios::ScenarioError& error) {
+    EXPECT_EQ(error.location(), "run.log:2");
+    EXPECT_NE(error.message().find("wrong results in this row (#wrong 0 out of place, 3 in place)"),
+              std::string::npos)
+        << error.message();
   }
   // A size too large for any integer is not a row, not a crash.
   EXPECT_THROW(parse(R"(99999999999999999999999 2 float sum -1 1 1 1 0 1 1 1 0
