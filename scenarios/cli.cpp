@@ -644,10 +644,15 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
                 "exit 3 when the step does not fit in GPU memory (the outputs are written all the same)");
   run->add_option("-j,--threads", options.threads,
                   "simulations of an OOM's remedies at once (default 1: each needs about the run's own memory)");
-  run->add_option("--trace-ranks", options.trace_ranks,
-                  "ranks whose spans the timeline keeps: e.g. 0-7,896 | first-node,critical | critical | all | none "
-                  "(default: all up to 64 ranks, else the first node, each pipeline stage's first rank and the critical rank)");
-  run->add_flag("--no-timeline{false}", options.timeline, "write report.json only, no timeline.json");
+  CLI::Option* trace_ranks =
+      run->add_option("--trace-ranks", options.trace_ranks,
+                      "ranks whose spans the timeline keeps: e.g. 0-7,896 | first-node,critical | "
+                      "critical | all | none "
+                      "(default: all up to 64 ranks, else the first node, each pipeline stage's "
+                      "first rank and the critical rank)");
+  run->add_flag("--no-timeline{false}", options.timeline,
+                "write report.json only, no timeline.json")
+      ->excludes(trace_ranks);
   run->add_option("--backend", options.backend,
                   "execute for real instead of simulating, under mpirun -np <ranks>: mpi (CPU ranks) or nccl (one GPU per rank)");
   run->add_option("--timeout", options.timeout_s, "with --backend: abort the job when an op waits longer (seconds)")

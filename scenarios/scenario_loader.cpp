@@ -1440,18 +1440,31 @@ bool stated_by_scenario(const toml::table& root, const std::string& key) {
   return false;
 }
 
-void merge_profile(toml::table& root, const toml::table& profile, const std::string& prefix, const std::string& file,
-                   Origins& origins) {
+// Returns how many values the profile holds.
+std::size_t merge_profile(toml::table& root, const toml::table& profile, const std::string& prefix,
+                          const std::string& file, Origins& origins) {
+  std::size_t values = 0;
   for (const auto& [name, node] : profile) {
     const std::string key = prefix.empty() ? std::string(name.str()) : prefix + "." + std::string(name.str());
     if (const toml::table* table = node.as_table()) {
-      merge_profile(root, *table, key, file, origins);
-    } else if (!stated_by_scenario(root, key)) {
+      values += merge_profile(root, *table, key, file, origins);
+      continue;
+    }
+    ++values;
+    if (!stated_by_scenario(root, key)) {
       const std::string origin = fmt::format("{}:{}:{}", file, node.source().begin.line, node.source().begin.column);
       node.visit([&](const auto& value) { assign(root, key, value, origin, origins); });
     }
   }
+  return values;
 }
+
+// What a hardware profile may set: the hardware ([cluster.gpu], [cluster.nvlink],
+// [cluster.fabric.nic] as `dtsim calibrate` writes them) and the compute model's curves.
+constexpr std::string_view kProfileTables[] = {"cluster", "compute"};
+const char* const kProfileHint =
+    "--profile and hardware_profile take the file `dtsim calibrate` writes; a scenario is "
+    "the command's first argument";
 
 // A hardware profile (a TOML file of measured hardware keys, as `dtsim calibrate` writes) taken
 // in under the scenario's own keys; `location` names where it was asked for.
@@ -1470,7 +1483,27 @@ void merge_profile_file(toml::table& root, const std::filesystem::path& file, co
     throw ScenarioError(fmt::format("{}:{}:{}", file.string(), error.source().begin.line, error.source().begin.column), "",
                         fmt::format("TOML syntax error: {}", error.description()));
   }
-  merge_profile(root, profile, "", file.string(), origins);
+  std::optional<std::pair<std::string, toml::source_position>> foreign;  // the first in the file
+  for (const auto& [name, node] : profile) {
+    const bool hardware = std::find(std::begin(kProfileTables), std::end(kProfileTables),
+                                    name.str()) != std::end(kProfileTables);
+    if (!hardware && (!foreign || node.source().begin < foreign->second)) {
+      foreign.emplace(std::string(name.str()), node.source().begin);
+    }
+  }
+  if (foreign) {
+    throw ScenarioError(
+        fmt::format("{}:{}:{}", file.string(), foreign->second.line, foreign->second.column),
+        foreign->first, "not a hardware key: a profile sets only [cluster…] and [compute] keys",
+        kProfileHint);
+  }
+  if (merge_profile(root, profile, "", file.string(), origins) == 0) {
+    throw ScenarioError(location, "scenario.hardware_profile",
+                        fmt::format("{} holds no hardware keys ([cluster.gpu], [cluster.nvlink], "
+                                    "[cluster.fabric.nic], [compute])",
+                                    file.string()),
+                        kProfileHint);
+  }
 }
 
 // The profile the scenario names: [scenario] hardware_profile = "FILE", relative to the

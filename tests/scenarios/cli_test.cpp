@@ -485,6 +485,18 @@ TEST_F(CliTest, AProfileFromTheCommandLineReplacesTheScenarios) {
   const CliRun missing = dtsim({"run", c1, "--profile", (scratch_ / "none.toml").string(), "-o", directory_.string()});
   EXPECT_EQ(missing.code, 2);
   EXPECT_NE(missing.err.find("--profile"), std::string::npos) << missing.err;
+  // A profile with no hardware keys, or a scenario given as one (its model, training and
+  // parallel keys were taken in under the scenario's own), is refused.
+  std::ofstream(scratch_ / "empty.toml") << "[compute]\n";
+  const CliRun empty = dtsim(
+      {"run", c1, "--profile", (scratch_ / "empty.toml").string(), "-o", directory_.string()});
+  EXPECT_EQ(empty.code, 2);
+  EXPECT_NE(empty.err.find("empty.toml holds no hardware keys"), std::string::npos) << empty.err;
+  const CliRun scenario = dtsim(
+      {"run", c1, "--profile", kSource + "/scenarios/default.toml", "-o", directory_.string()});
+  EXPECT_EQ(scenario.code, 2);
+  EXPECT_NE(scenario.err.find("default.toml:5:1: scenario: not a hardware key"), std::string::npos)
+      << scenario.err;
 }
 
 // CLI conventions: help for dtsim or a command, --version, --quiet anywhere, --json for advise
@@ -566,6 +578,8 @@ TEST_F(CliTest, CountsOutOfRangeConflictingOptionsAndForeignLogsAreOneErrorEach)
   expect_error({"search", tiny, "--top", "0"}, "--top: Value 0 not in range 1 to ");
   expect_error({"sweep", kSource + "/scenarios/c2_7b_ddp_comm_compute_ratio.toml", "--top", "0"},
                "--top: Value 0 not in range 1 to ");
+  expect_error({"run", tiny, "--no-timeline", "--trace-ranks", "0"},
+               "--trace-ranks excludes --no-timeline");
   expect_error(
       {"collective", "--scenario", kSource + "/scenarios/default.toml", "--topology", "hgx-b200"},
       "--topology excludes --scenario");
