@@ -164,10 +164,11 @@ Advice propose_layouts(const ScenarioDocument& document) {
   const Scenario base = document.read();
   const Facts facts = facts_of(base);
   Advice advice;
-  advice.title = fmt::format("{}: {} ({:.2f} B parameters) on {} × {} ({} per node, {} each), global batch {} × {} tokens",
-                             base.name, facts.model.name, facts.parameters / 1e9, facts.gpus,
-                             base.cluster.node.gpu.name, facts.per_node, gigabytes(facts.memory), facts.global_batch,
-                             facts.sequence);
+  advice.title = fmt::format(
+      "{}: {} ({} parameters) on {} × {} ({} per node, {} each), global batch {} × {} tokens",
+      base.name, facts.model.name, strategies::parameter_count_text(facts.parameters), facts.gpus,
+      base.cluster.node.gpu.name, facts.per_node, gigabytes(facts.memory), facts.global_batch,
+      facts.sequence);
   CandidateList candidates(facts);
 
   // Data parallelism by memory.

@@ -191,6 +191,12 @@ double parameter_scale(const ModelSpec& m) {
   return total_parameters(m) / static_cast<double>(architecture_parameters(m));
 }
 
+std::string parameter_count_text(double parameters) {
+  if (parameters >= 1e9) return fmt::format("{:.2f} B", parameters / 1e9);
+  if (parameters >= 1e6) return fmt::format("{:.2f} M", parameters / 1e6);
+  return fmt::format("{:.0f}", parameters);
+}
+
 std::string describe(const ModelSpec& m) {
   const std::string experts =
       m.moe ? fmt::format(", {} MoE layers of {} experts (top-{}{}, width {})", m.moe_layers(), m.moe->experts, m.moe->top_k,
@@ -198,10 +204,14 @@ std::string describe(const ModelSpec& m) {
                           m.moe->expert_ffn_hidden)
             : "";
   const std::string active =
-      m.moe ? fmt::format(" ({:.2f} B active)", static_cast<double>(active_parameters(m)) / 1e9) : "";
-  return fmt::format("{}: {} layers, hidden {}, {} heads ({} KV{}), FFN {}{}, vocab {}, seq {}, {:.2f} B parameters{}",
-                     m.name, m.layers, m.hidden, m.heads, m.kv_heads, m.mla ? ", MLA" : "", m.ffn_hidden, experts,
-                     m.vocab, m.sequence, static_cast<double>(architecture_parameters(m)) / 1e9, active);
+      m.moe ? fmt::format(" ({} active)",
+                          parameter_count_text(static_cast<double>(active_parameters(m))))
+            : "";
+  return fmt::format(
+      "{}: {} layers, hidden {}, {} heads ({} KV{}), FFN {}{}, vocab {}, seq {}, {} parameters{}",
+      m.name, m.layers, m.hidden, m.heads, m.kv_heads, m.mla ? ", MLA" : "", m.ffn_hidden, experts,
+      m.vocab, m.sequence, parameter_count_text(static_cast<double>(architecture_parameters(m))),
+      active);
 }
 
 }  // namespace strategies

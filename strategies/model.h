@@ -120,5 +120,7 @@ double total_parameters(const ModelSpec& model);
 double parameter_scale(const ModelSpec& model);
 
 std::string describe(const ModelSpec& model);
+// A parameter count as people write it: "6.74 B", "3.41 M" (a CPU-sized model), "912".
+std::string parameter_count_text(double parameters);
 
 }  // namespace strategies

@@ -442,3 +442,10 @@ TEST(TransformerOpsTest, SequenceParallelReplacesAllReducesByGatherAndScatter) {
 }
 
 }  // namespace
+
+// Parameter counts read as people write them: a CPU-sized model is not "0.00 B".
+TEST(ModelTest, ParameterCountsReadInBillionsMillionsOrUnits) {
+  EXPECT_EQ(strategies::parameter_count_text(6.738e9), "6.74 B");
+  EXPECT_EQ(strategies::parameter_count_text(2'622'464), "2.62 M");  // tiny-256
+  EXPECT_EQ(strategies::parameter_count_text(912), "912");
+}
