@@ -23,6 +23,11 @@ namespace {
 constexpr std::int64_t kMaxBytes = std::int64_t{1} << 40;
 constexpr std::int64_t kMaxRows = 10000;
 
+// A barrier moves no data: it has no sizes to sweep, and its bandwidths would read 0 GB/s.
+bool carries_data(program::CollectiveKind kind) {
+  return kind != program::CollectiveKind::kBarrier;
+}
+
 std::vector<std::string> split(const std::string& text, char separator) {
   std::vector<std::string> parts;
   std::stringstream stream(text);
@@ -229,8 +234,11 @@ CollectiveBenchResult run_collective_bench(const CollectiveBenchOptions& asked) 
         "analytic, flow or packet");
   }
   const topology::ClusterSpec spec = cluster_for(options);
-  std::vector<CollectiveBenchRow> rows =
-      options.compare.empty() ? rows_of_sizes(options, asked) : rows_of_log(options);
+  // A barrier carries no data: one row, whatever the sizes say.
+  std::vector<CollectiveBenchRow> rows = !options.compare.empty() ? rows_of_log(options)
+                                         : carries_data(result.kind)
+                                             ? rows_of_sizes(options, asked)
+                                             : std::vector<CollectiveBenchRow>(1);
 
   const topology::Cluster cluster(spec);
   sim::NetworkOptions network;
@@ -346,12 +354,15 @@ std::string collective_bench_json(const CollectiveBenchResult& result) {
     nlohmann::json entry = {{"bytes", row.bytes}, {"results", nlohmann::json::array()}};
     for (std::size_t a = 0; a < row.seconds.size(); ++a) {
       const double algbw = row.seconds[a] > 0 ? static_cast<double>(row.bytes) / row.seconds[a] / 1e9 : 0;
-      entry["results"].push_back({{"algorithm", result.algorithms[a]},
-                                  {"ran", row.chosen[a]},
-                                  {"time_us", row.seconds[a] * 1e6},
-                                  {"algbw_gbyte_s", algbw},
-                                  {"busbw_gbyte_s", algbw * factor}});
-      if (row.measured_seconds) entry["results"].back()["error"] = relative_error(row, a);
+      nlohmann::json& ran =
+          entry["results"].emplace_back(nlohmann::json{{"algorithm", result.algorithms[a]},
+                                                       {"ran", row.chosen[a]},
+                                                       {"time_us", row.seconds[a] * 1e6}});
+      if (carries_data(result.kind)) {
+        ran["algbw_gbyte_s"] = algbw;
+        ran["busbw_gbyte_s"] = algbw * factor;
+      }
+      if (row.measured_seconds) ran["error"] = relative_error(row, a);
     }
     if (row.measured_seconds) entry["measured_in_place_us"] = *row.measured_seconds * 1e6;
     json["rows"].push_back(std::move(entry));
@@ -371,7 +382,9 @@ std::string collective_bench_json(const CollectiveBenchResult& result) {
 }
 
 std::string format_collective_bench(const CollectiveBenchResult& result) {
-  std::string out = fmt::format("# {}\n#\n# {:>10} {:>12} {:>6}", result.title, "size", "count", "type");
+  // Sizes up to kMaxBytes (1 TiB: 13 digits) keep the columns aligned.
+  std::string out =
+      fmt::format("# {}\n#\n# {:>13} {:>13} {:>6}", result.title, "size", "count", "type");
   const bool measured = compared(result);
   for (std::size_t a = 0; a < result.algorithms.size(); ++a) {
     out += fmt::format(" | {:>12} {:>12} {:>11} {:>11}", "algo", "time(us)", "algbw(GB/s)", "busbw(GB/s)");
@@ -382,12 +395,19 @@ std::string format_collective_bench(const CollectiveBenchResult& result) {
   const double factor = collectives::bus_bandwidth_factor(result.kind, result.ranks);
   std::vector<std::string> fastest;
   for (const CollectiveBenchRow& row : result.rows) {
-    out += fmt::format("  {:>10} {:>12} {:>6}", row.bytes, row.bytes / kFloatBytes, "float");
+    if (carries_data(result.kind)) {
+      out += fmt::format("  {:>13} {:>13} {:>6}", row.bytes, row.bytes / kFloatBytes, "float");
+    } else {
+      out += fmt::format("  {:>13} {:>13} {:>6}", "-", "-", "-");
+    }
     std::size_t best = 0;
     for (std::size_t a = 0; a < row.seconds.size(); ++a) {
       const double algbw = row.seconds[a] > 0 ? static_cast<double>(row.bytes) / row.seconds[a] / 1e9 : 0;
-      out += fmt::format(" | {:>12} {:>12.2f} {:>11.2f} {:>11.2f}", row.chosen[a], row.seconds[a] * 1e6, algbw,
-                         algbw * factor);
+      out += carries_data(result.kind)
+                 ? fmt::format(" | {:>12} {:>12.2f} {:>11.2f} {:>11.2f}", row.chosen[a],
+                               row.seconds[a] * 1e6, algbw, algbw * factor)
+                 : fmt::format(" | {:>12} {:>12.2f} {:>11} {:>11}", row.chosen[a],
+                               row.seconds[a] * 1e6, "-", "-");
       if (measured) out += fmt::format(" {:>+7.1f}%", 100 * relative_error(row, a));
       if (row.seconds[a] < row.seconds[best]) best = a;
     }

@@ -35,6 +35,16 @@ CliRun dtsim(std::vector<std::string> args) {
   return {code, out.str(), err.str()};
 }
 
+// The result rows of a `dtsim collective` table: its lines not starting with '#'.
+std::vector<std::string> table_rows(const std::string& table) {
+  std::istringstream lines(table);
+  std::vector<std::string> rows;
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.empty() && line.front() != '#') rows.push_back(line);
+  }
+  return rows;
+}
+
 std::string slurp(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream text;
@@ -723,8 +733,9 @@ TEST_F(CliTest, CollectivePrintsAnNcclTestsTableAndTheCrossover) {
   const CliRun run = dtsim({"collective", "--op", "all_reduce", "--algo", "ring,tree", "--ranks", "64",
                             "--sizes", "4K:4G", "--factor", "4", "--model", "flow", "--library", "ideal"});
   ASSERT_EQ(run.code, 0) << run.err;
-  EXPECT_NE(run.out.find("size        count   type |         algo     time(us) algbw(GB/s) busbw(GB/s)"),
-            std::string::npos);
+  EXPECT_NE(
+      run.out.find("size         count   type |         algo     time(us) algbw(GB/s) busbw(GB/s)"),
+      std::string::npos);
   EXPECT_NE(run.out.find("# crossover: tree is faster up to"), std::string::npos) << run.out;
   EXPECT_NE(run.out.find(", ring from "), std::string::npos) << run.out;
 }
@@ -743,6 +754,23 @@ TEST_F(CliTest, CollectiveBusBandwidthIsAlgbwTimesTheNcclTestsFactor) {
   EXPECT_EQ(algo, "ring/Simple");
   EXPECT_NEAR(algbw, 1073741824.0 / (time_us * 1e-6) / 1e9, 0.01);
   EXPECT_NEAR(busbw, algbw * 7.0 / 8, 0.01);
+}
+
+// A barrier moves no data: one row, no sizes and no bandwidths (it printed a row per size, each
+// the same time at "0.00 GB/s"); the columns stay aligned up to the largest size, 1 TiB.
+TEST_F(CliTest, CollectiveBarrierIsOneRowAndTheLargestSizesKeepTheColumns) {
+  const CliRun barrier = dtsim({"collective", "--op", "barrier", "--sizes", "8:1M"});
+  ASSERT_EQ(barrier.code, 0) << barrier.err;
+  const std::vector<std::string> rows = table_rows(barrier.out);
+  ASSERT_EQ(rows.size(), 1u) << barrier.out;
+  EXPECT_EQ(rows[0].find("0.00"), std::string::npos) << rows[0];
+  EXPECT_NE(rows[0].find("           -           -"), std::string::npos) << rows[0];
+  const CliRun huge = dtsim({"collective", "--sizes", "512G:1024G", "--model", "analytic"});
+  ASSERT_EQ(huge.code, 0) << huge.err;
+  const std::string header = huge.out.substr(huge.out.find("#          size"));
+  for (const std::string& row : table_rows(huge.out)) {
+    EXPECT_EQ(row.find('|'), header.find('|')) << row;
+  }
 }
 
 TEST_F(CliTest, CollectiveShowsTheProtocolNcclWouldRunBySize) {
