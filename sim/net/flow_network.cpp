@@ -80,8 +80,17 @@ void FlowNetwork::add_flows(std::uint32_t id) {
   for (const topology::Path* path : paths) {
     if (bytes > 0 && !path->empty()) open_flow(id, bytes, *path);
   }
-  resolve_touched();
+  resolve_after_this_instant();
   if (comm.open_flows == 0) finish_phase(id);
+}
+
+void FlowNetwork::resolve_after_this_instant() {
+  if (resolve_pending_) return;
+  resolve_pending_ = true;
+  engine_.schedule_after(Time::zero(), [this] {
+    resolve_pending_ = false;
+    resolve_touched();
+  });
 }
 
 // The phase alone: max-min rates, advanced from one completion to the next. Every transfer of
@@ -134,7 +143,6 @@ FlowNetwork::Rounds FlowNetwork::solve_rounds(const std::vector<const topology::
   Rounds rounds;
   while (solver.variable_count() > 0) {
     solver.solve();
-    ++solves_;
     std::vector<double> rates(routes.size(), 0);
     for (std::size_t t = 0; t < routes.size(); ++t) {
       if (variables[t]) rates[t] = solver.rate(*variables[t]);
@@ -303,7 +311,6 @@ void FlowNetwork::resolve_touched() {
     flow.updated = now;
   }
   solver_.solve(component_);
-  ++solves_;
   for (MaxMinSolver::VariableId variable : component_) {
     Flow& flow = flows_[variable];
     flow.rate = solver_.rate(variable);

@@ -43,8 +43,6 @@ class FlowNetwork : public NetworkModel {
   std::string_view name() const override { return "flow"; }
   void start(const CommRequest& request, std::function<void(const CommResult&)> done) override;
 
-  std::size_t solves() const { return solves_; }
-
  private:
   // How a phase alone on the network proceeds: between consecutive completions (rounds) every
   // unfinished transfer runs at a constant rate.
@@ -99,6 +97,9 @@ class FlowNetwork : public NetworkModel {
   void close_flow(MaxMinSolver::VariableId flow);
   // Re-solves the component around `links_` (the links of flows just opened or closed).
   void resolve_touched();
+  // resolve_touched() once, after the other events of this instant: the flows that instant opens
+  // are solved together (a parameter server's shards, a step's many transfers start at once).
+  void resolve_after_this_instant();
   void arm();
   void on_completion();
 
@@ -130,7 +131,7 @@ class FlowNetwork : public NetworkModel {
   std::deque<Rounds> fresh_rounds_;  // phases whose transfers finish in other rounds than their routes' first
 
   std::optional<std::pair<Time, EventId>> next_completion_;
-  std::size_t solves_ = 0;
+  bool resolve_pending_ = false;
   // Scratch for resolve_touched(): touched links, the component found, visit stamps.
   std::vector<topology::LinkId> touched_;
   std::vector<MaxMinSolver::VariableId> component_;
