@@ -45,6 +45,13 @@ constexpr int kExitFailure = 1;
 constexpr int kExitOutOfMemory = 3;  // run --fail-on-oom: the step does not fit
 constexpr std::int64_t kMostRows = 1'000'000'000;  // sweep/search counts: rows, layouts simulated
 
+// For an option whose empty value would silently mean its default (-o '' wrote to out/<name>/).
+const CLI::Validator kNotEmpty(
+    [](const std::string& value) {
+      return value.empty() ? std::string("expected a value, got \"\"") : std::string();
+    },
+    "");
+
 // Prints "dtsim: KIND: MESSAGE" as one line of valid UTF-8 (MESSAGE may echo user input), in
 // one write: std::cerr is unbuffered, and under mpirun another process's line would otherwise
 // land between the pieces.
@@ -579,7 +586,32 @@ struct CompareOptions {
   bool json = false;
 };
 
+// Whether two paths name one file (existing or not, through links and "..").
+bool same_file(const std::string& a, const std::string& b) {
+  std::error_code error_a, error_b;
+  if (std::filesystem::equivalent(a, b, error_a)) return true;
+  const std::filesystem::path canonical_a = std::filesystem::weakly_canonical(a, error_a);
+  const std::filesystem::path canonical_b = std::filesystem::weakly_canonical(b, error_b);
+  return !error_a && !error_b && canonical_a == canonical_b;
+}
+
 int command_compare(const CompareOptions& options, std::ostream& out, std::ostream& err) {
+  // An output written over an input, or over the other output, would lose what it replaces.
+  const std::pair<const char*, const std::string*> outputs_asked[] = {
+      {"-o", &options.json_output}, {"--ops-csv", &options.ops_csv}};
+  for (const auto& [option, output] : outputs_asked) {
+    if (output->empty()) continue;
+    for (const std::string* other : {&options.predicted, &options.measured, &options.ops_csv}) {
+      if (other != output && !other->empty() && same_file(*output, *other)) {
+        print_error(
+            err, "error",
+            fmt::format("{} {}: the same file as {}, which the comparison {}; write it elsewhere",
+                        option, *output, *other,
+                        other == &options.ops_csv ? "writes too" : "reads"));
+        return kExitBadInput;
+      }
+    }
+  }
   trace::Timeline predicted, measured;
   try {
     predicted = trace::read_chrome_trace_file(options.predicted);
@@ -613,9 +645,12 @@ int command_compare(const CompareOptions& options, std::ostream& out, std::ostre
 void add_scenario_options(CLI::App& command, RunOptions& options, bool writes_output) {
   command.add_option("scenario", options.scenario, "scenario TOML file")->required();
   if (writes_output) {
-    command.add_option("-o,--output", options.output,
-                       "output directory (default: out/<scenario name>/, and what-if-<digest>/ under it for a run "
-                       "changed by --set, --profile or --sweep)");
+    command
+        .add_option("-o,--output", options.output,
+                    "output directory (default: out/<scenario name>/, and what-if-<digest>/ under "
+                    "it for a run "
+                    "changed by --set, --profile or --sweep)")
+        ->check(kNotEmpty);
   }
   // One value per --set, so that `run --set k=v FILE` leaves FILE to the scenario.
   command.add_option("--set", options.overrides, "override a scenario key: key=value (repeatable)")
@@ -649,28 +684,41 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
                       "ranks whose spans the timeline keeps: e.g. 0-7,896 | first-node,critical | "
                       "critical | all | none "
                       "(default: all up to 64 ranks, else the first node, each pipeline stage's "
-                      "first rank and the critical rank)");
+                      "first rank and the critical rank)")
+          ->check(kNotEmpty);
   run->add_flag("--no-timeline{false}", options.timeline,
                 "write report.json only, no timeline.json")
       ->excludes(trace_ranks);
-  run->add_option("--backend", options.backend,
-                  "execute for real instead of simulating, under mpirun -np <ranks>: mpi (CPU ranks) or nccl (one GPU per rank)");
-  run->add_option("--timeout", options.timeout_s, "with --backend: abort the job when an op waits longer (seconds)")
+  CLI::Option* backend = run->add_option("--backend", options.backend,
+                                         "execute for real instead of simulating, under mpirun -np "
+                                         "<ranks>: mpi (CPU ranks) or nccl (one GPU per rank)");
+  // What only a real run reads: without --backend each would be ignored without a word.
+  run->add_option("--timeout", options.timeout_s,
+                  "with --backend: abort the job when an op waits longer (seconds)")
       ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  run->add_option("--runs", options.measured_runs,
-                  "with --backend: recorded runs after the warm-up; the timeline is the median run's")
+      ->capture_default_str()
+      ->needs(backend);
+  run->add_option(
+         "--runs", options.measured_runs,
+         "with --backend: recorded runs after the warm-up; the timeline is the median run's")
       ->check(CLI::Range(1, 1000))
-      ->capture_default_str();
+      ->capture_default_str()
+      ->needs(backend);
   run->add_option("--inject-fault", options.inject_fault,
-                  "with --backend, for tests: KIND:RANK:OP, KIND hang, crash, oom or corrupt (e.g. hang:1:ddp.bucket0.all_reduce)");
+                  "with --backend, for tests: KIND:RANK:OP, KIND hang, crash, oom or corrupt (e.g. "
+                  "hang:1:ddp.bucket0.all_reduce)")
+      ->needs(backend);
   run->add_flag("--no-memory-check{false}", options.memory_check,
                 "run even when the estimate of the memory the simulation needs exceeds what this machine has available");
   run->add_flag("--verify", options.verify,
-                "with --backend: check every collective's result and the tensor-parallel forward against the unsharded one");
+                "with --backend: check every collective's result and the tensor-parallel forward "
+                "against the unsharded one")
+      ->needs(backend);
   run->add_flag("--share-gpu", options.share_gpu,
-                "with --backend nccl: let more ranks than GPUs share a host's GPUs (each rank a host of its own to NCCL, "
-                "connected over sockets): NCCL on a one-GPU machine");
+                "with --backend nccl: let more ranks than GPUs share a host's GPUs (each rank a "
+                "host of its own to NCCL, "
+                "connected over sockets): NCCL on a one-GPU machine")
+      ->needs(backend);
 
   CLI::App* sweep = app.add_subcommand("sweep", "simulate every point of the scenario's [sweep] table");
   add_scenario_options(*sweep, options, /*writes_output=*/true);
@@ -776,9 +824,15 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   compare->add_option("measured", compare_options.measured,
                       "measured timeline: a dtsim timeline or a PyTorch profiler trace")->required();
   compare->add_flag("--json", compare_options.json, "print the comparison as JSON instead of a table");
-  compare->add_option("-o,--output", compare_options.json_output, "also write the JSON comparison to this file");
-  compare->add_option("--ops-csv", compare_options.ops_csv,
-                      "also write every matched op (rank, name, occurrence, kind, durations, error) to this CSV file");
+  compare
+      ->add_option("-o,--output", compare_options.json_output,
+                   "also write the JSON comparison to this file")
+      ->check(kNotEmpty);
+  compare
+      ->add_option("--ops-csv", compare_options.ops_csv,
+                   "also write every matched op (rank, name, occurrence, kind, durations, error) "
+                   "to this CSV file")
+      ->check(kNotEmpty);
 
   CalibrateOptions calibrate_options;
   CLI::App* calibrate = app.add_subcommand(

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -248,12 +249,13 @@ CollectiveBenchResult run_collective_bench(const CollectiveBenchOptions& asked) 
   }
   network.library = options.library;
   if (options.channels != "auto") {
-    try {
-      network.ring_channels = std::stoi(options.channels);
-    } catch (const std::exception&) {
-      network.ring_channels = 0;
+    const char* end = options.channels.data() + options.channels.size();
+    const auto [parsed_to, error] =
+        std::from_chars(options.channels.data(), end, network.ring_channels);
+    if (error != std::errc() || parsed_to != end || network.ring_channels < 1) {
+      bad("--channels", fmt::format("expected \"auto\" or a whole number of rings >= 1, got \"{}\"",
+                                    options.channels));
     }
-    if (network.ring_channels < 1) bad("--channels", "expected \"auto\" or a number of rings >= 1");
   }
 
   sim::CommRequest request;

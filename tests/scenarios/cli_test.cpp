@@ -2,14 +2,15 @@
 #include "scenarios/cli.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <set>
 #include <optional>
+#include <set>
 #include <sstream>
 
 #include "scenarios/machine_memory.h"
@@ -265,6 +266,74 @@ TEST_F(CliTest, CompareStatesItsConventionAndWarnsWhenTheRunsDiffer) {
   ASSERT_EQ(json["warnings"].size(), 2u) << json["warnings"];
   EXPECT_NE(json["warnings"][0].get<std::string>().find("has 8 ranks and the measurement has 64"), std::string::npos);
   EXPECT_NE(json["warnings"][1].get<std::string>().find("different models"), std::string::npos);
+}
+
+// compare never writes over what it reads or over its other output, and a FIFO for an input is
+// refused at once: -o or --ops-csv naming an input replaced the measured trace with the CSV, and
+// a FIFO with no writer waited forever.
+TEST_F(CliTest, CompareNeitherOverwritesItsInputsNorWaitsOnAFifo) {
+  ASSERT_EQ(dtsim({"run", kSource + "/scenarios/c1_7b_ddp_8xh100.toml", "-o",
+                   (scratch_ / "seven").string()})
+                .code,
+            0);
+  const fs::path trace = scratch_ / "seven" / "timeline.json";
+  const std::string before = slurp(trace);
+  const auto expect_refused = [&](const std::vector<std::string>& args,
+                                  const std::string& message) {
+    std::vector<std::string> command = {"compare", trace.string(), trace.string()};
+    command.insert(command.end(), args.begin(), args.end());
+    const CliRun run = dtsim(command);
+    EXPECT_EQ(run.code, 2) << args.back();
+    EXPECT_NE(run.err.find(message), std::string::npos) << run.err;
+  };
+  expect_refused({"--ops-csv", trace.string()}, "the same file as");
+  expect_refused({"-o", (scratch_ / "seven" / ".." / "seven" / "timeline.json").string()},
+                 "which the comparison reads");
+  expect_refused({"-o", (scratch_ / "both").string(), "--ops-csv", (scratch_ / "both").string()},
+                 "which the comparison writes too");
+  EXPECT_EQ(slurp(trace), before);
+  EXPECT_FALSE(fs::exists(scratch_ / "both"));
+  const fs::path fifo = scratch_ / "fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const CliRun from_fifo = dtsim({"compare", trace.string(), fifo.string()});
+  EXPECT_EQ(from_fifo.code, 2);
+  EXPECT_NE(from_fifo.err.find("not a regular file"), std::string::npos) << from_fifo.err;
+}
+
+// Options a simulation would ignore or misread are one error each: --verify, --runs,
+// --timeout, --inject-fault and --share-gpu without --backend did nothing; -o '' wrote to the
+// default directory; --trace-ranks '' meant the default; --channels 2.9 ran 2 channels and 1e1
+// one; a file name that is not UTF-8 ended in an internal error of the JSON writer.
+TEST_F(CliTest, OptionsASimulationWouldIgnoreOrMisreadAreOneErrorEach) {
+  const std::string tiny = kSource + "/scenarios/real/tiny_ddp_2ranks.toml";
+  const auto expect_error = [&](const std::vector<std::string>& args, const std::string& message) {
+    const CliRun run = dtsim(args);
+    EXPECT_EQ(run.code, 2) << args.back();
+    EXPECT_NE(run.err.find(message), std::string::npos) << run.err;
+    EXPECT_FALSE(fs::exists(directory_)) << args.back();
+  };
+  for (const std::string option : {"--verify", "--share-gpu"}) {
+    expect_error({"run", tiny, "-o", directory_.string(), option}, option + " requires --backend");
+  }
+  for (const std::string option : {"--runs", "--timeout"}) {
+    expect_error({"run", tiny, "-o", directory_.string(), option, "3"},
+                 option + " requires --backend");
+  }
+  expect_error({"run", tiny, "-o", directory_.string(), "--inject-fault", "hang:1:x"},
+               "--inject-fault requires --backend");
+  expect_error({"run", tiny, "-o", ""}, "expected a value, got \"\"");
+  expect_error({"run", tiny, "-o", directory_.string(), "--trace-ranks", ""},
+               "expected a value, got \"\"");
+  for (const std::string channels : {"2.9", "1e1", "x"}) {
+    expect_error(
+        {"collective", "--ranks", "16", "--sizes", "1G:1G", "--algo", "ring", "--channels",
+         channels},
+        "--channels: expected \"auto\" or a whole number of rings >= 1, got \"" + channels + "\"");
+  }
+  const fs::path badly_named = scratch_ / "bad\xff.toml";
+  fs::copy_file(kSource + "/scenarios/default.toml", badly_named);
+  expect_error({"run", badly_named.string(), "-o", directory_.string()},
+               "its name is not valid UTF-8");
 }
 
 TEST_F(CliTest, BadInputExitsWithTwoAndWritesNothing) {
@@ -945,7 +1014,8 @@ TEST_F(CliTest, AbsurdInputsGetOneMessageAndExitTwo) {
 TEST_F(CliTest, ErrorMessagesAreOneLineOfValidUtf8) {
   const std::string default_toml = kSource + "/scenarios/default.toml";
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
-      {{"run", default_toml, "--set", "network.model=a\nb\x01\xff"}, "unknown value \"a\\nb\\x01\\xff\""},
+      {{"run", default_toml, "--set", "network.model=a\nb\x01\xff"},
+       "--set network.model=a\\nb\\x01\\xff: "},
       {{"run", "no\nsuch\xc0.toml"}, "no\\nsuch\\xc0.toml: cannot read"},
       {{"run", default_toml, "--bad\nflag"}, "--bad\\nflag"},
       {{"compare", "a\n.json", "b.json"}, "a\\n.json"},
