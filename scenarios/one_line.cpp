@@ -74,6 +74,15 @@ void for_each_character(std::string_view text, Echo&& echo) {
 
 }  // namespace
 
+bool valid_utf8(std::string_view text) {
+  for (std::size_t at = 0; at < text.size();) {
+    const std::size_t length = utf8_sequence(text, at).length;
+    if (length == 0) return false;
+    at += length;
+  }
+  return true;
+}
+
 std::string one_line(std::string_view text, std::size_t longest, std::size_t kept) {
   std::size_t count = 0;  // counted first, so that a huge text is never built whole
   for_each_character(text, [&](const std::string&) { return ++count, true; });

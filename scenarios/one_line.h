@@ -15,4 +15,7 @@ namespace scenarios {
 // "… (N characters)" appended, N counting the original's.
 std::string one_line(std::string_view text, std::size_t longest = 240, std::size_t kept = 200);
 
+// Whether `text` is valid UTF-8 throughout: what dtsim's JSON outputs can hold.
+bool valid_utf8(std::string_view text);
+
 }  // namespace scenarios

@@ -2,29 +2,29 @@
 // docs/scenario.md). The only file in dtsim that includes toml++.
 #include "scenarios/scenario_loader.h"
 
-#include "scenarios/one_line.h"
-#include "scenarios/validation.h"
-
 #include <fmt/format.h>
+#include <toml++/toml.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <filesystem>
-#include <limits>
-#include <numeric>
-#include <string_view>
-#include <variant>
 #include <fstream>
+#include <limits>
 #include <map>
+#include <numeric>
 #include <set>
 #include <sstream>
-#include <toml++/toml.h>
+#include <string_view>
+#include <variant>
 
+#include "scenarios/one_line.h"
+#include "scenarios/validation.h"
 #include "sim/collectives/schedule.h"
 #include "sim/net/network_model.h"
 #include "strategies/lowering.h"
 #include "strategies/model.h"
+#include "strategies/transformer_ops.h"
 #include "topology/presets.h"
 
 namespace scenarios {
@@ -499,6 +499,17 @@ void read_moe(TableReader reader, strategies::ModelSpec& model) {
   if (reader.boolean("dropless").value_or(false)) moe.capacity_factor.reset();
   moe.load = reader.named("load", moe.load);
   moe.zipf_exponent = reader.non_negative("zipf_exponent", moe.zipf_exponent);
+  // The weights 1/r^s must stay normal doubles (2^-1022 and up): past that the last experts' are
+  // 0 or subnormal, and spreading the top experts' excess over them divides by nothing.
+  if (const double largest =
+          1000 / std::log2(std::max<double>(2, static_cast<double>(moe.experts)));
+      moe.zipf_exponent > largest) {
+    reader.fail("zipf_exponent",
+                fmt::format("{:g} makes the weights 1/r^s of {} experts smaller than a double "
+                            "holds (at most {:.4g})",
+                            moe.zipf_exponent, moe.experts, largest),
+                "an exponent of 1 to 3 already sends most tokens to a few experts");
+  }
   moe.load_seed = static_cast<std::uint64_t>(reader.count("load_seed", static_cast<std::int64_t>(moe.load_seed), 0));
   if (const toml::node* fractions = reader.node("expert_fractions")) {
     const auto* list = fractions->as_array();
@@ -1554,6 +1565,10 @@ std::pair<std::string, std::string> split_assignment(const std::string& assignme
   }
   std::string key = assignment.substr(0, equals);
   std::string text = assignment.substr(equals + 1);
+  if (!valid_utf8(assignment)) {
+    throw ScenarioError(origin, valid_utf8(key) ? key : "", "not valid UTF-8",
+                        "scenario keys and values are UTF-8 text (dtsim's outputs are JSON)");
+  }
   if (text.size() > kMaxStringBytes) {
     throw ScenarioError(origin, key, fmt::format("a value of {} bytes; at most {} are read", text.size(), kMaxStringBytes),
                         kLimitsHint);
@@ -1597,6 +1612,19 @@ void ScenarioDocument::set(const std::string& assignment, const std::string& ori
   const std::string& text = parts.second;
   check_text_limits("value = " + text, origin, /*with_positions=*/false);
   toml::table parsed = parse_value(text);
+  // An inline table over a table of the scenario would replace it whole, dropping its other keys.
+  const toml::node* existing = state_->root.at_path(key).node();
+  if (const toml::table* table = parsed.get("value")->as_table();
+      table && existing && existing->is_table()) {
+    const std::string example = table->empty()
+                                    ? key + ".KEY=VALUE"
+                                    : fmt::format("{}.{}={}", key, table->begin()->first.str(),
+                                                  node_text(table->begin()->second));
+    throw ScenarioError(
+        origin, key,
+        fmt::format("would replace the whole [{}] table, dropping the keys it does not name", key),
+        fmt::format("set the keys inside it one at a time, e.g. --set {}", example));
+  }
   parsed.get("value")->visit(
       [&](auto& value) { assign(state_->root, key, std::move(value), origin, state_->origins); });
   state_->overrides.push_back(key + "=" + text);
@@ -1680,6 +1708,27 @@ std::vector<ScenarioDocument> ScenarioDocument::sweep_points() const {
   return points;
 }
 
+namespace {
+
+constexpr double kNoticeableDrop =
+    0.01;  // of the expert copies: a capacity factor of 1.0 under Zipf loads drops more
+
+// The share of the tokens' expert copies that a capacity factor drops, averaged over the MoE
+// layers (0 without one).
+double dropped_expert_share(const strategies::ModelSpec& model) {
+  if (!model.moe || !model.moe->capacity_factor) return 0;
+  double dropped = 0;
+  std::size_t layers = 0;
+  for (const std::vector<double>& shares : strategies::expert_routing(model).shares) {
+    if (shares.empty()) continue;  // a dense layer
+    dropped += 1 - std::accumulate(shares.begin(), shares.end(), 0.0);
+    ++layers;
+  }
+  return layers == 0 ? 0 : dropped / static_cast<double>(layers);
+}
+
+}  // namespace
+
 Scenario ScenarioDocument::read() const {
   const State& s = *state_;
   TableReader root(&s.root, "", s.file, s.origins, s.file);
@@ -1753,6 +1802,26 @@ Scenario ScenarioDocument::read() const {
   scenario.sweep = read_sweep_axes(root.child("sweep"), sweep ? sweep->as_table() : nullptr);
   root.finish();
   scenario.warnings = implausible_values(scenario.cluster, s.root, s.file, s.origins, s.hardware_profile);
+  const strategies::ModelSpec& model = scenario.lowering.model;
+  // A nominal count rounds the dimensions' own (the chapter's 7e9 for Llama-2-7B's 6.74 B); one
+  // far from it may belong to another model, e.g. a file's 7e9 kept under --set model.preset=….
+  if (model.parameter_count) {
+    const auto real = static_cast<double>(strategies::architecture_parameters(model));
+    if (const double ratio = *model.parameter_count / real; ratio < 0.5 || ratio > 2) {
+      scenario.warnings.push_back(fmt::format(
+          "model.parameter_count = {:g} is {:.3g} × the {} parameters of the model's dimensions: "
+          "every "
+          "parameter-sized quantity (weights, gradients, optimizer states) is scaled by that",
+          *model.parameter_count, ratio, strategies::parameter_count_text(real)));
+    }
+  }
+  if (const auto dropped = dropped_expert_share(model); dropped > kNoticeableDrop) {
+    scenario.warnings.push_back(
+        fmt::format("model.moe.capacity_factor = {:g} drops {:.1f} % of the tokens' expert copies: "
+                    "the MoE layers compute "
+                    "only the rest, while MFU counts every token's FLOPs",
+                    *model.moe->capacity_factor, 100 * dropped));
+  }
   return scenario;
 }
 
@@ -1798,8 +1867,15 @@ std::vector<ValidationCase> read_validation_manifest(const std::string& path) {
     c.setup = reader.text("setup").value_or("");
     c.sets_constant = reader.text("sets_constant").value_or("");
     if (c.group == "collective") {
-      c.op = required_text("op");
+      // A barrier moves no data: it has no bus bandwidth to publish.
+      c.op = reader
+                 .choice("op", {"all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce",
+                                "all_to_all"})
+                 .value_or("");
+      if (c.op.empty()) reader.fail("op", "missing required key", "e.g. op = \"all_reduce\"");
       c.ranks = static_cast<std::int32_t>(reader.required_count("ranks", kMaxNodes * kMaxPerNode, "e.g. ranks = 8"));
+      if (c.ranks < 2)
+        reader.fail("ranks", "a collective of one rank moves nothing", "e.g. ranks = 8");
       c.bytes = reader.required_count("bytes", std::int64_t{1} << 40, "the message size, e.g. bytes = 1073741824");
       c.algorithm = reader.choice("algorithm", {"ring", "tree", "nvls", "collnet", "nvls_tree"})
                         .value_or("auto");
@@ -1858,6 +1934,8 @@ std::optional<TraceSelection> parse_trace_selection(const std::string& text, std
 
 constexpr std::uintmax_t kLargestInputFile = 64u << 20;
 std::variant<std::string, std::string_view> read_input_file(const std::filesystem::path& path) {
+  // The outputs (JSON) name the files they come from, and JSON holds UTF-8 only.
+  if (!valid_utf8(path.native())) return std::string_view("its name is not valid UTF-8: rename it");
   std::error_code error;
   if (!std::filesystem::is_regular_file(path, error)) {
     return std::string_view(std::filesystem::exists(path, error) ? "not a regular file"

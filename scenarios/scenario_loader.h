@@ -66,9 +66,9 @@ Scenario load_scenario(const std::string& path, const std::vector<std::string>& 
 // `why`, when the text is not such a list.
 std::optional<TraceSelection> parse_trace_selection(const std::string& text, std::string* why = nullptr);
 
-// The text of a regular file of at most 64 MiB; otherwise why not ("not a regular file", "no
-// such file", "larger than 64 MiB", "cannot be read"). Every input file dtsim reads goes
-// through it.
+// The text of a regular file of at most 64 MiB whose name is valid UTF-8; otherwise why not
+// ("not a regular file", "no such file", "larger than 64 MiB", "cannot be read", a name that is
+// not UTF-8). Every input file dtsim reads goes through it.
 std::variant<std::string, std::string_view> read_input_file(const std::filesystem::path& path);
 
 // Levenshtein distance, for "did you mean" suggestions.

@@ -234,8 +234,11 @@ SweepResult run_sweep(const ScenarioDocument& document, unsigned threads, const 
     row.invalid = std::move(failures[i]);
     row.warnings = scenarios[i].warnings;
     if (row.invalid.empty() && row.report.mfu > 1) {
-      row.warnings.push_back(fmt::format("MFU {:.1f} % is above 100 %: an imposed compute time or an efficiency is unrealistic",
-                                         100 * row.report.mfu));
+      row.warnings.push_back(
+          fmt::format("MFU {:.1f} % is above 100 %: an imposed compute time, an efficiency or a "
+                      "capacity factor that drops most "
+                      "tokens is unrealistic",
+                      100 * row.report.mfu));
     }
   }
   if (!scenarios.empty()) result.name = scenarios.front().name;

@@ -878,7 +878,8 @@ Block head_block(const ModelSpec& model, const BlockShape& shape) {
 // mt19937_64 draws (whose sequence the C++ standard fixes, unlike its distributions': the same
 // seed gives the same loads everywhere). No expert can take more than 1/k of the copies (a
 // token picks k distinct experts): the excess is spread over the others in proportion to their
-// shares until none exceeds it. Then each expert is capped at capacity_factor/E, the rest dropped.
+// shares until none exceeds it (evenly where they have none). Then each expert is capped at
+// capacity_factor/E, the rest dropped.
 ExpertRouting expert_routing(const ModelSpec& model) {
   ExpertRouting routing;
   if (!model.moe) return routing;
@@ -906,7 +907,14 @@ ExpertRouting expert_routing(const ModelSpec& model) {
           below += share;
         }
       }
-      if (excess <= 1e-12 || below <= 0) break;
+      if (excess <= 1e-12) break;
+      if (below <= 0) {  // measured zeros below the cap: nothing to scale, so evenly
+        const auto open =
+            std::count_if(shares.begin(), shares.end(), [&](double share) { return share < most; });
+        for (double& share : shares)
+          share = share >= most ? most : excess / static_cast<double>(open);
+        break;
+      }
       for (double& share : shares) share = share >= most ? most : share * (1 + excess / below);
     }
     if (moe.capacity_factor) {

@@ -65,8 +65,10 @@ void add_warnings(Report& report, const RunFacts& facts) {
   }
   if (report.mfu > 1) {
     report.warnings.push_back(fmt::format(
-        "MFU {:.0f} % is above 100 %: the step computes faster than the devices' peak FLOP/s, so an "
-        "imposed compute time (compute.step_compute_time_s) or an efficiency is unrealistic",
+        "MFU {:.0f} % is above 100 %: the step computes faster than the devices' peak FLOP/s, so "
+        "an "
+        "imposed compute time (compute.step_compute_time_s), an efficiency or a capacity factor "
+        "that drops most tokens (model.moe.capacity_factor) is unrealistic",
         report.mfu * 100));
   }
   for (const std::string& note : facts.notes) report.warnings.push_back(note);

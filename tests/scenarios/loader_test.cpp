@@ -318,6 +318,57 @@ TEST(HardwareProfileTest, TheScenariosOwnEfficiencyBeatsTheProfilesCurve) {
   EXPECT_EQ(stated.efficiency.memory, 0.7);
 }
 
+// Overrides that would change the scenario behind the user's back are refused: an inline table
+// over one of the scenario's (--set 'cluster={nodes=2}' dropped node = "hgx-h200" and ran H100s),
+// text that is not UTF-8 (an internal error in the JSON writer), Zipf weights past a double's
+// range. A warning names a file's nominal parameter count kept under another preset (a 405B model
+// "fitting" as 7e9 parameters on 8 GPUs) and a capacity factor that drops tokens.
+TEST(ScenarioOverrideTest, OverridesThatWouldChangeTheScenarioSilentlyAreRefused) {
+  const std::string c1 = kSource + "/scenarios/c1_7b_ddp_8xh100.toml";
+  const auto expect_error = [](const std::string& scenario,
+                               const std::vector<std::string>& assignments, const std::string& key,
+                               const std::string& message) {
+    try {
+      scenarios::load_scenario(scenario, assignments);
+      FAIL() << assignments.back();
+    } catch (const scenarios::ScenarioError& error) {
+      EXPECT_EQ(error.key(), key) << error.what();
+      EXPECT_NE(error.message().find(message), std::string::npos) << error.what();
+    }
+  };
+  expect_error(kDefault, {"cluster={nodes=2}"}, "cluster",
+               "would replace the whole [cluster] table");
+  expect_error(kDefault, {"model.name=\"\xff\""}, "model.name", "not valid UTF-8");
+  // Zipf weights of 8 experts under a double's range (2^-1075 is 0): the cap of 1/k broke.
+  expect_error(
+      kDefault,
+      {"model.preset=\"mixtral-8x7b\"", "model.moe.load=\"zipf\"", "model.moe.zipf_exponent=1075"},
+      "model.moe.zipf_exponent", "smaller than a double holds (at most 333.3)");
+  // A table the scenario does not have yet may be given whole; the chapter's 7e9 still rounds 6.74
+  // B.
+  EXPECT_EQ(
+      scenarios::load_scenario(kDefault, {"stragglers={distribution=\"lognormal\", sigma=0.1}"})
+          .stragglers.sigma,
+      0.1);
+  const scenarios::Scenario other_model =
+      scenarios::load_scenario(c1, {"model.preset=\"llama-3.1-405b\""});
+  ASSERT_EQ(other_model.warnings.size(), 1u);
+  EXPECT_NE(other_model.warnings[0].find(
+                "model.parameter_count = 7e+09 is 0.0172 × the 405.85 B parameters"),
+            std::string::npos)
+      << other_model.warnings[0];
+  EXPECT_TRUE(scenarios::load_scenario(c1).warnings.empty());
+  // A capacity factor of 0.5 under uniform load keeps half of each expert's 1/8: the warning says
+  // so (a factor of 1e-9 had the report at 660 % MFU, blaming an imposed compute time).
+  const scenarios::Scenario dropping = scenarios::load_scenario(
+      kDefault, {"model.preset=\"mixtral-8x7b\"", "model.moe.capacity_factor=0.5"});
+  ASSERT_EQ(dropping.warnings.size(), 1u);
+  EXPECT_NE(
+      dropping.warnings[0].find("capacity_factor = 0.5 drops 50.0 % of the tokens' expert copies"),
+      std::string::npos)
+      << dropping.warnings[0];
+}
+
 TEST(ScenarioOverrideTest, ABadOverrideNamesTheCommandLine) {
   try {
     scenarios::load_scenario(kDefault, {"ddp.bucket_cap_mbb=50"});

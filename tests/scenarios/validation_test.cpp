@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 
 #include "scenarios/scenario_loader.h"
 #include "tests/support/temporary_directory.h"
@@ -78,6 +79,13 @@ TEST(ValidationTest, ACollectiveRowRunsTheAlgorithmItsSourceForced) {
 
   std::ofstream(scratch / "bad.toml") << row("x", "algorithm = \"hd\"\n");
   expect_manifest_error(scratch / "bad.toml", "case.algorithm", "ring");
+  // One rank moves nothing (its bus bandwidth printed NaN), a barrier no data (71,582 GB/s).
+  std::ofstream(scratch / "one.toml")
+      << std::regex_replace(row("x", ""), std::regex("ranks = 8"), "ranks = 1");
+  expect_manifest_error(scratch / "one.toml", "case.ranks", "one rank moves nothing");
+  std::ofstream(scratch / "barrier.toml")
+      << std::regex_replace(row("x", ""), std::regex("op = \"all_reduce\""), "op = \"barrier\"");
+  expect_manifest_error(scratch / "barrier.toml", "case.op", "expected one of: all_reduce");
 }
 
 // The accuracy dtsim has today on the development set, as docs/validation.md records it: a

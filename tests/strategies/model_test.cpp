@@ -77,6 +77,14 @@ TEST(ModelPresetTest, RouterLoadIsSeededCappedAndDropsBeyondCapacity) {
   for (const auto& layer : strategies::expert_routing(model).shares) {
     for (double share : layer) EXPECT_LE(share, 1.0 / 8 + 1e-15);
   }
+  // Every copy measured on one expert: the others have no share to scale, so the excess over 1/2
+  // is spread evenly over the seven (it was left on the one expert).
+  model.moe->capacity_factor.reset();
+  model.moe->load = strategies::ExpertLoad::kMeasured;
+  model.moe->measured_fractions = {1, 0, 0, 0, 0, 0, 0, 0};
+  const std::vector<double> one_hot = strategies::expert_routing(model).shares[0];
+  EXPECT_EQ(one_hot[0], 0.5);
+  for (std::size_t e = 1; e < 8; ++e) EXPECT_NEAR(one_hot[e], 0.5 / 7, 1e-15);
 }
 
 TEST(ModelPresetTest, NominalParameterCountScalesParameterSizedQuantities) {
