@@ -40,21 +40,26 @@ bool is_type(const std::string& text) {
   return !text.empty() && std::isalpha(static_cast<unsigned char>(text.front())) != 0;
 }
 
-// A time in µs, or nothing when `text` is not a positive number.
-std::optional<double> time_us(const std::string& text) {
+// A number, or nothing when `text` is not one.
+std::optional<double> number(const std::string& text) {
   double value = 0;
   const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error != std::errc() || end != text.data() + text.size() || !(value > 0)) return std::nullopt;
+  if (error != std::errc() || end != text.data() + text.size()) return std::nullopt;
   return value;
+}
+
+// A time in µs, or nothing when `text` is not a positive number.
+std::optional<double> time_us(const std::string& text) {
+  const std::optional<double> value = number(text);
+  return value && *value > 0 ? value : std::nullopt;
 }
 
 // Whether a #wrong column reports errors: nccl-tests prints 0 (or 0e+00) when the results
 // check out and N/A when it did not check (-c 0).
 bool reports_wrong_results(const std::string& text) {
   if (text == "N/A") return false;
-  double wrong = 0;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), wrong);
-  return error != std::errc() || end != text.data() + text.size() || wrong != 0;
+  const std::optional<double> wrong = number(text);
+  return !wrong || *wrong != 0;
 }
 
 // nccl-tests' test names, as dtsim collective --op spells them.

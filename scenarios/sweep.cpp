@@ -233,12 +233,10 @@ SweepResult run_sweep(const ScenarioDocument& document, unsigned threads, const 
     row.report = std::move(reports[i]);
     row.invalid = std::move(failures[i]);
     row.warnings = scenarios[i].warnings;
-    if (row.invalid.empty() && row.report.mfu > 1) {
-      row.warnings.push_back(
-          fmt::format("MFU {:.1f} % is above 100 %: an imposed compute time, an efficiency or a "
-                      "capacity factor that drops most "
-                      "tokens is unrealistic",
-                      100 * row.report.mfu));
+    if (row.invalid.empty()) {
+      if (std::string mfu = trace::mfu_above_peak_warning(row.report.mfu); !mfu.empty()) {
+        row.warnings.push_back(std::move(mfu));
+      }
     }
   }
   if (!scenarios.empty()) result.name = scenarios.front().name;

@@ -63,18 +63,22 @@ void add_warnings(Report& report, const RunFacts& facts) {
         report.comm_compute_ratio, human_seconds(report.comm_time_s),
         human_seconds(report.compute_time_s)));
   }
-  if (report.mfu > 1) {
-    report.warnings.push_back(fmt::format(
-        "MFU {:.0f} % is above 100 %: the step computes faster than the devices' peak FLOP/s, so "
-        "an "
-        "imposed compute time (compute.step_compute_time_s), an efficiency or a capacity factor "
-        "that drops most tokens (model.moe.capacity_factor) is unrealistic",
-        report.mfu * 100));
+  if (std::string mfu = mfu_above_peak_warning(report.mfu); !mfu.empty()) {
+    report.warnings.push_back(std::move(mfu));
   }
   for (const std::string& note : facts.notes) report.warnings.push_back(note);
 }
 
 }  // namespace
+
+std::string mfu_above_peak_warning(double mfu) {
+  if (!(mfu > 1)) return {};
+  return fmt::format(
+      "MFU {:.0f} % is above 100 %: the step computes faster than the devices' peak FLOP/s, so an "
+      "imposed compute time (compute.step_compute_time_s), an efficiency or a capacity factor "
+      "that drops most tokens (model.moe.capacity_factor) is unrealistic",
+      mfu * 100);
+}
 
 std::int32_t critical_rank(const std::vector<RankSummary>& summaries) {
   std::int32_t critical = 0;

@@ -127,6 +127,9 @@ Report build_report(const Timeline& timeline, const RunFacts& facts);
 // rank ran anything.
 std::int32_t critical_rank(const std::vector<RankSummary>& summaries);
 std::string format_report(const Report& report);
+// The warning for an MFU above 1 (the step computes faster than the devices' peak), naming the
+// inputs that can cause it; empty when mfu ≤ 1.
+std::string mfu_above_peak_warning(double mfu);
 // A duration in s, ms or µs with the report's precision.
 std::string human_seconds(double seconds);
 nlohmann::json report_to_json(const Report& report);
