@@ -161,7 +161,8 @@ void simulate(const ScenarioDocument& document, std::vector<AdviceCandidate>& ca
 }  // namespace
 
 Advice propose_layouts(const ScenarioDocument& document) {
-  const Scenario base = document.read();
+  std::string layout_fault;  // the "as written" candidate, rejected, shows it
+  const Scenario base = document.read_for_layout_choice(&layout_fault);
   const Facts facts = facts_of(base);
   Advice advice;
   advice.title = fmt::format(

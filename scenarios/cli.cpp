@@ -484,7 +484,7 @@ int command_search(RunOptions options, const backend::WorkSplit& split, std::ost
                     bar_on(progress, split.size() > 1 ? "layouts simulated by this process" : "layouts simulated"));
   }
   if (!split.leader()) return 0;
-  const auto directory = output_directory(options, document.read().name) / "search";
+  const auto directory = output_directory(options, result.name) / "search";
   prepare_output_directory(directory);
   write_file_atomically(directory / "search.csv", [&](std::ostream& file) { file << search_csv(result); });
   if (options.json) {

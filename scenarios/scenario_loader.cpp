@@ -634,8 +634,8 @@ strategies::TrainingSpec read_training(TableReader& reader, const strategies::Mo
   return training;
 }
 
-// The parallel degrees and strategy; rule R2 (dp × tp × pp = GPUs).
-void read_parallel(TableReader& reader, Scenario& scenario) {
+// The parallel degrees and strategy; rule R2 (dp × tp × pp = GPUs) when `check_layout`.
+void read_parallel(TableReader& reader, Scenario& scenario, bool check_layout) {
   strategies::ParallelSpec& parallel = scenario.lowering.parallel;
   parallel.strategy = reader.choice("strategy", strategies::strategy_names()).value_or("ddp");
   const std::int64_t gpus = scenario.cluster.gpu_count();
@@ -644,7 +644,7 @@ void read_parallel(TableReader& reader, Scenario& scenario) {
   parallel.cp = static_cast<std::int32_t>(reader.count("cp", 1, 1, gpus));
   parallel.dp = static_cast<std::int32_t>(
       reader.count("dp", std::max<std::int64_t>(1, gpus / (parallel.tp * parallel.pp * parallel.cp)), 1, gpus));
-  if (static_cast<std::int64_t>(parallel.world()) != gpus) {  // rule R2
+  if (check_layout && static_cast<std::int64_t>(parallel.world()) != gpus) {  // rule R2
     // Blame the degree the user changed last: one set on the command line or by a sweep point,
     // else one the file states, else tp; dp first, then tp, pp, cp.
     const auto first_degree = [](const auto& chosen) -> std::optional<std::string_view> {
@@ -660,10 +660,11 @@ void read_parallel(TableReader& reader, Scenario& scenario) {
     reader.fail(
         blamed,
         fmt::format("world size dp × tp × pp{} = {} × {} × {}{} = {} does not match the cluster's "
-                    "{} GPUs ({} nodes × {})",
+                    "{} GPUs ({} node{} × {})",
                     parallel.cp > 1 ? " × cp" : "", parallel.dp, parallel.tp, parallel.pp,
                     parallel.cp > 1 ? fmt::format(" × {}", parallel.cp) : "", parallel.world(),
-                    gpus, scenario.cluster.nodes, scenario.cluster.node.gpus),
+                    gpus, scenario.cluster.nodes, scenario.cluster.nodes == 1 ? "" : "s",
+                    scenario.cluster.node.gpus),
         "the product of the parallel degrees must equal cluster.nodes × gpus_per_node");
   }
   parallel.cp_scheme = reader.named("cp_scheme", parallel.cp_scheme);
@@ -1005,6 +1006,18 @@ void read_fsdp(TableReader& reader, strategies::FsdpSpec& fsdp) {
   fsdp.cpu_offload = reader.boolean("cpu_offload").value_or(fsdp.cpu_offload);
   fsdp.separate_reduce_scatter_group =
       reader.boolean("separate_reduce_scatter_group").value_or(fsdp.separate_reduce_scatter_group);
+}
+
+// `written` with every GPU in data parallelism and nothing else split (the degrees, sequence
+// parallelism, interleaving and the knobs that need them): a layout the rules hold for, bar the
+// batch's (R3), for a read whose caller chooses the layout itself.
+strategies::ParallelSpec plain_data_parallel(strategies::ParallelSpec written, std::int32_t gpus) {
+  written.dp = gpus;
+  written.tp = written.pp = written.cp = written.ep = written.virtual_stages = 1;
+  written.sequence_parallel = written.tp_comm_overlap = written.pipeline_scatter_gather = false;
+  written.moe_shared_expert_overlap = false;
+  written.schedule = strategies::ParallelSpec{}.schedule;
+  return written;
 }
 
 // Rule R3: global batch = micro-batch × accumulation × dp.
@@ -1729,7 +1742,19 @@ double dropped_expert_share(const strategies::ModelSpec& model) {
 
 }  // namespace
 
-Scenario ScenarioDocument::read() const {
+Scenario ScenarioDocument::read() const { return read(/*check_layout=*/true); }
+
+Scenario ScenarioDocument::read_for_layout_choice(std::string* layout_fault) const {
+  try {
+    return read(/*check_layout=*/true);
+  } catch (const ScenarioError& error) {
+    Scenario scenario = read(/*check_layout=*/false);  // a fault beyond the layout's is thrown
+    *layout_fault = error.what();
+    return scenario;
+  }
+}
+
+Scenario ScenarioDocument::read(bool check_layout) const {
   const State& s = *state_;
   TableReader root(&s.root, "", s.file, s.origins, s.file);
   Scenario scenario;
@@ -1764,16 +1789,23 @@ Scenario ScenarioDocument::read() const {
                   "use precision = \"mixed\" on this GPU, or an H100/H200/L40S node");
   }
   TableReader parallel = root.child("parallel");
-  read_parallel(parallel, scenario);
-  check_batch(training, scenario.lowering.training, scenario.lowering.parallel.dp);
+  read_parallel(parallel, scenario, check_layout);
   TableReader zero = root.child("zero");
   read_zero(zero, scenario.lowering.zero);
   TableReader fsdp = root.child("fsdp");
   read_fsdp(fsdp, scenario.lowering.fsdp);
-  check_tensor_parallel_divisibility(parallel, scenario.lowering.model, scenario.lowering.parallel.tp);
-  check_parallel_combination(parallel, fsdp, zero, scenario);
-  check_expert_parallel(parallel, zero, scenario);
-  check_context_parallel(parallel, scenario);
+  if (check_layout) {
+    check_batch(training, scenario.lowering.training, scenario.lowering.parallel.dp);
+    check_tensor_parallel_divisibility(parallel, scenario.lowering.model,
+                                       scenario.lowering.parallel.tp);
+    check_parallel_combination(parallel, fsdp, zero, scenario);
+    check_expert_parallel(parallel, zero, scenario);
+    check_context_parallel(parallel, scenario);
+  } else {
+    training.count("gradient_accumulation", 1, 1, kMaxDimension);  // its type still checked
+    scenario.lowering.parallel = plain_data_parallel(
+        scenario.lowering.parallel, static_cast<std::int32_t>(scenario.cluster.gpu_count()));
+  }
   for (TableReader* table : {&training, &parallel, &zero, &fsdp}) table->finish();
 
   read_ps(root.child("ps"), scenario.lowering.ps);

@@ -41,6 +41,12 @@ class ScenarioDocument {
 
   // Reads and validates the scenario. Throws ScenarioError.
   Scenario read() const;
+  // For a caller that chooses the parallel layout itself (search, advise): the scenario as
+  // read() gives it when its layout holds; when only the layout breaks a rule (the degrees,
+  // their divisibility and combination, the batch's split), the rest read and validated with
+  // plain data parallelism over every GPU in its place (gradient accumulation not derived), and
+  // the layout's error in `layout_fault`. Throws ScenarioError for any other fault.
+  Scenario read_for_layout_choice(std::string* layout_fault) const;
   // One document per point of the [sweep] table's cartesian product, in row-major order
   // (the last axis varies fastest), each with its point's values applied.
   std::vector<ScenarioDocument> sweep_points() const;
@@ -57,6 +63,7 @@ class ScenarioDocument {
   friend std::vector<ValidationCase> read_validation_manifest(const std::string& path);
   struct State;
   explicit ScenarioDocument(std::unique_ptr<State> state);
+  Scenario read(bool check_layout) const;
   std::unique_ptr<State> state_;
 };
 

@@ -487,8 +487,9 @@ std::vector<std::string> SearchLayout::overrides() const {
 
 SearchResult search(const ScenarioDocument& document, const SearchOptions& options, const Progress& progress) {
   const auto started = std::chrono::steady_clock::now();
-  const Scenario base = document.read();
   SearchResult result;
+  const Scenario base = document.read_for_layout_choice(&result.written_layout_fault);
+  result.name = base.name;
   result.objective = options.objective;
   result.gpu_hour_price = base.gpu_hour_price;
   result.gpus = static_cast<double>(base.cluster.gpu_count());
@@ -626,6 +627,11 @@ std::string why(const trace::Report& report, double capacity) {
 
 std::string format_search(const SearchResult& result, std::size_t rows) {
   std::string out = fmt::format("dtsim search — {}\n\n", result.title);
+  if (!result.written_layout_fault.empty()) {
+    out += fmt::format(
+        "the scenario's own layout does not hold ({}); every layout searched regardless\n\n",
+        result.written_layout_fault);
+  }
   out += fmt::format("{} layouts pass the divisibility rules, each estimated in closed form ({:.2f} s in all): "
                      "{} over the memory, {} fit{}\n",
                      result.enumerated, result.estimate_seconds, result.rejected_by_memory, result.candidates.size(),
@@ -667,15 +673,20 @@ std::string format_search(const SearchResult& result, std::size_t rows) {
 }
 
 nlohmann::json search_json(const SearchResult& result) {
-  nlohmann::json json = {{"title", result.title},
-                         {"objective", result.objective},
-                         {"enumerated", result.enumerated},
-                         {"rejected_by_memory", result.rejected_by_memory},
-                         {"estimated", result.candidates.size()},
-                         {"estimate_seconds", result.estimate_seconds},
-                         {"rank_correlation", result.rank_correlation ? nlohmann::json(*result.rank_correlation) : nlohmann::json(nullptr)},
-                         {"ranking", nlohmann::json::array()},
-                         {"pareto", nlohmann::json::array()}};
+  nlohmann::json json = {
+      {"title", result.title},
+      {"objective", result.objective},
+      {"enumerated", result.enumerated},
+      {"rejected_by_memory", result.rejected_by_memory},
+      {"estimated", result.candidates.size()},
+      {"estimate_seconds", result.estimate_seconds},
+      {"rank_correlation", result.rank_correlation ? nlohmann::json(*result.rank_correlation)
+                                                   : nlohmann::json(nullptr)},
+      {"written_layout_fault", result.written_layout_fault.empty()
+                                   ? nlohmann::json(nullptr)
+                                   : nlohmann::json(result.written_layout_fault)},
+      {"ranking", nlohmann::json::array()},
+      {"pareto", nlohmann::json::array()}};
   const auto entry = [&](std::size_t i) {
     const SearchCandidate& candidate = result.candidates[i];
     nlohmann::json item = {{"layout", layout_name(candidate)},

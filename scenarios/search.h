@@ -78,6 +78,7 @@ struct SearchOptions {
 };
 
 struct SearchResult {
+  std::string name;  // the scenario's (its default output directory, out/<name>)
   std::string title;
   std::string objective;
   std::size_t enumerated = 0;          // layouts that pass the divisibility rules, every one estimated
@@ -92,6 +93,7 @@ struct SearchResult {
   std::vector<std::size_t> pareto;          // simulated and fitting: no other is faster and smaller
   std::optional<double> rank_correlation;   // Spearman's ρ, estimate vs simulation, over the simulated
   std::vector<std::string> extra;           // also_simulate layouts that did not read, with why
+  std::string written_layout_fault;  // why the scenario's own layout does not hold (empty: it does)
 };
 
 SearchResult search(const ScenarioDocument& document, const SearchOptions& options, const Progress& progress = {});

@@ -103,6 +103,27 @@ TEST(AdviseTest, LayoutsTheBatchCannotFillAreRejectedWithTheReason) {
   EXPECT_NE(rejected->rejected.find("not a multiple of micro-batch 1 × dp 8"), std::string::npos);
 }
 
+TEST(AdviseTest, AScenarioWhoseOwnLayoutBreaksARuleStillGetsAdvice) {
+  // dp 8 cannot split a global batch of 4: the layout as written is rejected with that
+  // reason, the rules' other candidates are simulated.
+  const auto advice = advise("[model]\npreset = \"llama-2-7b\"\n", {"training.global_batch=4"});
+  const auto written = std::find_if(advice.candidates.begin(), advice.candidates.end(),
+                                    [](const auto& c) { return c.layout == "as written"; });
+  ASSERT_NE(written, advice.candidates.end());
+  EXPECT_FALSE(written->report);
+  EXPECT_NE(written->rejected.find("global batch 4 is not a multiple of micro_batch 1 × dp 8"),
+            std::string::npos)
+      << written->rejected;
+  EXPECT_TRUE(proposes(advice, "DDP, dp 4 × tp 2"));
+  EXPECT_GE(std::count_if(advice.candidates.begin(), advice.candidates.end(),
+                          [](const auto& c) { return c.report.has_value(); }),
+            2);
+  // A fault beyond the layout is still the scenario's error.
+  EXPECT_THROW(
+      advise("[model]\npreset = \"llama-2-7b\"\n", {"training.global_batch=4", "model.layers=0"}),
+      scenarios::ScenarioError);
+}
+
 TEST(AdviseTest, AnInterleavedScenarioStillGetsItsCandidatesRanked) {
   // The candidates are compared as 1F1B layouts: pp = 1 could not be interleaved at all.
   const auto advice = advise("[model]\npreset = \"llama-2-7b\"\n",

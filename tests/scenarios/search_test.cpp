@@ -71,6 +71,28 @@ TEST(SearchTest, FindsALayoutAtLeastAsFastAsEveryLayoutAdviseProposes) {
   EXPECT_GE(compared, 1);
 }
 
+TEST(SearchTest, SearchesEvenWhenTheScenariosOwnLayoutBreaksARule) {
+  // tp 3 divides neither the 64 GPUs nor the 64 heads: the layouts searched are those of the
+  // valid scenario, and the result says why the written one does not hold.
+  scenarios::SearchOptions options;
+  options.simulate = 0;
+  options.sample = 0;
+  const scenarios::SearchResult valid = scenarios::search(document(), options);
+  EXPECT_TRUE(valid.written_layout_fault.empty()) << valid.written_layout_fault;
+  scenarios::ScenarioDocument broken = document();
+  broken.set("parallel.tp=3", "--set parallel.tp=3");
+  const scenarios::SearchResult result = scenarios::search(broken, options);
+  EXPECT_NE(result.written_layout_fault.find("parallel.tp"), std::string::npos)
+      << result.written_layout_fault;
+  EXPECT_EQ(result.enumerated, valid.enumerated);
+  EXPECT_EQ(result.candidates.size(), valid.candidates.size());
+  EXPECT_NE(scenarios::format_search(result).find("the scenario's own layout does not hold"),
+            std::string::npos);
+  // A fault beyond the layout is still the scenario's error.
+  broken.set("model.layers=0", "--set model.layers=0");
+  EXPECT_THROW(scenarios::search(broken, options), scenarios::ScenarioError);
+}
+
 TEST(SearchTest, TheCostObjectiveNeedsTheCostOfAGpuHour) {
   scenarios::SearchOptions options;
   options.objective = "cost";
