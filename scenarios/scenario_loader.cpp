@@ -1367,6 +1367,74 @@ struct ScenarioDocument::State {
 
 namespace {
 
+// "ORIGIN: " for a key set by --set or a sweep point, "FILE:LINE:COLUMN: " for one the file
+// states, else empty.
+std::string where_stated(const std::string& key, const toml::table& root, const std::string& file,
+                         const Origins& origins) {
+  if (const auto origin = origins.find(key); origin != origins.end()) return origin->second + ": ";
+  if (const toml::node* node = root.at_path(key).node(); node != nullptr) {
+    return fmt::format("{}:{}:{}: ", file, node->source().begin.line, node->source().begin.column);
+  }
+  return "";
+}
+
+// Keys the scenario states that the rest of it leaves without effect — [zero] under DDP, the
+// LogP overheads under the NCCL library model, an SGD momentum under AdamW: one warning each,
+// naming the key, where it was set and what makes it inert. Warnings, not errors: a file may
+// state them for the points of a sweep that uses them.
+std::vector<std::string> inert_keys(const Scenario& scenario, const toml::table& root,
+                                    const std::string& file, const Origins& origins) {
+  const strategies::ParallelSpec& parallel = scenario.lowering.parallel;
+  const std::string strategy = fmt::format("parallel.strategy is \"{}\"", parallel.strategy);
+  const bool logp_priced =
+      scenario.network.model == "analytic" && scenario.network.library == "ideal";
+  const std::string logp_why =
+      "LogP overheads price the analytic network model's transfers under collectives.library = "
+      "\"ideal\" only";
+  struct Rule {
+    std::string key;  // a key, or a table whose every key it covers
+    bool inert;
+    std::string why;
+  };
+  const std::vector<Rule> rules = {
+      {"zero", parallel.strategy != "zero", strategy},
+      {"fsdp", parallel.strategy == "ddp" || parallel.strategy == "ps", strategy},
+      {"ps", parallel.strategy != "ps", strategy},
+      {"training.sgd_momentum",
+       scenario.lowering.training.optimizer != strategies::OptimizerKind::kSgd,
+       fmt::format("training.optimizer is \"{}\"",
+                   strategies::name_of(scenario.lowering.training.optimizer))},
+      {"parallel.cp_scheme", parallel.cp == 1, "parallel.cp is 1"},
+      {"stragglers.sigma", scenario.stragglers.distribution != "lognormal",
+       fmt::format("stragglers.distribution is \"{}\", not \"lognormal\"",
+                   scenario.stragglers.distribution)},
+      {"stragglers.spread", scenario.stragglers.distribution != "uniform",
+       fmt::format("stragglers.distribution is \"{}\", not \"uniform\"",
+                   scenario.stragglers.distribution)},
+      {"stragglers.seed", scenario.stragglers.distribution == "none",
+       "stragglers.distribution is \"none\""},
+      {"network.logp", !logp_priced, logp_why},
+      {"network.logp_overhead_us", !logp_priced, logp_why},
+      {"network.logp_gap_us", !logp_priced, logp_why},
+  };
+  std::vector<std::string> warnings;
+  const auto warn = [&](const std::string& key, const std::string& why) {
+    warnings.push_back(
+        fmt::format("{}{} has no effect: {}", where_stated(key, root, file, origins), key, why));
+  };
+  for (const Rule& rule : rules) {
+    if (!rule.inert) continue;
+    const toml::node* node = root.at_path(rule.key).node();
+    if (node == nullptr) continue;
+    if (const toml::table* table = node->as_table()) {
+      for (auto&& [key, value] : *table) warn(rule.key + "." + std::string(key.str()), rule.why);
+    } else {
+      warn(rule.key, rule.why);
+    }
+  }
+  return warnings;
+}
+
 // Values that read well but no hardware has — a GPU memory given in bytes where GB are asked
 // for, a NIC in Gb/s where GB/s are: one warning each, naming the key, where it was set and the
 // range real hardware spans (2026: GPUs of 16–288 GB and 100–2,500 bf16 TFLOP/s, NICs of
@@ -1403,16 +1471,14 @@ std::vector<std::string> implausible_values(const topology::ClusterSpec& cluster
   std::vector<std::string> warnings;
   for (const Check& check : checks) {
     if (check.value >= check.low && check.value <= check.high) continue;
-    std::string where;
-    if (const auto origin = origins.find(check.key); origin != origins.end()) {
-      // A measured profile is what this machine is (a CPU core's memory bandwidth is low).
-      if (!hardware_profile.empty() && origin->second.find(std::filesystem::path(hardware_profile).filename().string()) != std::string::npos) {
-        continue;
-      }
-      where = origin->second + ": ";
-    } else if (const toml::node* node = root.at_path(check.key).node(); node != nullptr) {
-      where = fmt::format("{}:{}:{}: ", file, node->source().begin.line, node->source().begin.column);
+    const auto origin = origins.find(check.key);
+    // A measured profile is what this machine is (a CPU core's memory bandwidth is low).
+    if (origin != origins.end() && !hardware_profile.empty() &&
+        origin->second.find(std::filesystem::path(hardware_profile).filename().string()) !=
+            std::string::npos) {
+      continue;
     }
+    const std::string where = where_stated(check.key, root, file, origins);
     const bool latency = check.key.ends_with("latency_us");
     warnings.push_back(fmt::format(
         "{}{} = {:g} {} is implausible: real hardware has {:g}–{:g} {} (a value in the wrong "
@@ -1834,6 +1900,9 @@ Scenario ScenarioDocument::read(bool check_layout) const {
   scenario.sweep = read_sweep_axes(root.child("sweep"), sweep ? sweep->as_table() : nullptr);
   root.finish();
   scenario.warnings = implausible_values(scenario.cluster, s.root, s.file, s.origins, s.hardware_profile);
+  for (std::string& warning : inert_keys(scenario, s.root, s.file, s.origins)) {
+    scenario.warnings.push_back(std::move(warning));
+  }
   const strategies::ModelSpec& model = scenario.lowering.model;
   // A nominal count rounds the dimensions' own (the chapter's 7e9 for Llama-2-7B's 6.74 B); one
   // far from it may belong to another model, e.g. a file's 7e9 kept under --set model.preset=….

@@ -293,6 +293,33 @@ TEST(ScenarioLoaderTest, ImplausibleHardwareValuesAreWarnedAboutByKey) {
   EXPECT_GE(loaded, 6);
 }
 
+// A key the rest of the scenario leaves without effect is a warning naming it, where it was set
+// and why; the same key where it acts is none.
+TEST(ScenarioLoaderTest, KeysTheScenarioLeavesWithoutEffectAreWarnedAbout) {
+  const scenarios::Scenario inert = scenarios::load_scenario(
+      kDefault, {"parallel.strategy=\"ddp\"", "zero.stage=2", "training.optimizer=\"adamw\"",
+                 "training.sgd_momentum=0.5", "parallel.cp_scheme=\"ulysses\"",
+                 "stragglers.sigma=0.2", "network.logp=true", "collectives.library=\"nccl\""});
+  const std::vector<std::string> expected = {
+      "--set zero.stage=2: zero.stage has no effect: parallel.strategy is \"ddp\"",
+      "--set training.sgd_momentum=0.5: training.sgd_momentum has no effect: training.optimizer is "
+      "\"adamw\"",
+      "--set parallel.cp_scheme=\"ulysses\": parallel.cp_scheme has no effect: parallel.cp is 1",
+      "--set stragglers.sigma=0.2: stragglers.sigma has no effect: stragglers.distribution is "
+      "\"none\", not "
+      "\"lognormal\"",
+      "--set network.logp=true: network.logp has no effect: LogP overheads price the analytic "
+      "network model's "
+      "transfers under collectives.library = \"ideal\" only"};
+  EXPECT_EQ(inert.warnings, expected);
+  const scenarios::Scenario acting = scenarios::load_scenario(
+      kDefault,
+      {"parallel.strategy=\"zero\"", "zero.stage=2", "training.optimizer=\"sgd\"",
+       "training.sgd_momentum=0.5", "stragglers.distribution=\"lognormal\"", "stragglers.sigma=0.2",
+       "network.model=\"analytic\"", "network.logp=true", "collectives.library=\"ideal\""});
+  EXPECT_EQ(acting.warnings, std::vector<std::string>{});
+}
+
 TEST(ScenarioOverrideTest, CalibratedCurvesInterpolateInLogSize) {
   // 64 KiB at 1.0, 64 MiB at 0.25: 2 MiB is halfway in log(size) → 0.625; clamped outside.
   const scenarios::Scenario s = scenarios::load_scenario(
