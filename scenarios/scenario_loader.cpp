@@ -1418,7 +1418,10 @@ std::vector<std::string> inert_keys(const Scenario& scenario, const toml::table&
       {"network.logp_gap_us", !logp_priced, logp_why},
   };
   std::vector<std::string> warnings;
-  const auto warn = [&](const std::string& key, const std::string& why) {
+  // A switch stated off is in effect wherever it is (search turns zero.overlap_param_gather off
+  // for every layout it proposes).
+  const auto warn = [&](const std::string& key, const toml::node& value, const std::string& why) {
+    if (value.is_boolean() && !value.as_boolean()->get()) return;
     warnings.push_back(
         fmt::format("{}{} has no effect: {}", where_stated(key, root, file, origins), key, why));
   };
@@ -1427,9 +1430,10 @@ std::vector<std::string> inert_keys(const Scenario& scenario, const toml::table&
     const toml::node* node = root.at_path(rule.key).node();
     if (node == nullptr) continue;
     if (const toml::table* table = node->as_table()) {
-      for (auto&& [key, value] : *table) warn(rule.key + "." + std::string(key.str()), rule.why);
+      for (auto&& [key, value] : *table)
+        warn(rule.key + "." + std::string(key.str()), value, rule.why);
     } else {
-      warn(rule.key, rule.why);
+      warn(rule.key, *node, rule.why);
     }
   }
   return warnings;

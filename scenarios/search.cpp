@@ -461,27 +461,29 @@ std::string SearchLayout::label() const {
 
 std::vector<std::string> SearchLayout::overrides() const {
   std::vector<std::string> keys = {
-      fmt::format("parallel.strategy=\"{}\"", flavour == "ddp" ? "ddp" : flavour == "fsdp" ? "fsdp" : "zero"),
-      fmt::format("parallel.dp={}", dp),
-      fmt::format("parallel.tp={}", tp),
-      fmt::format("parallel.pp={}", pp),
-      fmt::format("parallel.cp={}", cp),
-      fmt::format("parallel.cp_scheme=\"{}\"", strategies::name_of(cp_scheme)),
+      fmt::format("parallel.strategy=\"{}\"", flavour == "ddp"    ? "ddp"
+                                              : flavour == "fsdp" ? "fsdp"
+                                                                  : "zero"),
+      fmt::format("parallel.dp={}", dp), fmt::format("parallel.tp={}", tp),
+      fmt::format("parallel.pp={}", pp), fmt::format("parallel.cp={}", cp),
       fmt::format("parallel.ep={}", ep),
       fmt::format("parallel.sequence_parallel={}", sequence_parallel),
-      fmt::format("parallel.pipeline_schedule=\"{}\"", virtual_stages > 1 ? "interleaved-1f1b" : "1f1b"),
+      fmt::format("parallel.pipeline_schedule=\"{}\"",
+                  virtual_stages > 1 ? "interleaved-1f1b" : "1f1b"),
       fmt::format("parallel.virtual_stages={}", virtual_stages),
       fmt::format("training.micro_batch={}", micro_batch),
       fmt::format("training.gradient_accumulation={}", accumulation),
       fmt::format("training.activation_checkpointing=\"{}\"", checkpointing_name(recompute)),
       // Knobs the estimate does not model, off whatever the scenario says.
-      "parallel.tp_comm_overlap=false", "parallel.moe_shared_expert_overlap=false", "parallel.pipeline_scatter_gather=false",
-      "zero.overlap_param_gather=false"};
+      "parallel.tp_comm_overlap=false", "parallel.moe_shared_expert_overlap=false",
+      "parallel.pipeline_scatter_gather=false", "zero.overlap_param_gather=false"};
   if (flavour == "zero1" || flavour == "zero2") {
     keys.push_back(fmt::format("zero.stage={}", flavour == "zero1" ? 1 : 2));
     keys.push_back("zero.implementation=\"deepspeed\"");  // what the estimate prices: master weights sharded too
   }
   if (flavour == "fsdp") keys.push_back("fsdp.sharding_strategy=\"FULL_SHARD\"");
+  if (cp > 1)
+    keys.push_back(fmt::format("parallel.cp_scheme=\"{}\"", strategies::name_of(cp_scheme)));
   return keys;
 }
 
