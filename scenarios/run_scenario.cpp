@@ -285,9 +285,11 @@ RunResult run_scenario(const Scenario& scenario, const std::function<bool(const 
   }
   if (!scenario.stragglers.slow_ranks.empty()) {
     const bool one = scenario.stragglers.slow_ranks.size() == 1;
-    facts.notes.push_back(fmt::format("stragglers: rank{} {} compute{} {:.3g}× slower (stragglers.slow_ranks)",
-                                      one ? "" : "s", fmt::join(scenario.stragglers.slow_ranks, ", "), one ? "s" : "",
-                                      scenario.stragglers.slow_factor));
+    const double factor = scenario.stragglers.slow_factor;
+    facts.notes.push_back(fmt::format(
+        "stragglers: rank{} {} compute{} {:.3g}× {} (stragglers.slow_ranks, slow_factor {:g})",
+        one ? "" : "s", fmt::join(scenario.stragglers.slow_ranks, ", "), one ? "s" : "",
+        factor >= 1 ? factor : 1 / factor, factor >= 1 ? "slower" : "faster", factor));
   }
   facts.comm_latency_s = result.simulation.comm_latency_s;
   facts.comm_bandwidth_s = result.simulation.comm_bandwidth_s;

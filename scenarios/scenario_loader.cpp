@@ -54,6 +54,24 @@ std::size_t edit_distance(const std::string& a, const std::string& b) {
 }
 
 std::string closest_match(const std::string& word, const std::vector<std::string>& candidates) {
+  const auto lower = [](std::string text) {
+    std::transform(text.begin(), text.end(), text.begin(),
+                   [](unsigned char c) { return std::tolower(c); });
+    return text;
+  };
+  // One that differs only in case ("H100-SXM5"), else the shortest that holds the word whole
+  // ("h100" in "h100-sxm5", which is 5 edits away where "b200" is 2), else the nearest by edits.
+  const std::string word_lower = lower(word);
+  std::string holding;
+  for (const std::string& candidate : candidates) {
+    const std::string candidate_lower = lower(candidate);
+    if (candidate_lower == word_lower) return candidate;
+    if (word.size() >= 3 && candidate_lower.find(word_lower) != std::string::npos &&
+        (holding.empty() || candidate.size() < holding.size())) {
+      holding = candidate;
+    }
+  }
+  if (!holding.empty()) return holding;
   std::string best;
   std::size_t best_distance = std::max<std::size_t>(2, word.size() / 3) + 1;
   for (const std::string& candidate : candidates) {
@@ -61,7 +79,7 @@ std::string closest_match(const std::string& word, const std::vector<std::string
     const std::size_t length_difference =
         word.size() > candidate.size() ? word.size() - candidate.size() : candidate.size() - word.size();
     if (length_difference >= best_distance) continue;
-    const std::size_t distance = edit_distance(word, candidate);
+    const std::size_t distance = edit_distance(word_lower, lower(candidate));
     if (distance < best_distance) {
       best = candidate;
       best_distance = distance;
@@ -108,7 +126,10 @@ std::string node_text(const toml::node& node) {
   if (const auto* text = node.as_string()) {
     out << '"' << text->get() << '"';
   } else if (const auto* number = node.as_floating_point()) {
-    out << fmt::format("{}", number->get());  // shortest form that reads back the same
+    // The shortest form that reads back the same, still a float: "8.0" where an integer is asked.
+    std::string text = fmt::format("{}", number->get());
+    if (text.find_first_of(".en") == std::string::npos) text += ".0";
+    out << text;
   } else if (const auto* array = node.as_array()) {
     out << '[';
     for (std::size_t i = 0; i < array->size(); ++i) out << (i ? ", " : "") << node_text(*array->get(i));
@@ -622,6 +643,11 @@ strategies::TrainingSpec read_training(TableReader& reader, const strategies::Mo
   training.optimizer = reader.named("optimizer", training.optimizer);
   training.checkpointing = reader.named("activation_checkpointing", training.checkpointing);
   training.sgd_momentum = reader.non_negative("sgd_momentum", training.sgd_momentum);
+  if (training.sgd_momentum > 1) {
+    reader.fail("sgd_momentum",
+                fmt::format("expected a momentum between 0 and 1, got {}", training.sgd_momentum),
+                "the share of the last update kept in the next, 0.9 typically; 0 is plain SGD");
+  }
   training.optimizer_implementation = reader.named("optimizer_implementation", training.optimizer_implementation);
   if (training.optimizer_implementation == strategies::OptimizerImplementation::kComposer &&
       training.optimizer == strategies::OptimizerKind::kAdam) {

@@ -80,7 +80,8 @@ std::variant<std::string, std::string_view> read_input_file(const std::filesyste
 
 // Levenshtein distance, for "did you mean" suggestions.
 std::size_t edit_distance(const std::string& a, const std::string& b);
-// The closest candidate within a small distance, or empty.
+// The candidate the word most likely meant, or empty: one equal but for case, else the shortest
+// holding the word (of 3 or more characters), else the nearest within a few edits.
 std::string closest_match(const std::string& word, const std::vector<std::string>& candidates);
 
 }  // namespace scenarios

@@ -366,6 +366,11 @@ TEST(ScenarioOverrideTest, OverridesThatWouldChangeTheScenarioSilentlyAreRefused
   expect_error(kDefault, {"cluster={nodes=2}"}, "cluster",
                "would replace the whole [cluster] table");
   expect_error(kDefault, {"model.name=\"\xff\""}, "model.name", "not valid UTF-8");
+  // A float where an integer is asked reads as one ("got 8" read as if 8 were refused).
+  expect_error(kDefault, {"training.global_batch=8.0"}, "training.global_batch",
+               "expected an integer, got 8.0");
+  expect_error(kDefault, {"training.optimizer=\"sgd\"", "training.sgd_momentum=1e29"},
+               "training.sgd_momentum", "expected a momentum between 0 and 1");
   // Zipf weights of 8 experts under a double's range (2^-1075 is 0): the cap of 1/k broke.
   expect_error(
       kDefault,
@@ -516,6 +521,32 @@ TEST(EditDistanceTest, SuggestionsAreCloseMatchesOnly) {
   EXPECT_EQ(scenarios::edit_distance("kitten", "sitting"), 3u);
   EXPECT_EQ(scenarios::closest_match("bucket_cap_mbb", {"bucket_cap_mb", "no_sync"}), "bucket_cap_mb");
   EXPECT_EQ(scenarios::closest_match("zzzzzz", {"bucket_cap_mb", "no_sync"}), "");
+  // A word held whole beats a nearer one by edits ("b200" is 2 edits from "h100"); case is
+  // ignored.
+  EXPECT_EQ(scenarios::closest_match("h100", {"a100-sxm4-80gb", "h100-sxm5", "h100-pcie", "b200"}),
+            "h100-sxm5");
+  EXPECT_EQ(scenarios::closest_match("HGX-H100", {"dgx-a100", "hgx-h100"}), "hgx-h100");
+  EXPECT_EQ(scenarios::closest_match("Bucket_Cap_MBB", {"bucket_cap_mb", "no_sync"}),
+            "bucket_cap_mb");
+}
+
+// A slow factor below 1 makes its ranks faster, and the report says so.
+TEST(StragglerTest, ASlowFactorBelowOneIsReportedAsFaster) {
+  const auto warnings = [](const std::string& factor) {
+    return scenarios::run_scenario(
+               scenarios::load_scenario(
+                   kDefault, {"stragglers.slow_ranks=[1]", "stragglers.slow_factor=" + factor}))
+        .report.warnings;
+  };
+  const auto has = [](const std::vector<std::string>& lines, const std::string& text) {
+    return std::any_of(lines.begin(), lines.end(), [&](const std::string& line) {
+      return line.find(text) != std::string::npos;
+    });
+  };
+  EXPECT_TRUE(
+      has(warnings("0.5"), "rank 1 computes 2× faster (stragglers.slow_ranks, slow_factor 0.5)"));
+  EXPECT_TRUE(
+      has(warnings("1.3"), "rank 1 computes 1.3× slower (stragglers.slow_ranks, slow_factor 1.3)"));
 }
 
 }  // namespace
