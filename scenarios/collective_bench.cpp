@@ -83,6 +83,13 @@ topology::ClusterSpec cluster_for(const CollectiveBenchOptions& options) {
     cluster.fabric.sharp = options.sharp;
     cluster.nodes = (options.ranks + node->gpus - 1) / node->gpus;
   }
+  if (options.ranks > cluster.gpu_count() && options.nodes) {
+    bad("--nodes",
+        fmt::format("{} nodes do not fit the scenario's cluster of {} node{} ({} GPUs)",
+                    *options.nodes, cluster.nodes, cluster.nodes == 1 ? "" : "s",
+                    cluster.gpu_count()),
+        "give the scenario enough nodes (cluster.nodes), or fewer --nodes");
+  }
   if (options.ranks > cluster.gpu_count()) {
     bad("--ranks", fmt::format("{} ranks do not fit the cluster's {} GPUs", options.ranks, cluster.gpu_count()));
   }

@@ -52,9 +52,10 @@ std::vector<bool> traced_ranks(const Scenario& scenario, const program::Program&
   if (program.info.parameter_server) traced[program.info.parameter_server->first_server] = true;
   for (const auto& [first, last] : trace.ranges) {
     if (last >= world) {
-      throw ScenarioError(trace.origin.empty() ? scenario.source : trace.origin, trace.origin.empty() ? "output.trace_ranks" : "",
-                          fmt::format("rank {} does not exist: the program has {} ranks", last, world),
-                          fmt::format("ranks are 0 to {}", world - 1));
+      throw ScenarioError(
+          trace.origin, trace.key,
+          fmt::format("rank {} does not exist: the program has {} ranks", last, world),
+          fmt::format("ranks are 0 to {}", world - 1));
     }
     std::fill(traced.begin() + first, traced.begin() + last + 1, true);
   }

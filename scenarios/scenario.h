@@ -49,7 +49,8 @@ struct TraceSelection {
   // "auto": every rank up to kAutoTraceRanks ranks, else the first node, the first rank of each
   // pipeline stage and the critical rank.
   bool automatic = true;
-  std::string origin;  // where it was given when not in the scenario file ("--trace-ranks …")
+  std::string origin;  // where it was given: "--trace-ranks …", "--set …", FILE:LINE:COLUMN
+  std::string key;  // the scenario key that gave it (output.trace_ranks; empty for --trace-ranks)
   static constexpr std::int32_t kAutoTraceRanks = 64;
   static TraceSelection none() {
     TraceSelection selection;

@@ -169,6 +169,19 @@ class TableReader {
   // Whether `key`'s value came from the command line or a sweep point rather than the file.
   bool overridden(std::string_view key) const { return origins_.count(dotted(key)) > 0; }
 
+  // Of keys whose relation fails, the one to blame: the first set by --set or a sweep point (the
+  // change that broke it), else the first this table states, else `fallback`.
+  std::string_view culprit(std::initializer_list<std::string_view> keys,
+                           std::string_view fallback) {
+    for (std::string_view key : keys) {
+      if (overridden(key)) return key;
+    }
+    for (std::string_view key : keys) {
+      if (node(key) != nullptr) return key;
+    }
+    return fallback;
+  }
+
   [[noreturn]] void fail(std::string_view key, std::string message, std::string hint = {}) const {
     const toml::node* node = table_ ? table_->get(key) : nullptr;
     throw ScenarioError(node ? location_of(node, dotted(key)) : location(), dotted(key),
@@ -616,11 +629,14 @@ strategies::ModelSpec read_model(TableReader reader) {
   model.fused_dropout_add = reader.boolean("fused_dropout_add").value_or(model.fused_dropout_add);
   if (auto count = reader.optional_positive("parameter_count", kLargestParameterCount)) model.parameter_count = *count;
   if (model.hidden % model.heads != 0) {
-    reader.fail("heads", fmt::format("hidden size {} is not divisible by {} heads", model.hidden, model.heads));
+    reader.fail(
+        reader.culprit({"heads", "hidden"}, "heads"),
+        fmt::format("hidden size {} is not divisible by {} heads", model.hidden, model.heads));
   }
   if (model.heads % model.kv_heads != 0) {
-    reader.fail("kv_heads",
-                fmt::format("{} attention heads are not divisible by {} KV heads", model.heads, model.kv_heads),
+    reader.fail(reader.culprit({"kv_heads", "heads"}, "kv_heads"),
+                fmt::format("{} attention heads are not divisible by {} KV heads", model.heads,
+                            model.kv_heads),
                 "grouped-query attention needs heads % kv_heads == 0");
   }
   read_moe(reader.child("moe"), model);
@@ -671,20 +687,8 @@ void read_parallel(TableReader& reader, Scenario& scenario, bool check_layout) {
   parallel.dp = static_cast<std::int32_t>(
       reader.count("dp", std::max<std::int64_t>(1, gpus / (parallel.tp * parallel.pp * parallel.cp)), 1, gpus));
   if (check_layout && static_cast<std::int64_t>(parallel.world()) != gpus) {  // rule R2
-    // Blame the degree the user changed last: one set on the command line or by a sweep point,
-    // else one the file states, else tp; dp first, then tp, pp, cp.
-    const auto first_degree = [](const auto& chosen) -> std::optional<std::string_view> {
-      for (std::string_view degree : {"dp", "tp", "pp", "cp"}) {
-        if (chosen(degree)) return degree;
-      }
-      return std::nullopt;
-    };
-    const auto overridden = [&](std::string_view degree) { return reader.overridden(degree); };
-    const auto stated = [&](std::string_view degree) { return reader.node(degree) != nullptr; };
-    const std::string_view blamed =
-        first_degree(overridden).value_or(first_degree(stated).value_or("tp"));
     reader.fail(
-        blamed,
+        reader.culprit({"dp", "tp", "pp", "cp"}, "tp"),
         fmt::format("world size dp × tp × pp{} = {} × {} × {}{} = {} does not match the cluster's "
                     "{} GPUs ({} node{} × {})",
                     parallel.cp > 1 ? " × cp" : "", parallel.dp, parallel.tp, parallel.pp,
@@ -1176,6 +1180,8 @@ void read_output(TableReader reader, Scenario& scenario) {
     } else {
       reader.fail("trace_ranks", fmt::format("{}, got {}", kExpected, node_text(*ranks)), "e.g. trace_ranks = [0, 7, 1023]");
     }
+    scenario.trace.key = reader.dotted("trace_ranks");
+    scenario.trace.origin = reader.location_of(ranks, scenario.trace.key);
   }
   reader.finish();
 }
@@ -1881,7 +1887,12 @@ Scenario ScenarioDocument::read(bool check_layout) const {
   TableReader training = root.child("training");
   scenario.lowering.training = read_training(training, scenario.lowering.model);
   if (scenario.lowering.training.precision == strategies::Precision::kFP8 && scenario.cluster.node.gpu.fp8_flops <= 0) {
-    training.fail("precision", fmt::format("fp8 needs FP8 tensor cores; the {} has none", scenario.cluster.node.gpu.name),
+    const bool zeroed = s.root.at_path("cluster.gpu.fp8_tflops").node() != nullptr;
+    training.fail("precision",
+                  zeroed
+                      ? std::string("fp8 needs FP8 tensor cores, but cluster.gpu.fp8_tflops is 0")
+                      : fmt::format("fp8 needs FP8 tensor cores; the {} has none",
+                                    scenario.cluster.node.gpu.name),
                   "use precision = \"mixed\" on this GPU, or an H100/H200/L40S node");
   }
   TableReader parallel = root.child("parallel");
@@ -2007,6 +2018,11 @@ std::vector<ValidationCase> read_validation_manifest(const std::string& path) {
       c.ranks = static_cast<std::int32_t>(reader.required_count("ranks", kMaxNodes * kMaxPerNode, "e.g. ranks = 8"));
       if (c.ranks < 2)
         reader.fail("ranks", "a collective of one rank moves nothing", "e.g. ranks = 8");
+      if (const std::int64_t gpus = load_scenario(c.scenario).cluster.gpu_count(); c.ranks > gpus) {
+        reader.fail("ranks",
+                    fmt::format("{} ranks do not fit the {} GPUs of {}", c.ranks, gpus, c.scenario),
+                    "give the scenario enough nodes (cluster.nodes), or fewer ranks");
+      }
       c.bytes = reader.required_count("bytes", std::int64_t{1} << 40, "the message size, e.g. bytes = 1073741824");
       c.algorithm = reader.choice("algorithm", {"ring", "tree", "nvls", "collnet", "nvls_tree"})
                         .value_or("auto");

@@ -628,6 +628,13 @@ TEST_F(CliTest, HelpVersionQuietJsonAndNcclTestsSpellings) {
             2);  // the log ran 16
   EXPECT_EQ(dtsim({"collective", "--nodes", "2", "--compare", log.string(), "-f", "4"}).code, 2);
   EXPECT_EQ(dtsim({"collective", "--nodes", "2", "--ranks", "3"}).code, 2);
+  const CliRun too_many_nodes = dtsim(
+      {"collective", "--scenario", kSource + "/scenarios/c1_7b_ddp_8xh100.toml", "--nodes", "3"});
+  EXPECT_EQ(too_many_nodes.code, 2);
+  EXPECT_NE(too_many_nodes.err.find(
+                "--nodes: 3 nodes do not fit the scenario's cluster of 1 node (8 GPUs)"),
+            std::string::npos)
+      << too_many_nodes.err;
   EXPECT_EQ(dtsim({"collective", "--sizes", "1:2", "-b", "1"}).code, 2);
 
   const CliRun advice = dtsim({"advise", kSource + "/scenarios/c3_70b_ddp_64gpu.toml", "--json"});

@@ -371,6 +371,21 @@ TEST(ScenarioOverrideTest, OverridesThatWouldChangeTheScenarioSilentlyAreRefused
                "expected an integer, got 8.0");
   expect_error(kDefault, {"training.optimizer=\"sgd\"", "training.sgd_momentum=1e29"},
                "training.sgd_momentum", "expected a momentum between 0 and 1");
+  // A relation between keys is blamed on the one the user changed.
+  expect_error(c1, {"model.heads=8"}, "model.heads",
+               "8 attention heads are not divisible by 32 KV heads");
+  expect_error(c1, {"model.hidden=1"}, "model.hidden",
+               "hidden size 1 is not divisible by 32 heads");
+  expect_error(c1, {"training.precision=\"fp8\"", "cluster.gpu.fp8_tflops=0"}, "training.precision",
+               "but cluster.gpu.fp8_tflops is 0");
+  try {
+    scenarios::run_scenario(scenarios::load_scenario(c1, {"output.trace_ranks=[0,99]"}));
+    ADD_FAILURE() << "rank 99 of 8 was traced";
+  } catch (const scenarios::ScenarioError& error) {
+    EXPECT_EQ(error.key(), "output.trace_ranks");
+    EXPECT_EQ(std::string(error.what()).rfind("--set output.trace_ranks=[0,99]: ", 0), 0u)
+        << error.what();
+  }
   // Zipf weights of 8 experts under a double's range (2^-1075 is 0): the cap of 1/k broke.
   expect_error(
       kDefault,

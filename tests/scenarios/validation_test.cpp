@@ -86,6 +86,11 @@ TEST(ValidationTest, ACollectiveRowRunsTheAlgorithmItsSourceForced) {
   std::ofstream(scratch / "barrier.toml")
       << std::regex_replace(row("x", ""), std::regex("op = \"all_reduce\""), "op = \"barrier\"");
   expect_manifest_error(scratch / "barrier.toml", "case.op", "expected one of: all_reduce");
+  // More ranks than the row's scenario has GPUs is the row's mistake (it was blamed on
+  // "dtsim collective: --ranks").
+  std::ofstream(scratch / "large.toml")
+      << std::regex_replace(row("x", ""), std::regex("ranks = 8"), "ranks = 16");
+  expect_manifest_error(scratch / "large.toml", "case.ranks", "16 ranks do not fit the 8 GPUs of");
 }
 
 // The accuracy dtsim has today on the development set, as docs/validation.md records it: a
