@@ -263,7 +263,9 @@ program::Program lower_parallel(const LoweringInput& input) {
                                          activation_transfer(true, offset, group, sent_bytes, replica.dtype), {after});
         if (parallel.pipeline_p2p_blocking) next_step.push_back(sent);
       };
+      const std::int64_t spent_before_steps = budget.spent();
       for (std::int32_t step = 0; step < training.steps; ++step) {
+        if (step == 1) budget.forecast_steps(budget.spent() - spent_before_steps, training.steps);
         for (const PipelineSlot& slot : pipeline_order(parallel.schedule, pp, stage, micro_batches, chunks)) {
           chunk_names(slot.chunk);
           DataParallelPolicy& policy = *policies[static_cast<std::size_t>(slot.chunk)];

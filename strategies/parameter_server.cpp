@@ -82,7 +82,9 @@ void lower_bsp(const PsSetup& setup, program::Program& program, OpBudget& budget
   RankProgramBuilder worker(budget);
   setup.allocate_worker(worker);
   std::vector<OpIndex> wait_for;
+  const std::int64_t spent_before_steps = budget.spent();
   for (std::int32_t step = 0; step < steps; ++step) {
+    if (step == 1) budget.forecast_steps(budget.spent() - spent_before_steps, steps);
     const OpIndex last = setup.compute_step(worker, std::exchange(wait_for, {}));
     worker.add("ps.push_gradients", kComm, push, {last});
     wait_for.push_back(worker.add("ps.pull_parameters", kComm, pull));
@@ -120,7 +122,9 @@ void lower_asynchronous(const PsSetup& setup, program::Program& program, OpBudge
     RankProgramBuilder worker(budget);
     setup.allocate_worker(worker);
     std::vector<OpIndex> wait_for;
+    const std::int64_t spent_before_steps = budget.spent();
     for (std::int32_t step = 0; step < steps; ++step) {
+      if (step == 1) budget.forecast_steps(budget.spent() - spent_before_steps, steps);
       const OpIndex last = setup.compute_step(worker, std::exchange(wait_for, {}));
       for (std::int32_t s = 0; s < servers; ++s) {
         const OpIndex pushed = worker.add(fmt::format("ps.push_gradients.server{}", s), server_stream(s),

@@ -1,9 +1,21 @@
 // RankProgramBuilder (see program_builder.h).
 #include "strategies/program_builder.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
 
 namespace strategies {
+
+void OpBudget::forecast_steps(std::int64_t step_ops, std::int32_t steps) const {
+  if (spent_ + step_ops * (steps - 1) > kOps) {
+    throw ProgramTooLarge(
+        fmt::format("training.steps = {}: the Program would have more than 8,000,000 ops ({} per "
+                    "step of one rank's program): "
+                    "fewer steps, please (one step gives the step time)",
+                    steps, step_ops));
+  }
+}
 
 program::OpIndex RankProgramBuilder::add(std::string name, program::StreamId stream,
                                          program::OpBody body,

@@ -979,7 +979,7 @@ TEST_F(CliTest, AbsurdInputsGetOneMessageAndExitTwo) {
        "dtsim models meshes of up to 16 GPUs"},
       {{"run", default_toml, "--set", "cluster.gpu.bf16_tflops=1e-30", "-o", out}, "106 days"},
       {{"run", default_toml, "--set", "training.steps=10000", "-o", out},
-       "more than 8,000,000 ops"},
+       "training.steps = 10000: the Program would have more than 8,000,000 ops"},
       {{"run", default_toml, "--set", "a..b=1", "-o", out}, "empty part"},
       {{"run", default_toml, "--set", "collectives.groups.dq.all_reduce=\"ring\"", "-o", out},
        "did you mean \"dp\"?"},
