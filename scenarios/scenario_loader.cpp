@@ -609,7 +609,17 @@ strategies::ModelSpec read_model(TableReader reader) {
   dimension("ffn_hidden", model.ffn_hidden);
   dimension("vocab", model.vocab);
   dimension("sequence", model.sequence);
-  if (auto name = reader.text("name")) model.name = *name;
+  if (auto name = reader.text("name")) {
+    // Printed at the head of every report: no control characters (an escape sequence recoloured
+    // the terminal).
+    if (name->empty() || name->size() > 200 || std::any_of(name->begin(), name->end(), [](char c) {
+          return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+        })) {
+      reader.fail("name", "expected 1 to 200 characters without control characters",
+                  "e.g. name = \"GPT-3 175B\"");
+    }
+    model.name = *name;
+  }
   if (auto mlp = reader.choice("mlp", {"swiglu", "gelu"})) {
     model.mlp = *mlp == "swiglu" ? strategies::MlpKind::kSwiGlu : strategies::MlpKind::kGelu;
   }
@@ -1523,6 +1533,14 @@ std::vector<std::string> implausible_values(const topology::ClusterSpec& cluster
         latency ? "; under collectives.library = \"nccl\" it prices point-to-point "
                   "transfers only, collectives take NCCL's latencies"
                 : ""));
+  }
+  if (gpu.fp8_flops > 0 && gpu.fp8_flops < gpu.bf16_flops) {
+    warnings.push_back(
+        fmt::format("{}cluster.gpu.fp8_tflops = {:g} TFLOP/s is below bf16_tflops = {:g}: every "
+                    "GPU with FP8 tensor cores "
+                    "runs them at twice its bf16 rate (dense)",
+                    where_stated("cluster.gpu.fp8_tflops", root, file, origins),
+                    gpu.fp8_flops / kTera, gpu.bf16_flops / kTera));
   }
   return warnings;
 }

@@ -278,6 +278,13 @@ TEST(ScenarioLoaderTest, ImplausibleHardwareValuesAreWarnedAboutByKey) {
   ASSERT_EQ(bytes.warnings.size(), 1u);
   EXPECT_EQ(bytes.warnings[0].rfind("--set cluster.gpu.memory_gb=141e9: cluster.gpu.memory_gb = 1.41e+11 GB is implausible", 0), 0u)
       << bytes.warnings[0];
+  const scenarios::Scenario slow_fp8 =
+      scenarios::load_scenario(kDefault, {"cluster.gpu.fp8_tflops=100"});
+  ASSERT_EQ(slow_fp8.warnings.size(), 1u);
+  EXPECT_NE(slow_fp8.warnings[0].find(
+                "--set cluster.gpu.fp8_tflops=100: cluster.gpu.fp8_tflops = 100 TFLOP/s is below"),
+            std::string::npos)
+      << slow_fp8.warnings[0];
   const scenarios::Scenario slow_nic = scenarios::load_scenario(kDefault, {"cluster.fabric.nic.bandwidth_gbit_s=0.4"});
   ASSERT_EQ(slow_nic.warnings.size(), 1u);
   EXPECT_NE(slow_nic.warnings[0].find("cluster.fabric.nic.bandwidth_gbit_s = 0.4 Gb/s"), std::string::npos)
@@ -366,6 +373,8 @@ TEST(ScenarioOverrideTest, OverridesThatWouldChangeTheScenarioSilentlyAreRefused
   expect_error(kDefault, {"cluster={nodes=2}"}, "cluster",
                "would replace the whole [cluster] table");
   expect_error(kDefault, {"model.name=\"\xff\""}, "model.name", "not valid UTF-8");
+  expect_error(kDefault, {"model.name=\"a\\u001b[31mb\""}, "model.name",
+               "without control characters");
   // A float where an integer is asked reads as one ("got 8" read as if 8 were refused).
   expect_error(kDefault, {"training.global_batch=8.0"}, "training.global_batch",
                "expected an integer, got 8.0");
