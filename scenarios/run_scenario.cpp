@@ -8,12 +8,13 @@
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <numbers>
 #include <random>
 #include <set>
-#include <nlohmann/json.hpp>
 #include <sstream>
 #include <system_error>
+#include <variant>
 
 #include "sim/compute/compute_model.h"
 #include "sim/trace/chrome_trace.h"
@@ -98,6 +99,49 @@ class SeededRandom {
  private:
   std::mt19937_64 engine_;
 };
+
+// [collectives] algorithms no collective of the program takes — a kind the strategy never runs,
+// a family whose groups are single ranks (collectives.groups.tp.* with tp 1): a warning each,
+// naming where it was set.
+std::vector<std::string> unused_collective_overrides(const sim::CollectiveOverrides& overrides,
+                                                     const program::Program& program) {
+  std::set<program::CollectiveKind> kinds;
+  std::set<std::pair<std::string, program::CollectiveKind>> by_family;
+  std::set<const program::RankProgram*> seen;
+  for (const auto& rank : program.ranks) {
+    if (!seen.insert(rank.get()).second) continue;
+    for (const program::Op& op : rank->ops) {
+      const auto* collective = std::get_if<program::CollectiveOp>(&op.body);
+      if (collective == nullptr) continue;
+      const program::GroupFamily& family = program.family(collective->group);
+      if (std::none_of(family.instances.begin(), family.instances.end(),
+                       [](const auto& members) { return members.size() > 1; })) {
+        continue;
+      }
+      // A per-kind algorithm is used where no per-family one comes first.
+      if (overrides.by_group.count({family.name, collective->kind}) == 0)
+        kinds.insert(collective->kind);
+      by_family.insert({family.name, collective->kind});
+    }
+  }
+  std::vector<std::string> warnings;
+  const auto warn = [&](const sim::CollectiveOverride& unused, program::CollectiveKind kind,
+                        const std::string& over) {
+    warnings.push_back(fmt::format("{}: {} is never used: no {} of two or more ranks runs{}",
+                                   unused.origin, unused.key, program::collective_name(kind),
+                                   over));
+  };
+  for (const auto& [kind, fixed] : overrides.by_kind) {
+    if (kinds.count(kind) == 0) warn(fixed, kind, "");
+  }
+  for (const auto& [family_and_kind, fixed] : overrides.by_group) {
+    if (by_family.count(family_and_kind) == 0) {
+      warn(fixed, family_and_kind.second,
+           fmt::format(" over the {} groups", family_and_kind.first));
+    }
+  }
+  return warnings;
+}
 
 std::vector<double> straggler_factors(const Scenario& scenario, const program::Program& program) {
   const StragglerSpec& spec = scenario.stragglers;
@@ -192,6 +236,9 @@ trace::RunFacts describe_run(const Scenario& scenario, const program::Program& p
 
   trace::RunFacts facts;
   facts.notes = scenario.warnings;
+  for (std::string& unused : unused_collective_overrides(scenario.collectives, program)) {
+    facts.notes.push_back(std::move(unused));
+  }
   facts.title = fmt::format("{} — {}\n{}, {}", scenario.name, program.info.description,
                             cluster_summary(scenario.cluster), made_by);
   facts.steps = program.info.steps;

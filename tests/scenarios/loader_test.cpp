@@ -539,6 +539,20 @@ TEST(CollectiveOverrideTest, PerGroupBeatsPerKind) {
       EXPECT_EQ(result.simulation.timeline.strings.at(span.algorithm), "hier");
     }
   }
+  // Every all-reduce of this DDP run is over the dp groups, so the per-kind ring is never used,
+  // nor is an algorithm for tp groups of one rank; the report says so.
+  const std::vector<std::string> expected = {
+      "--set collectives.all_reduce=ring: collectives.all_reduce is never used: no all_reduce of "
+      "two or more ranks runs"};
+  EXPECT_EQ(result.report.warnings, expected);
+  const auto with_tp = scenarios::run_scenario(
+      scenarios::load_scenario(kDefault, {"collectives.groups.tp.all_reduce=ring"}));
+  ASSERT_EQ(with_tp.report.warnings.size(), 1u);
+  EXPECT_NE(with_tp.report.warnings[0].find(
+                "collectives.groups.tp.all_reduce is never used: no all_reduce of two or "
+                "more ranks runs over the tp groups"),
+            std::string::npos)
+      << with_tp.report.warnings[0];
 }
 
 TEST(EditDistanceTest, SuggestionsAreCloseMatchesOnly) {
