@@ -105,6 +105,7 @@ class SeededRandom {
 // naming where it was set.
 std::vector<std::string> unused_collective_overrides(const sim::CollectiveOverrides& overrides,
                                                      const program::Program& program) {
+  if (overrides.by_kind.empty() && overrides.by_group.empty()) return {};  // no scan of the ops
   std::set<program::CollectiveKind> kinds;
   std::set<std::pair<std::string, program::CollectiveKind>> by_family;
   std::set<const program::RankProgram*> seen;
