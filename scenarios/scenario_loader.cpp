@@ -2072,7 +2072,11 @@ std::optional<TraceSelection> parse_trace_selection(const std::string& text, std
     if (value >= kLargestCount) return std::nullopt;
     return static_cast<std::int32_t>(value);
   };
-  for (const std::string& item : comma_separated_items(text)) {
+  const std::vector<std::string> items = comma_separated_items(text);
+  if (items.size() > 1 && std::find(items.begin(), items.end(), "none") != items.end()) {
+    return fail("\"none\" traces no rank and cannot be combined with other items");
+  }
+  for (const std::string& item : items) {
     if (item == "auto") {
       selection.automatic = true;
     } else if (item == "all") {

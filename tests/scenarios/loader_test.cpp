@@ -265,8 +265,9 @@ TEST(ScenarioLoaderTest, TraceRanksTakesAListOrAStringOfItems) {
   EXPECT_FALSE(none.trace.automatic || none.trace.all || none.trace.critical || !none.trace.ranges.empty());
   EXPECT_TRUE(scenarios::load_scenario(kDefault, {"output.trace_ranks=\"all\""}).trace.all);
   EXPECT_TRUE(scenarios::load_scenario(kDefault).trace.automatic);
-  for (const char* bad : {"output.trace_ranks=\"0-\"", "output.trace_ranks=\"critic\"", "output.trace_ranks=[-1]",
-                          "output.trace_ranks=\"9-2\"", "output.trace_ranks=4"}) {
+  for (const char* bad :
+       {"output.trace_ranks=\"0-\"", "output.trace_ranks=\"critic\"", "output.trace_ranks=[-1]",
+        "output.trace_ranks=\"9-2\"", "output.trace_ranks=4", "output.trace_ranks=\"all,none\""}) {
     EXPECT_THROW(scenarios::load_scenario(kDefault, {bad}), scenarios::ScenarioError) << bad;
   }
 }
