@@ -241,8 +241,13 @@ std::string format_report(const Report& r) {
   line("compute", human_seconds(r.compute_time_s));
   std::string comm = human_seconds(r.comm_time_s);
   if (r.comm_latency_s) {
-    comm += fmt::format("  (latency terms {}, bandwidth terms {})", human_seconds(*r.comm_latency_s),
-                        human_seconds(*r.comm_bandwidth_s));
+    // Each transfer's terms are its own: concurrent ones (a worker's shards to every parameter
+    // server at once) add up to more than the time they took together.
+    const bool concurrent = *r.comm_latency_s + *r.comm_bandwidth_s > 1.01 * r.comm_time_s;
+    comm += fmt::format(
+        "  (latency terms {}, bandwidth terms {}{})", human_seconds(*r.comm_latency_s),
+        human_seconds(*r.comm_bandwidth_s),
+        concurrent ? ", each transfer's own: concurrent ones add up past the time they took" : "");
   }
   line("communication", comm);
   line("traffic sent per rank", human_bytes(static_cast<double>(r.comm_bytes_per_rank)));

@@ -95,6 +95,18 @@ TEST(ReportTest, CommunicationBoundStepIsFlagged) {
   EXPECT_NE(report.warnings[0].find("communication-bound"), std::string::npos);
 }
 
+// The latency and bandwidth terms are each transfer's own: where they add up past the
+// communication time (concurrent transfers, as to many parameter servers), the line says so.
+TEST(ReportTest, TermsOfConcurrentTransfersAreSaidToAddUpPastTheirTime) {
+  trace::Report report = trace::build_report(two_rank_step(), facts());
+  const std::string note = "concurrent ones add up past the time they took";
+  report.comm_latency_s = 0.1 * report.comm_time_s;
+  report.comm_bandwidth_s = 0.9 * report.comm_time_s;
+  EXPECT_EQ(trace::format_report(report).find(note), std::string::npos);
+  report.comm_bandwidth_s = 4 * report.comm_time_s;
+  EXPECT_NE(trace::format_report(report).find(note), std::string::npos);
+}
+
 TEST(ReportTest, JsonHasTheDocumentedKeys) {
   const nlohmann::json json = trace::report_to_json(trace::build_report(two_rank_step(), facts()));
   for (const char* key : {"step_time_s", "tokens_per_s", "mfu", "compute_time_s", "comm_time_s",
