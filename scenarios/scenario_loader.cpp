@@ -127,9 +127,9 @@ std::string node_text(const toml::node& node) {
     out << '"' << text->get() << '"';
   } else if (const auto* number = node.as_floating_point()) {
     // The shortest form that reads back the same, still a float: "8.0" where an integer is asked.
-    std::string text = fmt::format("{}", number->get());
-    if (text.find_first_of(".en") == std::string::npos) text += ".0";
-    out << text;
+    std::string digits = fmt::format("{}", number->get());
+    if (digits.find_first_of(".en") == std::string::npos) digits += ".0";
+    out << digits;
   } else if (const auto* array = node.as_array()) {
     out << '[';
     for (std::size_t i = 0; i < array->size(); ++i) out << (i ? ", " : "") << node_text(*array->get(i));
