@@ -588,6 +588,14 @@ void read_mla(TableReader reader, strategies::ModelSpec& model) {
   model.mla = mla;
 }
 
+// A name dtsim prints or makes a path of: 1 to 200 characters, no control character (below
+// 0x20) and none of `refused`.
+bool plain_name(std::string_view name, std::string_view refused) {
+  return !name.empty() && name.size() <= 200 && std::none_of(name.begin(), name.end(), [&](char c) {
+    return static_cast<unsigned char>(c) < 0x20 || refused.find(c) != std::string_view::npos;
+  });
+}
+
 strategies::ModelSpec read_model(TableReader reader) {
   strategies::ModelSpec model;
   const auto preset = reader.choice("preset", strategies::model_preset_names());
@@ -612,9 +620,7 @@ strategies::ModelSpec read_model(TableReader reader) {
   if (auto name = reader.text("name")) {
     // Printed at the head of every report: no control characters (an escape sequence recoloured
     // the terminal).
-    if (name->empty() || name->size() > 200 || std::any_of(name->begin(), name->end(), [](char c) {
-          return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
-        })) {
+    if (!plain_name(*name, "\x7f")) {
       reader.fail("name", "expected 1 to 200 characters without control characters",
                   "e.g. name = \"GPT-3 175B\"");
     }
@@ -1885,9 +1891,7 @@ Scenario ScenarioDocument::read(bool check_layout) const {
   TableReader meta = root.child("scenario");
   scenario.name = meta.text("name").value_or(std::filesystem::path(s.file).stem().string());
   // The name is the default output directory, out/<name>: one plain path component.
-  if (scenario.name.empty() || scenario.name.size() > 200 || scenario.name == "." || scenario.name == ".." ||
-      std::any_of(scenario.name.begin(), scenario.name.end(),
-                  [](char c) { return c == '/' || c == '\\' || static_cast<unsigned char>(c) < 0x20; })) {
+  if (!plain_name(scenario.name, "/\\") || scenario.name == "." || scenario.name == "..") {
     meta.fail("name", "expected 1 to 200 characters without '/', '\\' or control characters, not \".\" or \"..\"",
               "the name is the default output directory out/<name>");
   }

@@ -10,10 +10,9 @@ namespace strategies {
 void OpBudget::forecast_steps(std::int64_t step_ops, std::int32_t steps) const {
   if (spent_ + step_ops * (steps - 1) > kOps) {
     throw ProgramTooLarge(
-        fmt::format("training.steps = {}: the Program would have more than 8,000,000 ops ({} per "
-                    "step of one rank's program): "
-                    "fewer steps, please (one step gives the step time)",
-                    steps, step_ops));
+        fmt::format("training.steps = {}: the Program would have more than {} ops ({} per step of "
+                    "one rank's program): fewer steps, please (one step gives the step time)",
+                    steps, kOpsText, step_ops));
   }
 }
 

@@ -25,12 +25,13 @@ class ProgramTooLarge : public std::runtime_error {
 class OpBudget {
  public:
   static constexpr std::int64_t kOps = 8'000'000;
+  static constexpr const char* kOpsText = "8,000,000";  // kOps as the messages print it
   // Counts one op; throws ProgramTooLarge past the budget.
   void spend() {
     if (++spent_ > kOps) {
       throw ProgramTooLarge(
-          "the Program would have more than 8,000,000 ops: fewer steps, micro-batches or layers, please (one step "
-          "gives the step time)");
+          std::string("the Program would have more than ") + kOpsText +
+          " ops: fewer steps, micro-batches or layers, please (one step gives the step time)");
     }
   }
   std::int64_t spent() const { return spent_; }
