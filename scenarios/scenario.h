@@ -93,21 +93,30 @@ struct Scenario {
   std::optional<double> gpu_hour_price;
 };
 
+// What a ScenarioError faults: the scenario as a whole (a value out of range, keys that do not
+// fit together) or one value by itself (a wrong type, an unknown name), which is wrong whatever
+// else the scenario says — a sweep refuses such a value up front rather than marking its
+// points invalid.
+enum class ErrorKind { kScenario, kValue };
+
 // A mistake in the user's input: where it is, which key, what was expected, and a hint.
 // what() is the one-line message printed to the user.
 class ScenarioError : public std::runtime_error {
  public:
-  ScenarioError(std::string location, std::string key, std::string message, std::string hint = {});
+  ScenarioError(std::string location, std::string key, std::string message, std::string hint = {},
+                ErrorKind kind = ErrorKind::kScenario);
   const std::string& location() const { return location_; }
   const std::string& key() const { return key_; }
   const std::string& message() const { return message_; }
   const std::string& hint() const { return hint_; }
+  ErrorKind kind() const { return kind_; }
 
  private:
   std::string location_;
   std::string key_;
   std::string message_;
   std::string hint_;
+  ErrorKind kind_;
 };
 
 }  // namespace scenarios

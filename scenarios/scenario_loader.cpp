@@ -30,13 +30,14 @@
 namespace scenarios {
 
 ScenarioError::ScenarioError(std::string location, std::string key, std::string message,
-                             std::string hint)
-    : std::runtime_error(one_line(location) + ": " + (key.empty() ? "" : one_line(key) + ": ") + one_line(message) +
-                         (hint.empty() ? "" : " (" + one_line(hint) + ")")),
+                             std::string hint, ErrorKind kind)
+    : std::runtime_error(one_line(location) + ": " + (key.empty() ? "" : one_line(key) + ": ") +
+                         one_line(message) + (hint.empty() ? "" : " (" + one_line(hint) + ")")),
       location_(std::move(location)),
       key_(std::move(key)),
       message_(std::move(message)),
-      hint_(std::move(hint)) {}
+      hint_(std::move(hint)),
+      kind_(kind) {}
 
 std::size_t edit_distance(const std::string& a, const std::string& b) {
   std::vector<std::size_t> row(b.size() + 1);
@@ -182,10 +183,16 @@ class TableReader {
     return fallback;
   }
 
-  [[noreturn]] void fail(std::string_view key, std::string message, std::string hint = {}) const {
+  [[noreturn]] void fail(std::string_view key, std::string message, std::string hint = {},
+                         ErrorKind kind = ErrorKind::kScenario) const {
     const toml::node* node = table_ ? table_->get(key) : nullptr;
     throw ScenarioError(node ? location_of(node, dotted(key)) : location(), dotted(key),
-                        std::move(message), std::move(hint));
+                        std::move(message), std::move(hint), kind);
+  }
+  // The value at `key` is wrong by itself (its type, an unknown name).
+  [[noreturn]] void fail_value(std::string_view key, std::string message,
+                               std::string hint = {}) const {
+    fail(key, std::move(message), std::move(hint), ErrorKind::kValue);
   }
 
   const toml::node* node(std::string_view key) {
@@ -199,41 +206,41 @@ class TableReader {
     if (const auto* integer = value->as_integer()) return static_cast<double>(integer->get());
     if (const auto* floating = value->as_floating_point()) {
       if (!(std::abs(floating->get()) <= kLargestMagnitude)) {
-        fail(key, fmt::format("expected a finite number of magnitude at most {:g}, got {}", kLargestMagnitude,
-                              node_text(*value)));
+        fail_value(key, fmt::format("expected a finite number of magnitude at most {:g}, got {}",
+                                    kLargestMagnitude, node_text(*value)));
       }
       return floating->get();
     }
-    fail(key, fmt::format("expected a number, got {}", node_text(*value)));
+    fail_value(key, fmt::format("expected a number, got {}", node_text(*value)));
   }
 
   std::optional<std::int64_t> integer(std::string_view key) {
     const toml::node* value = node(key);
     if (value == nullptr) return std::nullopt;
     if (const auto* integer = value->as_integer()) return integer->get();
-    fail(key, fmt::format("expected an integer, got {}", node_text(*value)));
+    fail_value(key, fmt::format("expected an integer, got {}", node_text(*value)));
   }
 
   std::optional<bool> boolean(std::string_view key) {
     const toml::node* value = node(key);
     if (value == nullptr) return std::nullopt;
     if (const auto* flag = value->as_boolean()) return flag->get();
-    fail(key, fmt::format("expected true or false, got {}", node_text(*value)));
+    fail_value(key, fmt::format("expected true or false, got {}", node_text(*value)));
   }
 
   std::optional<std::string> text(std::string_view key) {
     const toml::node* value = node(key);
     if (value == nullptr) return std::nullopt;
     if (const auto* string = value->as_string()) return string->get();
-    fail(key, fmt::format("expected a string, got {}", node_text(*value)));
+    fail_value(key, fmt::format("expected a string, got {}", node_text(*value)));
   }
 
   std::optional<std::string> choice(std::string_view key, const std::vector<std::string>& choices) {
     std::optional<std::string> value = text(key);
     if (!value || std::find(choices.begin(), choices.end(), *value) != choices.end()) return value;
     const std::string suggestion = closest_match(*value, choices);
-    fail(key, fmt::format("unknown value \"{}\"; expected one of: {}", *value, join(choices)),
-         suggestion.empty() ? "" : fmt::format("did you mean \"{}\"?", suggestion));
+    fail_value(key, fmt::format("unknown value \"{}\"; expected one of: {}", *value, join(choices)),
+               suggestion.empty() ? "" : fmt::format("did you mean \"{}\"?", suggestion));
   }
 
   // One of an enum's scenario spellings (strategies::named_values).
@@ -293,8 +300,8 @@ class TableReader {
   TableReader child(std::string_view key) {
     const toml::node* value = node(key);
     if (value != nullptr && !value->is_table()) {
-      fail(key, fmt::format("expected a table, got {}", node_text(*value)),
-           fmt::format("write it as [{}]", dotted(key)));
+      fail_value(key, fmt::format("expected a table, got {}", node_text(*value)),
+                 fmt::format("write it as [{}]", dotted(key)));
     }
     return TableReader(value ? value->as_table() : nullptr, dotted(key), file_, origins_,
                        location());

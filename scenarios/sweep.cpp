@@ -212,6 +212,7 @@ SweepResult run_sweep(const ScenarioDocument& document, unsigned threads, const 
       row_of.push_back(row);
       result.rows[row].provenance = provenance_of(scenarios.back());
     } catch (const ScenarioError& error) {
+      if (error.kind() == ErrorKind::kValue) throw;  // a typo, not a point that does not fit
       result.rows[row].invalid = error.what();
       if (!result.first_read_error) result.first_read_error = error;
     }

@@ -2,7 +2,7 @@
 // axes), each validated with its own values applied (the base alone need not be valid),
 // simulated in parallel on all cores, summarised as a table and a CSV file in the order of the
 // points. A point that cannot run is a row marked invalid with its one-line reason; the rest
-// run.
+// run. A swept value wrong by itself (a typo) stops the sweep before any point runs.
 #pragma once
 
 #include <functional>
@@ -47,7 +47,8 @@ std::vector<trace::Report> run_all(const std::vector<Scenario>& scenarios, unsig
                                    std::vector<std::string>* failures = nullptr, const backend::WorkSplit& split = {});
 
 // Reads every point (one that does not read is marked invalid), then runs the others
-// (run_all, shared out by `split`; one that fails is marked invalid too).
+// (run_all, shared out by `split`; one that fails is marked invalid too). A value wrong by
+// itself (ErrorKind::kValue: a type, an unknown name) is thrown: the sweep does not run.
 SweepResult run_sweep(const ScenarioDocument& document, unsigned threads, const Progress& progress,
                       const backend::WorkSplit& split = {});
 

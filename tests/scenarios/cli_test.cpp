@@ -420,10 +420,12 @@ TEST_F(CliTest, SweepKeepsGoingPastAnInvalidPoint) {
   EXPECT_FALSE(fs::exists(scratch_ / "none"));
 }
 
-// A --sweep axis with no values, a key swept twice, and a swept key dtsim does not know are one
+// A --sweep axis with no values, a key swept twice, a swept key dtsim does not know and a swept
+// value wrong by itself (a typo: a name the key does not take, text for a number) are one
 // error each, naming the --sweep argument and the key with the loader's suggestion: the empty
-// list was blamed on line 1 of the file, the second axis silently replaced the first, and an
-// unknown key came back wrapped in "no point of the sweep is valid" with its hint cut off.
+// list was blamed on line 1 of the file, the second axis silently replaced the first, an
+// unknown key came back wrapped in "no point of the sweep is valid" with its hint cut off, and
+// a typo'd value was an invalid row with exit 0 beside the points that ran.
 TEST_F(CliTest, SweepAxesThatCannotRunAreOneErrorNamingTheArgument) {
   const std::string scenario = kSource + "/scenarios/default.toml";
   const auto expect_error = [&](const std::vector<std::string>& axes, const std::string& message) {
@@ -442,6 +444,15 @@ TEST_F(CliTest, SweepAxesThatCannotRunAreOneErrorNamingTheArgument) {
                "--sweep parallel.tpp=1,2 (parallel.tpp = 1): parallel.tpp: unknown key in "
                "[parallel]; no point of the "
                "sweep is valid (the first: parallel.tpp=1) (did you mean \"parallel.pp\"?)");
+  expect_error(
+      {"training.precision=bf16,fp9"},
+      "--sweep training.precision=bf16,fp9 (training.precision = \"fp9\"): training.precision: "
+      "unknown "
+      "value \"fp9\"; expected one of: mixed, bf16, fp16, fp32, fp8 (did you mean \"fp8\"?)");
+  expect_error({"ddp.bucket_cap_mb=25,50", "training.global_batch=32,abc"},
+               "--sweep training.global_batch=32,abc (training.global_batch = \"abc\"): "
+               "training.global_batch: "
+               "expected an integer, got \"abc\"");
 }
 
 // Sweeps from the command line: --sweep axes (crossed with the file's [sweep]), rows sorted by
