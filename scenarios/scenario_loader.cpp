@@ -1756,6 +1756,17 @@ void ScenarioDocument::set(const std::string& assignment, const std::string& ori
   const auto parts = split_assignment(assignment, origin, "key=value", "e.g. --set ddp.bucket_cap_mb=50");
   const std::string& key = parts.first;
   const std::string& text = parts.second;
+  // One key set twice on the command line (origins "--set k=v"): which value was meant is not
+  // for dtsim to guess, as with a key swept twice.
+  const auto on_command_line = [](const std::string& where) {
+    return where.rfind("--set ", 0) == 0;
+  };
+  if (const auto earlier = state_->origins.find(key); earlier != state_->origins.end() &&
+                                                      on_command_line(earlier->second) &&
+                                                      on_command_line(origin)) {
+    throw ScenarioError(origin, key, fmt::format("set twice: {} after {}", origin, earlier->second),
+                        "give each key one --set");
+  }
   check_text_limits("value = " + text, origin, /*with_positions=*/false);
   toml::table parsed = parse_value(text);
   // An inline table over a table of the scenario would replace it whole, dropping its other keys.

@@ -250,6 +250,24 @@ TEST(ScenarioOverrideTest, SetOverridesTypedValuesAndBareStrings) {
   EXPECT_EQ(s.efficiency.matmul, 0.6);
 }
 
+// The same key given twice with --set is one error naming both (the last silently won); a key
+// of the file set once on the command line is an override, not a repeat.
+TEST(ScenarioOverrideTest, SettingOneKeyTwiceIsAnError) {
+  try {
+    scenarios::load_scenario(
+        kDefault, {"training.global_batch=32", "ddp.bucket_cap_mb=50", "training.global_batch=64"});
+    FAIL() << "expected an error";
+  } catch (const scenarios::ScenarioError& error) {
+    EXPECT_EQ(error.location(), "--set training.global_batch=64");
+    EXPECT_EQ(error.key(), "training.global_batch");
+    EXPECT_EQ(error.message(),
+              "set twice: --set training.global_batch=64 after --set training.global_batch=32");
+  }
+  EXPECT_EQ(scenarios::load_scenario(kDefault, {"training.global_batch=32"})
+                .lowering.training.global_batch,
+            32);
+}
+
 // output.trace_ranks: a list of ranks, or a string of items (ranks, ranges, first-node,
 // critical, auto, all, none).
 TEST(ScenarioLoaderTest, TraceRanksTakesAListOrAStringOfItems) {
