@@ -725,6 +725,10 @@ void read_parallel(TableReader& reader, Scenario& scenario, bool check_layout) {
   parallel.sp_regather = reader.boolean("sequence_parallel_regather").value_or(parallel.sp_regather);
   parallel.schedule = reader.named("pipeline_schedule", parallel.schedule);
   parallel.virtual_stages = static_cast<std::int32_t>(reader.count("virtual_stages", 1, 1, 64));
+  parallel.account_for_embedding_in_pipeline_split =
+      reader.boolean("account_for_embedding_in_pipeline_split").value_or(false);
+  parallel.account_for_loss_in_pipeline_split =
+      reader.boolean("account_for_loss_in_pipeline_split").value_or(false);
   parallel.pipeline_p2p_blocking = reader.boolean("pipeline_p2p_blocking").value_or(parallel.pipeline_p2p_blocking);
   parallel.pipeline_scatter_gather = reader.boolean("pipeline_scatter_gather").value_or(parallel.pipeline_scatter_gather);
   parallel.tp_comm_overlap = reader.boolean("tp_comm_overlap").value_or(parallel.tp_comm_overlap);
@@ -935,11 +939,26 @@ void check_parallel_combination(TableReader& parallel_reader, TableReader& fsdp_
     parallel_reader.fail("pipeline_schedule", "interleaved-1f1b needs pipeline parallelism, but parallel.pp is 1",
                          "set parallel.pp ≥ 2, or pipeline_schedule = \"1f1b\"");
   }
-  if (interleaved && parallel.pp * parallel.virtual_stages > lowering.model.layers) {
-    parallel_reader.fail("virtual_stages",
-                         fmt::format("{} stages × {} chunks exceed the model's {} layers: some chunk would hold no layer",
-                                     parallel.pp, parallel.virtual_stages, lowering.model.layers),
-                         "use fewer chunks (pp × virtual_stages ≤ model.layers)");
+  if (const std::int64_t places =
+          strategies::pipeline_split_places(lowering.model.layers, parallel);
+      interleaved && parallel.pp * parallel.virtual_stages > places) {
+    const bool accounted = places > lowering.model.layers;
+    const std::string split =
+        accounted
+            ? fmt::format("the {} places split (the model's {} layers{}{})", places,
+                          lowering.model.layers,
+                          parallel.account_for_embedding_in_pipeline_split ? ", the embedding" : "",
+                          parallel.account_for_loss_in_pipeline_split ? ", the loss" : "")
+            : fmt::format("the model's {} layers", lowering.model.layers);
+    parallel_reader.fail(
+        "virtual_stages",
+        fmt::format("{} stages × {} chunks exceed {}: some chunk would hold nothing", parallel.pp,
+                    parallel.virtual_stages, split),
+        accounted ? "use fewer chunks"
+                  : "use fewer chunks (pp × virtual_stages ≤ model.layers), or let the embedding "
+                    "and the loss take a "
+                    "layer's place each (account_for_embedding_in_pipeline_split, "
+                    "account_for_loss_in_pipeline_split)");
   }
   if (interleaved && lowering.training.accumulation % parallel.pp != 0) {
     parallel_reader.fail("pipeline_schedule",
@@ -1460,6 +1479,8 @@ std::vector<std::string> inert_keys(const Scenario& scenario, const toml::table&
        fmt::format("training.optimizer is \"{}\"",
                    strategies::name_of(scenario.lowering.training.optimizer))},
       {"parallel.cp_scheme", parallel.cp == 1, "parallel.cp is 1"},
+      {"parallel.account_for_embedding_in_pipeline_split", parallel.pp == 1, "parallel.pp is 1"},
+      {"parallel.account_for_loss_in_pipeline_split", parallel.pp == 1, "parallel.pp is 1"},
       {"stragglers.sigma", scenario.stragglers.distribution != "lognormal",
        fmt::format("stragglers.distribution is \"{}\", not \"lognormal\"",
                    scenario.stragglers.distribution)},

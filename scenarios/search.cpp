@@ -251,7 +251,9 @@ LayoutEstimate Estimator::estimate(const SearchLayout& l) {
   for (std::int32_t v = 0; v < virtual_stages; ++v) {
     Stage& stage = stages[static_cast<std::size_t>(v % l.pp)];
     if (v == 0) add(stage, block_cost(l, groups, BlockKind::kEmbedding));
-    for (std::int64_t layer = model.layers * v / virtual_stages; layer < model.layers * (v + 1) / virtual_stages; ++layer) {
+    const strategies::LayerRange held =
+        strategies::pipeline_chunk_layers(model.layers, v, virtual_stages, base_.lowering.parallel);
+    for (std::int64_t layer = held.begin; layer < held.end; ++layer) {
       add(stage, block_cost(l, groups, model.is_moe_layer(layer) ? BlockKind::kMoe : BlockKind::kDense));
     }
     if (v == virtual_stages - 1) {
@@ -388,7 +390,10 @@ std::vector<SearchLayout> enumerate(const Scenario& base) {
                 std::vector<std::int32_t> chunks = {1};
                 if (pp > 1 && accumulation % pp == 0) {
                   for (const std::int32_t v : kVirtualStages) {
-                    if (pp * v <= model.layers) chunks.push_back(v);
+                    if (pp * v <=
+                        strategies::pipeline_split_places(model.layers, base.lowering.parallel)) {
+                      chunks.push_back(v);
+                    }
                   }
                 }
                 for (const std::int32_t v : chunks) {

@@ -186,11 +186,13 @@ program::Program lower_parallel(const LoweringInput& input) {
   // group (the same ranks as "pp": transfers of the two directions never share a key).
   const std::int32_t chunks = parallel.schedule == PipelineSchedule::kInterleaved ? parallel.virtual_stages : 1;
   const std::int32_t virtual_stages = pp * chunks;
-  if (chunks > 1 && (pp < 2 || micro_batches % pp != 0 || virtual_stages > layers)) {
-    throw std::invalid_argument(fmt::format(
-        "interleaved 1F1B needs pp ≥ 2, micro-batches a multiple of pp and a layer per chunk: pp {}, {} micro-batches, "
-        "{} chunks of {} layers",
-        pp, micro_batches, virtual_stages, layers));
+  if (chunks > 1 && (pp < 2 || micro_batches % pp != 0 ||
+                     virtual_stages > pipeline_split_places(layers, parallel))) {
+    throw std::invalid_argument(
+        fmt::format("interleaved 1F1B needs pp ≥ 2, micro-batches a multiple of pp and a layer (or "
+                    "the embedding or loss) per "
+                    "chunk: pp {}, {} micro-batches, {} chunks of {} layers",
+                    pp, micro_batches, virtual_stages, layers));
   }
   program::GroupFamilyId wrap_group = pp_group;
   if (chunks > 1) {
@@ -215,8 +217,9 @@ program::Program lower_parallel(const LoweringInput& input) {
         context.defer_gradient_sync = chunks > 1 && !input.ddp.overlap_grad_reduce;
         const std::int64_t virtual_stage = std::int64_t{chunk} * pp + stage;
         if (virtual_stage == 0) context.blocks.push_back(&replica.blocks.front());
-        for (std::int64_t layer = layers * virtual_stage / virtual_stages; layer < layers * (virtual_stage + 1) / virtual_stages;
-             ++layer) {
+        const LayerRange held =
+            pipeline_chunk_layers(layers, virtual_stage, virtual_stages, parallel);
+        for (std::int64_t layer = held.begin; layer < held.end; ++layer) {
           context.blocks.push_back(&replica.blocks[static_cast<std::size_t>(layer + 1)]);
         }
         if (virtual_stage == virtual_stages - 1) context.blocks.push_back(&replica.blocks.back());

@@ -1,6 +1,7 @@
 // Precision and optimizer names, and model-state bytes per parameter (see training.h).
 #include "strategies/training.h"
 
+#include <algorithm>
 #include <array>
 #include <utility>
 
@@ -110,6 +111,22 @@ ModelStateBytes model_state_bytes(const TrainingSpec& training) {
   }
   bytes.optimizer_states = moments * state;
   return bytes;
+}
+
+std::int64_t pipeline_split_places(std::int64_t layers, const ParallelSpec& parallel) {
+  return layers + (parallel.account_for_embedding_in_pipeline_split ? 1 : 0) +
+         (parallel.account_for_loss_in_pipeline_split ? 1 : 0);
+}
+
+LayerRange pipeline_chunk_layers(std::int64_t layers, std::int64_t virtual_stage,
+                                 std::int64_t virtual_stages, const ParallelSpec& parallel) {
+  const std::int64_t places = pipeline_split_places(layers, parallel);
+  const std::int64_t embedding = parallel.account_for_embedding_in_pipeline_split ? 1 : 0;
+  const auto layer_at = [&](std::int64_t place) {
+    return std::clamp<std::int64_t>(place - embedding, 0, layers);
+  };
+  return {layer_at(places * virtual_stage / virtual_stages),
+          layer_at(places * (virtual_stage + 1) / virtual_stages)};
 }
 
 }  // namespace strategies

@@ -116,6 +116,11 @@ struct ParallelSpec {
   bool sp_regather = true;  // Megatron: keep sequence-sharded inputs, gather them again in backward
   PipelineSchedule schedule = PipelineSchedule::kOneFOneB;
   std::int32_t virtual_stages = 1;  // interleaved 1F1B: model chunks per pipeline rank (v)
+  // The embedding and the loss (output layer) each take a layer's place when the layers are split
+  // over the pipeline (Megatron-Core's --account-for-embedding-in-pipeline-split and
+  // --account-for-loss-in-pipeline-split): the first (last) virtual stage builds one layer fewer.
+  bool account_for_embedding_in_pipeline_split = false;
+  bool account_for_loss_in_pipeline_split = false;
   // Megatron-LM waits for every pipeline send and receive before its next compute
   // (p2p_communication.py: batch_isend_irecv, then req.wait()); false lets transfers run beside
   // compute, as --overlap-p2p-comm does for the interleaved schedule.
@@ -215,6 +220,21 @@ struct DdpSpec {
   // buffer itself (Megatron-LM's --gradient-accumulation-fusion), no separate pass.
   bool gradient_accumulation_fusion = false;
 };
+
+// The places the pipeline splits: the model's layers, and one each for the embedding and the
+// loss where `parallel` accounts for them.
+std::int64_t pipeline_split_places(std::int64_t layers, const ParallelSpec& parallel);
+// The transformer layers [begin, end) of virtual stage `virtual_stage` of `virtual_stages` (pp ×
+// chunks; chunk c of pipeline rank s is virtual stage c·pp + s): the places split as evenly as
+// they go, place k·P/V to (k+1)·P/V for P places and V virtual stages, the embedding's place
+// first and the loss's last — Megatron-Core's split (transformer_block.py,
+// get_num_layers_to_build), which requires P/V whole; dtsim also takes an uneven split.
+struct LayerRange {
+  std::int64_t begin = 0;
+  std::int64_t end = 0;
+};
+LayerRange pipeline_chunk_layers(std::int64_t layers, std::int64_t virtual_stage,
+                                 std::int64_t virtual_stages, const ParallelSpec& parallel);
 
 template <>
 std::span<const NamedValue<Precision>> named_values();

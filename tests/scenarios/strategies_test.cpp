@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <regex>
 #include <set>
 #include <string>
 
@@ -664,9 +665,44 @@ TEST(PipelineTest, InterleavingNeedsChunksAStagedPipelineAndWholeGroupsOfMicroBa
                      "training.global_batch=6"})
                 .find("micro-batches in groups of pp = 4, but there are 6"),
             std::string::npos);
-  EXPECT_NE(refused({"parallel.pipeline_schedule=\"interleaved-1f1b\"", "parallel.virtual_stages=4", "model.layers=12"})
-                .find("4 stages × 4 chunks exceed the model's 12 layers"),
+  EXPECT_NE(refused({"parallel.pipeline_schedule=\"interleaved-1f1b\"", "parallel.virtual_stages=4",
+                     "model.layers=12"})
+                .find("4 stages × 4 chunks exceed the model's 12 layers: some chunk would hold "
+                      "nothing (use fewer "
+                      "chunks (pp × virtual_stages ≤ model.layers), or let the embedding and the "
+                      "loss take a layer's "
+                      "place each"),
             std::string::npos);
+  EXPECT_NE(
+      refused({"parallel.pipeline_schedule=\"interleaved-1f1b\"", "parallel.virtual_stages=4",
+               "model.layers=14", "parallel.account_for_loss_in_pipeline_split=true"})
+          .find("4 stages × 4 chunks exceed the 15 places split (the model's 14 layers, the loss)"),
+      std::string::npos);
+}
+
+// Megatron-Core's account_for_embedding/loss_in_pipeline_split: 14 layers and the two places
+// make 16, one per chunk of 4 stages × 4 chunks — rank 0's first chunk holds the embedding and no
+// layer, rank 3's last chunk no layer and the loss, every other chunk one layer; without the
+// two places 16 chunks of 14 layers are refused (above).
+TEST(PipelineTest, TheEmbeddingAndTheLossCanEachTakeALayersPlace) {
+  const auto result =
+      run(kPipeline,
+          {"model.layers=14", "parallel.pipeline_schedule=\"interleaved-1f1b\"",
+           "parallel.virtual_stages=4", "parallel.account_for_embedding_in_pipeline_split=true",
+           "parallel.account_for_loss_in_pipeline_split=true"});
+  const std::regex layer_op(R"(^chunk(\d+)\.layer(\d+)\.)");
+  std::set<std::pair<std::int32_t, std::int32_t>> held;  // (virtual stage, layer)
+  for (std::size_t rank = 0; rank < result.program.ranks.size(); ++rank) {
+    for (const program::Op& op : result.program.ranks[rank]->ops) {
+      std::smatch match;
+      if (!std::regex_search(op.name, match, layer_op)) continue;
+      held.emplace(std::stoi(match[1]) * 4 + static_cast<std::int32_t>(rank), std::stoi(match[2]));
+    }
+  }
+  std::set<std::pair<std::int32_t, std::int32_t>> expected;
+  for (std::int32_t layer = 0; layer < 14; ++layer)
+    expected.emplace(layer + 1, layer);  // virtual stages 1 … 14
+  EXPECT_EQ(held, expected);
 }
 
 TEST(PipelineTest, OneFOneBKeepsFewerMicroBatchesInFlightThanGpipe) {

@@ -1,12 +1,15 @@
 // DDP and parameter-server lowering: buckets, overlap structure, no_sync, barrier, memory
 // and the facts the report needs.
+#include "strategies/lowering.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "strategies/layout.h"
-#include "strategies/lowering.h"
 #include "strategies/pipeline_schedule.h"
 
 namespace {
@@ -234,6 +237,38 @@ TEST(PipelineScheduleTest, InterleavedOrderFollowsMegatron) {
   EXPECT_EQ(text(0), "F00 F01 F10 F11 F02 B10 F03 B11 F12 B00 F13 B01 B12 B13 B02 B03 ");
   EXPECT_EQ(text(1), "F00 F01 F10 B10 F11 B11 F02 B00 F03 B01 F12 B12 F13 B13 B02 B03 ");
   EXPECT_DOUBLE_EQ(strategies::pipeline_bubble_fraction(2, 4, 2), 1.0 / 9);
+}
+
+// The layers of each virtual stage, worked by hand. 6 layers over 4 virtual stages (pp 2 × v 2)
+// split at 6·k/4: 0, 1, 3, 4, 6. With the embedding and the loss each taking a layer's place
+// (Megatron-Core's account_for_*_in_pipeline_split) there are 8 places, two per stage: the first
+// holds the embedding and layer 0, the last layer 5 and the loss. Llama 3 405B's layout: 126
+// layers, 16 stages × 8 chunks, one place each — the first chunk holds the embedding alone, the
+// last the loss alone.
+TEST(PipelineScheduleTest, ChunksSplitTheLayersAndTheEmbeddingAndLossWhenAccounted) {
+  using Ranges = std::vector<std::pair<std::int64_t, std::int64_t>>;
+  const auto ranges = [](std::int64_t layers, std::int64_t virtual_stages, bool embedding,
+                         bool loss) {
+    strategies::ParallelSpec parallel;
+    parallel.account_for_embedding_in_pipeline_split = embedding;
+    parallel.account_for_loss_in_pipeline_split = loss;
+    Ranges out;
+    for (std::int64_t v = 0; v < virtual_stages; ++v) {
+      const strategies::LayerRange range =
+          strategies::pipeline_chunk_layers(layers, v, virtual_stages, parallel);
+      out.emplace_back(range.begin, range.end);
+    }
+    return out;
+  };
+  EXPECT_EQ(ranges(6, 4, false, false), (Ranges{{0, 1}, {1, 3}, {3, 4}, {4, 6}}));
+  EXPECT_EQ(ranges(6, 4, true, true), (Ranges{{0, 1}, {1, 3}, {3, 5}, {5, 6}}));
+  EXPECT_EQ(ranges(6, 4, false, true),
+            (Ranges{{0, 1}, {1, 3}, {3, 5}, {5, 6}}));  // 7 places: 0, 1, 3, 5, 7
+  const Ranges llama3 = ranges(126, 128, true, true);
+  EXPECT_EQ(llama3.front(), (std::pair<std::int64_t, std::int64_t>{0, 0}));
+  EXPECT_EQ(llama3[1], (std::pair<std::int64_t, std::int64_t>{0, 1}));
+  EXPECT_EQ(llama3[126], (std::pair<std::int64_t, std::int64_t>{125, 126}));
+  EXPECT_EQ(llama3.back(), (std::pair<std::int64_t, std::int64_t>{126, 126}));
 }
 
 }  // namespace
