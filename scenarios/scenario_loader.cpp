@@ -954,11 +954,11 @@ void check_parallel_combination(TableReader& parallel_reader, TableReader& fsdp_
         "virtual_stages",
         fmt::format("{} stages × {} chunks exceed {}: some chunk would hold nothing", parallel.pp,
                     parallel.virtual_stages, split),
-        accounted ? "use fewer chunks"
-                  : "use fewer chunks (pp × virtual_stages ≤ model.layers), or let the embedding "
-                    "and the loss take a "
-                    "layer's place each (account_for_embedding_in_pipeline_split, "
-                    "account_for_loss_in_pipeline_split)");
+        accounted
+            ? "use fewer chunks"
+            : "use fewer chunks (pp × virtual_stages ≤ model.layers), or let the embedding and the "
+              "loss take a layer's place each (account_for_embedding_in_pipeline_split, "
+              "account_for_loss_in_pipeline_split)");
   }
   if (interleaved && lowering.training.accumulation % parallel.pp != 0) {
     parallel_reader.fail("pipeline_schedule",
