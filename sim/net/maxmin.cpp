@@ -2,6 +2,7 @@
 #include "sim/net/maxmin.h"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <limits>
 #include <queue>
@@ -14,11 +15,13 @@ MaxMinSolver::ConstraintId MaxMinSolver::add_constraint(double capacity) {
 }
 
 MaxMinSolver::VariableId MaxMinSolver::add_variable(double weight,
-                                                    const std::vector<ConstraintId>& constraints) {
+                                                    const std::vector<ConstraintId>& constraints,
+                                                    double bound) {
   VariableId id;
   if (free_ids_.empty()) {
     id = static_cast<VariableId>(weight_.size());
     weight_.push_back(weight);
+    bound_.push_back(bound);
     crossings_.push_back(constraints);
     alive_.push_back(1);
     rate_.push_back(0);
@@ -26,6 +29,7 @@ MaxMinSolver::VariableId MaxMinSolver::add_variable(double weight,
     id = free_ids_.back();
     free_ids_.pop_back();
     weight_[id] = weight;
+    bound_[id] = bound;
     crossings_[id] = constraints;
     alive_[id] = 1;
     rate_[id] = 0;
@@ -95,29 +99,47 @@ void MaxMinSolver::solve(const std::vector<VariableId>& variables) {
   for (std::uint32_t c = 0; c < constraints; ++c) {
     if (active_weight_[c] > 0) heap.emplace(share(c), c);
   }
-  while (!heap.empty()) {
+  bounded_.clear();
+  for (std::uint32_t i = 0; i < variables.size(); ++i) {
+    const VariableId v = variables[i];
+    if (std::isfinite(bound_[v])) bounded_.emplace_back(bound_[v] / weight_[v], i);
+  }
+  std::sort(bounded_.begin(), bounded_.end());
+  std::size_t next_bound = 0;
+  // Fixes variable i's rate and takes it out of its constraints' remaining capacity and weight.
+  auto freeze = [&](std::uint32_t i, double rate, std::uint32_t saturated) {
+    frozen_[i] = 1;
+    const VariableId v = variables[i];
+    rate_[v] = rate;
+    for (ConstraintId constraint : crossings_[v]) {
+      const std::uint32_t other = local_of_[constraint];
+      remaining_[other] -= rate;
+      active_weight_[other] -= weight_[v];
+      if (other != saturated && active_weight_[other] > 1e-12) heap.emplace(share(other), other);
+    }
+  };
+  constexpr std::uint32_t kNoConstraint = std::numeric_limits<std::uint32_t>::max();
+  while (!heap.empty() || next_bound < bounded_.size()) {
+    // A bound below every constraint's fair share freezes its variable first.
+    if (next_bound < bounded_.size() &&
+        (heap.empty() || bounded_[next_bound].first < heap.top().first)) {
+      const std::uint32_t i = bounded_[next_bound++].second;
+      if (!frozen_[i]) freeze(i, bound_[variables[i]], kNoConstraint);
+      continue;
+    }
     const auto [level, c] = heap.top();
     heap.pop();
     if (active_weight_[c] <= 0) continue;                // every user already frozen
     if (share(c) != level) continue;                     // stale entry: a newer one exists
     for (std::uint32_t u = users_begin_[c]; u < users_begin_[c + 1]; ++u) {
       const std::uint32_t i = users_[u];
-      if (frozen_[i]) continue;
-      frozen_[i] = 1;
-      const VariableId v = variables[i];
-      rate_[v] = level * weight_[v];
-      for (ConstraintId constraint : crossings_[v]) {
-        const std::uint32_t other = local_of_[constraint];
-        remaining_[other] -= rate_[v];
-        active_weight_[other] -= weight_[v];
-        if (other != c && active_weight_[other] > 1e-12) heap.emplace(share(other), other);
-      }
+      if (!frozen_[i]) freeze(i, level * weight_[variables[i]], c);
     }
     active_weight_[c] = 0;
   }
-  // Variables that cross no constraint are unconstrained.
+  // Variables that cross no constraint run at their bound (unbounded: infinitely fast).
   for (VariableId v : variables) {
-    if (crossings_[v].empty()) rate_[v] = std::numeric_limits<double>::infinity();
+    if (crossings_[v].empty()) rate_[v] = bound_[v];
   }
 }
 

@@ -8,6 +8,12 @@
 // the variables that cross it; repeat. With a heap keyed by each constraint's fair share the
 // cost is O((V·L + C) log C) for V variables crossing L constraints each.
 //
+// A variable may also carry a bound, a rate it never exceeds whatever the constraints leave it
+// (SimGrid's lmm variable bound; dtsim's use: an NCCL send whose CTAs copy slower than its
+// links run). Progressive filling then freezes a bounded variable when the rising level reaches
+// bound / weight, before any constraint it crosses saturates, and the others share what it
+// leaves.
+//
 // The allocation splits over the connected components of the variable–constraint graph, so
 // a caller that knows which component changed solves only that one (solve(variables)).
 //
@@ -16,6 +22,8 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
+#include <utility>
 #include <vector>
 
 namespace sim {
@@ -28,9 +36,10 @@ class MaxMinSolver {
   ConstraintId add_constraint(double capacity);
   std::size_t constraint_count() const { return capacity_.size(); }
 
-  // A variable crossing `constraints` (each at most once). Ids of removed variables are
-  // reused.
-  VariableId add_variable(double weight, const std::vector<ConstraintId>& constraints);
+  // A variable crossing `constraints` (each at most once), its rate at most `bound`. Ids of
+  // removed variables are reused.
+  VariableId add_variable(double weight, const std::vector<ConstraintId>& constraints,
+                          double bound = std::numeric_limits<double>::infinity());
   void remove_variable(VariableId variable);
   std::size_t variable_count() const { return live_; }
 
@@ -46,6 +55,7 @@ class MaxMinSolver {
   std::vector<double> capacity_;
   // Variables: weight, constraint list (in a shared pool), liveness, rate.
   std::vector<double> weight_;
+  std::vector<double> bound_;
   std::vector<std::vector<ConstraintId>> crossings_;
   std::vector<std::uint8_t> alive_;
   std::vector<double> rate_;
@@ -61,6 +71,8 @@ class MaxMinSolver {
   std::vector<std::uint32_t> users_begin_;
   std::vector<std::uint32_t> users_;          // local variable indices
   std::vector<std::uint8_t> frozen_;
+  std::vector<std::pair<double, std::uint32_t>>
+      bounded_;  // (bound / weight, local variable), ascending
   std::vector<VariableId> everyone_;
 };
 

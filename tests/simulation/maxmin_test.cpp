@@ -68,4 +68,33 @@ TEST(MaxMinTest, AParkingLot) {
   for (auto v : short_flows) EXPECT_DOUBLE_EQ(solver.rate(v), 0.5);
 }
 
+TEST(MaxMinTest, ABoundedFlowLeavesTheRestToTheOthers) {
+  // Link 1 (cap 100) carries A (bound 20), B and C; C also crosses link 2 (cap 30), with D.
+  // A stops at its bound, 20; link 2 then gives C and D 15 each; B takes link 1's rest, 65.
+  sim::MaxMinSolver solver;
+  const auto link1 = solver.add_constraint(100);
+  const auto link2 = solver.add_constraint(30);
+  const auto a = solver.add_variable(1, {link1}, 20);
+  const auto b = solver.add_variable(1, {link1});
+  const auto c = solver.add_variable(1, {link1, link2});
+  const auto d = solver.add_variable(1, {link2});
+  solver.solve();
+  EXPECT_DOUBLE_EQ(solver.rate(a), 20);
+  EXPECT_DOUBLE_EQ(solver.rate(b), 65);
+  EXPECT_DOUBLE_EQ(solver.rate(c), 15);
+  EXPECT_DOUBLE_EQ(solver.rate(d), 15);
+}
+
+TEST(MaxMinTest, ABoundAboveTheFairShareChangesNothing) {
+  sim::MaxMinSolver solver;
+  const auto link = solver.add_constraint(60);
+  const auto a = solver.add_variable(1, {link}, 40);
+  const auto b = solver.add_variable(1, {link});
+  const auto free_of_links = solver.add_variable(1, {}, 7);
+  solver.solve();
+  EXPECT_DOUBLE_EQ(solver.rate(a), 30);
+  EXPECT_DOUBLE_EQ(solver.rate(b), 30);
+  EXPECT_DOUBLE_EQ(solver.rate(free_of_links), 7);  // no link: its bound alone
+}
+
 }  // namespace
