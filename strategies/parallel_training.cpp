@@ -53,9 +53,16 @@ void add_hybrid_groups(program::Program& program, const program::GroupFamily& dp
       program::make_group_family("dp_replicate", program.world_size, std::move(replicate_groups)));
 }
 
-program::SendRecvOp activation_transfer(bool send, std::int32_t offset, program::GroupFamilyId group, double bytes,
-                                        program::DType dtype) {
-  return program::SendRecvOp{send, group, offset, static_cast<std::int64_t>(bytes), dtype};
+// A pipeline transfer as Megatron-LM posts it: batched (batch_isend_irecv, in the pipeline
+// group's communicator since PyTorch 1.12, pytorch#74701) when it blocks, and as a lone
+// isend/irecv, which PyTorch runs in a communicator of the two ranks, when it overlaps compute
+// (p2p_communication.py: batch_p2p_comm = not overlap_p2p_comm).
+program::SendRecvOp activation_transfer(bool send, std::int32_t offset,
+                                        program::GroupFamilyId group, double bytes,
+                                        program::DType dtype, bool blocking) {
+  program::SendRecvOp transfer{send, group, offset, static_cast<std::int64_t>(bytes), dtype};
+  transfer.pair_communicator = !blocking;
+  return transfer;
 }
 
 std::string strategy_label(const LoweringInput& input) {
@@ -247,10 +254,13 @@ program::Program lower_parallel(const LoweringInput& input) {
       const program::GroupFamilyId previous_group = wraps_backward ? wrap_group : pp_group;
       // A stage's input (activation or gradient) arrives as one transfer, or with scatter/gather as
       // 1/t of it followed by an all-gather over the tensor-parallel group.
-      const auto receive = [&](const std::string& what, std::int64_t micro, program::StreamId stream, std::int32_t offset,
+      const auto receive = [&](const std::string& what, std::int64_t micro,
+                               program::StreamId stream, std::int32_t offset,
                                program::GroupFamilyId group) {
-        const OpIndex received = builder.add(fmt::format("pp.recv_{}.{}", what, micro), stream,
-                                             activation_transfer(false, offset, group, sent_bytes, replica.dtype));
+        const OpIndex received =
+            builder.add(fmt::format("pp.recv_{}.{}", what, micro), stream,
+                        activation_transfer(false, offset, group, sent_bytes, replica.dtype,
+                                            parallel.pipeline_p2p_blocking));
         if (!scatter_gather) return received;
         return builder.add(fmt::format("pp.gather_{}.{}", what, micro), base.streams.tensor_parallel,
                            program::make_collective(program::CollectiveKind::kAllGather, tensor_parallel.group,
@@ -260,10 +270,13 @@ program::Program lower_parallel(const LoweringInput& input) {
       // A send: with blocking point-to-point the stage's next compute waits for it to complete.
       std::vector<OpIndex> next_step;
       std::optional<OpIndex> last_backward;
-      const auto send = [&](const std::string& what, std::int64_t micro, program::StreamId stream, std::int32_t offset,
-                            program::GroupFamilyId group, OpIndex after) {
-        const OpIndex sent = builder.add(fmt::format("pp.send_{}.{}", what, micro), stream,
-                                         activation_transfer(true, offset, group, sent_bytes, replica.dtype), {after});
+      const auto send = [&](const std::string& what, std::int64_t micro, program::StreamId stream,
+                            std::int32_t offset, program::GroupFamilyId group, OpIndex after) {
+        const OpIndex sent =
+            builder.add(fmt::format("pp.send_{}.{}", what, micro), stream,
+                        activation_transfer(true, offset, group, sent_bytes, replica.dtype,
+                                            parallel.pipeline_p2p_blocking),
+                        {after});
         if (parallel.pipeline_p2p_blocking) next_step.push_back(sent);
       };
       const std::int64_t spent_before_steps = budget.spent();

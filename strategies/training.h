@@ -122,8 +122,9 @@ struct ParallelSpec {
   bool account_for_embedding_in_pipeline_split = false;
   bool account_for_loss_in_pipeline_split = false;
   // Megatron-LM waits for every pipeline send and receive before its next compute
-  // (p2p_communication.py: batch_isend_irecv, then req.wait()); false lets transfers run beside
-  // compute, as --overlap-p2p-comm does for the interleaved schedule.
+  // (p2p_communication.py: batch_isend_irecv in the pipeline group, then req.wait()); false lets
+  // transfers run beside compute, as --overlap-p2p-comm does for the interleaved schedule, each a
+  // lone isend/irecv in a communicator of its two ranks.
   bool pipeline_p2p_blocking = true;
   // SC'21's scatter/gather: with tp > 1 (and no sequence parallelism) each tensor-parallel rank
   // sends 1/t of the activation to the next stage, which all-gathers it over NVLink

@@ -2,8 +2,11 @@
 #include "sim/net/comm_planner.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <map>
+
+#include "sim/net/nccl_p2p.h"
 
 namespace sim {
 
@@ -133,6 +136,32 @@ std::unique_ptr<CommPlan> CommPlanner::plan_with(const collectives::CollectiveSp
   return plan;
 }
 
+void CommPlanner::cap_by_nccl_ctas(CommPlan& plan, const CommRequest& request) const {
+  const std::int32_t sender = request.endpoints.at(0);
+  const std::int32_t receiver = request.endpoints.at(1);
+  if (!cluster_.is_gpu(sender) || !cluster_.is_gpu(receiver) ||
+      cluster_.node_of(sender) != cluster_.node_of(receiver)) {
+    return;  // across nodes NCCL 2.30 gives a network peer channels enough for its NIC
+  }
+  const topology::ClusterSpec& spec = cluster_.spec();
+  nccl::P2pCommunicator communicator;
+  communicator.ranks = request.communicator_ranks;
+  communicator.nodes = request.communicator_nodes;
+  communicator.nvlink = spec.node.kind == topology::NodeKind::kNvSwitch;
+  communicator.architecture = spec.node.gpu.nccl_architecture;
+  communicator.nic_bytes_per_s = spec.fabric.nic.bandwidth;
+  const double rate = nccl::p2p_rate(communicator, static_cast<double>(request.bytes));
+  if (!std::isfinite(rate)) return;
+  plan.transfer_rate_cap = rate;
+  plan.bandwidth_seconds = 0;
+  for (std::size_t p = 0; p < plan.costs.size(); ++p) {
+    const collectives::Phase& phase = plan.schedule.phases[p];
+    plan.costs[p].seconds_per_byte = std::max(plan.costs[p].seconds_per_byte, 1 / rate);
+    plan.bandwidth_seconds +=
+        phase.steps * phase.bytes_per_transfer * plan.costs[p].seconds_per_byte;
+  }
+}
+
 void CommPlanner::pace_by_node_stage(CommPlan& plan, const collectives::CollectiveSpec& spec) {
   CommRequest node_stage;
   node_stage.kind = spec.kind;
@@ -162,10 +191,12 @@ void CommPlanner::pace_by_node_stage(CommPlan& plan, const collectives::Collecti
 const CommPlan& CommPlanner::plan(const CommRequest& request) {
   if (!request.kind) {
     auto [plan, inserted] = transfer_plans_.try_emplace(
-        {request.bytes, request.endpoints.at(0), request.endpoints.at(1)});
+        {request.bytes, request.endpoints.at(0), request.endpoints.at(1),
+         request.communicator_ranks, request.communicator_nodes});
     if (inserted) {
       plan->second = std::make_unique<CommPlan>(
           price(collectives::send_recv_schedule(request.bytes), request.endpoints));
+      if (options_.library == "nccl") cap_by_nccl_ctas(*plan->second, request);
     }
     return *plan->second;
   }

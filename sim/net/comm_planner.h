@@ -13,6 +13,7 @@
 
 #include <boost/container_hash/hash.hpp>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <tuple>
@@ -54,6 +55,10 @@ struct CommPlan {
   // collectives.library = "nccl": NCCL's tuner's estimate, which it chooses the algorithm and
   // protocol by (without what only the runtime adds, nccl::runtime_bandwidth_s).
   std::optional<double> tuner_seconds;
+  // The most bytes per second any one transfer moves, whatever its links offer: with
+  // collectives.library = "nccl", an NCCL send inside a node, bound by its CTAs
+  // (nccl::p2p_rate); infinite otherwise. Every network model holds a transfer to it.
+  double transfer_rate_cap = std::numeric_limits<double>::infinity();
   double seconds() const { return latency_seconds + bandwidth_seconds; }
   double choice_seconds() const { return tuner_seconds.value_or(seconds()); }
   // The bytes one transfer of a phase puts on the wire.
@@ -84,6 +89,9 @@ class CommPlanner {
   // collectives.library = "nccl": NCCL's latency and the cheapest protocol in place of the
   // links' α (nccl_model.h).
   void price_as_nccl(CommPlan& plan, const collectives::CollectiveSpec& spec) const;
+  // collectives.library = "nccl": a send inside a node no faster than NCCL's CTAs copy
+  // (nccl_p2p.h), in the plan's α-β price too.
+  void cap_by_nccl_ctas(CommPlan& plan, const CommRequest& request) const;
   // NVLSTree's stage inside each node is an NVLS all-reduce of the whole message (NVLink SHARP's
   // reduction, then its multicast). Where a node's NICs outrun that (an NVL72 rack's 72 NICs),
   // it sets the pace: the plan's data time is at least NVLS's on its first node's links, in the
@@ -101,10 +109,11 @@ class CommPlanner {
   using PlanKey = std::vector<std::int64_t>;
   std::unordered_map<PlanKey, std::unique_ptr<CommPlan>, boost::hash<PlanKey>> plans_;
   PlanKey key_;  // scratch for plan(): looked up without allocating
-  // Point-to-point transfers by (bytes, sender, receiver): a key held in the table's node, so a
-  // look-up touches one node (the copies of a pipeline's transfers in 10^4 replicas are most
-  // of a large 3-D step's plans).
-  using TransferKey = std::tuple<std::int64_t, std::int32_t, std::int32_t>;
+  // Point-to-point transfers by (bytes, sender, receiver, communicator ranks and nodes): a key
+  // held in the table's node, so a look-up touches one node (the copies of a pipeline's
+  // transfers in 10^4 replicas are most of a large 3-D step's plans).
+  using TransferKey =
+      std::tuple<std::int64_t, std::int32_t, std::int32_t, std::int32_t, std::int32_t>;
   std::unordered_map<TransferKey, std::unique_ptr<CommPlan>, boost::hash<TransferKey>>
       transfer_plans_;
   // A route and its latency, computed once per (src, dst).

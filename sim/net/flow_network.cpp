@@ -108,19 +108,21 @@ const FlowNetwork::Trajectory& FlowNetwork::trajectory(const CommPlan& plan, std
   std::vector<double> start(routes.size(), 0);
   for (std::size_t t = 0; t < routes.size(); ++t) start[t] = bytes > 0 && !routes[t]->empty() ? bytes : 0;
   if (std::all_of(start.begin(), start.end(), [](double b) { return b <= 0; })) return path;  // nothing moves
-  auto [shared, first] = rounds_by_routes_.try_emplace(routes);
-  if (first) shared->second = solve_rounds(routes, start);
+  auto [shared, first] = rounds_by_routes_.try_emplace({routes, plan.transfer_rate_cap});
+  if (first) shared->second = solve_rounds(routes, plan.transfer_rate_cap, start);
   if (replay(shared->second, start, path)) return path;
   path = Trajectory{};
-  if (!replay(fresh_rounds_.emplace_back(solve_rounds(routes, start)), start, path)) {
+  if (!replay(fresh_rounds_.emplace_back(solve_rounds(routes, plan.transfer_rate_cap, start)),
+              start, path)) {
     throw std::logic_error("flow model: a phase's own rounds do not finish its transfers");
   }
   return path;
 }
 
-// Rates of each round of transfers along `routes` starting with `start` bytes (0: none).
+// Rates of each round of transfers along `routes`, each at most `rate_cap`, starting with
+// `start` bytes (0: none).
 FlowNetwork::Rounds FlowNetwork::solve_rounds(const std::vector<const topology::Path*>& routes,
-                                              std::vector<double> remaining) {
+                                              double rate_cap, std::vector<double> remaining) {
   // Constraints for the links the phase uses only (in the order of their ids), not the whole
   // cluster's: a plan's cost must not grow with the cluster.
   std::vector<topology::LinkId> links;
@@ -138,7 +140,7 @@ FlowNetwork::Rounds FlowNetwork::solve_rounds(const std::vector<const topology::
       constraints.push_back(static_cast<MaxMinSolver::ConstraintId>(
           std::lower_bound(links.begin(), links.end(), link) - links.begin()));
     }
-    variables[t] = solver.add_variable(1.0, constraints);
+    variables[t] = solver.add_variable(1.0, constraints, rate_cap);
   }
   Rounds rounds;
   while (solver.variable_count() > 0) {
@@ -242,7 +244,8 @@ void FlowNetwork::finish_phase(std::uint32_t id) {
 }
 
 void FlowNetwork::open_flow(std::uint32_t comm, double bytes, const topology::Path& path) {
-  const MaxMinSolver::VariableId variable = solver_.add_variable(1.0, path);
+  const MaxMinSolver::VariableId variable =
+      solver_.add_variable(1.0, path, comms_[comm].plan->transfer_rate_cap);
   if (variable >= flows_.size()) {
     flows_.resize(variable + 1);
     flow_visit_.resize(variable + 1, 0);

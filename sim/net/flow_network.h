@@ -4,11 +4,12 @@
 // transfer edge carrying all of that edge's bytes (steps × bytes per transfer), after the
 // phase's latency (steps × α). Every active flow — of every collective and transfer in the
 // simulation — loads the links of its route; flows share each link's effective bandwidth by
-// max-min fairness (maxmin.h), re-solved only when the set of flows changes (a phase starts
+// max-min fairness (maxmin.h), none faster than its plan's cap (CommPlan::transfer_rate_cap: an
+// NCCL send's CTAs), re-solved only when the set of flows changes (a phase starts
 // or flows finish) and only over the flows that change can reach: the connected component of
 // the flow–link graph around the changed flows (the allocation of other components stays
-// max-min fair as it is). A phase ends when its last flow ends. Alone on the network this is exactly
-// the analytic model's price when a phase's links all run at their steady rates; with other
+// max-min fair as it is). A phase ends when its last flow ends. Alone on the network this is
+// exactly the analytic model's price when a phase's links all run at their steady rates; with other
 // traffic, contention slows exactly the flows that share links.
 //
 // A phase whose links no other traffic uses runs "solo": its trajectory (the rates of its
@@ -84,7 +85,8 @@ class FlowNetwork : public NetworkModel {
   void add_flows(std::uint32_t comm);
   void finish_phase(std::uint32_t comm);
   const Trajectory& trajectory(const CommPlan& plan, std::size_t phase);
-  Rounds solve_rounds(const std::vector<const topology::Path*>& routes, std::vector<double> remaining);
+  Rounds solve_rounds(const std::vector<const topology::Path*>& routes, double rate_cap,
+                      std::vector<double> remaining);
   static double advance(const std::vector<double>& rates, std::vector<double>& remaining);
   static bool replay(const Rounds& rounds, std::vector<double> remaining, Trajectory& path);
   void materialize_solo(std::uint32_t comm);
@@ -120,14 +122,17 @@ class FlowNetwork : public NetworkModel {
     }
   };
   std::unordered_map<std::pair<const CommPlan*, std::size_t>, Trajectory, PhaseHash> trajectories_;
+  // A phase's routes and the cap on each transfer's rate (CommPlan::transfer_rate_cap).
+  using CappedRoutes = std::pair<std::vector<const topology::Path*>, double>;
   struct RoutesHash {
-    std::size_t operator()(const std::vector<const topology::Path*>& routes) const {
-      std::size_t hash = routes.size();
-      for (const topology::Path* route : routes) hash = hash * 1000003u ^ std::hash<const topology::Path*>{}(route);
+    std::size_t operator()(const CappedRoutes& key) const {
+      std::size_t hash = std::hash<double>{}(key.second) ^ key.first.size();
+      for (const topology::Path* route : key.first)
+        hash = hash * 1000003u ^ std::hash<const topology::Path*>{}(route);
       return hash;
     }
   };
-  std::unordered_map<std::vector<const topology::Path*>, Rounds, RoutesHash> rounds_by_routes_;
+  std::unordered_map<CappedRoutes, Rounds, RoutesHash> rounds_by_routes_;
   std::deque<Rounds> fresh_rounds_;  // phases whose transfers finish in other rounds than their routes' first
 
   std::optional<std::pair<Time, EventId>> next_completion_;

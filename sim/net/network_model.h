@@ -34,6 +34,11 @@ struct CommRequest {
   std::int32_t root = 0;
   std::int32_t ps_servers = 0;
   bool userbuffers = false;  // program::CollectiveOp::userbuffers: a ring priced by the links' α-β
+  // Point-to-point: the communicator the transfer runs in — the ranks of the program's group (a
+  // pipeline group, as Megatron-Core's batch_isend_irecv runs) and the nodes they span — by
+  // which NCCL sizes a send (nccl_p2p.h).
+  std::int32_t communicator_ranks = 2;
+  std::int32_t communicator_nodes = 1;
 };
 
 // One algorithm step as one member saw it (packet model only), for the timeline.

@@ -65,11 +65,26 @@ void PacketNetwork::send_chunks(std::uint32_t id) {
   comm.chunks_in_flight = static_cast<std::uint64_t>(chunks) * phase.transfers.size();
   // Round-robin over transfers so that transfers sharing a first link interleave fairly.
   const auto& paths = comm.plan->paths[comm.phase];
+  const double rate_cap = comm.plan->transfer_rate_cap;
   for (std::uint32_t c = 0; c < chunks; ++c) {
     for (std::uint32_t t = 0; t < phase.transfers.size(); ++t) {
-      const topology::Path& path = *paths[t];
-      arrive(chunks_.acquire(
-          Chunk{path.data(), static_cast<std::uint32_t>(path.size()), 0, chunk_bytes, engine_.now(), id, t}));
+      const topology::Path* path = paths[t];
+      auto send = [this, path, chunk_bytes, id, t] {
+        arrive(chunks_.acquire(Chunk{path->data(), static_cast<std::uint32_t>(path->size()), 0,
+                                     chunk_bytes, engine_.now(), id, t}));
+      };
+      // A transfer held to a rate (an NCCL send's CTAs) releases chunk c so that it leaves its
+      // first link, if free, when c + 1 chunks at that rate would have: the sender paces itself
+      // and leaves the links' spare time to other traffic.
+      const double release_s =
+          std::isfinite(rate_cap) && !path->empty()
+              ? (c + 1) * chunk_bytes / rate_cap - chunk_bytes / links_[path->front()].bandwidth
+              : 0;
+      if (release_s > 0) {
+        engine_.schedule_after(Time::from_seconds(release_s), send);
+      } else {
+        send();
+      }
     }
   }
 }

@@ -9,6 +9,8 @@
 // the links': a step's chunks then leave after what NCCL's latency adds to the links' own (its
 // kernel launch, protocol and proxy costs), so a step alone takes NCCL's α plus the data term,
 // as in the other models.
+// A transfer held to a rate (CommPlan::transfer_rate_cap: an NCCL send's CTAs) paces its chunks
+// at that rate instead of queueing them all at once.
 // A step ends when its last chunk arrives; the collective's next step starts then. Contention
 // is whatever the FIFO queues produce, across collectives too. Each member's steps can be
 // drawn on the timeline.

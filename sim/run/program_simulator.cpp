@@ -521,7 +521,29 @@ class Simulator {
     CommRequest request;
     request.bytes = std::get<program::SendRecvOp>(op_of(pair.first, send_index).body).bytes;
     request.endpoints = {program_.placement[pair.first], program_.placement[pair.second]};
+    if (p2p.pair_communicator) {
+      request.communicator_nodes =
+          cluster_.node_of(request.endpoints[0]) == cluster_.node_of(request.endpoints[1]) ? 1 : 2;
+    } else {
+      request.communicator_ranks = static_cast<std::int32_t>(members.size());
+      request.communicator_nodes = nodes_spanned(p2p.group, family.instance_of_rank[rank], members);
+    }
     start_communication(request, p2p.group, {pair.first, pair.second}, {send_index, receive_index});
+  }
+
+  // The nodes a group instance's members sit on (counted once per instance).
+  std::int32_t nodes_spanned(program::GroupFamilyId family, std::int32_t instance,
+                             const std::vector<std::int32_t>& members) {
+    auto [count, first] = nodes_spanned_.try_emplace({family, instance}, 0);
+    if (first) {
+      std::vector<std::int32_t> nodes;
+      for (std::int32_t member : members)
+        nodes.push_back(cluster_.node_of(program_.placement[member]));
+      std::sort(nodes.begin(), nodes.end());
+      count->second =
+          static_cast<std::int32_t>(std::unique(nodes.begin(), nodes.end()) - nodes.begin());
+    }
+    return count->second;
   }
 
   void start_communication(const CommRequest& request, program::GroupFamilyId family,
@@ -897,6 +919,8 @@ class Simulator {
   std::vector<RankState> ranks_;
   std::map<std::pair<const program::RankProgram*, bool>, RankPlan> plans_;
   std::map<std::pair<program::GroupFamilyId, std::int32_t>, trace::StringId> group_names_;
+  std::map<std::pair<program::GroupFamilyId, std::int32_t>, std::int32_t>
+      nodes_spanned_;  // by instance
   std::map<CollectiveKey, PendingCollective> collectives_;
   std::map<TransferKey, std::deque<OpIndex>> sends_;
   std::map<TransferKey, std::deque<OpIndex>> receives_;

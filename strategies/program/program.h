@@ -132,6 +132,9 @@ struct SendRecvOp {
   std::int64_t bytes = 0;
   DType dtype = DType::kBF16;
   bool ring = false;             // the offset wraps around the instance (context parallelism's ring)
+  // Runs in a communicator of the two ranks alone (PyTorch's lone isend/irecv) rather than in
+  // the group's (batch_isend_irecv): NCCL sizes a send by its communicator (sim/net/nccl_p2p.h).
+  bool pair_communicator = false;
 };
 // The peer's position in a group instance of `size` members as seen from position `me`; -1
 // when a non-ring offset leaves the instance.

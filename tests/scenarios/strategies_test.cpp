@@ -559,10 +559,14 @@ TEST(PipelineTest, ComputeIdleMatchesTheBubbleFormula) {
 TEST(PipelineTest, InterleavingDividesTheBubbleByTheChunks) {
   // Interleaved 1F1B (Narayanan et al., SC 2021): (p−1)/(v·M+p−1) with p 4, M 8: v 2 → 15.8 %,
   // v 4 → 8.6 %, against 27.3 % without; 16 layers split into p·v chunks. Measured on the
-  // first stage, as above (the chunks' extra transfers are tiny against the compute).
+  // first stage, as above, with transfers at the links' rate (collectives.library "ideal") so
+  // that the chunks' extra transfers stay tiny against the compute: NCCL's few CTAs per send
+  // would add v times their cost (sim/net/nccl_p2p.h), which the formula leaves out.
   for (int chunks : {2, 4}) {
-    const auto result = run(kPipeline, {"model.layers=16", "parallel.pipeline_schedule=\"interleaved-1f1b\"",
-                                        "parallel.virtual_stages=" + std::to_string(chunks)});
+    const auto result =
+        run(kPipeline,
+            {"model.layers=16", "parallel.pipeline_schedule=\"interleaved-1f1b\"",
+             "parallel.virtual_stages=" + std::to_string(chunks), "collectives.library=\"ideal\""});
     const double bubble = 3.0 / (chunks * 8 + 3);
     EXPECT_DOUBLE_EQ(result.report.pipeline_bubble, bubble);
     EXPECT_EQ(result.report.pipeline_chunks, chunks);
@@ -787,6 +791,28 @@ TEST(PipelineTest, BlockingSendsHoldTheStagesNextComputeUntilTheyComplete) {
   EXPECT_EQ(computes_started_during_sends(blocking.simulation.timeline), 0);
   EXPECT_GT(computes_started_during_sends(overlapped.simulation.timeline), 0);
   EXPECT_GE(blocking.report.step_time_s, overlapped.report.step_time_s);
+}
+
+TEST(PipelineTest, SendsRunInTheGroupsCommunicatorWhenBatchedAndInAPairsWhenOverlapped) {
+  // Megatron batches blocking transfers (batch_isend_irecv: the 4-rank pipeline group's
+  // communicator, 8 CTAs for 16 MiB) and posts overlapped ones alone (a 2-rank communicator,
+  // 16 CTAs): the same activation moves twice as fast. Both below the NVLink's 365.6 GB/s, and
+  // kPipeline's NVLink has no latency, so the spans are bytes over the CTAs' rate. (Stage 0's
+  // first send: stage 1 already waits for it.)
+  const auto send_seconds = [](const scenarios::RunResult& result) {
+    const trace::Timeline& timeline = result.simulation.timeline;
+    for (const trace::Span& span : timeline.spans) {
+      if (span.rank == 0 && timeline.strings.at(span.name) == "pp.send_activation.0") {
+        return static_cast<double>(span.end_ps - span.start_ps) * 1e-12;
+      }
+    }
+    throw std::runtime_error("no first send");
+  };
+  const double bytes = 2048 * 4096 * 2;
+  const double per_cta = 605.29e9 / 2 / 16;  // H100 (sim/net/nccl_p2p.cpp's source)
+  EXPECT_NEAR(send_seconds(run(kPipeline, {})), bytes / (8 * per_cta), 1e-9);
+  EXPECT_NEAR(send_seconds(run(kPipeline, {"parallel.pipeline_p2p_blocking=false"})),
+              bytes / (16 * per_cta), 1e-9);
 }
 
 TEST(PipelineTest, ScatterGatherSendsOneTthAndAllGathersItInsideTheNode) {

@@ -98,6 +98,36 @@ TYPED_TEST(NetworkModelTest, SmallCollectivesPayNcclsLatencyInEveryModel) {
   EXPECT_GT(large_tree, small_tree);
 }
 
+// With collectives.library = "nccl" a send inside a node runs no faster than NCCL's CTAs copy
+// (sim/net/nccl_p2p.h): 32 MiB on H100 in an eight-rank communicator takes 4 CTAs at 18.9 GB/s
+// each (605.29 GB/s both ways on 16 CTAs, meta-pytorch/torchcomms P2pNvlSendRecvBenchmark.md),
+// in a two-rank one 16. Two such sends from one GPU each keep their rate: the CTAs, not the
+// GPU's 450 GB/s link, bind them.
+TYPED_TEST(NetworkModelTest, AnNcclSendInsideANodeRunsAtItsCtasRate) {
+  sim::NetworkOptions nccl;
+  nccl.library = "nccl";
+  const std::int64_t m = 32 << 20;
+  const double per_cta = 605.29e9 / 2 / 16;
+  const auto send = [m](std::int32_t from, std::int32_t to, std::int32_t ranks) {
+    sim::CommRequest request;
+    request.endpoints = {from, to};
+    request.bytes = m;
+    request.communicator_ranks = ranks;
+    return request;
+  };
+  const double alpha = 0.6e-6;  // two NVLink hops
+  const double group = this->seconds(test_support::hgx_cluster(1), send(0, 1, 8), nccl);
+  EXPECT_NEAR(group, alpha + m / (4 * per_cta), this->kQueueTolerance * group);
+  const double pair = this->seconds(test_support::hgx_cluster(1), send(0, 1, 2), nccl);
+  EXPECT_NEAR(pair, alpha + m / (16 * per_cta), this->kQueueTolerance * pair);
+  for (const sim::CommResult& both :
+       this->run(test_support::hgx_cluster(1), {send(0, 1, 8), send(0, 2, 8)}, nccl)) {
+    EXPECT_NEAR((both.end - both.start).seconds(), group, this->kQueueTolerance * group);
+  }
+  const double ideal = this->seconds(test_support::hgx_cluster(1), send(0, 1, 8));
+  EXPECT_NEAR(ideal, alpha + m / 450e9, this->kQueueTolerance * ideal);
+}
+
 TYPED_TEST(NetworkModelTest, RingAllReduceOnAFullMeshUsesEveryLink) {
   // MI300X: 8 GPUs, a 64 GB/s link (48 usable) between every two. The ring all-reduce runs 7
   // rings over disjoint Hamiltonian cycles, each hop on its own link, M/7 per ring:
