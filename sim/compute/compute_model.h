@@ -65,8 +65,9 @@ struct ComputeEfficiency {
   // (topology::kH200Memory).
   std::optional<double> memory;
   double kernel_overhead_s = 0;  // fixed cost per kernel (launch and tail)
-  // How much longer a GPU compute op takes when it starts while its rank has a collective or a
-  // transfer in flight: NCCL's kernels take SMs and memory bandwidth from it. Default 0.189 —
+  // How much longer a GPU compute op takes when it starts while its rank has a collective in
+  // flight: NCCL's kernels take SMs and memory bandwidth from it (point-to-point sends are not
+  // counted: no measurement of theirs). Default 0.189 —
   // the mean slowdown of compute overlapped with communication across 4 × A100, 4 × H100,
   // MI250 and MI210 on GPT and LLaMA (Lee et al., "Characterizing Compute-Communication
   // Overlap in GPU-Accelerated Distributed Deep Learning", arXiv 2507.03114, 2025: 18.9 % on
