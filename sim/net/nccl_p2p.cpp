@@ -2,6 +2,7 @@
 #include "sim/net/nccl_p2p.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 
@@ -60,12 +61,6 @@ CopyRates copy_rates(NcclArchitecture architecture) {
   return {};
 }
 
-std::int32_t pow2_up(std::int32_t value) {
-  std::int32_t power = 1;
-  while (power < value) power *= 2;
-  return power;
-}
-
 // The channels a GPU has to each peer of the communicator (comm->p2pnChannelsPerPeer).
 std::int32_t channels_per_peer(const P2pCommunicator& communicator) {
   std::int32_t per_peer = kNvlinkPeerChannels;
@@ -74,7 +69,8 @@ std::int32_t channels_per_peer(const P2pCommunicator& communicator) {
         static_cast<std::int32_t>(communicator.nic_bytes_per_s / kGiga);  // NCCL's (int)netBw
     const std::int32_t net_peer =
         std::max(1, (nic_gbyte_s + kNetChannelGbyteS - 1) / kNetChannelGbyteS);
-    per_peer = std::min(per_peer, pow2_up(net_peer));
+    per_peer = std::min(
+        per_peer, static_cast<std::int32_t>(std::bit_ceil(static_cast<std::uint32_t>(net_peer))));
     const std::int32_t batches = (communicator.ranks + kPeersPerBatch - 1) / kPeersPerBatch;
     while (per_peer * batches > kP2pChannels && per_peer > 1) per_peer /= 2;
   }
