@@ -58,6 +58,10 @@ class ExecutionError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// How context parallelism splits attention over a "cp" group (strategies' ContextParallelScheme,
+// as verification checks it; backend/mpi/verification.h).
+enum class ContextParallelKind { kRing, kUlysses, kAllGather };
+
 struct ExecutionOptions {
   enum class Device { kCpu, kGpu };  // `--backend mpi` / `--backend nccl`
   Device device = Device::kCpu;
@@ -88,7 +92,8 @@ struct ExecutionOptions {
   // Check every collective's and transfer's result on every rank (crafted inputs, in the
   // warm-up run), and each sharded layer of `layer`'s shape against the unsharded one: the
   // tensor-parallel forward (attention and MLP) with a "tp" group, the MoE layer with an "ep"
-  // group, ring or Ulysses attention with a "cp" group; a mismatch ends the job naming what differs.
+  // group, context-parallel attention with a "cp" group; a mismatch ends the job naming what
+  // differs.
   bool verify = false;
   // Run collectives as dtsim's own algorithm schedules (sim/collectives), step by step with
   // MPI point-to-point, instead of MPI's collectives; `algorithm` picks each one's algorithm
@@ -100,7 +105,8 @@ struct ExecutionOptions {
   struct Layer {
     std::int64_t tokens = 0, hidden = 0, ffn = 0, heads = 0;
     std::int64_t experts = 0, top_k = 0, expert_ffn = 0;  // a MoE layer's; no experts: dense
-    bool ulysses = false;  // context parallelism's scheme: Ulysses, else ring attention
+    ContextParallelKind context_parallel =
+        ContextParallelKind::kRing;  // the scenario's parallel.cp_scheme
     bool causal = true;
   };
   std::optional<Layer> layer;

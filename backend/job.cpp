@@ -470,13 +470,17 @@ std::string verify_results(const program::Program& program, const ExecutionOptio
     if (4 * layer.tokens * (layer.tokens + 8 * layer.hidden) > options.max_op_bytes) {
       summary += "; the context-parallel check was skipped: the sequence is too long for a CPU";
     } else {
-      const auto kind = layer.ulysses ? verification::ContextParallelKind::kUlysses : verification::ContextParallelKind::kRing;
-      const double attention = largest_over_family(program, *program.find_family("cp"), timeout_s, [&](MPI_Comm group) {
-        return verification::context_parallel_attention_error(group, kind, layer.tokens, layer.hidden, layer.heads,
-                                                              layer.causal);
-      });
-      const std::string what = layer.ulysses ? "Ulysses attention (all-to-all to heads and back)"
-                                             : "ring attention (K,V blocks round the ring, running softmax)";
+      const double attention =
+          largest_over_family(program, *program.find_family("cp"), timeout_s, [&](MPI_Comm group) {
+            return verification::context_parallel_attention_error(group, layer.context_parallel,
+                                                                  layer.tokens, layer.hidden,
+                                                                  layer.heads, layer.causal);
+          });
+      const std::string what = layer.context_parallel == ContextParallelKind::kUlysses
+                                   ? "Ulysses attention (all-to-all to heads and back)"
+                               : layer.context_parallel == ContextParallelKind::kAllGather
+                                   ? "all-gather attention (K and V gathered, one pass)"
+                                   : "ring attention (K,V blocks round the ring, running softmax)";
       abort_unless_unsharded(attention, "the context-parallel " + what);
       summary += fmt::format("; the context-parallel {} over {} tokens{} matches the unsharded one (relative error {:.2g})",
                              what, layer.tokens, layer.causal ? ", causal" : "", attention);

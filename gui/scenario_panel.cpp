@@ -54,7 +54,7 @@ ScenarioPanel::ScenarioPanel(QWidget* parent)
     degrees_.emplace_back(key, box);
   }
   const std::pair<const char*, QStringList> choices[] = {
-      {"parallel.cp_scheme", {"ring", "ulysses"}},
+      {"parallel.cp_scheme", {"ring", "ulysses", "all_gather"}},
       {"fsdp.backward_prefetch", {"BACKWARD_PRE", "BACKWARD_POST", "NONE"}},
       {"network.model", {"analytic", "flow", "packet"}},
       {"collectives.all_reduce", {"auto", "ring", "tree", "hd", "hier", "nvls"}},

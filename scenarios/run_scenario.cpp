@@ -377,7 +377,17 @@ RunResult execute_scenario(const Scenario& scenario, backend::ExecutionOptions o
     options.layer->top_k = model.moe->top_k;
     options.layer->expert_ffn = model.moe->expert_ffn_hidden;
   }
-  options.layer->ulysses = scenario.lowering.parallel.cp_scheme == strategies::ContextParallelScheme::kUlysses;
+  switch (scenario.lowering.parallel.cp_scheme) {
+    case strategies::ContextParallelScheme::kRing:
+      options.layer->context_parallel = backend::ContextParallelKind::kRing;
+      break;
+    case strategies::ContextParallelScheme::kUlysses:
+      options.layer->context_parallel = backend::ContextParallelKind::kUlysses;
+      break;
+    case strategies::ContextParallelScheme::kAllGather:
+      options.layer->context_parallel = backend::ContextParallelKind::kAllGather;
+      break;
+  }
   options.layer->causal = model.causal;
   options.own_schedules = scenario.backend_collectives == "dtsim";
   options.algorithm = fixed_algorithms(scenario);

@@ -766,23 +766,27 @@ void check_tensor_parallel_divisibility(TableReader& parallel_reader, const stra
   }
 }
 
-// Context parallelism: cp splits every sequence; ring attention's load balancing cuts it into
-// 2·cp chunks (Megatron-Core requires the sequence divisible by 2·cp), Ulysses gives each rank
-// whole heads.
+// Context parallelism: cp splits every sequence; ring and all-gather attention balance the causal
+// mask over 2·cp chunks (Megatron-Core and Transformer Engine require the sequence divisible by
+// 2·cp), Ulysses gives each rank whole heads.
 void check_context_parallel(TableReader& parallel_reader, const Scenario& scenario) {
   const strategies::ParallelSpec& parallel = scenario.lowering.parallel;
   const strategies::LoweringInput& lowering = scenario.lowering;
   if (parallel.cp == 1) return;
-  const bool ring = parallel.cp_scheme == strategies::ContextParallelScheme::kRing;
-  const std::int64_t chunks = ring ? 2 * parallel.cp : parallel.cp;
+  const bool ulysses = parallel.cp_scheme == strategies::ContextParallelScheme::kUlysses;
+  const std::int64_t chunks = ulysses ? parallel.cp : 2 * parallel.cp;
   const std::int64_t sequence = lowering.training.sequence;
   if (sequence % chunks != 0 || (parallel.sequence_parallel && sequence / parallel.cp % parallel.tp != 0)) {
-    parallel_reader.fail("cp",
-                         fmt::format("cp = {} does not divide the sequence of {} tokens (training.sequence_length){}", parallel.cp,
-                                     sequence,
-                                     ring ? fmt::format(" into the 2·cp = {} chunks ring attention balances the causal mask with", chunks)
-                                          : ""),
-                         fmt::format("choose a sequence length that is a multiple of {}", chunks * (parallel.sequence_parallel ? parallel.tp : 1)));
+    parallel_reader.fail(
+        "cp",
+        fmt::format(
+            "cp = {} does not divide the sequence of {} tokens (training.sequence_length){}",
+            parallel.cp, sequence,
+            ulysses
+                ? ""
+                : fmt::format(" into the 2·cp = {} chunks that balance the causal mask", chunks)),
+        fmt::format("choose a sequence length that is a multiple of {}",
+                    chunks * (parallel.sequence_parallel ? parallel.tp : 1)));
   }
   if (lowering.model.attention != strategies::AttentionKind::kFlash) {
     parallel_reader.fail("cp", "context parallelism is modelled with a fused attention kernel",
@@ -797,12 +801,13 @@ void check_context_parallel(TableReader& parallel_reader, const Scenario& scenar
   }
   const std::int64_t heads = lowering.model.heads / parallel.tp;
   const std::int64_t kv_heads = (lowering.model.mla ? lowering.model.heads : lowering.model.kv_heads) / parallel.tp;
-  if (!ring && (heads % parallel.cp != 0 || kv_heads % parallel.cp != 0)) {
+  if (ulysses && (heads % parallel.cp != 0 || kv_heads % parallel.cp != 0)) {
     parallel_reader.fail("cp_scheme",
-                         fmt::format("Ulysses splits the heads over cp = {}, but each tensor-parallel rank holds {} heads and {} KV "
+                         fmt::format("Ulysses splits the heads over cp = {}, but each "
+                                     "tensor-parallel rank holds {} heads and {} KV "
                                      "heads (model.heads / tp, model.kv_heads / tp)",
                                      parallel.cp, heads, kv_heads),
-                         "use cp_scheme = \"ring\", or a cp dividing both");
+                         "use cp_scheme = \"ring\" or \"all_gather\", or a cp dividing both");
   }
 }
 

@@ -365,13 +365,14 @@ std::vector<SearchLayout> enumerate(const Scenario& base) {
   for (const std::int32_t tp : divisors(gpus)) {
     if (!allowed(tp)) continue;
     for (const std::int32_t cp : divisors(gpus / tp)) {
-      for (const auto scheme : {ContextParallelScheme::kRing, ContextParallelScheme::kUlysses}) {
-        if (cp == 1 && scheme == ContextParallelScheme::kUlysses) continue;
-        const bool ring = scheme == ContextParallelScheme::kRing;
+      for (const auto scheme : {ContextParallelScheme::kRing, ContextParallelScheme::kUlysses,
+                                ContextParallelScheme::kAllGather}) {
+        if (cp == 1 && scheme != ContextParallelScheme::kRing) continue;
+        const bool ulysses = scheme == ContextParallelScheme::kUlysses;
         const std::int64_t kv_heads = model.mla ? model.heads : model.kv_heads;
         if (cp > 1 && model.attention != strategies::AttentionKind::kFlash) continue;  // CP needs a fused kernel
-        if ((cp > 1 && training.sequence % (ring ? 2 * cp : cp) != 0) ||
-            (!ring && ((model.heads / tp) % cp != 0 || (kv_heads / tp) % cp != 0))) {
+        if ((cp > 1 && training.sequence % (ulysses ? cp : 2 * cp) != 0) ||
+            (ulysses && ((model.heads / tp) % cp != 0 || (kv_heads / tp) % cp != 0))) {
           continue;
         }
         for (const std::int32_t pp : divisors(gpus / (tp * cp))) {
@@ -457,7 +458,12 @@ std::string SearchLayout::label() const {
   std::string text = fmt::format("{} dp {}", name, dp);
   if (tp > 1) text += fmt::format(" tp {}{}", tp, sequence_parallel ? "+SP" : "");
   if (pp > 1) text += fmt::format(" pp {}{}", pp, virtual_stages > 1 ? fmt::format("×{}", virtual_stages) : "");
-  if (cp > 1) text += fmt::format(" cp {}{}", cp, cp_scheme == ContextParallelScheme::kUlysses ? " ulysses" : "");
+  if (cp > 1) {
+    text += fmt::format(" cp {}{}", cp,
+                        cp_scheme == ContextParallelScheme::kRing
+                            ? ""
+                            : " " + std::string(strategies::name_of(cp_scheme)));
+  }
   if (ep > 1) text += fmt::format(" ep {}", ep);
   text += fmt::format(", mb {}", micro_batch);
   if (recompute != Checkpointing::kNone) text += ", " + checkpointing_name(recompute) + " recompute";

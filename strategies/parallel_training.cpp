@@ -99,7 +99,7 @@ program::Program lower_parallel(const LoweringInput& input) {
   ContextParallel context_parallel{cp, parallel.cp_scheme, 0};
   if (cp > 1) {
     context_parallel.group = *program.find_family("cp");
-    if (parallel.cp_scheme == ContextParallelScheme::kUlysses) {
+    if (parallel.cp_scheme != ContextParallelScheme::kRing) {  // collectives over the cp group
       base.streams.group_streams.emplace_back(context_parallel.group, streams("cp"));
     } else {
       base.streams.transfer_send = streams("cp_send");

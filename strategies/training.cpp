@@ -30,8 +30,10 @@ std::span<const NamedValue<OptimizerImplementation>> named_values() {
 }
 template <>
 std::span<const NamedValue<ContextParallelScheme>> named_values() {
-  static constexpr NamedValue<ContextParallelScheme> kValues[] = {{"ring", ContextParallelScheme::kRing},
-                                                                  {"ulysses", ContextParallelScheme::kUlysses}};
+  static constexpr NamedValue<ContextParallelScheme> kValues[] = {
+      {"ring", ContextParallelScheme::kRing},
+      {"ulysses", ContextParallelScheme::kUlysses},
+      {"all_gather", ContextParallelScheme::kAllGather}};
   return kValues;
 }
 

@@ -103,9 +103,10 @@ program::DType gradient_dtype(Precision precision);
 
 enum class PipelineSchedule { kGPipe, kOneFOneB, kInterleaved };
 // Context parallelism's attention (transformer_ops.h, ContextParallel): ring attention's KV
-// blocks passed round the cp ranks (Megatron-Core's --cp-comm-type p2p), or DeepSpeed-Ulysses'
-// all-to-alls from a split sequence to split heads and back (a2a).
-enum class ContextParallelScheme { kRing, kUlysses };
+// blocks passed round the cp ranks (Megatron-Core's --cp-comm-type p2p), DeepSpeed-Ulysses'
+// all-to-alls from a split sequence to split heads and back (a2a), or the whole sequence's K and
+// V all-gathered before attention, as Llama 3 trained (allgather).
+enum class ContextParallelScheme { kRing, kUlysses, kAllGather };
 
 struct ParallelSpec {
   std::string strategy = "ddp";  // ddp, zero, fsdp (data parallelism flavour) or ps

@@ -189,7 +189,7 @@ class BlockBuilder {
   }
 
   // FlashAttention: one fused kernel, the scores never in device memory; under context
-  // parallelism as ring attention or Ulysses (ContextParallel in the header).
+  // parallelism as ring attention, Ulysses or all-gather attention (ContextParallel in the header).
   void attention(const ModelSpec& model) {
     if (!model.mla) split_qkv(model);
     if (model.attention == AttentionKind::kStandard) {
@@ -199,6 +199,10 @@ class BlockBuilder {
     const std::int32_t cp = shape_.cp.degree;
     if (cp > 1 && shape_.cp.scheme == ContextParallelScheme::kRing) {
       ring_attention(model);
+      return;
+    }
+    if (cp > 1 && shape_.cp.scheme == ContextParallelScheme::kAllGather) {
+      all_gather_attention(model);
       return;
     }
     const double tp = static_cast<double>(t());
@@ -261,6 +265,14 @@ class BlockBuilder {
     return op;
   }
 
+  // A fused attention kernel's backward, written out where context parallelism splits it.
+  static ComputeOp flash_gradient(const ComputeOp& forward) {
+    ComputeOp gradient = backward_of(forward, forward.shape);
+    gradient.flops *= kFlashBackwardFactor;
+    gradient.bytes *= kFlashBackwardBytesFactor;
+    return gradient;
+  }
+
   // Ring attention (ContextParallel in the header): cp steps of F/cp² FLOPs, each but the last
   // beside the send of the K,V block it holds to the next rank and the receive of the previous
   // rank's; step i computes with the block received in step i − 1. The backward ring, written
@@ -305,11 +317,7 @@ class BlockBuilder {
                            kFp32Bytes * static_cast<double>(shape_.micro_batch * model.heads / t() * shape_.sequence);
       }
       if (received) step.waits_for.push_back(*received);
-      ComputeOp gradient = *step.compute;
-      gradient.phase = Phase::kBackward;
-      gradient.flops *= kFlashBackwardFactor;
-      gradient.bytes *= kFlashBackwardBytesFactor;
-      BackwardStep back{"attention" + suffix, gradient};
+      BackwardStep back{"attention" + suffix, flash_gradient(*step.compute)};
       back.attention_core = true;
       if (received_backward) back.waits_for.push_back(*received_backward);
       backward.push_back(std::move(back));
@@ -318,6 +326,51 @@ class BlockBuilder {
       received_backward = receiving_backward;
     }
     block_.forward.back().backward_steps = std::move(backward);
+  }
+
+  // All-gather attention (ContextParallel in the header), as Transformer Engine's
+  // AttnFuncWithCPAndKVAllGather runs it: K and V all-gathered over the cp group (one collective
+  // each), this rank's queries against the whole sequence's keys — F/cp with the balanced causal
+  // layout — keeping only its own K and V for backward, which gathers them again and
+  // reduce-scatters their gradients (each gather's conjugate).
+  void all_gather_attention(const ModelSpec& model) {
+    const std::int32_t cp = shape_.cp.degree;
+    const double tp = static_cast<double>(t());
+    const double tokens_d = static_cast<double>(tokens());
+    const AttentionHeads heads = attention_heads(model);
+    const double q_bytes = tokens_d * static_cast<double>(model.heads * heads.qk) * e() / tp;
+    const double o_bytes = tokens_d * static_cast<double>(model.heads * heads.v) * e() / tp;
+    const double k_bytes = tokens_d * static_cast<double>(heads.kv * heads.qk) * e() / tp;
+    const double v_bytes = tokens_d * static_cast<double>(heads.kv * heads.v) * e() / tp;
+    const auto gathered = [&](double local_bytes) {
+      return program::make_collective(CollectiveKind::kAllGather, shape_.cp.group, local_bytes * cp,
+                                      shape_.dtype);
+    };
+    collective_step("attention_k_gather", CollectiveKind::kAllGather, shape_.cp.group, k_bytes * cp,
+                    CollectiveKind::kReduceScatter);
+    collective_step("attention_v_gather", CollectiveKind::kAllGather, shape_.cp.group, v_bytes * cp,
+                    CollectiveKind::kReduceScatter);
+    // The kernel's work: cp of the balanced s/cp-token square's F/cp², at that square's shape.
+    ForwardStep step{"attention",
+                     flash_op(model, shape_.sequence, model.heads / t(), heads.kv / t())};
+    step.compute->flops *= cp;
+    step.compute->bytes = q_bytes + (k_bytes + v_bytes) * cp + o_bytes;
+    step.attention_core = true;
+    // Q, this rank's K and V, the output, and the fp32 log-sum-exp per query and head.
+    step.saved_bytes =
+        q_bytes + k_bytes + v_bytes + o_bytes +
+        kFp32Bytes * static_cast<double>(shape_.micro_batch * model.heads / t() * shape_.sequence);
+    step.has_backward = false;  // written out: the gathers again, then the kernel's backward
+    for (const auto& [name, bytes] :
+         {std::pair{"attention_k_regather", k_bytes}, std::pair{"attention_v_regather", v_bytes}}) {
+      BackwardStep regather{name, gathered(bytes)};
+      regather.attention_core = true;
+      step.backward_steps.push_back(std::move(regather));
+    }
+    BackwardStep back{"attention", flash_gradient(*step.compute)};
+    back.attention_core = true;
+    step.backward_steps.push_back(std::move(back));
+    block_.forward.push_back(std::move(step));
   }
 
   // Megatron-LM's unfused attention core (see the header): four kernels, each keeping what its

@@ -145,6 +145,11 @@ struct BackwardStep {
 //   ulysses  an all-to-all turns the s/cp-token Q,K,V of all heads into all s tokens of
 //            heads/cp heads; attention runs locally; a second all-to-all turns the output back.
 //            Needs heads and KV heads (per tensor-parallel rank) divisible by cp.
+//   all_gather  (Llama 3, Grattafiori et al. 2024, §3.3.2; Transformer Engine's
+//            AttnFuncWithCPAndKVAllGather) K and V all-gathered over the cp group, exposed
+//            (small under grouped-query attention), then this rank's queries — the same two
+//            balanced chunks as the ring's — against every key before them: F/cp. Backward
+//            gathers K and V again and reduce-scatters their gradients.
 struct ContextParallel {
   std::int32_t degree = 1;
   ContextParallelScheme scheme = ContextParallelScheme::kRing;

@@ -465,10 +465,11 @@ double context_parallel_attention_error(MPI_Comm group, ContextParallelKind kind
   std::vector<float> full(q.size());
   attention_all_heads(q.data(), k.data(), v.data(), all_positions, h, a, causal, full.data());
 
-  // The tokens each member holds: Megatron-Core's two chunks for the ring, consecutive ones for Ulysses.
+  // The tokens each member holds: Megatron-Core's two chunks for the ring and all-gather,
+  // consecutive ones for Ulysses.
   const auto tokens_of = [&](int m) {
     std::vector<int> positions;
-    if (kind == ContextParallelKind::kRing) {
+    if (kind != ContextParallelKind::kUlysses) {
       const int chunk = s / (2 * size);
       for (const int c : {m, 2 * size - 1 - m}) {
         for (int i = 0; i < chunk; ++i) positions.push_back(c * chunk + i);
@@ -491,22 +492,40 @@ double context_parallel_attention_error(MPI_Comm group, ContextParallelKind kind
   std::vector<float> result(reference.size());
   const int count = static_cast<int>(mine.size()) * h;  // floats of one member's Q, K or V
 
-  if (kind == ContextParallelKind::kRing) {
+  if (kind != ContextParallelKind::kUlysses) {
     std::vector<RunningAttention> per_head(static_cast<std::size_t>(a), RunningAttention(static_cast<int>(mine.size()), d));
-    std::vector<float> kv = rows_of(k, mine), arriving(2 * static_cast<std::size_t>(count));
-    const std::vector<float> my_v = rows_of(v, mine);
-    kv.insert(kv.end(), my_v.begin(), my_v.end());  // K then V of the block in hand
-    for (int step = 0; step < size; ++step) {
-      const int owner = (member - step + size) % size;  // whose block is in hand
-      const std::vector<int> keys = tokens_of(owner);
+    const auto attend = [&](const float* block_k, const float* block_v,
+                            const std::vector<int>& keys) {
       for (int head = 0; head < a; ++head) {
-        per_head[static_cast<std::size_t>(head)].add(my_q.data() + head * d, mine, kv.data() + head * d,
-                                                     kv.data() + count + head * d, keys, h, causal);
+        per_head[static_cast<std::size_t>(head)].add(
+            my_q.data() + head * d, mine, block_k + head * d, block_v + head * d, keys, h, causal);
       }
-      if (step + 1 == size) break;
-      MPI_Sendrecv(kv.data(), 2 * count, MPI_FLOAT, (member + 1) % size, 0, arriving.data(), 2 * count, MPI_FLOAT,
-                   (member - 1 + size) % size, 0, group, MPI_STATUS_IGNORE);
-      kv.swap(arriving);
+    };
+    if (kind == ContextParallelKind::kRing) {
+      std::vector<float> kv = rows_of(k, mine), arriving(2 * static_cast<std::size_t>(count));
+      const std::vector<float> my_v = rows_of(v, mine);
+      kv.insert(kv.end(), my_v.begin(), my_v.end());  // K then V of the block in hand
+      for (int step = 0; step < size; ++step) {
+        const int owner = (member - step + size) % size;  // whose block is in hand
+        attend(kv.data(), kv.data() + count, tokens_of(owner));
+        if (step + 1 == size) break;
+        MPI_Sendrecv(kv.data(), 2 * count, MPI_FLOAT, (member + 1) % size, 0, arriving.data(),
+                     2 * count, MPI_FLOAT, (member - 1 + size) % size, 0, group, MPI_STATUS_IGNORE);
+        kv.swap(arriving);
+      }
+    } else {  // all-gather: every member's K and V rows, member after member, at their positions
+      std::vector<float> all_k(static_cast<std::size_t>(count) * static_cast<std::size_t>(size)),
+          all_v(all_k.size());
+      MPI_Allgather(rows_of(k, mine).data(), count, MPI_FLOAT, all_k.data(), count, MPI_FLOAT,
+                    group);
+      MPI_Allgather(rows_of(v, mine).data(), count, MPI_FLOAT, all_v.data(), count, MPI_FLOAT,
+                    group);
+      std::vector<int> keys;
+      for (int m = 0; m < size; ++m) {
+        const std::vector<int> positions = tokens_of(m);
+        keys.insert(keys.end(), positions.begin(), positions.end());
+      }
+      attend(all_k.data(), all_v.data(), keys);
     }
     for (std::size_t row = 0; row < mine.size(); ++row) {
       for (int head = 0; head < a; ++head) per_head[static_cast<std::size_t>(head)].output(row, result.data() + row * h + head * d);

@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 
+#include "backend/executor.h"
 #include "strategies/program/program.h"
 
 namespace backend::verification {
@@ -61,8 +62,9 @@ double expert_parallel_moe_error(MPI_Comm group, std::int64_t tokens, std::int64
 //            attention do), the causal mask by each token's global position;
 //   ulysses  each member holds s/cp consecutive tokens of every head; an all-to-all gives it
 //            all s tokens of heads/cp heads, attention runs there, a second all-to-all
-//            returns the output to the member's tokens.
-enum class ContextParallelKind { kRing, kUlysses };
+//            returns the output to the member's tokens;
+//   all_gather  the ring's layout; K and V all-gathered (MPI_Allgather), the member's queries
+//            against every token's keys in one pass.
 double context_parallel_attention_error(MPI_Comm group, ContextParallelKind kind, std::int64_t sequence,
                                         std::int64_t hidden, std::int64_t heads, bool causal);
 

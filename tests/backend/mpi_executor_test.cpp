@@ -283,8 +283,9 @@ TEST(MpiExecutorVerifyTest, EveryResultIsCheckedAndTensorParallelismMatchesTheUn
 }
 
 // The MoE and context-parallel Programs run for real with every all-to-all and ring transfer
-// checked, and the layers they shard — the MoE layer over ep, ring attention (cp 2 and 4) and
-// Ulysses attention over cp — computed sharded over the same ranks match the unsharded layer.
+// checked, and the layers they shard — the MoE layer over ep, ring attention (cp 2 and 4),
+// Ulysses and all-gather attention over cp — computed sharded over the same ranks match the
+// unsharded layer.
 TEST(MpiExecutorVerifyTest, ExpertAndContextParallelProgramsRunForRealAndTheirTransfersVerify) {
   const test_support::TemporaryDirectory scratch("dtsim-verify-moe-cp");
   struct Run {
@@ -294,11 +295,14 @@ TEST(MpiExecutorVerifyTest, ExpertAndContextParallelProgramsRunForRealAndTheirTr
   };
   const std::string four = " --set cluster.gpus_per_node=4 --set parallel.cp=4";
   const std::vector<Run> runs = {
-      {"/scenarios/real/tiny_moe_2ranks.toml", "", 2, "the expert-parallel MoE forward (128 tokens per rank, 4 experts, top-2"},
+      {"/scenarios/real/tiny_moe_2ranks.toml", "", 2,
+       "the expert-parallel MoE forward (128 tokens per rank, 4 experts, top-2"},
       {"/scenarios/real/tiny_cp_2ranks.toml", "", 2, "the context-parallel ring attention"},
       {"/scenarios/real/tiny_cp_2ranks.toml", four, 4, "the context-parallel ring attention"},
       {"/scenarios/real/tiny_cp_2ranks.toml", " --set 'parallel.cp_scheme=\"ulysses\"'", 2,
-       "the context-parallel Ulysses attention"}};
+       "the context-parallel Ulysses attention"},
+      {"/scenarios/real/tiny_cp_2ranks.toml", four + " --set 'parallel.cp_scheme=\"all_gather\"'",
+       4, "the context-parallel all-gather attention"}};
   int index = 0;
   for (const Run& r : runs) {
     const fs::path directory = scratch / std::to_string(index++);
@@ -309,9 +313,12 @@ TEST(MpiExecutorVerifyTest, ExpertAndContextParallelProgramsRunForRealAndTheirTr
     const std::size_t check = real.output.find(r.matches);
     ASSERT_NE(check, std::string::npos) << r.scenario << r.set << real.output;
     EXPECT_NE(real.output.find("matches the unsharded one (relative error", check), std::string::npos) << real.output;
-    // Expert dispatch/combine and Ulysses as all-to-alls, the ring's K,V blocks as send/recv.
-    const bool ring = r.matches.find("ring") != std::string::npos;
-    EXPECT_NE(real.output.find(ring ? "send_recv" : "all_to_all"), std::string::npos) << r.scenario << r.set << real.output;
+    // Expert dispatch/combine and Ulysses as all-to-alls, the ring's K,V blocks as send/recv,
+    // all-gather attention's K and V as all-gathers.
+    const std::string traffic = r.matches.find("ring") != std::string::npos         ? "send_recv"
+                                : r.matches.find("all-gather") != std::string::npos ? "all_gather"
+                                                                                    : "all_to_all";
+    EXPECT_NE(real.output.find(traffic), std::string::npos) << r.scenario << r.set << real.output;
   }
   // A corrupted token dispatch is caught on the rank that received it.
   const CommandResult corrupt = run(mpirun(2) + " run " + kSource +

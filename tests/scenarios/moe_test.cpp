@@ -256,7 +256,42 @@ TEST(ContextParallelTest, SelectiveRecomputeRunsTheRingAgainBeforeItsBackward) {
   EXPECT_LT(recomputed, index("layer0.bwd.attention_kv_grad_send.step0"));   // before the backward ring
 }
 
-TEST(ContextParallelTest, UlyssesTradesTheRingForTwoAllToAllsAndBothDivideActivations) {
+// Llama 3's all-gather attention: K and V of the whole sequence gathered first (exposed), then
+// the rank's queries against all keys before them — the same balanced share as the ring's.
+TEST(ContextParallelTest, AllGatherAttentionGathersKeysAndValuesThenComputesItsShare) {
+  const double whole =
+      span_of(run(kLongSequence, {"training.global_batch=8"}), 0, "layer0.fwd.attention").seconds();
+  constexpr int kCp = 4;
+  const auto result = run(kLongSequence, {"parallel.cp=4", "training.global_batch=2",
+                                          "parallel.cp_scheme=\"all_gather\""});
+  const Span attention = span_of(result, 0, "layer0.fwd.attention");
+  EXPECT_NEAR(attention.seconds(), whole / kCp, 1e-9 * whole);
+  EXPECT_GE(attention.start, span_of(result, 0, "layer0.fwd.attention_v_gather").end);
+  const auto& ops = result.program.ranks.front()->ops;
+  const auto op_named = [&](const std::string& name) {
+    const auto it = std::find_if(ops.begin(), ops.end(),
+                                 [&](const program::Op& op) { return op.name == name; });
+    EXPECT_NE(it, ops.end()) << name;
+    return it;
+  };
+  // The gathered keys: all 16,384 tokens × 32 KV heads of 128, bf16.
+  const auto gather = op_named("layer0.fwd.attention_k_gather");
+  EXPECT_EQ(std::get<program::CollectiveOp>(gather->body).kind,
+            program::CollectiveKind::kAllGather);
+  EXPECT_EQ(std::get<program::CollectiveOp>(gather->body).bytes,
+            std::int64_t{16384} * 32 * 128 * 2);
+  // Backward gathers K and V again before the kernel and reduce-scatters their gradients after it.
+  const auto backward = op_named("layer0.bwd.attention");
+  EXPECT_LT(op_named("layer0.bwd.attention_k_regather"), backward);
+  const auto scatter = op_named("layer0.bwd.attention_k_gather");
+  EXPECT_GT(scatter, backward);
+  EXPECT_EQ(std::get<program::CollectiveOp>(scatter->body).kind,
+            program::CollectiveKind::kReduceScatter);
+  EXPECT_EQ(result.report.time_by_category_s.count("send_recv"), 0u);
+  EXPECT_EQ(result.report.time_by_category_s.count("all_to_all"), 0u);
+}
+
+TEST(ContextParallelTest, UlyssesTradesTheRingForTwoAllToAllsAndEverySchemeDividesActivations) {
   const auto whole = run(kLongSequence, {"training.global_batch=8"});
   const auto ring = run(kLongSequence, {"parallel.cp=8"});
   const auto ulysses = run(kLongSequence, {"parallel.cp=8", "parallel.cp_scheme=\"ulysses\""});
@@ -270,6 +305,9 @@ TEST(ContextParallelTest, UlyssesTradesTheRingForTwoAllToAllsAndBothDivideActiva
   };
   EXPECT_NEAR(activations(ring), activations(whole) / 8, 0.02 * activations(whole) / 8);
   EXPECT_NEAR(activations(ulysses), activations(whole) / 8, 0.02 * activations(whole) / 8);
+  const auto all_gather =
+      run(kLongSequence, {"parallel.cp=8", "parallel.cp_scheme=\"all_gather\""});
+  EXPECT_NEAR(activations(all_gather), activations(whole) / 8, 0.02 * activations(whole) / 8);
   // Gradients are reduced over the 8 ranks that hold the same parameters: the cp ranks.
   EXPECT_GT(ring.report.time_by_category_s.at("all_reduce"), 0);
 }
