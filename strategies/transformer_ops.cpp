@@ -205,14 +205,12 @@ class BlockBuilder {
       all_gather_attention(model);
       return;
     }
-    const double tp = static_cast<double>(t());
-    const double tokens_d = static_cast<double>(tokens());
     const AttentionHeads heads = attention_heads(model);
+    const AttentionColumns columns = attention_columns(model);
     // Q, K, V and the output of this rank's tokens and heads.
-    const double qkvo_bytes =
-        tokens_d * static_cast<double>(model.heads * (heads.qk + heads.v) + heads.kv * (heads.qk + heads.v)) * e() / tp;
-    const double qkv_bytes = tokens_d * static_cast<double>(model.heads * heads.qk + heads.kv * (heads.qk + heads.v)) * e() / tp;
-    const double output_bytes = tokens_d * static_cast<double>(model.heads * heads.v) * e() / tp;
+    const double qkvo_bytes = local_bytes(columns.q + columns.k + columns.v + columns.o);
+    const double qkv_bytes = local_bytes(columns.q + columns.k + columns.v);
+    const double output_bytes = local_bytes(columns.o);
     if (cp > 1) {  // Ulysses: all s tokens of heads/cp heads
       collective_step("cp_qkv_all_to_all", CollectiveKind::kAllToAll, shape_.cp.group, qkv_bytes, CollectiveKind::kAllToAll);
     }
@@ -221,7 +219,7 @@ class BlockBuilder {
     step.attention_core = true;
     step.compute->bytes = qkvo_bytes;
     // Q, K, V, the output, and the fp32 log-sum-exp per query and head.
-    step.saved_bytes = qkvo_bytes + kFp32Bytes * static_cast<double>(shape_.micro_batch * model.heads / t() * shape_.sequence);
+    step.saved_bytes = qkvo_bytes + log_sum_exp_bytes(model);
     block_.forward.push_back(std::move(step));
     if (cp > 1) {
       collective_step("cp_output_all_to_all", CollectiveKind::kAllToAll, shape_.cp.group, output_bytes, CollectiveKind::kAllToAll);
@@ -253,6 +251,25 @@ class BlockBuilder {
     return {model.head_dim(), model.head_dim(), model.kv_heads};
   }
 
+  // Q's, K's, V's and the attention output's values per token, over all of the model's heads.
+  struct AttentionColumns {
+    std::int64_t q = 0, k = 0, v = 0, o = 0;
+  };
+  static AttentionColumns attention_columns(const ModelSpec& model) {
+    const AttentionHeads heads = attention_heads(model);
+    return {model.heads * heads.qk, heads.kv * heads.qk, heads.kv * heads.v, model.heads * heads.v};
+  }
+  // FlashAttention's fp32 log-sum-exp per query and head, kept for its backward.
+  double log_sum_exp_bytes(const ModelSpec& model) const {
+    return kFp32Bytes *
+           static_cast<double>(shape_.micro_batch * model.heads / t() * shape_.sequence);
+  }
+  // Bytes of `columns` values per token for this rank's tokens and 1/tp of the heads.
+  double local_bytes(std::int64_t columns) const {
+    return static_cast<double>(tokens()) * static_cast<double>(columns) * e() /
+           static_cast<double>(t());
+  }
+
   // A fused attention kernel over `sequence` tokens of each of the micro-batch's sequences, for
   // `heads` query heads: 2·b·s²·heads·(d_qk + d_v) FLOPs, halved by a causal mask. A ring step
   // is one with s = s_full/cp: F/cp², the balanced share of the whole sequence's F.
@@ -279,12 +296,11 @@ class BlockBuilder {
   // out on the last step, passes K,V and their gradients.
   void ring_attention(const ModelSpec& model) {
     const std::int32_t cp = shape_.cp.degree;
-    const double tp = static_cast<double>(t());
-    const double tokens_d = static_cast<double>(tokens());
     const AttentionHeads heads = attention_heads(model);
-    const double q_bytes = tokens_d * static_cast<double>(model.heads * heads.qk) * e() / tp;
-    const double o_bytes = tokens_d * static_cast<double>(model.heads * heads.v) * e() / tp;
-    const double kv_block = tokens_d * static_cast<double>(heads.kv * (heads.qk + heads.v)) * e() / tp;
+    const AttentionColumns columns = attention_columns(model);
+    const double q_bytes = local_bytes(columns.q);
+    const double o_bytes = local_bytes(columns.o);
+    const double kv_block = local_bytes(columns.k + columns.v);
     const auto ring_transfer = [&](bool send, double bytes) {
       return program::SendRecvOp{send, shape_.cp.group, send ? 1 : -1, static_cast<std::int64_t>(bytes), shape_.dtype, true};
     };
@@ -313,8 +329,7 @@ class BlockBuilder {
       step.has_backward = false;  // the backward ring below
       step.compute->bytes = q_bytes + kv_block + o_bytes;
       if (i == 0) {  // Q, K, V, the output and the log-sum-exp of this rank's tokens
-        step.saved_bytes = q_bytes + kv_block + o_bytes +
-                           kFp32Bytes * static_cast<double>(shape_.micro_batch * model.heads / t() * shape_.sequence);
+        step.saved_bytes = q_bytes + kv_block + o_bytes + log_sum_exp_bytes(model);
       }
       if (received) step.waits_for.push_back(*received);
       BackwardStep back{"attention" + suffix, flash_gradient(*step.compute)};
@@ -335,35 +350,28 @@ class BlockBuilder {
   // reduce-scatters their gradients (each gather's conjugate).
   void all_gather_attention(const ModelSpec& model) {
     const std::int32_t cp = shape_.cp.degree;
-    const double tp = static_cast<double>(t());
-    const double tokens_d = static_cast<double>(tokens());
-    const AttentionHeads heads = attention_heads(model);
-    const double q_bytes = tokens_d * static_cast<double>(model.heads * heads.qk) * e() / tp;
-    const double o_bytes = tokens_d * static_cast<double>(model.heads * heads.v) * e() / tp;
-    const double k_bytes = tokens_d * static_cast<double>(heads.kv * heads.qk) * e() / tp;
-    const double v_bytes = tokens_d * static_cast<double>(heads.kv * heads.v) * e() / tp;
-    const auto gathered = [&](double local_bytes) {
-      return program::make_collective(CollectiveKind::kAllGather, shape_.cp.group, local_bytes * cp,
-                                      shape_.dtype);
-    };
-    collective_step("attention_k_gather", CollectiveKind::kAllGather, shape_.cp.group, k_bytes * cp,
-                    CollectiveKind::kReduceScatter);
-    collective_step("attention_v_gather", CollectiveKind::kAllGather, shape_.cp.group, v_bytes * cp,
-                    CollectiveKind::kReduceScatter);
-    // The kernel's work: cp of the balanced s/cp-token square's F/cp², at that square's shape.
-    ForwardStep step{"attention",
-                     flash_op(model, shape_.sequence, model.heads / t(), heads.kv / t())};
+    const AttentionColumns columns = attention_columns(model);
+    const double own_bytes =
+        local_bytes(columns.q + columns.k + columns.v + columns.o);  // this rank's Q, K, V, output
+    const std::pair<const char*, double> gathers[] = {{"attention_k", local_bytes(columns.k)},
+                                                      {"attention_v", local_bytes(columns.v)}};
+    for (const auto& [name, bytes] : gathers) {
+      collective_step(std::string(name) + "_gather", CollectiveKind::kAllGather, shape_.cp.group,
+                      bytes * cp, CollectiveKind::kReduceScatter);
+    }
+    // The kernel's work: cp of the balanced s/cp-token square's F/cp², at that square's shape;
+    // it reads the other ranks' K and V besides this rank's tensors.
+    ForwardStep step{"attention", flash_op(model, shape_.sequence, model.heads / t(),
+                                           attention_heads(model).kv / t())};
     step.compute->flops *= cp;
-    step.compute->bytes = q_bytes + (k_bytes + v_bytes) * cp + o_bytes;
+    step.compute->bytes = own_bytes + local_bytes(columns.k + columns.v) * (cp - 1);
     step.attention_core = true;
-    // Q, this rank's K and V, the output, and the fp32 log-sum-exp per query and head.
-    step.saved_bytes =
-        q_bytes + k_bytes + v_bytes + o_bytes +
-        kFp32Bytes * static_cast<double>(shape_.micro_batch * model.heads / t() * shape_.sequence);
+    step.saved_bytes = own_bytes + log_sum_exp_bytes(model);  // only this rank's K and V
     step.has_backward = false;  // written out: the gathers again, then the kernel's backward
-    for (const auto& [name, bytes] :
-         {std::pair{"attention_k_regather", k_bytes}, std::pair{"attention_v_regather", v_bytes}}) {
-      BackwardStep regather{name, gathered(bytes)};
+    for (const auto& [name, bytes] : gathers) {
+      BackwardStep regather{std::string(name) + "_regather",
+                            program::make_collective(CollectiveKind::kAllGather, shape_.cp.group,
+                                                     bytes * cp, shape_.dtype)};
       regather.attention_core = true;
       step.backward_steps.push_back(std::move(regather));
     }
