@@ -136,8 +136,8 @@ trace::Timeline gather_timeline(const program::Program& program, const std::vect
 // After a verified run: sums the checks of all ranks, and — with options.layer set — compares
 // each sharded layer the Program has with the unsharded one on the CPU (verification.h): the
 // tensor-parallel attention and MLP forward (a "tp" group), the expert-parallel MoE forward
-// (an "ep" group and experts), ring or Ulysses attention (a "cp" group), ending the job if one
-// differs. Returns what was checked.
+// (an "ep" group and experts), ring, Ulysses or all-gather attention (a "cp" group), ending the job
+// if one differs. Returns what was checked.
 std::string verify_results(const program::Program& program, const ExecutionOptions& options, std::int64_t checked_here);
 
 // Per element, the largest over ranks of each rank's values (the same length on every rank).

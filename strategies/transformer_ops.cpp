@@ -355,9 +355,11 @@ class BlockBuilder {
         local_bytes(columns.q + columns.k + columns.v + columns.o);  // this rank's Q, K, V, output
     const std::pair<const char*, double> gathers[] = {{"attention_k", local_bytes(columns.k)},
                                                       {"attention_v", local_bytes(columns.v)}};
-    for (const auto& [name, bytes] : gathers) {
-      collective_step(std::string(name) + "_gather", CollectiveKind::kAllGather, shape_.cp.group,
-                      bytes * cp, CollectiveKind::kReduceScatter);
+    for (const auto& [name, bytes] : gathers) {  // part of the core selective recompute replays
+      block_
+          .forward[collective_step(std::string(name) + "_gather", CollectiveKind::kAllGather,
+                                   shape_.cp.group, bytes * cp, CollectiveKind::kReduceScatter)]
+          .attention_core = true;
     }
     // The kernel's work: cp of the balanced s/cp-token square's F/cp², at that square's shape;
     // it reads the other ranks' K and V besides this rank's tensors.

@@ -2,7 +2,7 @@
 // parallelism: token dispatch and combine as all-to-alls over the expert-parallel group, the
 // routed work of each rank from the router's load, expert gradients and states over the
 // expert-data-parallel group, the shared experts overlapping the all-to-alls. Context
-// parallelism: ring attention's pipelined KV ring, Ulysses' all-to-alls.
+// parallelism: ring attention's pipelined KV ring, Ulysses' all-to-alls, Llama 3's all-gathers.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -289,6 +289,25 @@ TEST(ContextParallelTest, AllGatherAttentionGathersKeysAndValuesThenComputesItsS
             program::CollectiveKind::kReduceScatter);
   EXPECT_EQ(result.report.time_by_category_s.count("send_recv"), 0u);
   EXPECT_EQ(result.report.time_by_category_s.count("all_to_all"), 0u);
+}
+
+// Selective recompute replays the gathers with the kernel (Transformer Engine's forward runs
+// again), before the backward gathers K and V once more.
+TEST(ContextParallelTest, SelectiveRecomputeGathersAgainBeforeTheKernel) {
+  const auto result = run(kLongSequence, {"parallel.cp=2", "training.global_batch=4",
+                                          "parallel.cp_scheme=\"all_gather\"",
+                                          "training.activation_checkpointing=\"selective\""});
+  const auto& ops = result.program.ranks.front()->ops;
+  const auto index = [&](const std::string& name) {
+    return std::find_if(ops.begin(), ops.end(),
+                        [&](const program::Op& op) { return op.name == name; }) -
+           ops.begin();
+  };
+  const auto recomputed = index("layer0.recompute.attention");
+  ASSERT_LT(recomputed, static_cast<std::ptrdiff_t>(ops.size()));
+  EXPECT_LT(index("layer0.recompute.attention_v_gather"), recomputed);
+  EXPECT_LT(recomputed, index("layer0.bwd.attention_k_regather"));
+  EXPECT_LT(index("layer0.bwd.attention_k_regather"), index("layer0.bwd.attention"));
 }
 
 TEST(ContextParallelTest, UlyssesTradesTheRingForTwoAllToAllsAndEverySchemeDividesActivations) {
