@@ -763,7 +763,10 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   CollectiveBenchOptions bench;
   CLI::App* collective = app.add_subcommand(
       "collective", "nccl-tests for the simulator: one collective over a range of sizes");
-  collective->add_option("--op", bench.op, "all_reduce, all_gather, reduce_scatter, broadcast, reduce, all_to_all, barrier")
+  collective
+      ->add_option("--op", bench.op,
+                   "all_reduce, all_gather, reduce_scatter, broadcast, reduce, all_to_all, "
+                   "barrier, or sendrecv (rank r to r + 1)")
       ->capture_default_str();
   collective
       ->add_option(

@@ -7,6 +7,7 @@
 #include <charconv>
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "scenarios/nccl_tests_log.h"
@@ -25,7 +26,8 @@ constexpr std::int64_t kMaxBytes = std::int64_t{1} << 40;
 constexpr std::int64_t kMaxRows = 10000;
 
 // A barrier moves no data: it has no sizes to sweep, and its bandwidths would read 0 GB/s.
-bool carries_data(program::CollectiveKind kind) {
+// (An empty kind is a send/recv.)
+bool carries_data(std::optional<program::CollectiveKind> kind) {
   return kind != program::CollectiveKind::kBarrier;
 }
 
@@ -47,8 +49,9 @@ constexpr program::CollectiveKind kBenchedKinds[] = {
     program::CollectiveKind::kReduceScatter, program::CollectiveKind::kBroadcast,
     program::CollectiveKind::kReduce,        program::CollectiveKind::kAllToAll,
     program::CollectiveKind::kBarrier};
+constexpr const char* kSendRecv = "sendrecv";
 constexpr const char* kBenchedOps =
-    "all_reduce, all_gather, reduce_scatter, broadcast, reduce, all_to_all, barrier";
+    "all_reduce, all_gather, reduce_scatter, broadcast, reduce, all_to_all, barrier, sendrecv";
 
 std::optional<program::CollectiveKind> kind_named(const std::string& op) {
   for (auto kind : kBenchedKinds) {
@@ -57,7 +60,9 @@ std::optional<program::CollectiveKind> kind_named(const std::string& op) {
   return std::nullopt;
 }
 
-program::CollectiveKind parse_kind(const std::string& op) {
+// The collective --op names; empty for sendrecv.
+std::optional<program::CollectiveKind> parse_kind(const std::string& op) {
+  if (op == kSendRecv) return std::nullopt;
   if (const auto kind = kind_named(op)) return *kind;
   bad("--op", fmt::format("unknown collective \"{}\"", op), fmt::format("one of {}", kBenchedOps));
 }
@@ -202,7 +207,7 @@ std::vector<CollectiveBenchRow> rows_of_log(const CollectiveBenchOptions& option
                     options.ranks),
         fmt::format("--ranks {}, or --nodes with as many GPUs", log.ranks));
   }
-  if (!log.op.empty() && !kind_named(log.op)) {
+  if (!log.op.empty() && !kind_named(log.op) && log.op != kSendRecv) {
     bad("--compare",
         fmt::format("{} measured {}, which this benchmark does not run", options.compare, log.op),
         fmt::format("a log of one of {} (nccl-tests' <op>_perf)", kBenchedOps));
@@ -268,6 +273,18 @@ CollectiveBenchResult run_collective_bench(const CollectiveBenchOptions& asked) 
   sim::CommRequest request;
   request.kind = result.kind;
   for (std::int32_t r = 0; r < options.ranks; ++r) request.endpoints.push_back(r);
+  if (!result.kind) {
+    if (options.ranks < 2)
+      bad("--ranks", "a send/recv needs at least 2 ranks", "--ranks 2 or more");
+    if (options.algorithms != "auto") {
+      bad("--algo", "a send/recv has no algorithm to choose", "leave --algo at auto");
+    }
+    // Each send in the communicator of all N ranks, as sendrecv_perf runs it (nccl_p2p.h).
+    request.communicator_ranks = options.ranks;
+    std::set<int> nodes;
+    for (const std::int32_t r : request.endpoints) nodes.insert(cluster.node_of(r));
+    request.communicator_nodes = static_cast<std::int32_t>(nodes.size());
+  }
   std::vector<program::Algorithm> algorithms;
   for (const std::string& name : split(options.algorithms, ',')) {
     const auto algorithm = program::algorithm_from_name(name);
@@ -279,7 +296,8 @@ CollectiveBenchResult run_collective_bench(const CollectiveBenchOptions& asked) 
       if (auto reason = collectives::unsupported_reason(sim::collective_spec(cluster, network, request, *algorithm))) {
         bad("--algo", *reason);
       }
-      if (const auto missing = sim::nccl::missing_algorithm(result.kind, *algorithm); missing && network.library == "nccl") {
+      if (const auto missing = sim::nccl::missing_algorithm(*result.kind, *algorithm);
+          missing && network.library == "nccl") {
         bad("--algo", "NCCL " + *missing, "--library ideal prices every schedule dtsim has");
       }
     }
@@ -296,6 +314,19 @@ CollectiveBenchResult run_collective_bench(const CollectiveBenchOptions& asked) 
       request.algorithm = algorithm;
       sim::Engine engine;
       auto model = sim::make_network_model(network, engine, cluster);
+      if (!result.kind) {  // rank r sends to r + 1 and receives from r − 1, all at once
+        sim::Time end;
+        for (const std::int32_t r : request.endpoints) {
+          sim::CommRequest send = request;
+          send.endpoints = {r, (r + 1) % options.ranks};
+          model->start(send,
+                       [&end](const sim::CommResult& done) { end = std::max(end, done.end); });
+        }
+        engine.run();
+        row.seconds.push_back(end.seconds());
+        row.chosen.emplace_back("p2p");
+        continue;
+      }
       sim::CommResult outcome;
       model->start(request, [&outcome](const sim::CommResult& done) { outcome = done; });
       engine.run();
@@ -352,10 +383,18 @@ bool compared(const CollectiveBenchResult& result) {
 
 }  // namespace
 
+std::string op_name(const CollectiveBenchResult& result) {
+  return result.kind ? std::string(program::collective_name(*result.kind)) : kSendRecv;
+}
+
+double bus_bandwidth_factor(const CollectiveBenchResult& result) {
+  return result.kind ? collectives::bus_bandwidth_factor(*result.kind, result.ranks) : 1.0;
+}
+
 std::string collective_bench_json(const CollectiveBenchResult& result) {
-  const double factor = collectives::bus_bandwidth_factor(result.kind, result.ranks);
+  const double factor = bus_bandwidth_factor(result);
   nlohmann::json json = {{"title", result.title},
-                         {"op", program::collective_name(result.kind)},
+                         {"op", op_name(result)},
                          {"ranks", result.ranks},
                          {"algorithms", result.algorithms},
                          {"rows", nlohmann::json::array()}};
@@ -401,7 +440,7 @@ std::string format_collective_bench(const CollectiveBenchResult& result) {
   }
   if (measured) out += fmt::format(" | {:>12}", "measured(us)");
   out += "\n";
-  const double factor = collectives::bus_bandwidth_factor(result.kind, result.ranks);
+  const double factor = bus_bandwidth_factor(result);
   std::vector<std::string> fastest;
   for (const CollectiveBenchRow& row : result.rows) {
     if (carries_data(result.kind)) {

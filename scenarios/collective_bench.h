@@ -1,5 +1,7 @@
 // `dtsim collective`: nccl-tests for the simulator. One collective on ranks 0..N−1 of a preset
-// (or scenario) cluster, over a range of sizes, through one network model; prints size,
+// (or scenario) cluster — or `sendrecv`, as nccl-tests' sendrecv_perf: every rank sending to the
+// next and receiving from the previous at once, in one communicator of the N ranks — over a
+// range of sizes, through one network model; prints size,
 // element count, time, algorithm bandwidth (bytes / time) and bus bandwidth (algbw × the
 // nccl-tests factor, collectives::bus_bandwidth_factor — the function the real backend uses
 // too). Several algorithms side by side show where one overtakes another. With a log of a real
@@ -45,10 +47,14 @@ struct CollectiveBenchRow {
 struct CollectiveBenchResult {
   std::string title;
   std::vector<std::string> algorithms;
-  program::CollectiveKind kind = program::CollectiveKind::kAllReduce;
+  std::optional<program::CollectiveKind> kind;  // empty: sendrecv
   std::int32_t ranks = 0;
   std::vector<CollectiveBenchRow> rows;
 };
+// The op as --op and nccl-tests name it, and nccl-tests' factor from its algorithm bandwidth to
+// its bus bandwidth (collectives::bus_bandwidth_factor; 1 for sendrecv).
+std::string op_name(const CollectiveBenchResult& result);
+double bus_bandwidth_factor(const CollectiveBenchResult& result);
 
 // Throws ScenarioError (naming the option) for bad options or an algorithm that cannot run.
 CollectiveBenchResult run_collective_bench(const CollectiveBenchOptions& options);

@@ -2075,10 +2075,10 @@ std::vector<ValidationCase> read_validation_manifest(const std::string& path) {
     c.setup = reader.text("setup").value_or("");
     c.sets_constant = reader.text("sets_constant").value_or("");
     if (c.group == "collective") {
-      // A barrier moves no data: it has no bus bandwidth to publish.
+      // A barrier moves no data: it has no bus bandwidth to publish. sendrecv: sendrecv_perf.
       c.op = reader
                  .choice("op", {"all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce",
-                                "all_to_all"})
+                                "all_to_all", "sendrecv"})
                  .value_or("");
       if (c.op.empty()) reader.fail("op", "missing required key", "e.g. op = \"all_reduce\"");
       c.ranks = static_cast<std::int32_t>(reader.required_count("ranks", kMaxNodes * kMaxPerNode, "e.g. ranks = 8"));

@@ -141,7 +141,7 @@ ValidationResult run_validation(const std::string& manifest, unsigned threads, c
       const double seconds = measured.rows.front().seconds.front();
       row.predicted = c.metric == "time_us" ? seconds * 1e6
                                             : static_cast<double>(c.bytes) / seconds *
-                                                  collectives::bus_bandwidth_factor(measured.kind, c.ranks) / 1e9;
+                                                  bus_bandwidth_factor(measured) / 1e9;
     }
     row.error = (row.predicted - c.published) / c.published;
     result.rows.push_back(std::move(row));

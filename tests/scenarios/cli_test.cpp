@@ -683,13 +683,23 @@ TEST_F(CliTest, CountsOutOfRangeConflictingOptionsAndForeignLogsAreOneErrorEach)
   expect_error({"collective", "--scenario", kSource + "/scenarios/default.toml", "--sharp"},
                "--sharp excludes --scenario");
 
-  const fs::path sendrecv = scratch_ / "sendrecv_perf.log";
-  std::ofstream(sendrecv)
-      << "# Collective test starting: sendrecv_perf\n"
-         "        1024           256     float     sum      -1    10.00    0.10    0.10      0    "
-         "10.00    0.10    0.10      0\n";
-  expect_error({"collective", "--compare", sendrecv.string()},
-               "measured sendrecv, which this benchmark does not run (a log of one of all_reduce,");
+  const auto write_log = [&](const std::string& test) {
+    const fs::path log = scratch_ / (test + "_perf.log");
+    std::ofstream(log) << "# Collective test starting: " << test
+                       << "_perf\n"
+                          "        1024           256     float     sum      -1    10.00    0.10   "
+                          " 0.10      0    "
+                          "10.00    0.10    0.10      0\n";
+    return log.string();
+  };
+  expect_error(
+      {"collective", "--compare", write_log("hypercube")},
+      "measured hypercube, which this benchmark does not run (a log of one of all_reduce,");
+  expect_error({"collective", "--compare", write_log("sendrecv")},
+               "measured sendrecv; this benchmark runs all_reduce (--op sendrecv)");
+  const CliRun sendrecv =
+      dtsim({"collective", "--op", "sendrecv", "--compare", write_log("sendrecv")});
+  EXPECT_EQ(sendrecv.code, 0) << sendrecv.err;
   expect_error({"collective", "--compare", (scratch_ / ".").string()},
                "--compare: not a regular file");
 }
@@ -894,6 +904,45 @@ TEST_F(CliTest, CollectiveRejectsWhatCannotRun) {
   EXPECT_EQ(run({"--topology", "dgx-z9"}).code, 2);
   EXPECT_EQ(dtsim({"collective", "--ranks", "100000"}).code, 2);
   EXPECT_EQ(dtsim({"collective", "--ranks", "0"}).code, 2);
+  const CliRun lone = dtsim({"collective", "--op", "sendrecv", "--ranks", "1"});
+  EXPECT_EQ(lone.code, 2);
+  EXPECT_NE(lone.err.find("--ranks: a send/recv needs at least 2 ranks"), std::string::npos)
+      << lone.err;
+  const CliRun ring_send = run({"--op", "sendrecv", "--algo", "ring"});
+  EXPECT_EQ(ring_send.code, 2);
+  EXPECT_NE(ring_send.err.find("--algo: a send/recv has no algorithm to choose"), std::string::npos)
+      << ring_send.err;
+}
+
+// nccl-tests' sendrecv_perf on one DGX A100: every rank sends to the next and receives from
+// the previous, each send on the CTAs NCCL gives it in a communicator of all the ranks (4 per
+// peer at 64 MiB among 8 ranks, 8 once a part passes 16 MiB, 16 among 2) at 110.81 / 8 GB/s each,
+// at most 195.10 GB/s (li-plus/playground cuda/nccl.md, the rates sim/net/nccl_p2p.cpp cites).
+TEST_F(CliTest, CollectiveSendRecvRunsEveryRankToTheNextOnNcclsCtas) {
+  const auto bus_bandwidths = [](const std::string& ranks) {
+    const CliRun bench = dtsim({"collective", "--op", "sendrecv", "--ranks", ranks, "--scenario",
+                                kSource + "/tests/validation/nccl_tests/dgx_a100_1node.toml", "-b",
+                                "64M", "-e", "128M", "--json"});
+    EXPECT_EQ(bench.code, 0) << bench.err;
+    const auto json = nlohmann::json::parse(bench.out);
+    EXPECT_EQ(json["op"], "sendrecv");
+    std::vector<double> busbw;
+    for (const auto& row : json["rows"]) {
+      const auto& result = row["results"][0];
+      EXPECT_EQ(result["ran"], "p2p");
+      EXPECT_EQ(result["busbw_gbyte_s"],
+                result["algbw_gbyte_s"]);  // nccl-tests' factor for sendrecv: 1
+      busbw.push_back(result["busbw_gbyte_s"].get<double>());
+    }
+    return busbw;
+  };
+  constexpr double kPerCta = 110.81 / 8;
+  const std::vector<double> eight = bus_bandwidths("8"), two = bus_bandwidths("2");
+  ASSERT_EQ(eight.size(), 2u);
+  EXPECT_NEAR(eight[0], 4 * kPerCta, 0.01 * 4 * kPerCta);  // 64 MiB
+  EXPECT_NEAR(eight[1], 8 * kPerCta, 0.01 * 8 * kPerCta);  // 128 MiB
+  ASSERT_EQ(two.size(), 2u);
+  EXPECT_NEAR(two[0], 195.10, 0.01 * 195.10);  // 16 CTAs would pass the peak
 }
 
 }  // namespace

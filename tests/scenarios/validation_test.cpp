@@ -135,7 +135,8 @@ struct GroupBound {
 // overlap_grad_reduce): throughput median 3.6 %, max 9.9 % (76B) — issue #13's targets, which
 // are now the throughput group's bounds. 2026-12-05, with NCCL's NVLSTree across H100 nodes
 // and its tree correction: collective median 1.8 %, max 15.1 % (the one-node 8 B row); with
-// three rows of a four-node H100 run: median 1.9 %, max 15.1 %.
+// three rows of a four-node H100 run: median 1.9 %, max 15.1 %. 2026-12-06, with three
+// sendrecv_perf rows: median 1.8 %, max 15.1 %.
 constexpr GroupBound kTodaysBounds[] = {
     {"throughput", 0.05, 0.10}, {"collective", 0.05, 0.16}, {"kernel", 0.04, 0.21}};
 
