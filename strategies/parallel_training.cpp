@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <memory>
@@ -267,22 +268,35 @@ program::Program lower_parallel(const LoweringInput& input) {
                                                     activation_bytes, replica.dtype),
                            {received});
       };
-      // A send: with blocking point-to-point the stage's next compute waits for it to complete.
+      // A send: with blocking point-to-point the stage's next compute waits for it to complete —
+      // in the interleaved schedule's cool-down also when its transfers are overlapped, as
+      // Megatron-LM runs it (send_backward_recv_backward without overlap_p2p_comm:
+      // megatron/core/pipeline_parallel/schedules.py l. 933–944 at sail-sg 3a91d0c8).
       std::vector<OpIndex> next_step;
       std::optional<OpIndex> last_backward;
       const auto send = [&](const std::string& what, std::int64_t micro, program::StreamId stream,
-                            std::int32_t offset, program::GroupFamilyId group, OpIndex after) {
+                            std::int32_t offset, program::GroupFamilyId group, OpIndex after,
+                            bool waited) {
         const OpIndex sent =
             builder.add(fmt::format("pp.send_{}.{}", what, micro), stream,
                         activation_transfer(true, offset, group, sent_bytes, replica.dtype,
                                             parallel.pipeline_p2p_blocking),
                         {after});
-        if (parallel.pipeline_p2p_blocking) next_step.push_back(sent);
+        if (waited) next_step.push_back(sent);
       };
       const std::int64_t spent_before_steps = budget.spent();
       for (std::int32_t step = 0; step < training.steps; ++step) {
         if (step == 1) budget.forecast_steps(budget.spent() - spent_before_steps, training.steps);
-        for (const PipelineSlot& slot : pipeline_order(parallel.schedule, pp, stage, micro_batches, chunks)) {
+        const std::vector<PipelineSlot> order =
+            pipeline_order(parallel.schedule, pp, stage, micro_batches, chunks);
+        const auto last_forward = std::find_if(order.rbegin(), order.rend(),
+                                               [](const PipelineSlot& s) { return s.forward; });
+        const auto cool_down_from = static_cast<std::size_t>(order.rend() - last_forward);
+        for (std::size_t i = 0; i < order.size(); ++i) {
+          const PipelineSlot& slot = order[i];
+          const bool waited =
+              parallel.pipeline_p2p_blocking ||
+              (parallel.schedule == PipelineSchedule::kInterleaved && i >= cool_down_from);
           chunk_names(slot.chunk);
           DataParallelPolicy& policy = *policies[static_cast<std::size_t>(slot.chunk)];
           const std::int64_t virtual_stage = std::int64_t{slot.chunk} * pp + stage;
@@ -293,12 +307,15 @@ program::Program lower_parallel(const LoweringInput& input) {
               deps.push_back(receive("activation", slot.micro, pipe.recv_previous, previous_offset, previous_group));
             }
             const OpIndex last = policy.forward(builder, std::move(deps));
-            if (has_next) send("activation", slot.micro, pipe.send_next, next_offset, next_group, last);
+            if (has_next)
+              send("activation", slot.micro, pipe.send_next, next_offset, next_group, last, waited);
           } else {
             if (has_next) deps.push_back(receive("gradient", slot.micro, pipe.recv_next, next_offset, next_group));
             const OpIndex last = policy.backward(builder, std::move(deps), slot.micro == micro_batches - 1);
             last_backward = last;
-            if (has_previous) send("gradient", slot.micro, pipe.send_previous, previous_offset, previous_group, last);
+            if (has_previous)
+              send("gradient", slot.micro, pipe.send_previous, previous_offset, previous_group,
+                   last, waited);
           }
         }
         if (last_backward) {
