@@ -63,16 +63,20 @@ class StepEmitter {
   StepEmitter(RankProgramBuilder& builder, const Streams& streams, std::vector<OpIndex> deps)
       : builder_(builder), streams_(streams), wait_(std::move(deps)) {}
 
-  OpIndex compute(std::string name, program::ComputeOp op, std::vector<OpIndex> extra = {}, bool chunk = false) {
+  OpIndex compute(std::string name, program::ComputeOp op, std::vector<OpIndex> extra = {},
+                  bool chunk = false, const Transients& transients = {}) {
     in_run_ = in_run_ && chunk;
     std::vector<OpIndex> deps = std::exchange(wait_, {});
     deps.insert(deps.end(), extra.begin(), extra.end());
+    deps = allocate(transients, streams_.compute, std::move(deps));
     last_ = builder_.add(std::move(name), streams_.compute, std::move(op), std::move(deps));
+    release(transients, streams_.compute);
     last_compute_ = last_;
     return last_;
   }
-  OpIndex collective(std::string name, const program::CollectiveOp& op, bool overlapped, bool chunk = false,
-                     std::vector<OpIndex> extra = {}) {
+  OpIndex collective(std::string name, const program::CollectiveOp& op, bool overlapped,
+                     bool chunk = false, std::vector<OpIndex> extra = {},
+                     const Transients& transients = {}) {
     if (chunk && !in_run_) run_after_ = last_compute_;
     in_run_ = chunk;
     const std::optional<OpIndex> after = chunk ? run_after_ : last_compute_;
@@ -83,7 +87,9 @@ class StepEmitter {
     for (const auto& [group, own] : streams_.group_streams) {
       if (group == op.group) stream = own;
     }
+    deps = allocate(transients, stream, std::move(deps));
     last_ = builder_.add(std::move(name), stream, op, std::move(deps));
+    release(transients, stream);
     if (!overlapped) wait_ = {last_};
     return last_;
   }
@@ -118,9 +124,11 @@ class StepEmitter {
       if (step.compute) {
         program::ComputeOp op = *step.compute;
         if (recompute) op.phase = program::Phase::kRecompute;
-        index_of[i] = compute(std::move(name), std::move(op), std::move(waits), step.chunk);
+        index_of[i] =
+            compute(std::move(name), std::move(op), std::move(waits), step.chunk, step.transients);
       } else if (step.collective) {
-        index_of[i] = collective(std::move(name), *step.collective, step.overlapped, step.chunk, std::move(waits));
+        index_of[i] = collective(std::move(name), *step.collective, step.overlapped, step.chunk,
+                                 std::move(waits), step.transients);
       } else if (step.transfer) {
         index_of[i] = transfer(std::move(name), *step.transfer, std::move(waits));
       }
@@ -134,6 +142,23 @@ class StepEmitter {
     std::string name = forward_name;
     if (const auto at = name.find(".fwd."); at != std::string::npos) name.replace(at, 5, ".recompute.");
     return name;
+  }
+
+  // A step's transient tensors (Transients): allocated on the step's stream once what it waits
+  // for is done, so that it starts when it would have; returns what the step then waits for.
+  std::vector<OpIndex> allocate(const Transients& transients, program::StreamId stream,
+                                std::vector<OpIndex> deps) {
+    for (const TransientTensor& tensor : transients.allocated_before) {
+      deps = {builder_.allocate(tensor.name, stream, MemoryCategory::kActivations, tensor.bytes,
+                                std::move(deps))};
+    }
+    return deps;
+  }
+  // …and released on its stream once the step just added (last_) has run.
+  void release(const Transients& transients, program::StreamId stream) {
+    for (const TransientTensor& tensor : transients.released_after) {
+      builder_.release(tensor.name, stream, MemoryCategory::kActivations, tensor.bytes, {last_});
+    }
   }
 
   RankProgramBuilder& builder_;
@@ -193,11 +218,13 @@ OpIndex emit_backward(RankProgramBuilder& builder, const std::vector<const Block
       std::vector<OpIndex> waits;
       for (std::size_t w : step.waits_for) waits.push_back(index_of[w]);
       if (const auto* collective = std::get_if<program::CollectiveOp>(&step.op)) {
-        index_of[i] = emit.collective(step.name, *collective, step.overlapped, step.chunk, std::move(waits));
+        index_of[i] = emit.collective(step.name, *collective, step.overlapped, step.chunk,
+                                      std::move(waits), step.transients);
       } else if (const auto* transfer = std::get_if<program::SendRecvOp>(&step.op)) {
         index_of[i] = emit.transfer(step.name, *transfer, std::move(waits));
       } else {
-        index_of[i] = emit.compute(step.name, std::get<program::ComputeOp>(step.op), std::move(waits), step.chunk);
+        index_of[i] = emit.compute(step.name, std::get<program::ComputeOp>(step.op),
+                                   std::move(waits), step.chunk, step.transients);
         if (!step.grads_ready.empty()) on_gradients(block, step, index_of[i]);
       }
       if (selective && i == last_core) {

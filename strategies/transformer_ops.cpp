@@ -347,19 +347,29 @@ class BlockBuilder {
   // AttnFuncWithCPAndKVAllGather runs it: K and V all-gathered over the cp group (one collective
   // each), this rank's queries against the whole sequence's keys — F/cp with the balanced causal
   // layout — keeping only its own K and V for backward, which gathers them again and
-  // reduce-scatters their gradients (each gather's conjugate).
+  // reduce-scatters their gradients (each gather's conjugate). The gathered K and V live from
+  // their gathers to the kernel's end; backward holds them again with the full-length dK and dV
+  // buffers the kernel accumulates into (TE's backward: dk = torch.zeros((k.shape[0] * cp_size,
+  // …)), until each gradient's reduce-scatter has run.
   void all_gather_attention(const ModelSpec& model) {
     const std::int32_t cp = shape_.cp.degree;
     const AttentionColumns columns = attention_columns(model);
     const double own_bytes =
         local_bytes(columns.q + columns.k + columns.v + columns.o);  // this rank's Q, K, V, output
-    const std::pair<const char*, double> gathers[] = {{"attention_k", local_bytes(columns.k)},
+    const std::pair<std::string, double> gathers[] = {{"attention_k", local_bytes(columns.k)},
                                                       {"attention_v", local_bytes(columns.v)}};
+    const auto gathered = [&](const std::string& suffix) {
+      std::vector<TransientTensor> tensors;
+      for (const auto& [name, bytes] : gathers) tensors.push_back({name + suffix, bytes * cp});
+      return tensors;
+    };
     for (const auto& [name, bytes] : gathers) {  // part of the core selective recompute replays
-      block_
-          .forward[collective_step(std::string(name) + "_gather", CollectiveKind::kAllGather,
-                                   shape_.cp.group, bytes * cp, CollectiveKind::kReduceScatter)]
-          .attention_core = true;
+      ForwardStep& gather = block_.forward[collective_step(
+          name + "_gather", CollectiveKind::kAllGather, shape_.cp.group, bytes * cp,
+          CollectiveKind::kReduceScatter)];
+      gather.attention_core = true;
+      gather.transients.allocated_before = {{name + "_gathered", bytes * cp}};
+      gather.backward_transients.released_after = {{name + "_gathered_gradient", bytes * cp}};
     }
     // The kernel's work: cp of the balanced s/cp-token square's F/cp², at that square's shape;
     // it reads the other ranks' K and V besides this rank's tensors.
@@ -369,16 +379,19 @@ class BlockBuilder {
     step.compute->bytes = own_bytes + local_bytes(columns.k + columns.v) * (cp - 1);
     step.attention_core = true;
     step.saved_bytes = own_bytes + log_sum_exp_bytes(model);  // only this rank's K and V
+    step.transients.released_after = gathered("_gathered");
     step.has_backward = false;  // written out: the gathers again, then the kernel's backward
     for (const auto& [name, bytes] : gathers) {
-      BackwardStep regather{std::string(name) + "_regather",
+      BackwardStep regather{name + "_regather",
                             program::make_collective(CollectiveKind::kAllGather, shape_.cp.group,
                                                      bytes * cp, shape_.dtype)};
       regather.attention_core = true;
+      regather.transients.allocated_before = {{name + "_gathered", bytes * cp}};
       step.backward_steps.push_back(std::move(regather));
     }
     BackwardStep back{"attention", flash_gradient(*step.compute)};
     back.attention_core = true;
+    back.transients = {gathered("_gathered_gradient"), gathered("_gathered")};
     step.backward_steps.push_back(std::move(back));
     block_.forward.push_back(std::move(step));
   }
@@ -485,12 +498,29 @@ class BlockBuilder {
       }
       if (it->compute && it->has_backward) add_backward_of(*it);
       if (it->backward_collective) {
-        block_.backward.push_back(
-            {it->name, *it->backward_collective, {}, false, it->backward_overlapped, {}, it->backward_chunk});
+        block_.backward.push_back({it->name,
+                                   *it->backward_collective,
+                                   {},
+                                   false,
+                                   it->backward_overlapped,
+                                   {},
+                                   it->backward_chunk,
+                                   it->backward_transients});
       }
     }
-    for (auto& step : block_.forward) step.name = block_.name + ".fwd." + step.name;
-    for (auto& step : block_.backward) step.name = block_.name + ".bwd." + step.name;
+    const auto name_tensors = [&](Transients& transients) {
+      for (auto* tensors : {&transients.allocated_before, &transients.released_after}) {
+        for (TransientTensor& tensor : *tensors) tensor.name = block_.name + "." + tensor.name;
+      }
+    };
+    for (auto& step : block_.forward) {
+      step.name = block_.name + ".fwd." + step.name;
+      name_tensors(step.transients);
+    }
+    for (auto& step : block_.backward) {
+      step.name = block_.name + ".bwd." + step.name;
+      name_tensors(step.transients);
+    }
     return std::move(block_);
   }
 

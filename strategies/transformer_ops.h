@@ -120,6 +120,20 @@ struct ExpertParallel {
   bool shared_expert_overlap = false;
 };
 
+// Tensors that live only around a few steps — a gathered input, a full-length gradient buffer —
+// counted in memory from just before the step that creates them until just after the step that
+// last uses them (Transformer Engine's all-gather attention: K and V of the whole sequence).
+struct TransientTensor {
+  std::string name;
+  double bytes = 0;
+};
+// A compute or collective step's (transfers take none); named "<block>.<tensor>" once the block
+// is finished.
+struct Transients {
+  std::vector<TransientTensor> allocated_before;  // just before the step runs, on its stream
+  std::vector<TransientTensor> released_after;    // once it has run, on its stream
+};
+
 struct BackwardStep {
   std::string name;
   program::OpBody op;                    // a ComputeOp, a CollectiveOp or a SendRecvOp
@@ -130,6 +144,7 @@ struct BackwardStep {
   // Earlier steps of Block::backward this one waits for (beyond stream order).
   std::vector<std::size_t> waits_for = {};
   bool chunk = false;  // as ForwardStep::chunk
+  Transients transients = {};
 };
 
 // Context parallelism (Megatron-Core; Liu et al., "Ring Attention", 2023; Jacobs et al.,
@@ -193,6 +208,8 @@ struct ForwardStep {
   // A linear layer with a bias: the sum over rows that gives the bias's gradient, after the
   // weight gradient; the layer's parameter gradients are complete after it.
   std::optional<program::ComputeOp> bias_gradient = {};
+  Transients transients = {};
+  Transients backward_transients = {};  // backward_collective's
 };
 
 
