@@ -293,7 +293,11 @@ class BlockBuilder {
   // Ring attention (ContextParallel in the header): cp steps of F/cp² FLOPs, each but the last
   // beside the send of the K,V block it holds to the next rank and the receive of the previous
   // rank's; step i computes with the block received in step i − 1. The backward ring, written
-  // out on the last step, passes K,V and their gradients.
+  // out on the last step, passes K,V and their gradients. Memory as Transformer Engine's
+  // AttnFuncWithCPAndKVP2P holds it (context_parallel.py at d0067d0d): forward keeps a copy of
+  // its own K,V block, every block it receives and every step's output until the ring ends
+  // (p2p_comm_buffers, out_per_step: cp of each, the blocks in full-sequence K and V's worth);
+  // backward passes K,V with dK,dV in two buffers of both — four blocks — for its whole ring.
   void ring_attention(const ModelSpec& model) {
     const std::int32_t cp = shape_.cp.degree;
     const AttentionHeads heads = attention_heads(model);
@@ -306,6 +310,8 @@ class BlockBuilder {
     };
     std::vector<BackwardStep> backward;
     std::optional<std::size_t> received, received_backward;
+    std::vector<TransientTensor> ring_buffers;
+    const TransientTensor gradient_buffers{"attention_ring_gradient_buffers", 4 * kv_block};
     for (std::int32_t i = 0; i < cp; ++i) {
       const std::string suffix = fmt::format(".step{}", i);
       std::optional<std::size_t> receiving, receiving_backward;
@@ -331,9 +337,16 @@ class BlockBuilder {
       if (i == 0) {  // Q, K, V, the output and the log-sum-exp of this rank's tokens
         step.saved_bytes = q_bytes + kv_block + o_bytes + log_sum_exp_bytes(model);
       }
+      // This step's output, the block it receives meanwhile, and at step 0 the copy of its own.
+      const double blocks = (i == 0 ? 1 : 0) + (i + 1 < cp ? 1 : 0);
+      ring_buffers.push_back({"attention_ring_buffers" + suffix, blocks * kv_block + o_bytes});
+      step.transients.allocated_before = {ring_buffers.back()};
+      if (i + 1 == cp) step.transients.released_after = ring_buffers;
       if (received) step.waits_for.push_back(*received);
       BackwardStep back{"attention" + suffix, flash_gradient(*step.compute)};
       back.attention_core = true;
+      if (i == 0) back.transients.allocated_before = {gradient_buffers};
+      if (i + 1 == cp) back.transients.released_after = {gradient_buffers};
       if (received_backward) back.waits_for.push_back(*received_backward);
       backward.push_back(std::move(back));
       block_.forward.push_back(std::move(step));
