@@ -15,6 +15,7 @@
 
 #include "sim/compute/compute_model.h"
 #include "sim/net/comm_planner.h"
+#include "strategies/data_parallel.h"
 #include "strategies/layout.h"
 #include "strategies/program_builder.h"
 #include "strategies/training_step.h"
@@ -262,6 +263,59 @@ LayoutEstimate Estimator::estimate(const SearchLayout& l) {
       stage.head_kept_bytes = head.kept_bytes;
     }
   }
+  // FSDP (never with a pipeline: one stage) gathers and reduce-scatters unit by unit, as
+  // ShardedPolicy wraps them — the root (embedding and output layer) and the layers, grouped up to
+  // fsdp.min_num_params — each its own collective, so that a ring over a thousand ranks pays its
+  // latency per unit, not once per stage; and prepares each unit's gradient first, on the
+  // compute stream (fsdp_gradient_passes).
+  const strategies::ModelStateBytes state = strategies::model_state_bytes(training);
+  double fsdp_comm_per_micro_batch = 0, fsdp_units = 0;
+  if (l.flavour == "fsdp") {
+    const strategies::FsdpSpec& fsdp = base_.lowering.fsdp;
+    const program::DType param_dtype =
+        fsdp.param_dtype.value_or(strategies::compute_dtype(training.precision));
+    const program::DType reduce_dtype = fsdp.reduce_dtype.value_or(param_dtype);
+    const auto shards = static_cast<std::int32_t>(groups.dp.size());
+    double passes_s = 0;
+    const auto unit = [&](double parameters) {
+      const auto bytes = [&](program::DType dtype) {
+        return parameters * static_cast<double>(program::dtype_bytes(dtype));
+      };
+      fsdp_comm_per_micro_batch +=
+          2 * collective_s(CollectiveKind::kAllGather, bytes(param_dtype), groups.dp, "dp") +
+          collective_s(CollectiveKind::kReduceScatter, bytes(reduce_dtype), groups.dp, "dp");
+      for (const auto& pass :
+           strategies::fsdp_gradient_passes(parameters, param_dtype, reduce_dtype, shards)) {
+        passes_s += compute_.seconds(pass.op);
+      }
+      fsdp_units += 1;
+    };
+    const auto parameters = [](const BlockCost& block) {
+      return block.dense_parameters + block.expert_parameters;
+    };
+    unit(parameters(block_cost(l, groups, BlockKind::kEmbedding)) +
+         parameters(block_cost(l, groups, BlockKind::kHead)));
+    double pending = 0;
+    for (std::int64_t layer = 0; layer < model.layers; ++layer) {
+      pending += parameters(
+          block_cost(l, groups, model.is_moe_layer(layer) ? BlockKind::kMoe : BlockKind::kDense));
+      if (fsdp.min_num_params <= 0 || pending >= fsdp.min_num_params) {
+        unit(pending);
+        pending = 0;
+      }
+    }
+    if (pending > 0) unit(pending);
+    // The gathers and reduce-scatters run beside the compute almost throughout, and compute that
+    // starts beside a collective runs compute.overlap_slowdown longer (the simulator's rule): on
+    // the share of the compute they span.
+    Stage& stage = stages.front();
+    const double compute_s = stage.compute_s + passes_s;
+    const double slowed = compute_s * base_.efficiency.overlap_slowdown *
+                          std::min(1.0, fsdp_comm_per_micro_batch / compute_s);
+    stage.time_s += passes_s + slowed;
+    stage.compute_s = compute_s + slowed;
+  }
+
   // Blocking sends of the activation forward and the gradient back, per chunk and micro-batch.
   const double element_bytes = static_cast<double>(program::dtype_bytes(strategies::compute_dtype(training.precision)));
   const double activation = static_cast<double>(l.micro_batch * training.sequence / l.cp / (l.sequence_parallel ? l.tp : 1) *
@@ -277,19 +331,16 @@ LayoutEstimate Estimator::estimate(const SearchLayout& l) {
   // group), bucketed behind the last micro-batch's backward; ZeRO-1/2 gather the updated
   // parameters after the step; FSDP gathers every layer twice and reduce-scatters it per
   // micro-batch, beside the compute.
-  const strategies::ModelStateBytes state = strategies::model_state_bytes(training);
   const double gradient_bytes = static_cast<double>(program::dtype_bytes(strategies::gradient_dtype(training.precision)));
   const double dense = slowest->dense, expert = slowest->expert;
   const auto dp_ranks = static_cast<double>(groups.dp.size()), expert_ranks = static_cast<double>(groups.expert_dp.size());
   const bool zero = l.flavour != "ddp";
   const CollectiveKind reduction = zero ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce;
   double data_parallel_s = 0;
-  if (l.flavour == "fsdp") {
-    const double sharded = dense + expert;  // ep is 1 under FSDP: every parameter is sharded over dp × cp
-    const double per_micro_batch = 2 * collective_s(CollectiveKind::kAllGather, sharded * state.parameters, groups.dp, "dp") +
-                                   collective_s(CollectiveKind::kReduceScatter, sharded * gradient_bytes, groups.dp, "dp");
+  if (l.flavour == "fsdp") {  // beside the compute, but for the last unit's
     const double hidden = slowest->compute_s;
-    data_parallel_s = m * std::max(0.0, per_micro_batch - hidden) + per_micro_batch / static_cast<double>(model.layers + 2);
+    data_parallel_s = m * std::max(0.0, fsdp_comm_per_micro_batch - hidden) +
+                      fsdp_comm_per_micro_batch / fsdp_units;
   } else {
     const double gradients = collective_s(reduction, dense * gradient_bytes, groups.dp, "dp") +
                              collective_s(reduction, expert * gradient_bytes, groups.expert_dp, "expert_dp");

@@ -51,6 +51,8 @@ program::ComputeOp gradient_pass(program::DType dtype, double elements, double b
   return pass;
 }
 
+constexpr const char* kGradientCast = "gradient_cast";
+
 std::vector<OpIndex> with(std::vector<OpIndex> ops, const std::vector<OpIndex>& more) {
   ops.insert(ops.end(), more.begin(), more.end());
   return ops;
@@ -508,20 +510,17 @@ class ShardedPolicy : public DataParallelPolicy {
   // on the compute stream. Left out: the work on the reduced shard (post-divide, accumulation
   // across micro-batches), 1/shards of the above.
   OpIndex prepare_gradients(RankProgramBuilder& builder, std::size_t u, OpIndex after) {
-    const double elements = units_[u].elements;
-    const double p = dtype_size(param_dtype_);
-    const double r = dtype_size(reduce_dtype_);
-    const auto pass = [&](const char* what, program::DType dtype, double bytes, OpIndex dep) {
-      return builder.add(fmt::format("{}.{}", units_[u].name, what), context_.streams.compute,
-                         gradient_pass(dtype, elements, bytes), {dep});
-    };
-    OpIndex last = pass("flat_gradient", param_dtype_, 2 * elements * p, after);
-    if (casts_gradients()) {
-      builder.allocate(fmt::format("{}.reduce_dtype_gradients", units_[u].name), context_.streams.compute,
-                       MemoryCategory::kUnshardedGradients, elements * r);
-      last = pass("gradient_cast", reduce_dtype_, elements * (p + r), last);
+    OpIndex last = after;
+    for (GradientPass& pass :
+         fsdp_gradient_passes(units_[u].elements, param_dtype_, reduce_dtype_, shards_)) {
+      if (std::string_view(pass.name) == kGradientCast) {  // into a gradient of its own
+        builder.allocate(fmt::format("{}.reduce_dtype_gradients", units_[u].name),
+                         context_.streams.compute, MemoryCategory::kUnshardedGradients,
+                         units_[u].elements * dtype_size(reduce_dtype_));
+      }
+      last = builder.add(fmt::format("{}.{}", units_[u].name, pass.name), context_.streams.compute,
+                         std::move(pass.op), {last});
     }
-    if (shards_ > 1) last = pass("gradient_predivide", reduce_dtype_, 2 * elements * r, last);
     return last;
   }
 
@@ -592,6 +591,20 @@ class ShardedPolicy : public DataParallelPolicy {
 };
 
 }  // namespace
+
+std::vector<GradientPass> fsdp_gradient_passes(double elements, program::DType param_dtype,
+                                               program::DType reduce_dtype, std::int32_t shards) {
+  const double p = dtype_size(param_dtype);
+  const double r = dtype_size(reduce_dtype);
+  std::vector<GradientPass> passes = {
+      {"flat_gradient", gradient_pass(param_dtype, elements, 2 * elements * p)}};
+  if (reduce_dtype != param_dtype)
+    passes.push_back({kGradientCast, gradient_pass(reduce_dtype, elements, elements * (p + r))});
+  if (shards > 1)
+    passes.push_back(
+        {"gradient_predivide", gradient_pass(reduce_dtype, elements, 2 * elements * r)});
+  return passes;
+}
 
 std::unique_ptr<DataParallelPolicy> make_data_parallel_policy(const StageContext& context) {
   const LoweringInput& input = *context.input;

@@ -85,4 +85,15 @@ class DataParallelPolicy {
 
 std::unique_ptr<DataParallelPolicy> make_data_parallel_policy(const StageContext& context);
 
+// PyTorch FSDP's work on a unit's unsharded gradient of `elements` parameters before its
+// reduce-scatter, in order (data_parallel.cpp, ShardedPolicy::prepare_gradients, has the
+// sources): the flat-gradient copy, the cast to `reduce_dtype` when it differs from
+// `param_dtype`, the pre-divide when `shards` > 1.
+struct GradientPass {
+  const char* name;
+  program::ComputeOp op;
+};
+std::vector<GradientPass> fsdp_gradient_passes(double elements, program::DType param_dtype,
+                                               program::DType reduce_dtype, std::int32_t shards);
+
 }  // namespace strategies
