@@ -55,6 +55,9 @@ struct BlockCost {
   double dense_parameters = 0;
   double expert_parameters = 0;
   double ops = 0;             // in its program, forward and backward
+  // Autograd's accumulation of its gradients into those of earlier micro-batches
+  // (strategies::gradient_accumulation), which DDP and ZeRO run after every op completing one.
+  double accumulation_s = 0;
 };
 
 enum class BlockKind { kEmbedding, kDense, kMoe, kHead };
@@ -185,10 +188,17 @@ const BlockCost& Estimator::block_cost(const SearchLayout& l, const Groups& grou
   streams.transfer_receive = 5;
   const std::vector<const strategies::Block*> blocks = {&block};
   const program::OpIndex last_forward = strategies::emit_forward(builder, blocks, streams, l.recompute, {});
-  strategies::emit_backward(builder, blocks, streams, l.recompute, {last_forward}, [](auto&&...) {});
+  BlockCost cost;
+  const program::DType gradient_dtype = strategies::gradient_dtype(training.precision);
+  const double scale = strategies::parameter_scale(model);
+  strategies::emit_backward(
+      builder, blocks, streams, l.recompute, {last_forward},
+      [&](const strategies::Block& of, const strategies::BackwardStep& step, program::OpIndex) {
+        cost.accumulation_s += compute_.seconds(strategies::gradient_accumulation(
+            static_cast<double>(of.gradient_elements(step)) * scale, gradient_dtype));
+      });
   const program::RankProgram ops = builder.take();
 
-  BlockCost cost;
   std::vector<double> end(ops.ops.size(), 0);
   std::map<program::StreamId, double> stream_free;
   double memory = 0, peak = 0, forward_end = 0;
@@ -222,7 +232,6 @@ const BlockCost& Estimator::block_cost(const SearchLayout& l, const Groups& grou
   cost.backward_s = finish - forward_end;
   cost.transient_bytes = std::max(0.0, peak - cost.kept_bytes);
   cost.ops = static_cast<double>(ops.ops.size());
-  const double scale = strategies::parameter_scale(model);
   for (const strategies::ParamTensor& param : block.params) {
     (param.expert ? cost.expert_parameters : cost.dense_parameters) += static_cast<double>(param.elements) * scale;
   }
@@ -236,7 +245,8 @@ LayoutEstimate Estimator::estimate(const SearchLayout& l) {
   // Each pipeline rank's blocks per micro-batch (its chunks together), as the lowering splits them.
   const std::int32_t virtual_stages = l.pp * l.virtual_stages;
   struct Stage {
-    double time_s = 0, compute_s = 0, kept_bytes = 0, transient_bytes = 0, dense = 0, expert = 0, ops = 0;
+    double time_s = 0, compute_s = 0, kept_bytes = 0, transient_bytes = 0, dense = 0, expert = 0,
+           ops = 0, accumulation_s = 0;
     double head_kept_bytes = 0;  // the output layer's: its backward follows its forward at once
   };
   std::vector<Stage> stages(static_cast<std::size_t>(l.pp));
@@ -248,6 +258,7 @@ LayoutEstimate Estimator::estimate(const SearchLayout& l) {
     stage.dense += block.dense_parameters;
     stage.expert += block.expert_parameters;
     stage.ops += block.ops;
+    stage.accumulation_s += block.accumulation_s;
   };
   for (std::int32_t v = 0; v < virtual_stages; ++v) {
     Stage& stage = stages[static_cast<std::size_t>(v % l.pp)];
@@ -263,6 +274,17 @@ LayoutEstimate Estimator::estimate(const SearchLayout& l) {
       stage.head_kept_bytes = head.kept_bytes;
     }
   }
+  // DDP and ZeRO add every micro-batch's gradients but the first's to those held (FSDP
+  // reduce-scatters each micro-batch's), unless fused into the weight-gradient GEMM.
+  const double m = static_cast<double>(l.accumulation);
+  if (l.flavour != "fsdp" && !base_.lowering.ddp.gradient_accumulation_fusion) {
+    for (Stage& stage : stages) {
+      const double accumulating = stage.accumulation_s * (m - 1) / m;
+      stage.time_s += accumulating;
+      stage.compute_s += accumulating;
+    }
+  }
+
   // FSDP (never with a pipeline: one stage) gathers and reduce-scatters unit by unit, as
   // ShardedPolicy wraps them — the root (embedding and output layer) and the layers, grouped up to
   // fsdp.min_num_params — each its own collective, so that a ring over a thousand ranks pays its
@@ -324,7 +346,6 @@ LayoutEstimate Estimator::estimate(const SearchLayout& l) {
   const auto slowest = std::max_element(stages.begin(), stages.end(),
                                         [](const Stage& a, const Stage& b) { return a.time_s < b.time_s; });
   const double slot = slowest->time_s + p2p;
-  const double m = static_cast<double>(l.accumulation);
   const double bubble = l.pp > 1 ? (l.pp - 1) * slot / l.virtual_stages : 0;
 
   // Data parallelism: gradients over dp × cp ranks (experts' over their expert-data-parallel

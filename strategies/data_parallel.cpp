@@ -213,15 +213,15 @@ class ReplicatedPolicy : public DataParallelPolicy {
                         context_.dp_reduce, context_.replica->gradient_dtype,
                         dtype_size(context_.replica->gradient_dtype) * parameter_scale(input_.model), std::move(label));
   }
-  // Autograd's AccumulateGrad of the gradients `step` completes into those held: an in-place
-  // add over them, on the compute stream right after the op that produced them.
-  OpIndex accumulate(RankProgramBuilder& builder, const Block& block, const BackwardStep& step, OpIndex after) const {
-    double elements = 0;
-    for (std::size_t param : step.grads_ready) elements += static_cast<double>(block.params[param].elements);
-    elements *= parameter_scale(input_.model);
-    const program::DType dtype = context_.replica->gradient_dtype;
+  // The gradients `step` completes accumulated into those held (gradient_accumulation), on the
+  // compute stream right after the op that produced them.
+  OpIndex accumulate(RankProgramBuilder& builder, const Block& block, const BackwardStep& step,
+                     OpIndex after) const {
     return builder.add(step.name + ".accumulate", context_.streams.compute,
-                       gradient_pass(dtype, elements, 3 * elements * dtype_size(dtype)), {after});
+                       gradient_accumulation(static_cast<double>(block.gradient_elements(step)) *
+                                                 parameter_scale(input_.model),
+                                             context_.replica->gradient_dtype),
+                       {after});
   }
 
   // The model states a rank keeps when sharded over `ranks` data-parallel ranks.
@@ -591,6 +591,10 @@ class ShardedPolicy : public DataParallelPolicy {
 };
 
 }  // namespace
+
+program::ComputeOp gradient_accumulation(double elements, program::DType dtype) {
+  return gradient_pass(dtype, elements, 3 * elements * dtype_size(dtype));
+}
 
 std::vector<GradientPass> fsdp_gradient_passes(double elements, program::DType param_dtype,
                                                program::DType reduce_dtype, std::int32_t shards) {

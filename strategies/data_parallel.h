@@ -85,6 +85,11 @@ class DataParallelPolicy {
 
 std::unique_ptr<DataParallelPolicy> make_data_parallel_policy(const StageContext& context);
 
+// Autograd's AccumulateGrad of `elements` gradients just computed into those held from an
+// earlier micro-batch (DDP and ZeRO-1/2 without gradient_accumulation_fusion): an in-place add,
+// reading both and writing one.
+program::ComputeOp gradient_accumulation(double elements, program::DType dtype);
+
 // PyTorch FSDP's work on a unit's unsharded gradient of `elements` parameters before its
 // reduce-scatter, in order (data_parallel.cpp, ShardedPolicy::prepare_gradients, has the
 // sources): the flat-gradient copy, the cast to `reduce_dtype` when it differs from

@@ -892,6 +892,12 @@ std::int64_t Block::parameter_elements() const {
                          [](std::int64_t sum, const ParamTensor& p) { return sum + p.elements; });
 }
 
+std::int64_t Block::gradient_elements(const BackwardStep& step) const {
+  std::int64_t elements = 0;
+  for (const std::size_t param : step.grads_ready) elements += params[param].elements;
+  return elements;
+}
+
 Block embedding_block(const ModelSpec& model, const BlockShape& shape) {
   BlockBuilder builder("embedding", shape);
   const std::int64_t tokens = builder.tokens();

@@ -224,6 +224,8 @@ struct Block {
   double score_bytes() const;
   double forward_flops() const;
   std::int64_t parameter_elements() const;
+  // Of those, the ones whose gradients `step` (one of `backward`) completes.
+  std::int64_t gradient_elements(const BackwardStep& step) const;
 };
 
 struct BlockShape {

@@ -54,28 +54,35 @@ TEST(SearchTest, TheEstimateRanksAndSizesLayoutsAsTheSimulatorDoes) {
   }
 }
 
-// FSDP gathers and reduce-scatters each unit on its own (a collective's latency per unit, not per
-// stage), prepares each unit's gradient first and computes beside those collectives: the estimate
-// of the fastest FSDP layout prices all three, within 10 % of the simulation (priced as one
-// collective per stage, without the passes and the slowdown, it was 21 % short on 1,024 GPUs).
-TEST(SearchTest, TheEstimatePricesFsdpUnitByUnitAsTheSimulatorRunsIt) {
+// The estimate prices what each data-parallel flavour's lowering runs beside the blocks: FSDP
+// gathers and reduce-scatters each unit on its own (a collective's latency per unit, not per
+// stage), prepares each unit's gradient first and computes beside those collectives; DDP and
+// ZeRO add every later micro-batch's gradients to those held, which weighs most where there are
+// many small micro-batches. The fastest estimated FSDP layout, and the fastest ZeRO-1 and DDP
+// layouts of 16 or more micro-batches, are within 5 % of their simulations (here 0.2, 0.5 and
+// 1.2 %; without these FSDP's was 21 % short, ZeRO-1's 8 % and DDP's 6 %).
+TEST(SearchTest, TheEstimatePricesEachDataParallelFlavourAsItsLoweringRunsIt) {
   scenarios::SearchOptions options;
   options.simulate = 0;
   options.sample = 0;
   const scenarios::SearchResult result = scenarios::search(document(), options);
-  const scenarios::SearchCandidate* fastest = nullptr;
-  for (const auto& candidate : result.candidates) {
-    if (candidate.layout.flavour == "fsdp" &&
-        (!fastest || candidate.estimate.step_s < fastest->estimate.step_s)) {
-      fastest = &candidate;
+  for (const std::string flavour : {"fsdp", "zero1", "ddp"}) {
+    const std::int64_t least_micro_batches = flavour == "fsdp" ? 1 : 16;
+    const scenarios::SearchCandidate* fastest = nullptr;
+    for (const auto& candidate : result.candidates) {
+      if (candidate.layout.flavour == flavour &&
+          candidate.layout.accumulation >= least_micro_batches &&
+          (!fastest || candidate.estimate.step_s < fastest->estimate.step_s)) {
+        fastest = &candidate;
+      }
     }
+    ASSERT_NE(fastest, nullptr) << flavour;
+    const scenarios::RunResult simulated =
+        scenarios::run_scenario(document().variant(fastest->layout.overrides(), "test").read());
+    EXPECT_NEAR(fastest->estimate.step_s, simulated.report.step_time_s,
+                0.05 * simulated.report.step_time_s)
+        << fastest->layout.label();
   }
-  ASSERT_NE(fastest, nullptr);
-  const scenarios::RunResult simulated =
-      scenarios::run_scenario(document().variant(fastest->layout.overrides(), "test").read());
-  EXPECT_NEAR(fastest->estimate.step_s, simulated.report.step_time_s,
-              0.10 * simulated.report.step_time_s)
-      << fastest->layout.label();
 }
 
 TEST(SearchTest, FindsALayoutAtLeastAsFastAsEveryLayoutAdviseProposes) {
