@@ -346,7 +346,12 @@ LayoutEstimate Estimator::estimate(const SearchLayout& l) {
   const auto slowest = std::max_element(stages.begin(), stages.end(),
                                         [](const Stage& a, const Stage& b) { return a.time_s < b.time_s; });
   const double slot = slowest->time_s + p2p;
-  const double bubble = l.pp > 1 ? (l.pp - 1) * slot / l.virtual_stages : 0;
+  // The pipeline fills and drains through every other stage once (1F1B: m slots of the slowest
+  // stage, and the other stages' forward and backward once each; interleaving divides the
+  // fill by v).
+  double others = -slowest->time_s;
+  for (const Stage& stage : stages) others += stage.time_s + p2p;
+  const double bubble = l.pp > 1 ? others / l.virtual_stages : 0;
 
   // Data parallelism: gradients over dp × cp ranks (experts' over their expert-data-parallel
   // group), bucketed behind the last micro-batch's backward; ZeRO-1/2 gather the updated
