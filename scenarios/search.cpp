@@ -298,13 +298,16 @@ LayoutEstimate Estimator::estimate(const SearchLayout& l) {
         fsdp.param_dtype.value_or(strategies::compute_dtype(training.precision));
     const program::DType reduce_dtype = fsdp.reduce_dtype.value_or(param_dtype);
     const auto shards = static_cast<std::int32_t>(groups.dp.size());
+    // Gathered before its forward, and again before its backward when freed after the forward
+    // (FULL_SHARD, the sharding the layouts pin, with reshard_after_forward); the root stays.
+    const double layer_gathers = fsdp.reshard_after_forward ? 2 : 1;
     double passes_s = 0;
-    const auto unit = [&](double parameters) {
+    const auto unit = [&](double parameters, double gathers) {
       const auto bytes = [&](program::DType dtype) {
         return parameters * static_cast<double>(program::dtype_bytes(dtype));
       };
       fsdp_comm_per_micro_batch +=
-          2 * collective_s(CollectiveKind::kAllGather, bytes(param_dtype), groups.dp, "dp") +
+          gathers * collective_s(CollectiveKind::kAllGather, bytes(param_dtype), groups.dp, "dp") +
           collective_s(CollectiveKind::kReduceScatter, bytes(reduce_dtype), groups.dp, "dp");
       for (const auto& pass :
            strategies::fsdp_gradient_passes(parameters, param_dtype, reduce_dtype, shards)) {
@@ -316,17 +319,18 @@ LayoutEstimate Estimator::estimate(const SearchLayout& l) {
       return block.dense_parameters + block.expert_parameters;
     };
     unit(parameters(block_cost(l, groups, BlockKind::kEmbedding)) +
-         parameters(block_cost(l, groups, BlockKind::kHead)));
+             parameters(block_cost(l, groups, BlockKind::kHead)),
+         1);
     double pending = 0;
     for (std::int64_t layer = 0; layer < model.layers; ++layer) {
       pending += parameters(
           block_cost(l, groups, model.is_moe_layer(layer) ? BlockKind::kMoe : BlockKind::kDense));
       if (fsdp.min_num_params <= 0 || pending >= fsdp.min_num_params) {
-        unit(pending);
+        unit(pending, layer_gathers);
         pending = 0;
       }
     }
-    if (pending > 0) unit(pending);
+    if (pending > 0) unit(pending, layer_gathers);
     // The gathers and reduce-scatters run beside the compute almost throughout, and compute that
     // starts beside a collective runs compute.overlap_slowdown longer (the simulator's rule): on
     // the share of the compute they span.
@@ -349,7 +353,7 @@ LayoutEstimate Estimator::estimate(const SearchLayout& l) {
   // The pipeline fills and drains through every other stage once (1F1B: m slots of the slowest
   // stage, and the other stages' forward and backward once each; interleaving divides the
   // fill by v).
-  double others = -slowest->time_s;
+  double others = -slowest->time_s - p2p;
   for (const Stage& stage : stages) others += stage.time_s + p2p;
   const double bubble = l.pp > 1 ? others / l.virtual_stages : 0;
 

@@ -90,14 +90,14 @@ std::unique_ptr<DataParallelPolicy> make_data_parallel_policy(const StageContext
 // reading both and writing one.
 program::ComputeOp gradient_accumulation(double elements, program::DType dtype);
 
-// PyTorch FSDP's work on a unit's unsharded gradient of `elements` parameters before its
-// reduce-scatter, in order (data_parallel.cpp, ShardedPolicy::prepare_gradients, has the
-// sources): the flat-gradient copy, the cast to `reduce_dtype` when it differs from
-// `param_dtype`, the pre-divide when `shards` > 1.
 struct GradientPass {
   const char* name;
   program::ComputeOp op;
 };
+// PyTorch FSDP's work on a unit's unsharded gradient of `elements` parameters before its
+// reduce-scatter, in order (data_parallel.cpp, ShardedPolicy::prepare_gradients, has the
+// sources): the flat-gradient copy, the cast to `reduce_dtype` when it differs from
+// `param_dtype`, the pre-divide when `shards` > 1.
 std::vector<GradientPass> fsdp_gradient_passes(double elements, program::DType param_dtype,
                                                program::DType reduce_dtype, std::int32_t shards);
 
