@@ -795,10 +795,6 @@ void check_context_parallel(TableReader& parallel_reader, const Scenario& scenar
   if (parallel.strategy == "ps") {
     parallel_reader.fail("cp", "strategy \"ps\" trains whole replicas on its workers", "use ddp, zero or fsdp with cp");
   }
-  if (parallel.tp_comm_overlap) {
-    parallel_reader.fail("tp_comm_overlap", "tensor-parallel communication overlap is not modelled with context parallelism",
-                         "set tp_comm_overlap = false with parallel.cp > 1");
-  }
   const std::int64_t heads = lowering.model.heads / parallel.tp;
   const std::int64_t kv_heads = (lowering.model.mla ? lowering.model.heads : lowering.model.kv_heads) / parallel.tp;
   if (ulysses && (heads % parallel.cp != 0 || kv_heads % parallel.cp != 0)) {

@@ -468,6 +468,8 @@ class BlockBuilder {
     const std::int64_t chunks = t();
     std::vector<ForwardStep> steps;
     auto& forward = block_.forward;
+    // Where each step ends up (a chunked one: its last chunk), for the steps that wait for it.
+    std::vector<std::size_t> position(forward.size());
     const auto is_gemm = [](const ForwardStep& step) { return step.compute && step.compute->kind == ComputeKind::kMatmul; };
     const auto is_collective = [](const ForwardStep& step, CollectiveKind kind) {
       return step.collective && step.collective->kind == kind;
@@ -481,6 +483,7 @@ class BlockBuilder {
             ForwardStep piece = chunk_of(forward[part], c, chunks);
             piece.chunk = true;                                       // all-gathers issued together
             piece.backward_overlapped = part == i && c > 0;          // reduce-scatters beside the GEMMs
+            position[part] = steps.size();
             steps.push_back(std::move(piece));
           }
         }
@@ -491,13 +494,18 @@ class BlockBuilder {
             ForwardStep piece = chunk_of(forward[part], c, chunks);
             piece.overlapped = part == i + 1 && c + 1 < chunks;  // beside the next chunk's GEMM
             piece.backward_chunk = true;                         // all-gathers issued together
+            position[part] = steps.size();
             steps.push_back(std::move(piece));
           }
         }
         ++i;
       } else {
+        position[i] = steps.size();
         steps.push_back(std::move(forward[i]));
       }
+    }
+    for (ForwardStep& step : steps) {
+      for (std::size_t& wait : step.waits_for) wait = position[wait];
     }
     forward = std::move(steps);
   }

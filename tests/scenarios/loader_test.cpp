@@ -227,8 +227,6 @@ INSTANTIATE_TEST_SUITE_P(
         BrokenCase{"moe_all_layers_dense.toml", "9:22", "model.moe.first_dense_layers",
                    "4 dense layers leave none of the model's 4 layers a mixture of experts",
                    "first_dense_layers < model.layers"},
-        BrokenCase{"cp_with_tp_comm_overlap.toml", "13:19", "parallel.tp_comm_overlap",
-                   "not modelled with context parallelism", "tp_comm_overlap = false"},
         BrokenCase{"slow_rank_outside_cluster.toml", "11:14", "stragglers.slow_ranks",
                    "expected a list of GPU ranks from 0 to 7, got [3, 8]", "slow_factor = 1.3"},
         BrokenCase{"slow_rank_twice.toml", "11:14", "stragglers.slow_ranks",

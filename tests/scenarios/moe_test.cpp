@@ -256,6 +256,32 @@ TEST(ContextParallelTest, SelectiveRecomputeRunsTheRingAgainBeforeItsBackward) {
   EXPECT_LT(recomputed, index("layer0.bwd.attention_kv_grad_send.step0"));   // before the backward ring
 }
 
+// Tensor-parallel overlap splits the QKV all-gather and GEMM into chunks before attention: the
+// ring's steps still wait for the blocks they receive, not for the steps that took their places.
+TEST(ContextParallelTest, RingStepsWaitForTheirBlocksUnderTensorParallelOverlap) {
+  const auto result =
+      run(kLongSequence, {"parallel.cp=2", "parallel.tp=2", "parallel.sequence_parallel=true",
+                          "parallel.tp_comm_overlap=true", "training.global_batch=2"});
+  const auto& ops = result.program.ranks.front()->ops;
+  const auto index = [&](const std::string& name) {
+    const auto it = std::find_if(ops.begin(), ops.end(),
+                                 [&](const program::Op& op) { return op.name == name; });
+    EXPECT_NE(it, ops.end()) << name;
+    return static_cast<program::OpIndex>(it - ops.begin());
+  };
+  ASSERT_LT(index("layer0.fwd.qkv.chunk1"),
+            index("layer0.fwd.attention.step1"));  // chunked before the ring
+  // Its dependencies, and theirs through the memory ops before it (its buffers' allocation).
+  std::vector<program::OpIndex> waits = ops[index("layer0.fwd.attention.step1")].deps;
+  for (std::size_t i = 0; i < waits.size(); ++i) {
+    const program::Op& op = ops[waits[i]];
+    if (std::holds_alternative<program::MemoryOp>(op.body))
+      waits.insert(waits.end(), op.deps.begin(), op.deps.end());
+  }
+  EXPECT_NE(std::find(waits.begin(), waits.end(), index("layer0.fwd.attention_kv_recv.step0")),
+            waits.end());
+}
+
 // Llama 3's all-gather attention: K and V of the whole sequence gathered first (exposed), then
 // the rank's queries against all keys before them — the same balanced share as the ring's.
 TEST(ContextParallelTest, AllGatherAttentionGathersKeysAndValuesThenComputesItsShare) {
