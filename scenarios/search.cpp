@@ -291,7 +291,7 @@ LayoutEstimate Estimator::estimate(const SearchLayout& l) {
   // latency per unit, not once per stage; and prepares each unit's gradient first, on the
   // compute stream (fsdp_gradient_passes).
   const strategies::ModelStateBytes state = strategies::model_state_bytes(training);
-  double fsdp_comm_per_micro_batch = 0, fsdp_units = 0;
+  double fsdp_comm_per_micro_batch = 0, fsdp_units = 0, largest_fsdp_unit = 0;
   if (l.flavour == "fsdp") {
     const strategies::FsdpSpec& fsdp = base_.lowering.fsdp;
     const program::DType param_dtype =
@@ -321,16 +321,20 @@ LayoutEstimate Estimator::estimate(const SearchLayout& l) {
     unit(parameters(block_cost(l, groups, BlockKind::kEmbedding)) +
              parameters(block_cost(l, groups, BlockKind::kHead)),
          1);
-    double pending = 0;
+    std::vector<double> layer_parameters;
     for (std::int64_t layer = 0; layer < model.layers; ++layer) {
-      pending += parameters(
-          block_cost(l, groups, model.is_moe_layer(layer) ? BlockKind::kMoe : BlockKind::kDense));
-      if (fsdp.min_num_params <= 0 || pending >= fsdp.min_num_params) {
-        unit(pending, layer_gathers);
-        pending = 0;
-      }
+      layer_parameters.push_back(parameters(
+          block_cost(l, groups, model.is_moe_layer(layer) ? BlockKind::kMoe : BlockKind::kDense)));
     }
-    if (pending > 0) unit(pending, layer_gathers);
+    auto next_layer = layer_parameters.begin();
+    for (const std::size_t layers :
+         strategies::fsdp_layer_units(layer_parameters, fsdp.min_num_params)) {
+      const double held =
+          std::accumulate(next_layer, next_layer + static_cast<std::ptrdiff_t>(layers), 0.0);
+      next_layer += static_cast<std::ptrdiff_t>(layers);
+      unit(held, layer_gathers);
+      largest_fsdp_unit = std::max(largest_fsdp_unit, held);
+    }
     // The gathers and reduce-scatters run beside the compute almost throughout, and compute that
     // starts beside a collective runs compute.overlap_slowdown longer (the simulator's rule): on
     // the share of the compute they span.
@@ -408,19 +412,21 @@ LayoutEstimate Estimator::estimate(const SearchLayout& l) {
                                state, strategies::zero_shares(stage, true, static_cast<std::int32_t>(ranks))) +
                            buckets);
     }
-    // FSDP: shards of everything, plus two units' gathered parameters and unsharded gradients.
-    const double unit = parameters / static_cast<double>(model.layers);
-    return parameters * state.total() / ranks + 2 * unit * (state.parameters + state.gradients);
+    return parameters * state.total() / ranks;  // FSDP: shards of everything
   };
+  // FSDP also holds two units' gathered parameters and unsharded gradients (the largest unit's).
+  const double gathered_units = 2 * largest_fsdp_unit * (state.parameters + state.gradients);
   for (std::int32_t s = 0; s < l.pp; ++s) {
     const Stage& stage = stages[static_cast<std::size_t>(s)];
     const double v = l.virtual_stages;
     const double in_flight = l.pp == 1          ? 1
                              : l.virtual_stages > 1 ? std::min(m * v, 2.0 * (l.pp - s - 1) + (v - 1) * l.pp + 1) / v
                                                     : std::min(m, static_cast<double>(l.pp - s));
-    estimate.memory_bytes = std::max(estimate.memory_bytes, states(stage.dense, dp_ranks) + states(stage.expert, expert_ranks) +
-                                                                in_flight * (stage.kept_bytes - stage.head_kept_bytes) +
-                                                                stage.head_kept_bytes + stage.transient_bytes);
+    estimate.memory_bytes =
+        std::max(estimate.memory_bytes, states(stage.dense, dp_ranks) +
+                                            states(stage.expert, expert_ranks) + gathered_units +
+                                            in_flight * (stage.kept_bytes - stage.head_kept_bytes) +
+                                            stage.head_kept_bytes + stage.transient_bytes);
   }
   for (const Stage& stage : stages) estimate.simulated_ops += m * stage.ops * static_cast<double>(l.dp * l.cp * l.tp);
   return estimate;

@@ -308,7 +308,8 @@ class ShardedPolicy : public DataParallelPolicy {
     reshard_ = fsdp_.sharding != ShardingStrategy::kShardGradOp && fsdp_.reshard_after_forward;
     const double scale = parameter_scale(input_.model);
     Unit root{"root", {}, 0, true};
-    Unit current{"", {}, 0, false};
+    std::vector<const Block*> layers;
+    std::vector<double> layer_elements;
     for (const Block* block : context.blocks) {
       const double elements = static_cast<double>(block->parameter_elements()) * scale;
       if (!block->layer) {
@@ -316,12 +317,23 @@ class ShardedPolicy : public DataParallelPolicy {
         root.elements += elements;
         continue;
       }
-      current.blocks.push_back(block);
-      current.elements += elements;
-      if (fsdp_.min_num_params <= 0 || current.elements >= fsdp_.min_num_params) close(current);
+      layers.push_back(block);
+      layer_elements.push_back(elements);
     }
-    close(current);
-    units_.insert(units_.begin(), std::move(root));
+    units_.push_back(std::move(root));
+    std::size_t next_layer = 0;
+    for (const std::size_t count : fsdp_layer_units(layer_elements, fsdp_.min_num_params)) {
+      Unit unit{"", {}, 0, false};
+      for (std::size_t l = next_layer; l < next_layer + count; ++l) {
+        unit.blocks.push_back(layers[l]);
+        unit.elements += layer_elements[l];
+      }
+      next_layer += count;
+      unit.name = count == 1
+                      ? unit.blocks.front()->name
+                      : fmt::format("{}-{}", unit.blocks.front()->name, unit.blocks.back()->name);
+      units_.push_back(std::move(unit));
+    }
     // Per block: its unit, and the unit whose backward follows (that of the nearest earlier
     // block in another unit), if any.
     for (const Block* block : context.blocks) block_unit_.push_back(unit_of(block));
@@ -445,14 +457,6 @@ class ShardedPolicy : public DataParallelPolicy {
     const auto& parallel = context.input->parallel;
     const std::int32_t per_node = std::max(1, parallel.gpus_per_node / parallel.tp);
     return std::min(parallel.data_parallel_ranks(), per_node);
-  }
-
-  void close(Unit& unit) {
-    if (unit.blocks.empty()) return;
-    unit.name = unit.blocks.size() == 1 ? unit.blocks.front()->name
-                                        : fmt::format("{}-{}", unit.blocks.front()->name, unit.blocks.back()->name);
-    units_.push_back(std::move(unit));
-    unit = Unit{};
   }
 
   std::size_t unit_of(const Block* block) const {
@@ -594,6 +598,23 @@ class ShardedPolicy : public DataParallelPolicy {
 
 program::ComputeOp gradient_accumulation(double elements, program::DType dtype) {
   return gradient_pass(dtype, elements, 3 * elements * dtype_size(dtype));
+}
+
+std::vector<std::size_t> fsdp_layer_units(const std::vector<double>& layer_elements,
+                                          double min_num_params) {
+  std::vector<std::size_t> units;
+  std::size_t layers = 0;
+  double elements = 0;
+  for (const double layer : layer_elements) {
+    ++layers;
+    elements += layer;
+    if (min_num_params <= 0 || elements >= min_num_params) {
+      units.push_back(std::exchange(layers, 0));
+      elements = 0;
+    }
+  }
+  if (layers > 0) units.push_back(layers);
+  return units;
 }
 
 std::vector<GradientPass> fsdp_gradient_passes(double elements, program::DType param_dtype,

@@ -90,6 +90,14 @@ std::unique_ptr<DataParallelPolicy> make_data_parallel_policy(const StageContext
 // reading both and writing one.
 program::ComputeOp gradient_accumulation(double elements, program::DType dtype);
 
+// FSDP's units of transformer layers, as ShardedPolicy wraps them (the root unit — every block
+// that is not a layer — aside): consecutive layers, a unit closing once it holds min_num_params
+// parameters (PyTorch's size_based_auto_wrap_policy), each layer its own unit when
+// min_num_params <= 0. `layer_elements`: each layer's parameters, in forward order; returns the
+// number of layers in each unit, in order.
+std::vector<std::size_t> fsdp_layer_units(const std::vector<double>& layer_elements,
+                                          double min_num_params);
+
 struct GradientPass {
   const char* name;
   program::ComputeOp op;

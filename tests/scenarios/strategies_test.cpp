@@ -10,6 +10,7 @@
 #include <regex>
 #include <set>
 #include <string>
+#include <tuple>
 
 #include "scenarios/run_scenario.h"
 #include "scenarios/scenario_loader.h"
@@ -191,6 +192,38 @@ TEST(FsdpTest, ShardGradOpAndKeepingParametersGatherOnce) {
     // ... at the price of holding every layer's parameters at the end of forward.
     EXPECT_GT(kept.report.peak_memory_breakdown.at("gathered_parameters"),
               full.report.peak_memory_breakdown.at("gathered_parameters"));
+  }
+}
+
+TEST(FsdpTest, SizeBasedWrapGroupsConsecutiveLayersUntilAUnitHoldsMinNumParams) {
+  // Llama-2-7B's 32 layers hold 202.4M parameters each, 210.2M once scaled to 7e9 in all: a
+  // unit closes at the first layer that brings it to min_num_params — two layers for 400M (16
+  // units), three for 500M (ten units, and the last two layers as an eleventh). Each layer unit
+  // is gathered for its forward and again for its backward, the root once; the bytes stay.
+  const auto gathers = [](const scenarios::RunResult& result) {
+    std::vector<std::string> names;
+    const trace::Timeline& timeline = result.simulation.timeline;
+    for (const trace::Span& span : timeline.spans) {
+      const std::string& name = timeline.strings.at(span.name);
+      if (span.rank == 0 && name.ends_with(".all_gather")) names.push_back(name);
+    }
+    std::sort(names.begin(), names.end());
+    return names;
+  };
+  const auto per_layer = run(kNode, {"parallel.strategy=\"fsdp\""});
+  EXPECT_EQ(gathers(per_layer).size(), 2u * 32 + 1);
+  for (const auto& [min_num_params, units, last_unit] :
+       {std::tuple{"400e6", 16u, "layer30-layer31"}, std::tuple{"500e6", 11u, "layer30-layer31"}}) {
+    const auto grouped =
+        run(kNode, {"parallel.strategy=\"fsdp\"", "fsdp.auto_wrap_policy=\"size_based\"",
+                    std::string("fsdp.min_num_params=") + min_num_params});
+    const std::vector<std::string> names = gathers(grouped);
+    EXPECT_EQ(names.size(), 2u * units + 1) << min_num_params;
+    EXPECT_TRUE(
+        std::binary_search(names.begin(), names.end(), std::string(last_unit) + ".fwd.all_gather"))
+        << min_num_params;
+    EXPECT_NEAR(sent(grouped, "all_gather"), sent(per_layer, "all_gather"),
+                1e-6 * sent(per_layer, "all_gather"));
   }
 }
 
