@@ -66,7 +66,8 @@ struct ComputeEfficiency {
   std::optional<double> memory;
   double kernel_overhead_s = 0;  // fixed cost per kernel (launch and tail)
   // How much longer a GPU compute op takes when it starts while its rank has a collective in
-  // flight: NCCL's kernels take SMs and memory bandwidth from it (point-to-point sends are not
+  // flight, one launched at the same instant included: NCCL's kernels take SMs and memory
+  // bandwidth from it (point-to-point sends are not
   // counted: no measurement of theirs). Default 0.189 —
   // the mean slowdown of compute overlapped with communication across 4 × A100, 4 × H100,
   // MI250 and MI210 on GPT and LLaMA (Lee et al., "Characterizing Compute-Communication

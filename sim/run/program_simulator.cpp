@@ -353,23 +353,29 @@ class Simulator {
     RankState& state = ranks_[rank];
     for (bool progressed = true; progressed;) {
       progressed = false;
-      for (std::size_t s = 0; s < state.cursor.size(); ++s) {
-        const auto& queue = state.plan->streams[s];
-        if (state.busy[s] || state.cursor[s] >= queue.size()) continue;
-        // A stream blocked on a dependency stays blocked until that one is done.
-        if (state.waiting_on[s] != kNotWaiting && !state.done[state.waiting_on[s]]) continue;
-        const OpIndex index = queue[state.cursor[s]];
-        const program::Op& op = op_of(rank, index);
-        const auto pending = std::find_if(op.deps.begin(), op.deps.end(), [&](OpIndex dep) { return !state.done[dep]; });
-        state.waiting_on[s] = pending == op.deps.end() ? kNotWaiting : *pending;
-        if (pending != op.deps.end()) continue;
-        state.busy[s] = 1;
-        if (std::holds_alternative<program::MemoryOp>(op.body)) {
-          apply_memory(rank, op);
-          complete(rank, index);
-          progressed = true;
-        } else {
-          start(rank, index);
+      // Communication before compute: a collective ready at the same instant as a compute op has
+      // launched when that op starts, and slows it (start()), whichever stream is numbered first.
+      for (const bool compute_pass : {false, true}) {
+        for (std::size_t s = 0; s < state.cursor.size(); ++s) {
+          const auto& queue = state.plan->streams[s];
+          if (state.busy[s] || state.cursor[s] >= queue.size()) continue;
+          // A stream blocked on a dependency stays blocked until that one is done.
+          if (state.waiting_on[s] != kNotWaiting && !state.done[state.waiting_on[s]]) continue;
+          const OpIndex index = queue[state.cursor[s]];
+          const program::Op& op = op_of(rank, index);
+          if (std::holds_alternative<program::ComputeOp>(op.body) != compute_pass) continue;
+          const auto pending = std::find_if(op.deps.begin(), op.deps.end(),
+                                            [&](OpIndex dep) { return !state.done[dep]; });
+          state.waiting_on[s] = pending == op.deps.end() ? kNotWaiting : *pending;
+          if (pending != op.deps.end()) continue;
+          state.busy[s] = 1;
+          if (std::holds_alternative<program::MemoryOp>(op.body)) {
+            apply_memory(rank, op);
+            complete(rank, index);
+            progressed = true;
+          } else {
+            start(rank, index);
+          }
         }
       }
     }

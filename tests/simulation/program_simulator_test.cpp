@@ -128,6 +128,24 @@ TEST(ProgramSimulatorTest, CommunicationOverlapsIndependentCompute) {
   EXPECT_LT(span_named(result, 0, "ar").end_ps, span_named(result, 0, "long").end_ps);
 }
 
+TEST(ProgramSimulatorTest, ComputeReadyWithACollectiveIsSlowedBesideIt) {
+  // When "first" ends, "ar" (comm stream) and "work" (compute stream, numbered before it) become
+  // ready together: NCCL's kernel runs beside the GEMM from its start, so the GEMM takes
+  // 1 + overlap_slowdown times as long; "first", started alone, does not.
+  const topology::Cluster cluster = one_node();
+  sim::SimulationOptions slowed = options();
+  slowed.efficiency.overlap_slowdown = 0.25;
+  const std::vector<Op> ops = {Op{"first", 0, {}, matmul(1e12)},
+                               Op{"ar", 1, {0}, all_reduce(100'000'000)},
+                               Op{"work", 0, {0}, matmul(2e12)}};
+  const auto result = sim::simulate(program_of({ops, ops}), cluster, slowed);
+  const trace::Span& first = span_named(result, 0, "first");
+  const trace::Span& work = span_named(result, 0, "work");
+  EXPECT_NEAR((first.end_ps - first.start_ps) * 1e-12, matmul_seconds(1e12), 1e-12);
+  EXPECT_EQ(work.start_ps, span_named(result, 0, "ar").start_ps);
+  EXPECT_NEAR((work.end_ps - work.start_ps) * 1e-12, 1.25 * matmul_seconds(2e12), 1e-12);
+}
+
 TEST(ProgramSimulatorTest, SendAndReceiveMeetInOrder) {
   const topology::Cluster cluster = one_node();
   program::SendRecvOp send{true, 0, 1, 450'000'000, program::DType::kBF16};
