@@ -10,8 +10,11 @@
 #include <cmath>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <sstream>
+#include <stdexcept>
 #include <tuple>
+#include <variant>
 
 #include "sim/compute/compute_model.h"
 #include "sim/net/comm_planner.h"
@@ -81,7 +84,9 @@ class Estimator {
   };
   Groups groups_of(const SearchLayout& layout) const;
   const BlockCost& block_cost(const SearchLayout& layout, const Groups& groups, BlockKind kind);
-  double collective_s(CollectiveKind kind, double bytes, const std::vector<std::int32_t>& members, const char* family);
+  // `userbuffers`: a chunk of tensor-parallel overlap (program::CollectiveOp::userbuffers).
+  double collective_s(CollectiveKind kind, double bytes, const std::vector<std::int32_t>& members,
+                      const char* family, bool userbuffers = false);
   double transfer_s(double bytes, std::int32_t from, std::int32_t to);
   // The expert-parallel rank whose experts receive the most tokens in the first MoE layer.
   std::int32_t hottest_expert_rank(std::int32_t ep) const;
@@ -91,8 +96,11 @@ class Estimator {
   sim::ComputeModel compute_;
   sim::CommPlanner planner_;
   strategies::ExpertRouting routing_;
-  std::map<std::tuple<std::int32_t, std::int32_t, int, bool, std::int64_t, std::int32_t, int, int>, BlockCost> blocks_;
-  std::map<std::tuple<int, std::int64_t, std::vector<std::int32_t>>, double> prices_;
+  std::map<
+      std::tuple<std::int32_t, std::int32_t, int, bool, bool, std::int64_t, std::int32_t, int, int>,
+      BlockCost>
+      blocks_;
+  std::map<std::tuple<int, bool, std::int64_t, std::vector<std::int32_t>>, double> prices_;
 };
 
 Estimator::Groups Estimator::groups_of(const SearchLayout& l) const {
@@ -111,10 +119,12 @@ Estimator::Groups Estimator::groups_of(const SearchLayout& l) const {
   return groups;
 }
 
-double Estimator::collective_s(CollectiveKind kind, double bytes, const std::vector<std::int32_t>& members,
-                               const char* family) {
+double Estimator::collective_s(CollectiveKind kind, double bytes,
+                               const std::vector<std::int32_t>& members, const char* family,
+                               bool userbuffers) {
   if (members.size() < 2 || bytes <= 0) return 0;
-  const auto key = std::make_tuple(static_cast<int>(kind), std::llround(bytes), members);
+  const auto key =
+      std::make_tuple(static_cast<int>(kind), userbuffers, std::llround(bytes), members);
   if (const auto found = prices_.find(key); found != prices_.end()) return found->second;
   sim::CommRequest request;
   request.kind = kind;
@@ -122,6 +132,7 @@ double Estimator::collective_s(CollectiveKind kind, double bytes, const std::vec
   request.algorithm = fixed ? fixed->algorithm : program::Algorithm::kAuto;
   request.bytes = std::llround(bytes);
   request.endpoints = members;
+  request.userbuffers = userbuffers;
   const double seconds = planner_.plan(request).seconds();
   prices_.emplace(key, seconds);
   return seconds;
@@ -159,7 +170,8 @@ std::int32_t Estimator::hottest_expert_rank(std::int32_t ep) const {
 // stream are done, computes for the ComputeModel's time or communicates for the CommPlanner's
 // contention-free price.
 const BlockCost& Estimator::block_cost(const SearchLayout& l, const Groups& groups, BlockKind kind) {
-  const auto key = std::make_tuple(l.tp, l.cp, static_cast<int>(l.cp_scheme), l.sequence_parallel, l.micro_batch, l.ep,
+  const auto key = std::make_tuple(l.tp, l.cp, static_cast<int>(l.cp_scheme), l.sequence_parallel,
+                                   l.tp_comm_overlap, l.micro_batch, l.ep,
                                    static_cast<int>(l.recompute), static_cast<int>(kind));
   if (const auto found = blocks_.find(key); found != blocks_.end()) return found->second;
   const strategies::ModelSpec& model = base_.lowering.model;
@@ -168,7 +180,8 @@ const BlockCost& Estimator::block_cost(const SearchLayout& l, const Groups& grou
   shape.micro_batch = l.micro_batch;
   shape.sequence = training.sequence / l.cp;
   shape.dtype = strategies::compute_dtype(training.precision);
-  shape.tp = {l.tp, l.sequence_parallel && l.tp > 1, base_.lowering.parallel.sp_regather, kTensorGroup, false};
+  shape.tp = {l.tp, l.sequence_parallel && l.tp > 1, base_.lowering.parallel.sp_regather,
+              kTensorGroup, l.tp_comm_overlap};
   shape.fp8_linear = training.precision == strategies::Precision::kFP8;
   shape.ep = {l.ep, hottest_expert_rank(l.ep), kExpertGroup, &routing_, false};
   shape.cp = {l.cp, l.cp_scheme, kContextGroup};
@@ -199,34 +212,69 @@ const BlockCost& Estimator::block_cost(const SearchLayout& l, const Groups& grou
       });
   const program::RankProgram ops = builder.take();
 
-  std::vector<double> end(ops.ops.size(), 0);
-  std::map<program::StreamId, double> stream_free;
-  double memory = 0, peak = 0, forward_end = 0;
+  // Memory in program order, each allocation and release where the lowering emits it.
+  double memory = 0, peak = 0;
   for (std::size_t i = 0; i < ops.ops.size(); ++i) {
+    if (const auto* allocation = std::get_if<program::MemoryOp>(&ops.ops[i].body)) {
+      memory += allocation->allocate ? static_cast<double>(allocation->bytes)
+                                     : -static_cast<double>(allocation->bytes);
+      peak = std::max(peak, memory);
+    }
+    if (i == last_forward) cost.kept_bytes = memory;
+  }
+  // Times as the simulator runs one rank alone: the ops in the order they start, each once its
+  // dependencies and its stream are done — at one instant communication before compute — and
+  // compute that starts beside a collective slowed by compute.overlap_slowdown (NCCL's kernels
+  // take SMs; program_simulator.cpp, try_start() and start()).
+  std::map<program::StreamId, std::vector<std::size_t>> queues;  // each stream's ops, in order
+  for (std::size_t i = 0; i < ops.ops.size(); ++i) queues[ops.ops[i].stream].push_back(i);
+  std::map<program::StreamId, std::size_t> cursor;
+  std::map<program::StreamId, double> stream_free;
+  std::vector<double> end(ops.ops.size(), 0);
+  std::vector<bool> done(ops.ops.size(), false);
+  std::vector<std::pair<double, double>> collectives;  // [start, end) of each
+  for (std::size_t scheduled = 0; scheduled < ops.ops.size(); ++scheduled) {
+    std::optional<std::tuple<double, bool, std::size_t>> first;  // start, compute, op
+    for (const auto& [stream, queue] : queues) {
+      if (cursor[stream] == queue.size()) continue;
+      const std::size_t i = queue[cursor[stream]];
+      const program::Op& op = ops.ops[i];
+      if (!std::all_of(op.deps.begin(), op.deps.end(),
+                       [&](program::OpIndex dep) { return done[dep]; }))
+        continue;
+      double start = stream_free[stream];
+      for (const program::OpIndex dep : op.deps) start = std::max(start, end[dep]);
+      const auto candidate =
+          std::make_tuple(start, std::holds_alternative<program::ComputeOp>(op.body), i);
+      if (!first || candidate < *first) first = candidate;
+    }
+    if (!first) throw std::logic_error("search: a block program whose ops wait for each other");
+    const auto [start, is_compute, i] = *first;
     const program::Op& op = ops.ops[i];
-    double start = stream_free[op.stream];
-    for (const program::OpIndex dep : op.deps) start = std::max(start, end[dep]);
     double duration = 0;
     if (const auto* compute = std::get_if<program::ComputeOp>(&op.body)) {
-      duration = compute_.seconds(*compute);
+      const bool beside_collective = std::any_of(
+          collectives.begin(), collectives.end(),
+          [&](const auto& running) { return running.first <= start && start < running.second; });
+      duration = compute_.seconds(*compute) *
+                 (beside_collective ? 1 + base_.efficiency.overlap_slowdown : 1.0);
       cost.compute_s += duration;
     } else if (const auto* collective = std::get_if<program::CollectiveOp>(&op.body)) {
       const auto& members = collective->group == kTensorGroup ? groups.tp : collective->group == kExpertGroup ? groups.ep : groups.cp;
       const char* family = collective->group == kTensorGroup ? "tp" : collective->group == kExpertGroup ? "ep" : "cp";
-      duration = collective_s(collective->kind, static_cast<double>(collective->bytes), members, family);
+      duration = collective_s(collective->kind, static_cast<double>(collective->bytes), members,
+                              family, collective->userbuffers);
+      if (duration > 0) collectives.emplace_back(start, start + duration);
     } else if (const auto* transfer = std::get_if<program::SendRecvOp>(&op.body)) {
-      duration = transfer_s(static_cast<double>(transfer->bytes), groups.cp[0], groups.cp[1 % groups.cp.size()]);
-    } else if (const auto* allocation = std::get_if<program::MemoryOp>(&op.body)) {
-      memory += allocation->allocate ? static_cast<double>(allocation->bytes) : -static_cast<double>(allocation->bytes);
-      peak = std::max(peak, memory);
+      duration = transfer_s(static_cast<double>(transfer->bytes), groups.cp[0],
+                            groups.cp[1 % groups.cp.size()]);
     }
     end[i] = start + duration;
+    done[i] = true;
     stream_free[op.stream] = end[i];
-    if (i == last_forward) {
-      forward_end = end[i];
-      cost.kept_bytes = memory;
-    }
+    ++cursor[op.stream];
   }
+  const double forward_end = end[last_forward];
   const double finish = *std::max_element(end.begin(), end.end());
   cost.forward_s = forward_end;
   cost.backward_s = finish - forward_end;
@@ -445,6 +493,9 @@ std::vector<SearchLayout> enumerate(const Scenario& base) {
     return tp <= per_node && model.heads % tp == 0 && model.kv_heads % tp == 0 && widths;
   };
   const std::vector<std::string> flavours = {"ddp", "zero1", "zero2", "fsdp"};
+  // The loader allows tensor-parallel overlap only with sequence parallelism (and refuses it for
+  // MoE models), and every sequence-parallel layout below splits its tokens evenly over tp.
+  const bool overlap_wanted = base.lowering.parallel.tp_comm_overlap;
   // Selective recompute drops the attention scores, which a fused attention kernel never keeps:
   // with FlashAttention it is no recompute at all.
   std::vector<Checkpointing> recompute_policies = {Checkpointing::kNone, Checkpointing::kFull};
@@ -491,7 +542,8 @@ std::vector<SearchLayout> enumerate(const Scenario& base) {
                       if ((flavour == "zero2" || flavour == "fsdp") && pp > 1) continue;
                       if (flavour == "fsdp" && ep > 1) continue;
                       if (flavour != "ddp" && dp * cp == 1) continue;
-                      layouts.push_back({tp, pp, dp, cp, ep, v, sp, scheme, micro, accumulation, recompute, flavour});
+                      layouts.push_back({tp, pp, dp, cp, ep, v, sp, scheme, micro, accumulation,
+                                         recompute, flavour, sp && overlap_wanted});
                     }
                   }
                 }
@@ -543,7 +595,9 @@ std::string checkpointing_name(Checkpointing recompute) { return std::string(str
 std::string SearchLayout::label() const {
   const std::string name = flavour == "zero1" ? "ZeRO-1" : flavour == "zero2" ? "ZeRO-2" : flavour == "fsdp" ? "FSDP" : "DDP";
   std::string text = fmt::format("{} dp {}", name, dp);
-  if (tp > 1) text += fmt::format(" tp {}{}", tp, sequence_parallel ? "+SP" : "");
+  if (tp > 1)
+    text += fmt::format(" tp {}{}{}", tp, sequence_parallel ? "+SP" : "",
+                        tp_comm_overlap ? "+overlap" : "");
   if (pp > 1) text += fmt::format(" pp {}{}", pp, virtual_stages > 1 ? fmt::format("×{}", virtual_stages) : "");
   if (cp > 1) {
     text += fmt::format(" cp {}{}", cp,
@@ -572,9 +626,10 @@ std::vector<std::string> SearchLayout::overrides() const {
       fmt::format("training.micro_batch={}", micro_batch),
       fmt::format("training.gradient_accumulation={}", accumulation),
       fmt::format("training.activation_checkpointing=\"{}\"", checkpointing_name(recompute)),
+      fmt::format("parallel.tp_comm_overlap={}", tp_comm_overlap),
       // Knobs the estimate does not model, off whatever the scenario says.
-      "parallel.tp_comm_overlap=false", "parallel.moe_shared_expert_overlap=false",
-      "parallel.pipeline_scatter_gather=false", "zero.overlap_param_gather=false"};
+      "parallel.moe_shared_expert_overlap=false", "parallel.pipeline_scatter_gather=false",
+      "zero.overlap_param_gather=false"};
   if (flavour == "zero1" || flavour == "zero2") {
     keys.push_back(fmt::format("zero.stage={}", flavour == "zero1" ? 1 : 2));
     keys.push_back("zero.implementation=\"deepspeed\"");  // what the estimate prices: master weights sharded too
@@ -803,15 +858,20 @@ nlohmann::json search_json(const SearchResult& result) {
 
 std::string search_csv(const SearchResult& result) {
   std::ostringstream csv;
-  csv << "layout,strategy,dp,tp,pp,virtual_stages,cp,cp_scheme,ep,sequence_parallel,micro_batch,accumulation,recompute,"
-         "estimated_step_s,estimated_memory_gb,simulated_step_s,simulated_tokens_per_s,simulated_mfu,simulated_memory_gb,"
+  csv << "layout,strategy,dp,tp,pp,virtual_stages,cp,cp_scheme,ep,sequence_parallel,tp_comm_"
+         "overlap,micro_batch,"
+         "accumulation,recompute,"
+         "estimated_step_s,estimated_memory_gb,simulated_step_s,simulated_tokens_per_s,simulated_"
+         "mfu,simulated_memory_gb,"
          "simulated_fits\n";
   for (const SearchCandidate& c : result.candidates) {
     if (!c.given.empty()) continue;
     const SearchLayout& l = c.layout;
-    csv << fmt::format("\"{}\",{},{},{},{},{},{},{},{},{},{},{},{},{:.6g},{:.3f}", l.label(), l.flavour, l.dp, l.tp, l.pp,
-                       l.virtual_stages, l.cp, strategies::name_of(l.cp_scheme), l.ep, l.sequence_parallel, l.micro_batch,
-                       l.accumulation, checkpointing_name(l.recompute), c.estimate.step_s, c.estimate.memory_bytes / kGB);
+    csv << fmt::format(
+        "\"{}\",{},{},{},{},{},{},{},{},{},{},{},{},{},{:.6g},{:.3f}", l.label(), l.flavour, l.dp,
+        l.tp, l.pp, l.virtual_stages, l.cp, strategies::name_of(l.cp_scheme), l.ep,
+        l.sequence_parallel, l.tp_comm_overlap, l.micro_batch, l.accumulation,
+        checkpointing_name(l.recompute), c.estimate.step_s, c.estimate.memory_bytes / kGB);
     if (c.report) {
       csv << fmt::format(",{:.6g},{:.6g},{:.4f},{:.3f},{}\n", c.report->step_time_s, c.report->tokens_per_s, c.report->mfu,
                          static_cast<double>(c.report->peak_memory_bytes) / kGB, !c.report->oom);

@@ -42,6 +42,9 @@ struct SearchLayout {
   std::int64_t accumulation = 1;
   strategies::Checkpointing recompute = strategies::Checkpointing::kNone;
   std::string flavour = "ddp";  // ddp, zero1, zero2, fsdp
+  // Megatron-Core's --tp-comm-overlap: on where the scenario asks for it and the layout has
+  // sequence parallelism (which it pipelines).
+  bool tp_comm_overlap = false;
 
   std::string label() const;
   // The scenario keys that make this layout (as `--set` takes them).

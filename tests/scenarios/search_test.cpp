@@ -94,6 +94,52 @@ TEST(SearchTest, TheEstimatePricesWhatTheLoweringRunsBesideTheBlocks) {
   }
 }
 
+TEST(SearchTest, TensorParallelOverlapRunsInEverySequenceParallelLayoutWhenTheScenarioAsksForIt) {
+  // Asked for (with a written layout that runs it), every sequence-parallel layout runs
+  // Megatron-Core's --tp-comm-overlap, and the estimate prices its chunks as the simulator does:
+  // the fastest such layout within 5 %, and faster than the same layout without the overlap in
+  // both. Not asked for, no layout runs it.
+  scenarios::SearchOptions options;
+  options.simulate = 0;
+  options.sample = 0;
+  for (const scenarios::SearchCandidate& candidate :
+       scenarios::search(document(), options).candidates) {
+    EXPECT_FALSE(candidate.layout.tp_comm_overlap) << candidate.layout.label();
+  }
+  const scenarios::ScenarioDocument asking =
+      document().variant({"parallel.strategy=\"zero\"", "parallel.tp=8", "parallel.dp=8",
+                          "parallel.sequence_parallel=true", "parallel.tp_comm_overlap=true"},
+                         "test");
+  const scenarios::SearchResult result = scenarios::search(asking, options);
+  ASSERT_TRUE(result.written_layout_fault.empty()) << result.written_layout_fault;
+  const scenarios::SearchCandidate* fastest = nullptr;
+  for (const scenarios::SearchCandidate& candidate : result.candidates) {
+    EXPECT_EQ(candidate.layout.tp_comm_overlap, candidate.layout.sequence_parallel)
+        << candidate.layout.label();
+    if (candidate.layout.tp_comm_overlap &&
+        (!fastest || candidate.estimate.step_s < fastest->estimate.step_s)) {
+      fastest = &candidate;
+    }
+  }
+  ASSERT_NE(fastest, nullptr);
+  scenarios::SearchLayout plain = fastest->layout;
+  plain.tp_comm_overlap = false;
+  const auto simulate = [&](const scenarios::SearchLayout& layout) {
+    return scenarios::run_scenario(asking.variant(layout.overrides(), "test").read())
+        .report.step_time_s;
+  };
+  const double overlapped = simulate(fastest->layout);
+  EXPECT_NEAR(fastest->estimate.step_s, overlapped, 0.05 * overlapped) << fastest->layout.label();
+  const scenarios::SearchResult plain_result =
+      scenarios::search(asking.variant({"parallel.tp_comm_overlap=false"}, "test"), options);
+  const auto twin =
+      std::find_if(plain_result.candidates.begin(), plain_result.candidates.end(),
+                   [&](const auto& c) { return c.layout.overrides() == plain.overrides(); });
+  ASSERT_NE(twin, plain_result.candidates.end());
+  EXPECT_LT(fastest->estimate.step_s, twin->estimate.step_s);
+  EXPECT_LT(overlapped, simulate(plain));
+}
+
 TEST(SearchTest, FindsALayoutAtLeastAsFastAsEveryLayoutAdviseProposes) {
   scenarios::SearchOptions options;
   options.simulate = 8;
