@@ -129,6 +129,7 @@ class Simulator {
     std::vector<std::uint8_t> busy;
     std::vector<Time> started;                       // per stream: when its running ops began
     std::vector<OpIndex> chain_last;                 // per stream: the last op of its running run
+    std::vector<EventId> run_end;                    // per stream: its running compute run's end
     std::vector<double> stretch;                     // per stream: its running run's overlap slowdown
     std::int32_t communicating = 0;                  // collectives launched (arrived at) and not finished
     std::vector<OpIndex> waiting_on;                 // per stream: a dependency its head waits for
@@ -270,6 +271,7 @@ class Simulator {
       state.busy.assign(streams, 0);
       state.started.assign(streams, Time::zero());
       state.chain_last.assign(streams, 0);
+      state.run_end.assign(streams, EventId{});
       state.stretch.assign(streams, 1.0);
       state.waiting_on.assign(streams, kNotWaiting);
       state.collective_sequence.assign(program_.group_families.size() * streams, 0);
@@ -414,7 +416,8 @@ class Simulator {
       OpIndex last = index;
       Time end = engine_.now() + duration_of(rank, index);
       // Successors nobody else waits for, ready now, run on in the same event: the same
-      // spans at the same times, fewer events.
+      // spans at the same times, fewer events (a collective launched meanwhile cuts the run:
+      // cut_unslowed_runs()).
       while (!beside_collective && plan.chains_into_next[last]) {
         const OpIndex next = plan.next_on_stream[last];
         const auto& deps = op_of(rank, next).deps;
@@ -424,12 +427,41 @@ class Simulator {
       }
       state.started[op.stream] = engine_.now();
       state.chain_last[op.stream] = last;
-      // The handler captures 16 bytes, which std::function keeps without allocating.
-      engine_.schedule_at(end, [this, rank, stream = op.stream] { finish_compute(rank, stream); });
+      schedule_run_end(rank, op.stream, end);
     } else if (const auto* collective = std::get_if<program::CollectiveOp>(&op.body)) {
       arrive(rank, index, *collective);
     } else if (const auto* p2p = std::get_if<program::SendRecvOp>(&op.body)) {
       post(rank, index, *p2p);
+    }
+  }
+
+  void schedule_run_end(std::int32_t rank, program::StreamId stream, Time end) {
+    // The handler captures 16 bytes, which std::function keeps without allocating.
+    ranks_[rank].run_end[stream] =
+        engine_.schedule_at(end, [this, rank, stream] { finish_compute(rank, stream); });
+  }
+
+  // A collective launches on a rank that was not communicating: the ops its unslowed runs have
+  // not started yet start beside it, so each run ends with the op running now (or ending now),
+  // and the rest start one by one (start()) — as if no op had run on with another.
+  void cut_unslowed_runs(std::int32_t rank) {
+    RankState& state = ranks_[rank];
+    const Time now = engine_.now();
+    for (std::size_t stream = 0; stream < state.run_end.size(); ++stream) {
+      const auto& queue = state.plan->streams[stream];
+      if (!state.busy[stream] || state.stretch[stream] != 1.0 ||
+          !std::holds_alternative<program::ComputeOp>(
+              op_of(rank, queue[state.cursor[stream]]).body)) {
+        continue;  // not running compute, or running it slowed already
+      }
+      std::uint32_t position = state.cursor[stream];
+      Time end = state.started[stream] + duration_of(rank, queue[position]);
+      while (end < now && queue[position] != state.chain_last[stream])
+        end = end + duration_of(rank, queue[++position]);
+      if (queue[position] == state.chain_last[stream]) continue;
+      engine_.cancel(state.run_end[stream]);
+      state.chain_last[stream] = queue[position];
+      schedule_run_end(rank, static_cast<program::StreamId>(stream), end);
     }
   }
 
@@ -470,7 +502,7 @@ class Simulator {
     // NCCL's kernel holds its SMs from its launch, waiting for the peers included: compute
     // started beside it from now on is slowed (a rank's slowdown never depends on the order
     // in which simultaneous arrivals are processed).
-    ++state.communicating;
+    if (state.communicating++ == 0 && overlap_slowdown_ > 0) cut_unslowed_runs(rank);
     const program::GroupFamily& family = program_.family(collective.group);
     const std::int32_t instance = family.instance_of_rank[rank];
     const program::StreamId stream = op_of(rank, index).stream;

@@ -146,6 +146,30 @@ TEST(ProgramSimulatorTest, ComputeReadyWithACollectiveIsSlowedBesideIt) {
   EXPECT_NEAR((work.end_ps - work.start_ps) * 1e-12, 1.25 * matmul_seconds(2e12), 1e-12);
 }
 
+TEST(ProgramSimulatorTest, ACollectiveLaunchedDuringARunOfComputeSlowsTheOpsNotYetStarted) {
+  // "a", "b", "c" run on one after the other from 0, nothing beside them; "side" (another
+  // compute stream) ends during "a" and launches "ar": "a" runs on unslowed, "b" and "c" start
+  // beside the all-reduce and take 1 + overlap_slowdown times as long.
+  const topology::Cluster cluster = one_node();
+  sim::SimulationOptions slowed = options();
+  slowed.efficiency.overlap_slowdown = 0.25;
+  const std::vector<Op> ops = {Op{"a", 0, {}, matmul(1e12)}, Op{"b", 0, {}, matmul(1e12)},
+                               Op{"c", 0, {}, matmul(1e12)}, Op{"side", 2, {}, matmul(0.2e12)},
+                               Op{"ar", 1, {3}, all_reduce(4'000'000'000)}};
+  program::Program program = program_of({ops, ops});
+  program.streams.push_back("side");
+  const auto result = sim::simulate(program, cluster, slowed);
+  const auto seconds = [&](const char* name) {
+    const trace::Span& span = span_named(result, 0, name);
+    return (span.end_ps - span.start_ps) * 1e-12;
+  };
+  ASSERT_LT(span_named(result, 0, "ar").start_ps, span_named(result, 0, "a").end_ps);
+  ASSERT_GT(span_named(result, 0, "ar").end_ps, span_named(result, 0, "c").start_ps);
+  EXPECT_NEAR(seconds("a"), matmul_seconds(1e12), 1e-12);
+  EXPECT_NEAR(seconds("b"), 1.25 * matmul_seconds(1e12), 1e-12);
+  EXPECT_NEAR(seconds("c"), 1.25 * matmul_seconds(1e12), 1e-12);
+}
+
 TEST(ProgramSimulatorTest, SendAndReceiveMeetInOrder) {
   const topology::Cluster cluster = one_node();
   program::SendRecvOp send{true, 0, 1, 450'000'000, program::DType::kBF16};
