@@ -88,6 +88,9 @@ class Estimator {
   double collective_s(CollectiveKind kind, double bytes, const std::vector<std::int32_t>& members,
                       const char* family, bool userbuffers = false);
   double transfer_s(double bytes, std::int32_t from, std::int32_t to);
+  double overlapped_gather_s(const SearchLayout& l,
+                             const std::vector<std::vector<std::pair<double, double>>>& chunks,
+                             double bytes_per_parameter, const std::vector<std::int32_t>& dp);
   // The expert-parallel rank whose experts receive the most tokens in the first MoE layer.
   std::int32_t hottest_expert_rank(std::int32_t ep) const;
 
@@ -286,6 +289,57 @@ const BlockCost& Estimator::block_cost(const SearchLayout& l, const Groups& grou
   return blocks_.emplace(key, cost).first->second;
 }
 
+// Megatron's overlapped parameter gather on the first stage, whose forward the pipeline waits
+// for, as the lowering's forward_gathering runs it: each chunk's buckets
+// (strategies::megatron_parameter_buckets) gathered one after another on one stream from the
+// optimizer step, bucket k + 1's once the forward reaches bucket k, the forward waiting at each
+// bucket for its gather; the forward reaches chunk c after p micro-batches of each earlier chunk
+// (the interleaved warm-up). Returns what the step pays: the forward's waits, and the forward
+// compute that runs beside the gathers slowed by compute.overlap_slowdown.
+double Estimator::overlapped_gather_s(
+    const SearchLayout& l, const std::vector<std::vector<std::pair<double, double>>>& chunks,
+    double bytes_per_parameter, const std::vector<std::int32_t>& dp) {
+  double gathered = 0, forward = 0, waited = 0;  // the gather stream's and the forward's clocks
+  for (std::size_t c = 0; c < chunks.size(); ++c) {
+    std::vector<double> parameters, forward_s;
+    for (const auto& [seconds, elements] : chunks[c]) {
+      forward_s.push_back(seconds);
+      parameters.push_back(elements);
+    }
+    const auto gather = [&](double elements) {
+      return collective_s(CollectiveKind::kAllGather, elements * bytes_per_parameter, dp, "dp");
+    };
+    const std::vector<std::size_t> buckets =
+        strategies::megatron_parameter_buckets(parameters, static_cast<std::int32_t>(dp.size()));
+    std::vector<double> bucket_elements, bucket_forward_s;
+    std::size_t next = 0;
+    for (const std::size_t count : buckets) {
+      bucket_elements.push_back(
+          std::accumulate(parameters.begin() + next, parameters.begin() + next + count, 0.0));
+      bucket_forward_s.push_back(
+          std::accumulate(forward_s.begin() + next, forward_s.begin() + next + count, 0.0));
+      next += count;
+    }
+    const double chunk_forward_s = std::accumulate(forward_s.begin(), forward_s.end(), 0.0);
+    if (buckets.empty()) continue;
+    gathered += gather(bucket_elements.front());  // issued with the optimizer step
+    for (std::size_t k = 0; k < buckets.size(); ++k) {
+      const double bucket_ready = gathered;
+      if (bucket_ready > forward) {
+        waited += bucket_ready - forward;
+        forward = bucket_ready;
+      }
+      if (k + 1 < buckets.size())
+        gathered = std::max(gathered, forward) + gather(bucket_elements[k + 1]);
+      forward += bucket_forward_s[k];
+    }
+    if (c + 1 < chunks.size())
+      forward += (l.pp - 1) * chunk_forward_s;  // the chunk's other warm-up micro-batches
+  }
+  const double beside = std::max(0.0, std::min(gathered, forward) - waited);
+  return waited + beside * base_.efficiency.overlap_slowdown;
+}
+
 LayoutEstimate Estimator::estimate(const SearchLayout& l) {
   const strategies::ModelSpec& model = base_.lowering.model;
   const strategies::TrainingSpec& training = base_.lowering.training;
@@ -296,6 +350,8 @@ LayoutEstimate Estimator::estimate(const SearchLayout& l) {
     double time_s = 0, compute_s = 0, kept_bytes = 0, transient_bytes = 0, dense = 0, expert = 0,
            ops = 0, accumulation_s = 0;
     double head_kept_bytes = 0;  // the output layer's: its backward follows its forward at once
+    // Per chunk, its blocks' forward time and parameters, in forward order.
+    std::vector<std::vector<std::pair<double, double>>> chunks;
   };
   std::vector<Stage> stages(static_cast<std::size_t>(l.pp));
   const auto add = [&](Stage& stage, const BlockCost& block) {
@@ -310,15 +366,20 @@ LayoutEstimate Estimator::estimate(const SearchLayout& l) {
   };
   for (std::int32_t v = 0; v < virtual_stages; ++v) {
     Stage& stage = stages[static_cast<std::size_t>(v % l.pp)];
-    if (v == 0) add(stage, block_cost(l, groups, BlockKind::kEmbedding));
+    auto& chunk = stage.chunks.emplace_back();
+    const auto take = [&](const BlockCost& block) {
+      add(stage, block);
+      chunk.emplace_back(block.forward_s, block.dense_parameters + block.expert_parameters);
+    };
+    if (v == 0) take(block_cost(l, groups, BlockKind::kEmbedding));
     const strategies::LayerRange held =
         strategies::pipeline_chunk_layers(model.layers, v, virtual_stages, base_.lowering.parallel);
     for (std::int64_t layer = held.begin; layer < held.end; ++layer) {
-      add(stage, block_cost(l, groups, model.is_moe_layer(layer) ? BlockKind::kMoe : BlockKind::kDense));
+      take(block_cost(l, groups, model.is_moe_layer(layer) ? BlockKind::kMoe : BlockKind::kDense));
     }
     if (v == virtual_stages - 1) {
       const BlockCost& head = block_cost(l, groups, BlockKind::kHead);
-      add(stage, head);
+      take(head);
       stage.head_kept_bytes = head.kept_bytes;
     }
   }
@@ -429,7 +490,9 @@ LayoutEstimate Estimator::estimate(const SearchLayout& l) {
     const double buckets = std::max(1.0, (dense + expert) * gradient_bytes / (base_.lowering.ddp.bucket_cap_mb * kMiB));
     const double backward = slowest->time_s / 2;  // the last micro-batch's backward, about half its slot
     data_parallel_s = std::max(gradients - backward, gradients / buckets);
-    if (zero) {
+    if (zero && l.overlap_param_gather) {
+      data_parallel_s += overlapped_gather_s(l, stages.front().chunks, state.parameters, groups.dp);
+    } else if (zero) {
       data_parallel_s += collective_s(CollectiveKind::kAllGather, dense * state.parameters, groups.dp, "dp") +
                          collective_s(CollectiveKind::kAllGather, expert * state.parameters, groups.expert_dp, "expert_dp");
     }
@@ -496,6 +559,8 @@ std::vector<SearchLayout> enumerate(const Scenario& base) {
   // The loader allows tensor-parallel overlap only with sequence parallelism (and refuses it for
   // MoE models), and every sequence-parallel layout below splits its tokens evenly over tp.
   const bool overlap_wanted = base.lowering.parallel.tp_comm_overlap;
+  // The loader allows the overlapped parameter gather only for ZeRO-1/2 without expert parallelism.
+  const bool gather_overlap_wanted = base.lowering.zero.overlap_param_gather;
   // Selective recompute drops the attention scores, which a fused attention kernel never keeps:
   // with FlashAttention it is no recompute at all.
   std::vector<Checkpointing> recompute_policies = {Checkpointing::kNone, Checkpointing::kFull};
@@ -542,8 +607,10 @@ std::vector<SearchLayout> enumerate(const Scenario& base) {
                       if ((flavour == "zero2" || flavour == "fsdp") && pp > 1) continue;
                       if (flavour == "fsdp" && ep > 1) continue;
                       if (flavour != "ddp" && dp * cp == 1) continue;
+                      const bool zero = flavour == "zero1" || flavour == "zero2";
                       layouts.push_back({tp, pp, dp, cp, ep, v, sp, scheme, micro, accumulation,
-                                         recompute, flavour, sp && overlap_wanted});
+                                         recompute, flavour, sp && overlap_wanted,
+                                         zero && ep == 1 && gather_overlap_wanted});
                     }
                   }
                 }
@@ -627,9 +694,9 @@ std::vector<std::string> SearchLayout::overrides() const {
       fmt::format("training.gradient_accumulation={}", accumulation),
       fmt::format("training.activation_checkpointing=\"{}\"", checkpointing_name(recompute)),
       fmt::format("parallel.tp_comm_overlap={}", tp_comm_overlap),
+      fmt::format("zero.overlap_param_gather={}", overlap_param_gather),
       // Knobs the estimate does not model, off whatever the scenario says.
-      "parallel.moe_shared_expert_overlap=false", "parallel.pipeline_scatter_gather=false",
-      "zero.overlap_param_gather=false"};
+      "parallel.moe_shared_expert_overlap=false", "parallel.pipeline_scatter_gather=false"};
   if (flavour == "zero1" || flavour == "zero2") {
     keys.push_back(fmt::format("zero.stage={}", flavour == "zero1" ? 1 : 2));
     keys.push_back("zero.implementation=\"deepspeed\"");  // what the estimate prices: master weights sharded too
@@ -858,20 +925,19 @@ nlohmann::json search_json(const SearchResult& result) {
 
 std::string search_csv(const SearchResult& result) {
   std::ostringstream csv;
-  csv << "layout,strategy,dp,tp,pp,virtual_stages,cp,cp_scheme,ep,sequence_parallel,tp_comm_"
-         "overlap,micro_batch,"
-         "accumulation,recompute,"
-         "estimated_step_s,estimated_memory_gb,simulated_step_s,simulated_tokens_per_s,simulated_"
-         "mfu,simulated_memory_gb,"
-         "simulated_fits\n";
+  csv << "layout,strategy,dp,tp,pp,virtual_stages,cp,cp_scheme,ep,sequence_parallel,"
+         "tp_comm_overlap,overlap_param_gather,micro_batch,accumulation,recompute,"
+         "estimated_step_s,estimated_memory_gb,simulated_step_s,simulated_tokens_per_s,"
+         "simulated_mfu,simulated_memory_gb,simulated_fits\n";
   for (const SearchCandidate& c : result.candidates) {
     if (!c.given.empty()) continue;
     const SearchLayout& l = c.layout;
-    csv << fmt::format(
-        "\"{}\",{},{},{},{},{},{},{},{},{},{},{},{},{},{:.6g},{:.3f}", l.label(), l.flavour, l.dp,
-        l.tp, l.pp, l.virtual_stages, l.cp, strategies::name_of(l.cp_scheme), l.ep,
-        l.sequence_parallel, l.tp_comm_overlap, l.micro_batch, l.accumulation,
-        checkpointing_name(l.recompute), c.estimate.step_s, c.estimate.memory_bytes / kGB);
+    csv << fmt::format("\"{}\",{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.6g},{:.3f}", l.label(),
+                       l.flavour, l.dp, l.tp, l.pp, l.virtual_stages, l.cp,
+                       strategies::name_of(l.cp_scheme), l.ep, l.sequence_parallel,
+                       l.tp_comm_overlap, l.overlap_param_gather, l.micro_batch, l.accumulation,
+                       checkpointing_name(l.recompute), c.estimate.step_s,
+                       c.estimate.memory_bytes / kGB);
     if (c.report) {
       csv << fmt::format(",{:.6g},{:.6g},{:.4f},{:.3f},{}\n", c.report->step_time_s, c.report->tokens_per_s, c.report->mfu,
                          static_cast<double>(c.report->peak_memory_bytes) / kGB, !c.report->oom);

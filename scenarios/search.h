@@ -45,6 +45,9 @@ struct SearchLayout {
   // Megatron-Core's --tp-comm-overlap: on where the scenario asks for it and the layout has
   // sequence parallelism (which it pipelines).
   bool tp_comm_overlap = false;
+  // Megatron's --overlap-param-gather (the distributed optimizer's parameter all-gather during
+  // the next forward): on where the scenario asks for it, in ZeRO-1/2 layouts without experts.
+  bool overlap_param_gather = false;
 
   std::string label() const;
   // The scenario keys that make this layout (as `--set` takes them).

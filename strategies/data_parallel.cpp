@@ -235,22 +235,27 @@ class ReplicatedPolicy : public DataParallelPolicy {
     return builder.add(std::move(name), context_.dp_gather, gather, std::move(deps));
   }
 
-  // Megatron's overlapped parameter gather: buckets of at least max(40M, 1M × dp) parameters
-  // (megatron/core/distributed/distributed_data_parallel.py's default bucket size), filled from
-  // the last block backward as its gradient buffer is; when the forward reaches bucket k, it
-  // waits for bucket k's all-gather and starts bucket k + 1's.
+  // Megatron's overlapped parameter gather, in its buckets (megatron_parameter_buckets): when the
+  // forward reaches bucket k, it waits for bucket k's all-gather and starts bucket k + 1's.
   bool gathers_in_forward() const { return input_.zero.overlap_param_gather && zero_stage_ >= 1 && dp_ > 1; }
 
-  OpIndex forward_gathering(RankProgramBuilder& builder, std::vector<OpIndex> update, std::vector<OpIndex> deps) {
-    const double bucket_size = std::max(kMegatronBucketParameters, kMegatronBucketParametersPerRank * dp_);
+  OpIndex forward_gathering(RankProgramBuilder& builder, std::vector<OpIndex> update,
+                            std::vector<OpIndex> deps) {
     const double scale = parameter_scale(input_.model);
-    std::vector<std::pair<std::vector<const Block*>, double>> buckets;  // forward order
-    for (auto block = context_.blocks.rbegin(); block != context_.blocks.rend(); ++block) {
-      if (buckets.empty() || buckets.back().second >= bucket_size) buckets.emplace_back();
-      buckets.back().first.insert(buckets.back().first.begin(), *block);
-      buckets.back().second += static_cast<double>((*block)->parameter_elements()) * scale;
+    std::vector<double> block_elements;
+    for (const Block* block : context_.blocks) {
+      block_elements.push_back(static_cast<double>(block->parameter_elements()) * scale);
     }
-    std::reverse(buckets.begin(), buckets.end());
+    std::vector<std::pair<std::vector<const Block*>, double>> buckets;  // forward order
+    std::size_t next_block = 0;
+    for (const std::size_t count : megatron_parameter_buckets(block_elements, dp_)) {
+      auto& bucket = buckets.emplace_back();
+      for (std::size_t b = next_block; b < next_block + count; ++b) {
+        bucket.first.push_back(context_.blocks[b]);
+        bucket.second += block_elements[b];
+      }
+      next_block += count;
+    }
     const auto gather = [&](std::size_t k, std::vector<OpIndex> after) {
       return gather_parameters(builder, fmt::format("zero.parameters.bucket{}.all_gather", k), buckets[k].second,
                                std::move(after));
@@ -266,9 +271,6 @@ class ReplicatedPolicy : public DataParallelPolicy {
     }
     return reached.front();
   }
-
-  static constexpr double kMegatronBucketParameters = 40e6;
-  static constexpr double kMegatronBucketParametersPerRank = 1e6;
 
   const StageContext& context_;
   const LoweringInput& input_;
@@ -598,6 +600,24 @@ class ShardedPolicy : public DataParallelPolicy {
 
 program::ComputeOp gradient_accumulation(double elements, program::DType dtype) {
   return gradient_pass(dtype, elements, 3 * elements * dtype_size(dtype));
+}
+
+std::vector<std::size_t> megatron_parameter_buckets(const std::vector<double>& block_elements,
+                                                    std::int32_t dp) {
+  constexpr double kBucketParameters = 40e6, kBucketParametersPerRank = 1e6;
+  const double bucket_size = std::max(kBucketParameters, kBucketParametersPerRank * dp);
+  std::vector<std::size_t> buckets;  // filled from the last block, so in backward order here
+  double elements = bucket_size;     // a full bucket: the last block opens the first
+  for (auto block = block_elements.rbegin(); block != block_elements.rend(); ++block) {
+    if (elements >= bucket_size) {
+      buckets.push_back(0);
+      elements = 0;
+    }
+    ++buckets.back();
+    elements += *block;
+  }
+  std::reverse(buckets.begin(), buckets.end());
+  return buckets;
 }
 
 std::vector<std::size_t> fsdp_layer_units(const std::vector<double>& layer_elements,

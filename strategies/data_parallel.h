@@ -98,6 +98,14 @@ program::ComputeOp gradient_accumulation(double elements, program::DType dtype);
 std::vector<std::size_t> fsdp_layer_units(const std::vector<double>& layer_elements,
                                           double min_num_params);
 
+// Megatron's overlapped parameter gather (zero.overlap_param_gather): a chunk's blocks in
+// buckets of at least max(40M, 1M × dp) parameters (megatron/core/distributed/
+// distributed_data_parallel.py's default bucket size), filled from the last block backward as
+// its gradient buffer is. `block_elements`: each block's parameters, in forward order; returns
+// the number of blocks in each bucket, in forward order.
+std::vector<std::size_t> megatron_parameter_buckets(const std::vector<double>& block_elements,
+                                                    std::int32_t dp);
+
 struct GradientPass {
   const char* name;
   program::ComputeOp op;

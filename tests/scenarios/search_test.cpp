@@ -94,50 +94,81 @@ TEST(SearchTest, TheEstimatePricesWhatTheLoweringRunsBesideTheBlocks) {
   }
 }
 
-TEST(SearchTest, TensorParallelOverlapRunsInEverySequenceParallelLayoutWhenTheScenarioAsksForIt) {
-  // Asked for (with a written layout that runs it), every sequence-parallel layout runs
-  // Megatron-Core's --tp-comm-overlap, and the estimate prices its chunks as the simulator does:
-  // the fastest such layout within 5 %, and faster than the same layout without the overlap in
-  // both. Not asked for, no layout runs it.
+// A knob the scenario asks for (`asking`: overrides that write a layout running it) runs in
+// every layout `applies` to and in no other, and the estimate prices it as the simulator does:
+// the fastest layout running it within 5 %. Not asked for, no layout runs it. Returns that
+// layout and its simulated step time.
+struct KnobCheck {
+  scenarios::SearchLayout fastest;
+  double estimated_s = 0, simulated_s = 0;
+};
+KnobCheck expect_the_knob_where_it_applies(
+    const std::vector<std::string>& asking, bool scenarios::SearchLayout::*knob,
+    const std::function<bool(const scenarios::SearchLayout&)>& applies) {
   scenarios::SearchOptions options;
   options.simulate = 0;
   options.sample = 0;
   for (const scenarios::SearchCandidate& candidate :
        scenarios::search(document(), options).candidates) {
-    EXPECT_FALSE(candidate.layout.tp_comm_overlap) << candidate.layout.label();
+    EXPECT_FALSE(candidate.layout.*knob) << candidate.layout.label();
   }
-  const scenarios::ScenarioDocument asking =
-      document().variant({"parallel.strategy=\"zero\"", "parallel.tp=8", "parallel.dp=8",
-                          "parallel.sequence_parallel=true", "parallel.tp_comm_overlap=true"},
-                         "test");
-  const scenarios::SearchResult result = scenarios::search(asking, options);
-  ASSERT_TRUE(result.written_layout_fault.empty()) << result.written_layout_fault;
+  const scenarios::ScenarioDocument written = document().variant(asking, "test");
+  const scenarios::SearchResult result = scenarios::search(written, options);
+  EXPECT_TRUE(result.written_layout_fault.empty()) << result.written_layout_fault;
   const scenarios::SearchCandidate* fastest = nullptr;
   for (const scenarios::SearchCandidate& candidate : result.candidates) {
-    EXPECT_EQ(candidate.layout.tp_comm_overlap, candidate.layout.sequence_parallel)
-        << candidate.layout.label();
-    if (candidate.layout.tp_comm_overlap &&
+    EXPECT_EQ(candidate.layout.*knob, applies(candidate.layout)) << candidate.layout.label();
+    if (candidate.layout.*knob &&
         (!fastest || candidate.estimate.step_s < fastest->estimate.step_s)) {
       fastest = &candidate;
     }
   }
-  ASSERT_NE(fastest, nullptr);
-  scenarios::SearchLayout plain = fastest->layout;
+  if (fastest == nullptr) {
+    ADD_FAILURE() << "no layout runs the knob";
+    return {};
+  }
+  KnobCheck check{
+      fastest->layout, fastest->estimate.step_s,
+      scenarios::run_scenario(written.variant(fastest->layout.overrides(), "test").read())
+          .report.step_time_s};
+  EXPECT_NEAR(check.estimated_s, check.simulated_s, 0.05 * check.simulated_s)
+      << fastest->layout.label();
+  return check;
+}
+
+TEST(SearchTest, TensorParallelOverlapRunsInEverySequenceParallelLayoutWhenTheScenarioAsksForIt) {
+  // Megatron-Core's --tp-comm-overlap; and the fastest such layout is faster without it, in the
+  // estimate and in the simulator alike.
+  const std::vector<std::string> asking = {"parallel.strategy=\"zero\"", "parallel.tp=8",
+                                           "parallel.dp=8", "parallel.sequence_parallel=true",
+                                           "parallel.tp_comm_overlap=true"};
+  const KnobCheck check = expect_the_knob_where_it_applies(
+      asking, &scenarios::SearchLayout::tp_comm_overlap,
+      [](const scenarios::SearchLayout& l) { return l.sequence_parallel; });
+  scenarios::SearchLayout plain = check.fastest;
   plain.tp_comm_overlap = false;
-  const auto simulate = [&](const scenarios::SearchLayout& layout) {
-    return scenarios::run_scenario(asking.variant(layout.overrides(), "test").read())
-        .report.step_time_s;
-  };
-  const double overlapped = simulate(fastest->layout);
-  EXPECT_NEAR(fastest->estimate.step_s, overlapped, 0.05 * overlapped) << fastest->layout.label();
-  const scenarios::SearchResult plain_result =
-      scenarios::search(asking.variant({"parallel.tp_comm_overlap=false"}, "test"), options);
+  scenarios::SearchOptions options;
+  options.simulate = 0;
+  options.sample = 0;
+  const scenarios::ScenarioDocument without =
+      document().variant(asking, "test").variant(plain.overrides(), "test");
+  const scenarios::SearchResult plain_result = scenarios::search(without, options);
   const auto twin =
       std::find_if(plain_result.candidates.begin(), plain_result.candidates.end(),
                    [&](const auto& c) { return c.layout.overrides() == plain.overrides(); });
   ASSERT_NE(twin, plain_result.candidates.end());
-  EXPECT_LT(fastest->estimate.step_s, twin->estimate.step_s);
-  EXPECT_LT(overlapped, simulate(plain));
+  EXPECT_LT(check.estimated_s, twin->estimate.step_s);
+  EXPECT_LT(check.simulated_s, scenarios::run_scenario(without.read()).report.step_time_s);
+}
+
+TEST(SearchTest, TheOverlappedParameterGatherRunsInEveryZeroLayoutWhenTheScenarioAsksForIt) {
+  // Megatron's --overlap-param-gather with the distributed optimizer: ZeRO-1 and ZeRO-2 layouts.
+  expect_the_knob_where_it_applies({"parallel.strategy=\"zero\"", "zero.stage=1", "parallel.tp=8",
+                                    "parallel.dp=8", "zero.overlap_param_gather=true"},
+                                   &scenarios::SearchLayout::overlap_param_gather,
+                                   [](const scenarios::SearchLayout& l) {
+                                     return l.flavour == "zero1" || l.flavour == "zero2";
+                                   });
 }
 
 TEST(SearchTest, FindsALayoutAtLeastAsFastAsEveryLayoutAdviseProposes) {
