@@ -207,11 +207,14 @@ const BlockCost& Estimator::block_cost(const SearchLayout& l, const Groups& grou
   BlockCost cost;
   const program::DType gradient_dtype = strategies::gradient_dtype(training.precision);
   const double scale = strategies::parameter_scale(model);
+  std::vector<std::pair<program::OpIndex, double>> accumulations;  // after which op, how long
   strategies::emit_backward(
       builder, blocks, streams, l.recompute, {last_forward},
-      [&](const strategies::Block& of, const strategies::BackwardStep& step, program::OpIndex) {
-        cost.accumulation_s += compute_.seconds(strategies::gradient_accumulation(
-            static_cast<double>(of.gradient_elements(step)) * scale, gradient_dtype));
+      [&](const strategies::Block& of, const strategies::BackwardStep& step,
+          program::OpIndex after) {
+        accumulations.emplace_back(
+            after, compute_.seconds(strategies::gradient_accumulation(
+                       static_cast<double>(of.gradient_elements(step)) * scale, gradient_dtype)));
       });
   const program::RankProgram ops = builder.take();
 
@@ -236,6 +239,12 @@ const BlockCost& Estimator::block_cost(const SearchLayout& l, const Groups& grou
   std::vector<double> end(ops.ops.size(), 0);
   std::vector<bool> done(ops.ops.size(), false);
   std::vector<std::pair<double, double>> collectives;  // [start, end) of each
+  const auto beside_collective = [&](double start) {
+    return std::any_of(collectives.begin(), collectives.end(), [&](const auto& running) {
+      return running.first <= start && start < running.second;
+    });
+  };
+  const double slowed = 1 + base_.efficiency.overlap_slowdown;
   for (std::size_t scheduled = 0; scheduled < ops.ops.size(); ++scheduled) {
     std::optional<std::tuple<double, bool, std::size_t>> first;  // start, compute, op
     for (const auto& [stream, queue] : queues) {
@@ -256,11 +265,7 @@ const BlockCost& Estimator::block_cost(const SearchLayout& l, const Groups& grou
     const program::Op& op = ops.ops[i];
     double duration = 0;
     if (const auto* compute = std::get_if<program::ComputeOp>(&op.body)) {
-      const bool beside_collective = std::any_of(
-          collectives.begin(), collectives.end(),
-          [&](const auto& running) { return running.first <= start && start < running.second; });
-      duration = compute_.seconds(*compute) *
-                 (beside_collective ? 1 + base_.efficiency.overlap_slowdown : 1.0);
+      duration = compute_.seconds(*compute) * (beside_collective(start) ? slowed : 1.0);
       cost.compute_s += duration;
     } else if (const auto* collective = std::get_if<program::CollectiveOp>(&op.body)) {
       const auto& members = collective->group == kTensorGroup ? groups.tp : collective->group == kExpertGroup ? groups.ep : groups.cp;
@@ -276,6 +281,11 @@ const BlockCost& Estimator::block_cost(const SearchLayout& l, const Groups& grou
     done[i] = true;
     stream_free[op.stream] = end[i];
     ++cursor[op.stream];
+  }
+  // The accumulations run right after their ops, on the compute stream (outside the block's
+  // program: the lowering adds them for every micro-batch but the first).
+  for (const auto& [after, seconds] : accumulations) {
+    cost.accumulation_s += seconds * (beside_collective(end[after]) ? slowed : 1.0);
   }
   const double forward_end = end[last_forward];
   const double finish = *std::max_element(end.begin(), end.end());
