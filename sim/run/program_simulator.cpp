@@ -356,8 +356,11 @@ class Simulator {
     for (bool progressed = true; progressed;) {
       progressed = false;
       // Communication before compute: a collective ready at the same instant as a compute op has
-      // launched when that op starts, and slows it (start()), whichever stream is numbered first.
+      // launched when that op starts, and slows it (start()), whichever stream is numbered first —
+      // one behind a memory op on its stream too (the first pass repeats while memory ops
+      // complete).
       for (const bool compute_pass : {false, true}) {
+        if (compute_pass && progressed) break;
         for (std::size_t s = 0; s < state.cursor.size(); ++s) {
           const auto& queue = state.plan->streams[s];
           if (state.busy[s] || state.cursor[s] >= queue.size()) continue;
@@ -449,10 +452,19 @@ class Simulator {
     const Time now = engine_.now();
     for (std::size_t stream = 0; stream < state.run_end.size(); ++stream) {
       const auto& queue = state.plan->streams[stream];
-      if (!state.busy[stream] || state.stretch[stream] != 1.0 ||
-          !std::holds_alternative<program::ComputeOp>(
-              op_of(rank, queue[state.cursor[stream]]).body)) {
-        continue;  // not running compute, or running it slowed already
+      if (!state.busy[stream] || state.stretch[stream] != 1.0) continue;
+      const OpIndex head = queue[state.cursor[stream]];
+      const auto* first = std::get_if<program::ComputeOp>(&op_of(rank, head).body);
+      if (first == nullptr || first->on_host || !cluster_.is_gpu(program_.placement[rank])) {
+        continue;  // not running compute on the GPU
+      }
+      if (state.started[stream] == now) {  // started at this instant: beside the collective too
+        engine_.cancel(state.run_end[stream]);
+        state.stretch[stream] = 1 + overlap_slowdown_;
+        state.chain_last[stream] = head;
+        schedule_run_end(rank, static_cast<program::StreamId>(stream),
+                         now + duration_of(rank, head));
+        continue;
       }
       std::uint32_t position = state.cursor[stream];
       Time end = state.started[stream] + duration_of(rank, queue[position]);

@@ -146,6 +146,49 @@ TEST(ProgramSimulatorTest, ComputeReadyWithACollectiveIsSlowedBesideIt) {
   EXPECT_NEAR((work.end_ps - work.start_ps) * 1e-12, 1.25 * matmul_seconds(2e12), 1e-12);
 }
 
+TEST(ProgramSimulatorTest, ACollectiveBehindAMemoryOpStillLaunchesBeforeTheComputeReadyWithIt) {
+  // FSDP's gather: its buffer's allocation, then the all-gather, on one stream; both and "work"
+  // become ready when "first" ends, so "work" starts beside the all-gather and is slowed.
+  const topology::Cluster cluster = one_node();
+  sim::SimulationOptions slowed = options();
+  slowed.efficiency.overlap_slowdown = 0.25;
+  const std::vector<Op> ops = {
+      Op{"first", 0, {}, matmul(1e12)},
+      Op{"buffer", 1, {0}, program::MemoryOp{true, program::MemoryCategory::kOther, 1000}},
+      Op{"ar", 1, {}, all_reduce(100'000'000)}, Op{"work", 0, {0}, matmul(2e12)}};
+  const auto result = sim::simulate(program_of({ops, ops}), cluster, slowed);
+  const trace::Span& work = span_named(result, 0, "work");
+  EXPECT_EQ(work.start_ps, span_named(result, 0, "ar").start_ps);
+  EXPECT_NEAR((work.end_ps - work.start_ps) * 1e-12, 1.25 * matmul_seconds(2e12), 1e-12);
+}
+
+TEST(ProgramSimulatorTest,
+     ARunStartedAtTheInstantACollectiveLaunchesIsSlowedWhicheverEventCameFirst) {
+  // "first" and "side" end together, in two events, "first"'s first: "work" (after "first", with
+  // "more" run on after it) starts at that instant in the first event, "ar" (after "side") in
+  // the second, so "work" and "more" run beside the all-reduce. ("mark" waits for "first", so
+  // "first" does not run on into "work".)
+  const topology::Cluster cluster = one_node();
+  sim::SimulationOptions slowed = options();
+  slowed.efficiency.overlap_slowdown = 0.25;
+  const std::vector<Op> ops = {
+      Op{"first", 0, {}, matmul(1e12)},
+      Op{"side", 2, {}, matmul(1e12)},
+      Op{"mark", 3, {0}, program::MemoryOp{true, program::MemoryCategory::kOther, 1000}},
+      Op{"work", 0, {}, matmul(1e12)},
+      Op{"more", 0, {}, matmul(1e12)},
+      Op{"ar", 1, {1}, all_reduce(4'000'000'000)}};
+  program::Program program = program_of({ops, ops});
+  program.streams.push_back("side");
+  program.streams.push_back("mark");
+  const auto result = sim::simulate(program, cluster, slowed);
+  for (const char* name : {"work", "more"}) {
+    const trace::Span& span = span_named(result, 0, name);
+    EXPECT_NEAR((span.end_ps - span.start_ps) * 1e-12, 1.25 * matmul_seconds(1e12), 1e-12) << name;
+  }
+  EXPECT_EQ(span_named(result, 0, "work").start_ps, span_named(result, 0, "ar").start_ps);
+}
+
 TEST(ProgramSimulatorTest, ACollectiveLaunchedDuringARunOfComputeSlowsTheOpsNotYetStarted) {
   // "a", "b", "c" run on one after the other from 0, nothing beside them; "side" (another
   // compute stream) ends during "a" and launches "ar": "a" runs on unslowed, "b" and "c" start
