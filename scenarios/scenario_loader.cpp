@@ -1495,8 +1495,8 @@ std::vector<std::string> inert_keys(const Scenario& scenario, const toml::table&
       {"network.logp_gap_us", !logp_priced, logp_why},
   };
   std::vector<std::string> warnings;
-  // A switch stated off is in effect wherever it is (search turns zero.overlap_param_gather off
-  // for every layout it proposes).
+  // A switch stated off is in effect wherever it is (search writes zero.overlap_param_gather into
+  // every layout it proposes, off where the layout cannot run it).
   const auto warn = [&](const std::string& key, const toml::node& value, const std::string& why) {
     if (value.is_boolean() && !value.as_boolean()->get()) return;
     warnings.push_back(

@@ -53,6 +53,7 @@ struct BlockCost {
   double forward_s = 0;
   double backward_s = 0;      // with the recomputation its checkpointing needs
   double compute_s = 0;       // of which compute ops (forward, backward, recompute)
+  double slowed_compute_s = 0;  // of which ops that started beside a collective (slowed already)
   double kept_bytes = 0;      // activations held from its forward to its backward
   double transient_bytes = 0; // more, at the peak of its own forward + backward
   double dense_parameters = 0;
@@ -265,8 +266,10 @@ const BlockCost& Estimator::block_cost(const SearchLayout& l, const Groups& grou
     const program::Op& op = ops.ops[i];
     double duration = 0;
     if (const auto* compute = std::get_if<program::ComputeOp>(&op.body)) {
-      duration = compute_.seconds(*compute) * (beside_collective(start) ? slowed : 1.0);
+      const bool beside = beside_collective(start);
+      duration = compute_.seconds(*compute) * (beside ? slowed : 1.0);
       cost.compute_s += duration;
+      if (beside) cost.slowed_compute_s += duration;
     } else if (const auto* collective = std::get_if<program::CollectiveOp>(&op.body)) {
       const auto& members = collective->group == kTensorGroup ? groups.tp : collective->group == kExpertGroup ? groups.ep : groups.cp;
       const char* family = collective->group == kTensorGroup ? "tp" : collective->group == kExpertGroup ? "ep" : "cp";
@@ -332,7 +335,9 @@ double Estimator::overlapped_gather_s(
     }
     const double chunk_forward_s = std::accumulate(forward_s.begin(), forward_s.end(), 0.0);
     if (buckets.empty()) continue;
-    gathered += gather(bucket_elements.front());  // issued with the optimizer step
+    // Buckets 0 and 1 are issued with the optimizer step, bucket k + 1 once the forward reaches
+    // bucket k; each gathers after the one before it on the stream.
+    gathered += gather(bucket_elements.front());
     for (std::size_t k = 0; k < buckets.size(); ++k) {
       const double bucket_ready = gathered;
       if (bucket_ready > forward) {
@@ -340,7 +345,7 @@ double Estimator::overlapped_gather_s(
         forward = bucket_ready;
       }
       if (k + 1 < buckets.size())
-        gathered = std::max(gathered, forward) + gather(bucket_elements[k + 1]);
+        gathered = std::max(gathered, k == 0 ? 0.0 : forward) + gather(bucket_elements[k + 1]);
       forward += bucket_forward_s[k];
     }
     if (c + 1 < chunks.size())
@@ -357,8 +362,8 @@ LayoutEstimate Estimator::estimate(const SearchLayout& l) {
   // Each pipeline rank's blocks per micro-batch (its chunks together), as the lowering splits them.
   const std::int32_t virtual_stages = l.pp * l.virtual_stages;
   struct Stage {
-    double time_s = 0, compute_s = 0, kept_bytes = 0, transient_bytes = 0, dense = 0, expert = 0,
-           ops = 0, accumulation_s = 0;
+    double time_s = 0, compute_s = 0, slowed_compute_s = 0, kept_bytes = 0, transient_bytes = 0,
+           dense = 0, expert = 0, ops = 0, accumulation_s = 0;
     double head_kept_bytes = 0;  // the output layer's: its backward follows its forward at once
     // Per chunk, its blocks' forward time and parameters, in forward order.
     std::vector<std::vector<std::pair<double, double>>> chunks;
@@ -367,6 +372,7 @@ LayoutEstimate Estimator::estimate(const SearchLayout& l) {
   const auto add = [&](Stage& stage, const BlockCost& block) {
     stage.time_s += block.forward_s + block.backward_s;
     stage.compute_s += block.compute_s;
+    stage.slowed_compute_s += block.slowed_compute_s;
     stage.kept_bytes += block.kept_bytes;
     stage.transient_bytes = std::max(stage.transient_bytes, block.transient_bytes);
     stage.dense += block.dense_parameters;
@@ -458,8 +464,9 @@ LayoutEstimate Estimator::estimate(const SearchLayout& l) {
     // starts beside a collective runs compute.overlap_slowdown longer (the simulator's rule): on
     // the share of the compute they span.
     Stage& stage = stages.front();
+    // (Compute slowed beside the blocks' own collectives already is not slowed twice.)
     const double compute_s = stage.compute_s + passes_s;
-    const double slowed = compute_s * base_.efficiency.overlap_slowdown *
+    const double slowed = (compute_s - stage.slowed_compute_s) * base_.efficiency.overlap_slowdown *
                           std::min(1.0, fsdp_comm_per_micro_batch / compute_s);
     stage.time_s += passes_s + slowed;
     stage.compute_s = compute_s + slowed;
@@ -490,9 +497,10 @@ LayoutEstimate Estimator::estimate(const SearchLayout& l) {
   const bool zero = l.flavour != "ddp";
   const CollectiveKind reduction = zero ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce;
   double data_parallel_s = 0;
-  if (l.flavour == "fsdp") {  // beside the compute, but for the last unit's
-    const double hidden = slowest->compute_s;
-    data_parallel_s = m * std::max(0.0, fsdp_comm_per_micro_batch - hidden) +
+  if (l.flavour == "fsdp") {
+    // On their own stream beside each micro-batch's whole slot (its compute, and the tensor- and
+    // context-parallel collectives the compute waits for), but for the last unit's.
+    data_parallel_s = m * std::max(0.0, fsdp_comm_per_micro_batch - slot) +
                       fsdp_comm_per_micro_batch / fsdp_units;
   } else {
     const double gradients = collective_s(reduction, dense * gradient_bytes, groups.dp, "dp") +

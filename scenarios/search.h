@@ -46,7 +46,8 @@ struct SearchLayout {
   // sequence parallelism (which it pipelines).
   bool tp_comm_overlap = false;
   // Megatron's --overlap-param-gather (the distributed optimizer's parameter all-gather during
-  // the next forward): on where the scenario asks for it, in ZeRO-1/2 layouts without experts.
+  // the next forward): on where the scenario asks for it, in ZeRO-1/2 layouts without expert
+  // parallelism.
   bool overlap_param_gather = false;
 
   std::string label() const;

@@ -250,11 +250,12 @@ class ReplicatedPolicy : public DataParallelPolicy {
     std::size_t next_block = 0;
     for (const std::size_t count : megatron_parameter_buckets(block_elements, dp_)) {
       auto& bucket = buckets.emplace_back();
-      for (std::size_t b = next_block; b < next_block + count; ++b) {
-        bucket.first.push_back(context_.blocks[b]);
-        bucket.second += block_elements[b];
-      }
+      bucket.first.assign(
+          context_.blocks.begin() + static_cast<std::ptrdiff_t>(next_block),
+          context_.blocks.begin() + static_cast<std::ptrdiff_t>(next_block + count));
       next_block += count;
+      for (std::size_t b = next_block; b-- > next_block - count;)
+        bucket.second += block_elements[b];  // as filled
     }
     const auto gather = [&](std::size_t k, std::vector<OpIndex> after) {
       return gather_parameters(builder, fmt::format("zero.parameters.bucket{}.all_gather", k), buckets[k].second,
