@@ -89,9 +89,14 @@ class Estimator {
   double collective_s(CollectiveKind kind, double bytes, const std::vector<std::int32_t>& members,
                       const char* family, bool userbuffers = false);
   double transfer_s(double bytes, std::int32_t from, std::int32_t to);
-  double overlapped_gather_s(const SearchLayout& l,
-                             const std::vector<std::vector<std::pair<double, double>>>& chunks,
-                             double bytes_per_parameter, const std::vector<std::int32_t>& dp);
+  struct GatherWait {
+    double waited_s = 0;  // the forward waits for its buckets
+    double beside_s = 0;  // forward compute that runs beside the gathers
+  };
+  GatherWait overlapped_gather(const SearchLayout& l,
+                               const std::vector<std::vector<std::pair<double, double>>>& chunks,
+                               double bytes_per_parameter, const std::vector<std::int32_t>& dp,
+                               double first_input_s);
   // The expert-parallel rank whose experts receive the most tokens in the first MoE layer.
   std::int32_t hottest_expert_rank(std::int32_t ep) const;
 
@@ -302,17 +307,17 @@ const BlockCost& Estimator::block_cost(const SearchLayout& l, const Groups& grou
   return blocks_.emplace(key, cost).first->second;
 }
 
-// Megatron's overlapped parameter gather on the first stage, whose forward the pipeline waits
-// for, as the lowering's forward_gathering runs it: each chunk's buckets
-// (strategies::megatron_parameter_buckets) gathered one after another on one stream from the
-// optimizer step, bucket k + 1's once the forward reaches bucket k, the forward waiting at each
-// bucket for its gather; the forward reaches chunk c after p micro-batches of each earlier chunk
-// (the interleaved warm-up). Returns what the step pays: the forward's waits, and the forward
-// compute that runs beside the gathers slowed by compute.overlap_slowdown.
-double Estimator::overlapped_gather_s(
+// Megatron's overlapped parameter gather on one pipeline stage, as the lowering's
+// forward_gathering runs it: each chunk's buckets (strategies::megatron_parameter_buckets)
+// gathered one after another on one stream from the optimizer step, bucket k + 1's once the
+// forward reaches bucket k, the forward waiting at each bucket for its gather; the forward starts
+// when the stage's first input arrives and reaches chunk c after p micro-batches of each earlier
+// chunk (the interleaved warm-up).
+Estimator::GatherWait Estimator::overlapped_gather(
     const SearchLayout& l, const std::vector<std::vector<std::pair<double, double>>>& chunks,
-    double bytes_per_parameter, const std::vector<std::int32_t>& dp) {
-  double gathered = 0, forward = 0, waited = 0;  // the gather stream's and the forward's clocks
+    double bytes_per_parameter, const std::vector<std::int32_t>& dp, double first_input_s) {
+  double gathered = 0, forward = first_input_s,
+         waited = 0;  // the gather stream's and the forward's clocks
   for (std::size_t c = 0; c < chunks.size(); ++c) {
     std::vector<double> parameters, forward_s;
     for (const auto& [seconds, elements] : chunks[c]) {
@@ -351,8 +356,7 @@ double Estimator::overlapped_gather_s(
     if (c + 1 < chunks.size())
       forward += (l.pp - 1) * chunk_forward_s;  // the chunk's other warm-up micro-batches
   }
-  const double beside = std::max(0.0, std::min(gathered, forward) - waited);
-  return waited + beside * base_.efficiency.overlap_slowdown;
+  return {waited, std::max(0.0, std::min(gathered, forward) - first_input_s - waited)};
 }
 
 LayoutEstimate Estimator::estimate(const SearchLayout& l) {
@@ -509,7 +513,19 @@ LayoutEstimate Estimator::estimate(const SearchLayout& l) {
     const double backward = slowest->time_s / 2;  // the last micro-batch's backward, about half its slot
     data_parallel_s = std::max(gradients - backward, gradients / buckets);
     if (zero && l.overlap_param_gather) {
-      data_parallel_s += overlapped_gather_s(l, stages.front().chunks, state.parameters, groups.dp);
+      // Each stage's first input arrives after the earlier stages' first forward and sends, later
+      // by what they waited; the step pays the last stage's accumulated wait, and the slowdown of
+      // the first stage's forward beside its gathers (compute.overlap_slowdown).
+      double first_input = 0, waited = 0;
+      for (std::size_t s = 0; s < stages.size(); ++s) {
+        const GatherWait wait = overlapped_gather(l, stages[s].chunks, state.parameters, groups.dp,
+                                                  first_input + waited);
+        waited += wait.waited_s;
+        if (s == 0) data_parallel_s += wait.beside_s * base_.efficiency.overlap_slowdown;
+        for (const auto& [seconds, elements] : stages[s].chunks.front()) first_input += seconds;
+        first_input += p2p / (2 * l.virtual_stages);  // one send
+      }
+      data_parallel_s += waited;
     } else if (zero) {
       data_parallel_s += collective_s(CollectiveKind::kAllGather, dense * state.parameters, groups.dp, "dp") +
                          collective_s(CollectiveKind::kAllGather, expert * state.parameters, groups.expert_dp, "expert_dp");
