@@ -90,8 +90,9 @@ class Estimator {
                       const char* family, bool userbuffers = false);
   double transfer_s(double bytes, std::int32_t from, std::int32_t to);
   struct GatherWait {
-    double waited_s = 0;  // the forward waits for its buckets
-    double beside_s = 0;  // forward compute that runs beside the gathers
+    double waited_s = 0;       // the forward waits for its buckets
+    double first_chunk_s = 0;  // of which in its first chunk (the first micro-batch's passage)
+    double beside_s = 0;       // forward compute that runs beside the gathers
   };
   GatherWait overlapped_gather(const SearchLayout& l,
                                const std::vector<std::vector<std::pair<double, double>>>& chunks,
@@ -316,8 +317,8 @@ const BlockCost& Estimator::block_cost(const SearchLayout& l, const Groups& grou
 Estimator::GatherWait Estimator::overlapped_gather(
     const SearchLayout& l, const std::vector<std::vector<std::pair<double, double>>>& chunks,
     double bytes_per_parameter, const std::vector<std::int32_t>& dp, double first_input_s) {
-  double gathered = 0, forward = first_input_s,
-         waited = 0;  // the gather stream's and the forward's clocks
+  // The gather stream's and the forward's clocks, and the forward's waits.
+  double gathered = 0, forward = first_input_s, waited = 0, first_chunk_waited = 0;
   for (std::size_t c = 0; c < chunks.size(); ++c) {
     std::vector<double> parameters, forward_s;
     for (const auto& [seconds, elements] : chunks[c]) {
@@ -353,10 +354,12 @@ Estimator::GatherWait Estimator::overlapped_gather(
         gathered = std::max(gathered, k == 0 ? 0.0 : forward) + gather(bucket_elements[k + 1]);
       forward += bucket_forward_s[k];
     }
+    if (c == 0) first_chunk_waited = waited;
     if (c + 1 < chunks.size())
       forward += (l.pp - 1) * chunk_forward_s;  // the chunk's other warm-up micro-batches
   }
-  return {waited, std::max(0.0, std::min(gathered, forward) - first_input_s - waited)};
+  return {waited, first_chunk_waited,
+          std::max(0.0, std::min(gathered, forward) - first_input_s - waited)};
 }
 
 LayoutEstimate Estimator::estimate(const SearchLayout& l) {
@@ -514,18 +517,20 @@ LayoutEstimate Estimator::estimate(const SearchLayout& l) {
     data_parallel_s = std::max(gradients - backward, gradients / buckets);
     if (zero && l.overlap_param_gather) {
       // Each stage's first input arrives after the earlier stages' first forward and sends, later
-      // by what they waited; the step pays the last stage's accumulated wait, and the slowdown of
-      // the first stage's forward beside its gathers (compute.overlap_slowdown).
-      double first_input = 0, waited = 0;
+      // by what they waited in their first chunk; the step pays the most any stage accumulates
+      // (the first chunk's waits along the chain, then its own), and the slowdown of the first
+      // stage's forward beside its gathers (compute.overlap_slowdown).
+      double first_input = 0, delay = 0, paid = 0;
       for (std::size_t s = 0; s < stages.size(); ++s) {
         const GatherWait wait = overlapped_gather(l, stages[s].chunks, state.parameters, groups.dp,
-                                                  first_input + waited);
-        waited += wait.waited_s;
+                                                  first_input + delay);
+        paid = std::max(paid, delay + wait.waited_s);
+        delay += wait.first_chunk_s;
         if (s == 0) data_parallel_s += wait.beside_s * base_.efficiency.overlap_slowdown;
         for (const auto& [seconds, elements] : stages[s].chunks.front()) first_input += seconds;
         first_input += p2p / (2 * l.virtual_stages);  // one send
       }
-      data_parallel_s += waited;
+      data_parallel_s += paid;
     } else if (zero) {
       data_parallel_s += collective_s(CollectiveKind::kAllGather, dense * state.parameters, groups.dp, "dp") +
                          collective_s(CollectiveKind::kAllGather, expert * state.parameters, groups.expert_dp, "expert_dp");

@@ -395,13 +395,18 @@ class Simulator {
       for (OpIndex dep : op.deps) ++waiters[dep];
     }
     auto is_compute = [&](OpIndex i) { return std::holds_alternative<program::ComputeOp>(program.ops[i].body); };
+    // A run is slowed, or not, as its first op is (start()): host and GPU ops never share one.
+    auto on_host = [&](OpIndex i) {
+      return std::get<program::ComputeOp>(program.ops[i].body).on_host;
+    };
     for (const auto& queue : plan.streams) {
       for (std::size_t k = 0; k + 1 < queue.size(); ++k) {
         const OpIndex op = queue[k], next = queue[k + 1];
         plan.next_on_stream[op] = next;
         const auto& next_deps = program.ops[next].deps;
         const std::uint32_t by_next = static_cast<std::uint32_t>(std::count(next_deps.begin(), next_deps.end(), op));
-        plan.chains_into_next[op] = is_compute(op) && is_compute(next) && waiters[op] == by_next;
+        plan.chains_into_next[op] = is_compute(op) && is_compute(next) &&
+                                    on_host(op) == on_host(next) && waiters[op] == by_next;
       }
     }
   }
