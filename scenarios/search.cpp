@@ -48,6 +48,20 @@ std::vector<std::int32_t> divisors(std::int64_t n) {
   return result;
 }
 
+// The sums of consecutive runs of `values`, `counts[g]` values in run g (a bucketing's or a
+// wrapping's groups, in order).
+std::vector<double> sums_by_group(const std::vector<double>& values,
+                                  const std::vector<std::size_t>& counts) {
+  std::vector<double> sums;
+  auto next = values.begin();
+  for (const std::size_t count : counts) {
+    const auto end = next + static_cast<std::ptrdiff_t>(count);
+    sums.push_back(std::accumulate(next, end, 0.0));
+    next = end;
+  }
+  return sums;
+}
+
 // What one micro-batch of one block costs on rank 0 of its groups.
 struct BlockCost {
   double forward_s = 0;
@@ -330,15 +344,8 @@ Estimator::GatherWait Estimator::overlapped_gather(
     };
     const std::vector<std::size_t> buckets =
         strategies::megatron_parameter_buckets(parameters, static_cast<std::int32_t>(dp.size()));
-    std::vector<double> bucket_elements, bucket_forward_s;
-    std::size_t next = 0;
-    for (const std::size_t count : buckets) {
-      bucket_elements.push_back(
-          std::accumulate(parameters.begin() + next, parameters.begin() + next + count, 0.0));
-      bucket_forward_s.push_back(
-          std::accumulate(forward_s.begin() + next, forward_s.begin() + next + count, 0.0));
-      next += count;
-    }
+    const std::vector<double> bucket_elements = sums_by_group(parameters, buckets);
+    const std::vector<double> bucket_forward_s = sums_by_group(forward_s, buckets);
     const double chunk_forward_s = std::accumulate(forward_s.begin(), forward_s.end(), 0.0);
     if (buckets.empty()) continue;
     // Buckets 0 and 1 are issued with the optimizer step, bucket k + 1 once the forward reaches
@@ -458,12 +465,9 @@ LayoutEstimate Estimator::estimate(const SearchLayout& l) {
       layer_parameters.push_back(parameters(
           block_cost(l, groups, model.is_moe_layer(layer) ? BlockKind::kMoe : BlockKind::kDense)));
     }
-    auto next_layer = layer_parameters.begin();
-    for (const std::size_t layers :
-         strategies::fsdp_layer_units(layer_parameters, fsdp.min_num_params)) {
-      const double held =
-          std::accumulate(next_layer, next_layer + static_cast<std::ptrdiff_t>(layers), 0.0);
-      next_layer += static_cast<std::ptrdiff_t>(layers);
+    for (const double held :
+         sums_by_group(layer_parameters,
+                       strategies::fsdp_layer_units(layer_parameters, fsdp.min_num_params))) {
       unit(held, layer_gathers);
       largest_fsdp_unit = std::max(largest_fsdp_unit, held);
     }
@@ -483,7 +487,13 @@ LayoutEstimate Estimator::estimate(const SearchLayout& l) {
   const double element_bytes = static_cast<double>(program::dtype_bytes(strategies::compute_dtype(training.precision)));
   const double activation = static_cast<double>(l.micro_batch * training.sequence / l.cp / (l.sequence_parallel ? l.tp : 1) *
                                                 model.hidden) * element_bytes;
-  const double p2p = l.pp > 1 ? 2 * l.virtual_stages * transfer_s(activation, 0, groups.next_stage) : 0;
+  // With scatter/gather each tensor-parallel rank sends 1/t of it, and the receiver all-gathers.
+  const double arrival_s =
+      l.pipeline_scatter_gather
+          ? transfer_s(activation / l.tp, 0, groups.next_stage) +
+                collective_s(CollectiveKind::kAllGather, activation, groups.tp, "tp")
+          : transfer_s(activation, 0, groups.next_stage);
+  const double p2p = l.pp > 1 ? 2 * l.virtual_stages * arrival_s : 0;
   const auto slowest = std::max_element(stages.begin(), stages.end(),
                                         [](const Stage& a, const Stage& b) { return a.time_s < b.time_s; });
   const double slot = slowest->time_s + p2p;
@@ -600,6 +610,8 @@ std::vector<SearchLayout> enumerate(const Scenario& base) {
   const bool overlap_wanted = base.lowering.parallel.tp_comm_overlap;
   // The loader allows the overlapped parameter gather only for ZeRO-1/2 without expert parallelism.
   const bool gather_overlap_wanted = base.lowering.zero.overlap_param_gather;
+  // The loader allows pipeline scatter/gather only with tp > 1 and no sequence parallelism.
+  const bool scatter_gather_wanted = base.lowering.parallel.pipeline_scatter_gather;
   // Selective recompute drops the attention scores, which a fused attention kernel never keeps:
   // with FlashAttention it is no recompute at all.
   std::vector<Checkpointing> recompute_policies = {Checkpointing::kNone, Checkpointing::kFull};
@@ -649,7 +661,8 @@ std::vector<SearchLayout> enumerate(const Scenario& base) {
                       const bool zero = flavour == "zero1" || flavour == "zero2";
                       layouts.push_back({tp, pp, dp, cp, ep, v, sp, scheme, micro, accumulation,
                                          recompute, flavour, sp && overlap_wanted,
-                                         zero && ep == 1 && gather_overlap_wanted});
+                                         zero && ep == 1 && gather_overlap_wanted,
+                                         scatter_gather_wanted && pp > 1 && tp > 1 && !sp});
                     }
                   }
                 }
@@ -704,7 +717,10 @@ std::string SearchLayout::label() const {
   if (tp > 1)
     text += fmt::format(" tp {}{}{}", tp, sequence_parallel ? "+SP" : "",
                         tp_comm_overlap ? "+overlap" : "");
-  if (pp > 1) text += fmt::format(" pp {}{}", pp, virtual_stages > 1 ? fmt::format("×{}", virtual_stages) : "");
+  if (pp > 1)
+    text +=
+        fmt::format(" pp {}{}{}", pp, virtual_stages > 1 ? fmt::format("×{}", virtual_stages) : "",
+                    pipeline_scatter_gather ? "+s/g" : "");
   if (cp > 1) {
     text += fmt::format(" cp {}{}", cp,
                         cp_scheme == ContextParallelScheme::kRing
@@ -734,8 +750,9 @@ std::vector<std::string> SearchLayout::overrides() const {
       fmt::format("training.activation_checkpointing=\"{}\"", checkpointing_name(recompute)),
       fmt::format("parallel.tp_comm_overlap={}", tp_comm_overlap),
       fmt::format("zero.overlap_param_gather={}", overlap_param_gather),
-      // Knobs the estimate does not model, off whatever the scenario says.
-      "parallel.moe_shared_expert_overlap=false", "parallel.pipeline_scatter_gather=false"};
+      fmt::format("parallel.pipeline_scatter_gather={}", pipeline_scatter_gather),
+      // A knob the estimate does not model, off whatever the scenario says.
+      "parallel.moe_shared_expert_overlap=false"};
   if (flavour == "zero1" || flavour == "zero2") {
     keys.push_back(fmt::format("zero.stage={}", flavour == "zero1" ? 1 : 2));
     keys.push_back("zero.implementation=\"deepspeed\"");  // what the estimate prices: master weights sharded too
@@ -965,18 +982,19 @@ nlohmann::json search_json(const SearchResult& result) {
 std::string search_csv(const SearchResult& result) {
   std::ostringstream csv;
   csv << "layout,strategy,dp,tp,pp,virtual_stages,cp,cp_scheme,ep,sequence_parallel,"
-         "tp_comm_overlap,overlap_param_gather,micro_batch,accumulation,recompute,"
+         "tp_comm_overlap,overlap_param_gather,pipeline_scatter_gather,micro_batch,accumulation,"
+         "recompute,"
          "estimated_step_s,estimated_memory_gb,simulated_step_s,simulated_tokens_per_s,"
          "simulated_mfu,simulated_memory_gb,simulated_fits\n";
   for (const SearchCandidate& c : result.candidates) {
     if (!c.given.empty()) continue;
     const SearchLayout& l = c.layout;
-    csv << fmt::format("\"{}\",{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.6g},{:.3f}", l.label(),
-                       l.flavour, l.dp, l.tp, l.pp, l.virtual_stages, l.cp,
+    csv << fmt::format("\"{}\",{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.6g},{:.3f}",
+                       l.label(), l.flavour, l.dp, l.tp, l.pp, l.virtual_stages, l.cp,
                        strategies::name_of(l.cp_scheme), l.ep, l.sequence_parallel,
-                       l.tp_comm_overlap, l.overlap_param_gather, l.micro_batch, l.accumulation,
-                       checkpointing_name(l.recompute), c.estimate.step_s,
-                       c.estimate.memory_bytes / kGB);
+                       l.tp_comm_overlap, l.overlap_param_gather, l.pipeline_scatter_gather,
+                       l.micro_batch, l.accumulation, checkpointing_name(l.recompute),
+                       c.estimate.step_s, c.estimate.memory_bytes / kGB);
     if (c.report) {
       csv << fmt::format(",{:.6g},{:.6g},{:.4f},{:.3f},{}\n", c.report->step_time_s, c.report->tokens_per_s, c.report->mfu,
                          static_cast<double>(c.report->peak_memory_bytes) / kGB, !c.report->oom);

@@ -49,6 +49,10 @@ struct SearchLayout {
   // the next forward): on where the scenario asks for it, in ZeRO-1/2 layouts without expert
   // parallelism.
   bool overlap_param_gather = false;
+  // SC'21's pipeline scatter/gather (1/t of the activation across the stage boundary, then an
+  // all-gather over the tensor-parallel group): on where the scenario asks for it, in pipelined
+  // layouts with tp > 1 and no sequence parallelism.
+  bool pipeline_scatter_gather = false;
 
   std::string label() const;
   // The scenario keys that make this layout (as `--set` takes them).

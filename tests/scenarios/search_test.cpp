@@ -171,6 +171,17 @@ TEST(SearchTest, TheOverlappedParameterGatherRunsInEveryZeroLayoutWhenTheScenari
                                    });
 }
 
+TEST(SearchTest,
+     PipelineScatterGatherRunsInEveryPipelinedTensorParallelLayoutWhenTheScenarioAsksForIt) {
+  // SC'21's optimisation (Megatron-LM v2): not with sequence parallelism, which splits the
+  // activation over the tensor-parallel ranks already.
+  expect_the_knob_where_it_applies(
+      {"parallel.tp=8", "parallel.pp=2", "parallel.dp=4", "parallel.pipeline_scatter_gather=true"},
+      &scenarios::SearchLayout::pipeline_scatter_gather, [](const scenarios::SearchLayout& l) {
+        return l.pp > 1 && l.tp > 1 && !l.sequence_parallel;
+      });
+}
+
 TEST(SearchTest, FindsALayoutAtLeastAsFastAsEveryLayoutAdviseProposes) {
   scenarios::SearchOptions options;
   options.simulate = 8;
