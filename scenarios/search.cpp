@@ -120,9 +120,9 @@ class Estimator {
   sim::ComputeModel compute_;
   sim::CommPlanner planner_;
   strategies::ExpertRouting routing_;
-  std::map<
-      std::tuple<std::int32_t, std::int32_t, int, bool, bool, std::int64_t, std::int32_t, int, int>,
-      BlockCost>
+  std::map<std::tuple<std::int32_t, std::int32_t, int, bool, bool, std::int64_t, std::int32_t, bool,
+                      int, int>,
+           BlockCost>
       blocks_;
   std::map<std::tuple<int, bool, std::int64_t, std::vector<std::int32_t>>, double> prices_;
 };
@@ -194,9 +194,10 @@ std::int32_t Estimator::hottest_expert_rank(std::int32_t ep) const {
 // stream are done, computes for the ComputeModel's time or communicates for the CommPlanner's
 // contention-free price.
 const BlockCost& Estimator::block_cost(const SearchLayout& l, const Groups& groups, BlockKind kind) {
-  const auto key = std::make_tuple(l.tp, l.cp, static_cast<int>(l.cp_scheme), l.sequence_parallel,
-                                   l.tp_comm_overlap, l.micro_batch, l.ep,
-                                   static_cast<int>(l.recompute), static_cast<int>(kind));
+  const auto key =
+      std::make_tuple(l.tp, l.cp, static_cast<int>(l.cp_scheme), l.sequence_parallel,
+                      l.tp_comm_overlap, l.micro_batch, l.ep, l.moe_shared_expert_overlap,
+                      static_cast<int>(l.recompute), static_cast<int>(kind));
   if (const auto found = blocks_.find(key); found != blocks_.end()) return found->second;
   const strategies::ModelSpec& model = base_.lowering.model;
   const strategies::TrainingSpec& training = base_.lowering.training;
@@ -207,7 +208,8 @@ const BlockCost& Estimator::block_cost(const SearchLayout& l, const Groups& grou
   shape.tp = {l.tp, l.sequence_parallel && l.tp > 1, base_.lowering.parallel.sp_regather,
               kTensorGroup, l.tp_comm_overlap};
   shape.fp8_linear = training.precision == strategies::Precision::kFP8;
-  shape.ep = {l.ep, hottest_expert_rank(l.ep), kExpertGroup, &routing_, false};
+  shape.ep = {l.ep, hottest_expert_rank(l.ep), kExpertGroup, &routing_,
+              l.moe_shared_expert_overlap};
   shape.cp = {l.cp, l.cp_scheme, kContextGroup};
   std::int64_t moe_layer = 0;
   while (model.moe && !model.is_moe_layer(moe_layer)) ++moe_layer;
@@ -612,6 +614,8 @@ std::vector<SearchLayout> enumerate(const Scenario& base) {
   const bool gather_overlap_wanted = base.lowering.zero.overlap_param_gather;
   // The loader allows pipeline scatter/gather only with tp > 1 and no sequence parallelism.
   const bool scatter_gather_wanted = base.lowering.parallel.pipeline_scatter_gather;
+  // And the shared experts' overlap only with ep > 1 on a model that has shared experts.
+  const bool shared_overlap_wanted = base.lowering.parallel.moe_shared_expert_overlap;
   // Selective recompute drops the attention scores, which a fused attention kernel never keeps:
   // with FlashAttention it is no recompute at all.
   std::vector<Checkpointing> recompute_policies = {Checkpointing::kNone, Checkpointing::kFull};
@@ -662,7 +666,8 @@ std::vector<SearchLayout> enumerate(const Scenario& base) {
                       layouts.push_back({tp, pp, dp, cp, ep, v, sp, scheme, micro, accumulation,
                                          recompute, flavour, sp && overlap_wanted,
                                          zero && ep == 1 && gather_overlap_wanted,
-                                         scatter_gather_wanted && pp > 1 && tp > 1 && !sp});
+                                         scatter_gather_wanted && pp > 1 && tp > 1 && !sp,
+                                         shared_overlap_wanted && ep > 1});
                     }
                   }
                 }
@@ -727,7 +732,7 @@ std::string SearchLayout::label() const {
                             ? ""
                             : " " + std::string(strategies::name_of(cp_scheme)));
   }
-  if (ep > 1) text += fmt::format(" ep {}", ep);
+  if (ep > 1) text += fmt::format(" ep {}{}", ep, moe_shared_expert_overlap ? "+overlap" : "");
   text += fmt::format(", mb {}", micro_batch);
   if (recompute != Checkpointing::kNone) text += ", " + checkpointing_name(recompute) + " recompute";
   return text;
@@ -738,8 +743,10 @@ std::vector<std::string> SearchLayout::overrides() const {
       fmt::format("parallel.strategy=\"{}\"", flavour == "ddp"    ? "ddp"
                                               : flavour == "fsdp" ? "fsdp"
                                                                   : "zero"),
-      fmt::format("parallel.dp={}", dp), fmt::format("parallel.tp={}", tp),
-      fmt::format("parallel.pp={}", pp), fmt::format("parallel.cp={}", cp),
+      fmt::format("parallel.dp={}", dp),
+      fmt::format("parallel.tp={}", tp),
+      fmt::format("parallel.pp={}", pp),
+      fmt::format("parallel.cp={}", cp),
       fmt::format("parallel.ep={}", ep),
       fmt::format("parallel.sequence_parallel={}", sequence_parallel),
       fmt::format("parallel.pipeline_schedule=\"{}\"",
@@ -751,8 +758,7 @@ std::vector<std::string> SearchLayout::overrides() const {
       fmt::format("parallel.tp_comm_overlap={}", tp_comm_overlap),
       fmt::format("zero.overlap_param_gather={}", overlap_param_gather),
       fmt::format("parallel.pipeline_scatter_gather={}", pipeline_scatter_gather),
-      // A knob the estimate does not model, off whatever the scenario says.
-      "parallel.moe_shared_expert_overlap=false"};
+      fmt::format("parallel.moe_shared_expert_overlap={}", moe_shared_expert_overlap)};
   if (flavour == "zero1" || flavour == "zero2") {
     keys.push_back(fmt::format("zero.stage={}", flavour == "zero1" ? 1 : 2));
     keys.push_back("zero.implementation=\"deepspeed\"");  // what the estimate prices: master weights sharded too
@@ -982,19 +988,20 @@ nlohmann::json search_json(const SearchResult& result) {
 std::string search_csv(const SearchResult& result) {
   std::ostringstream csv;
   csv << "layout,strategy,dp,tp,pp,virtual_stages,cp,cp_scheme,ep,sequence_parallel,"
-         "tp_comm_overlap,overlap_param_gather,pipeline_scatter_gather,micro_batch,accumulation,"
+         "tp_comm_overlap,overlap_param_gather,pipeline_scatter_gather,"
+         "moe_shared_expert_overlap,micro_batch,accumulation,"
          "recompute,"
          "estimated_step_s,estimated_memory_gb,simulated_step_s,simulated_tokens_per_s,"
          "simulated_mfu,simulated_memory_gb,simulated_fits\n";
   for (const SearchCandidate& c : result.candidates) {
     if (!c.given.empty()) continue;
     const SearchLayout& l = c.layout;
-    csv << fmt::format("\"{}\",{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.6g},{:.3f}",
-                       l.label(), l.flavour, l.dp, l.tp, l.pp, l.virtual_stages, l.cp,
-                       strategies::name_of(l.cp_scheme), l.ep, l.sequence_parallel,
-                       l.tp_comm_overlap, l.overlap_param_gather, l.pipeline_scatter_gather,
-                       l.micro_batch, l.accumulation, checkpointing_name(l.recompute),
-                       c.estimate.step_s, c.estimate.memory_bytes / kGB);
+    csv << fmt::format(
+        "\"{}\",{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.6g},{:.3f}", l.label(),
+        l.flavour, l.dp, l.tp, l.pp, l.virtual_stages, l.cp, strategies::name_of(l.cp_scheme), l.ep,
+        l.sequence_parallel, l.tp_comm_overlap, l.overlap_param_gather, l.pipeline_scatter_gather,
+        l.moe_shared_expert_overlap, l.micro_batch, l.accumulation, checkpointing_name(l.recompute),
+        c.estimate.step_s, c.estimate.memory_bytes / kGB);
     if (c.report) {
       csv << fmt::format(",{:.6g},{:.6g},{:.4f},{:.3f},{}\n", c.report->step_time_s, c.report->tokens_per_s, c.report->mfu,
                          static_cast<double>(c.report->peak_memory_bytes) / kGB, !c.report->oom);

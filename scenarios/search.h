@@ -53,6 +53,9 @@ struct SearchLayout {
   // all-gather over the tensor-parallel group): on where the scenario asks for it, in pipelined
   // layouts with tp > 1 and no sequence parallelism.
   bool pipeline_scatter_gather = false;
+  // Megatron-Core's --moe-shared-expert-overlap (the shared experts beside the dispatch and the
+  // combine's gradient): on where the scenario asks for it, in layouts with ep > 1.
+  bool moe_shared_expert_overlap = false;
 
   std::string label() const;
   // The scenario keys that make this layout (as `--set` takes them).

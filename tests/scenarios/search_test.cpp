@@ -104,15 +104,15 @@ struct KnobCheck {
 };
 KnobCheck expect_the_knob_where_it_applies(
     const std::vector<std::string>& asking, bool scenarios::SearchLayout::*knob,
-    const std::function<bool(const scenarios::SearchLayout&)>& applies) {
+    const std::function<bool(const scenarios::SearchLayout&)>& applies,
+    const scenarios::ScenarioDocument& plain = document()) {
   scenarios::SearchOptions options;
   options.simulate = 0;
   options.sample = 0;
-  for (const scenarios::SearchCandidate& candidate :
-       scenarios::search(document(), options).candidates) {
+  for (const scenarios::SearchCandidate& candidate : scenarios::search(plain, options).candidates) {
     EXPECT_FALSE(candidate.layout.*knob) << candidate.layout.label();
   }
-  const scenarios::ScenarioDocument written = document().variant(asking, "test");
+  const scenarios::ScenarioDocument written = plain.variant(asking, "test");
   const scenarios::SearchResult result = scenarios::search(written, options);
   EXPECT_TRUE(result.written_layout_fault.empty()) << result.written_layout_fault;
   const scenarios::SearchCandidate* fastest = nullptr;
@@ -180,6 +180,25 @@ TEST(SearchTest,
       &scenarios::SearchLayout::pipeline_scatter_gather, [](const scenarios::SearchLayout& l) {
         return l.pp > 1 && l.tp > 1 && !l.sequence_parallel;
       });
+}
+
+TEST(SearchTest, TheSharedExpertsOverlapRunsInEveryExpertParallelLayoutWhenTheScenarioAsksForIt) {
+  // Megatron-Core's --moe-shared-expert-overlap: Qwen1.5-MoE's shared expert beside the dispatch.
+  const auto qwen = scenarios::ScenarioDocument::from_string(R"(
+[cluster]
+node = "hgx-h100"
+nodes = 2
+[model]
+preset = "qwen1.5-moe-a2.7b"
+[training]
+global_batch = 64
+sequence_length = 4096
+)",
+                                                             "qwen.toml");
+  expect_the_knob_where_it_applies(
+      {"parallel.ep=4", "parallel.moe_shared_expert_overlap=true"},
+      &scenarios::SearchLayout::moe_shared_expert_overlap,
+      [](const scenarios::SearchLayout& l) { return l.ep > 1; }, qwen);
 }
 
 TEST(SearchTest, FindsALayoutAtLeastAsFastAsEveryLayoutAdviseProposes) {
