@@ -69,6 +69,10 @@ struct Scenario {
   std::string hardware_profile;
   topology::ClusterSpec cluster;
   strategies::LoweringInput lowering;
+  // The parallel layout as written: `lowering.parallel` but where read_for_layout_choice put plain
+  // data parallelism in place of a layout that does not hold. The overlaps it asks for are what
+  // `search` turns on wherever they apply.
+  strategies::ParallelSpec written_parallel;
   sim::NetworkOptions network;
   // network.symmetry: identical replicas simulated once (sim::SimulationOptions::use_symmetry).
   bool symmetry = true;

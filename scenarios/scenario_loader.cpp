@@ -1959,6 +1959,7 @@ Scenario ScenarioDocument::read(bool check_layout) const {
   }
   TableReader parallel = root.child("parallel");
   read_parallel(parallel, scenario, check_layout);
+  scenario.written_parallel = scenario.lowering.parallel;
   TableReader zero = root.child("zero");
   read_zero(zero, scenario.lowering.zero);
   TableReader fsdp = root.child("fsdp");

@@ -607,15 +607,17 @@ std::vector<SearchLayout> enumerate(const Scenario& base) {
     return tp <= per_node && model.heads % tp == 0 && model.kv_heads % tp == 0 && widths;
   };
   const std::vector<std::string> flavours = {"ddp", "zero1", "zero2", "fsdp"};
-  // The loader allows tensor-parallel overlap only with sequence parallelism (and refuses it for
-  // MoE models), and every sequence-parallel layout below splits its tokens evenly over tp.
-  const bool overlap_wanted = base.lowering.parallel.tp_comm_overlap;
-  // The loader allows the overlapped parameter gather only for ZeRO-1/2 without expert parallelism.
+  // The overlaps the file asks for (even where its own layout does not hold), where the loader
+  // allows them: tensor-parallel overlap only with sequence parallelism and not for MoE models
+  // (every sequence-parallel layout below splits its tokens evenly over tp); the overlapped
+  // parameter gather only for ZeRO-1/2 without expert parallelism; pipeline scatter/gather only
+  // with tp > 1 and no sequence parallelism; the shared experts' overlap only with ep > 1 on a
+  // model that has shared experts.
+  const bool overlap_wanted = base.written_parallel.tp_comm_overlap && !model.moe;
   const bool gather_overlap_wanted = base.lowering.zero.overlap_param_gather;
-  // The loader allows pipeline scatter/gather only with tp > 1 and no sequence parallelism.
-  const bool scatter_gather_wanted = base.lowering.parallel.pipeline_scatter_gather;
-  // And the shared experts' overlap only with ep > 1 on a model that has shared experts.
-  const bool shared_overlap_wanted = base.lowering.parallel.moe_shared_expert_overlap;
+  const bool scatter_gather_wanted = base.written_parallel.pipeline_scatter_gather;
+  const bool shared_overlap_wanted =
+      base.written_parallel.moe_shared_expert_overlap && model.moe && model.moe->shared_width() > 0;
   // Selective recompute drops the attention scores, which a fused attention kernel never keeps:
   // with FlashAttention it is no recompute at all.
   std::vector<Checkpointing> recompute_policies = {Checkpointing::kNone, Checkpointing::kFull};

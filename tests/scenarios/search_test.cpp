@@ -201,6 +201,27 @@ sequence_length = 4096
       [](const scenarios::SearchLayout& l) { return l.ep > 1; }, qwen);
 }
 
+TEST(SearchTest, KeepsTheOverlapsAScenarioAsksForWhenItsOwnLayoutBreaksARule) {
+  // tp 3 divides neither the GPUs nor the heads; the overlaps asked for beside it still apply.
+  scenarios::SearchOptions options;
+  options.simulate = 0;
+  options.sample = 0;
+  const scenarios::SearchResult result = scenarios::search(
+      document().variant(
+          {"parallel.tp=3", "parallel.sequence_parallel=true", "parallel.tp_comm_overlap=true"},
+          "test"),
+      options);
+  EXPECT_NE(result.written_layout_fault.find("parallel.tp"), std::string::npos)
+      << result.written_layout_fault;
+  std::size_t overlapped = 0;
+  for (const scenarios::SearchCandidate& candidate : result.candidates) {
+    EXPECT_EQ(candidate.layout.tp_comm_overlap, candidate.layout.sequence_parallel)
+        << candidate.layout.label();
+    overlapped += candidate.layout.tp_comm_overlap ? 1 : 0;
+  }
+  EXPECT_GT(overlapped, 0U);
+}
+
 TEST(SearchTest, FindsALayoutAtLeastAsFastAsEveryLayoutAdviseProposes) {
   scenarios::SearchOptions options;
   options.simulate = 8;
