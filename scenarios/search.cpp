@@ -526,7 +526,12 @@ LayoutEstimate Estimator::estimate(const SearchLayout& l) {
                              collective_s(reduction, expert * gradient_bytes, groups.expert_dp, "expert_dp");
     const double buckets = std::max(1.0, (dense + expert) * gradient_bytes / (base_.lowering.ddp.bucket_cap_mb * kMiB));
     const double backward = slowest->time_s / 2;  // the last micro-batch's backward, about half its slot
-    data_parallel_s = std::max(gradients - backward, gradients / buckets);
+    // The buckets but the last reduce beside that backward and slow it by compute.overlap_slowdown
+    // (the simulator's rule), which delays every bucket after them.
+    const double last_bucket = gradients / buckets;
+    const double beside_s = std::min(gradients - last_bucket, backward);
+    data_parallel_s =
+        std::max(gradients - backward, last_bucket) + beside_s * base_.efficiency.overlap_slowdown;
     if (zero && l.overlap_param_gather) {
       // Each stage's first input arrives after the earlier stages' first forward and sends, later
       // by what they waited in their first chunk; the step pays the most any stage accumulates
@@ -976,8 +981,12 @@ nlohmann::json search_json(const SearchResult& result) {
   const auto entry = [&](std::size_t i) {
     const SearchCandidate& candidate = result.candidates[i];
     nlohmann::json item = {{"layout", layout_name(candidate)},
-                           {"overrides", candidate.given.empty() ? candidate.layout.overrides() : std::vector<std::string>{}},
+                           {"overrides", candidate.given.empty() ? candidate.layout.overrides()
+                                                                 : std::vector<std::string>{}},
                            {"estimated_step_s", candidate.estimate.step_s},
+                           {"estimated_compute_s", candidate.estimate.compute_s},
+                           {"estimated_bubble_s", candidate.estimate.bubble_s},
+                           {"estimated_exposed_comm_s", candidate.estimate.exposed_comm_s},
                            {"estimated_memory_bytes", candidate.estimate.memory_bytes}};
     if (candidate.report) item["report"] = trace::report_to_json(*candidate.report);
     return item;

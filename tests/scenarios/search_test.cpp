@@ -222,6 +222,52 @@ TEST(SearchTest, KeepsTheOverlapsAScenarioAsksForWhenItsOwnLayoutBreaksARule) {
   EXPECT_GT(overlapped, 0U);
 }
 
+TEST(SearchTest, TheGradientBucketsSlowTheBackwardBesideThemInTheEstimateAsInTheSimulator) {
+  // Four Llama-2-7B layers, ZeRO-1 over 16 GPUs: no tensor-parallel collective slows a block, so
+  // what compute.overlap_slowdown adds is the bucketed reduce-scatters' doing. Compute that starts
+  // beside one is slowed whole, past the collective's end: the estimate, which slows as much
+  // compute as the buckets take time, pays part of what the simulator pays, and never more.
+  const auto llama = scenarios::ScenarioDocument::from_string(R"(
+[cluster]
+node = "hgx-h100"
+nodes = 2
+[model]
+preset = "llama-2-7b"
+layers = 4
+[training]
+global_batch = 16
+sequence_length = 4096
+[parallel]
+strategy = "zero"
+)",
+                                                              "llama.toml");
+  scenarios::SearchOptions options;
+  options.simulate = 0;
+  options.sample = 0;
+  const auto step_times = [&](const std::vector<std::string>& slowdown) {
+    const scenarios::ScenarioDocument document = llama.variant(slowdown, "test");
+    for (const scenarios::SearchCandidate& c : scenarios::search(document, options).candidates) {
+      const scenarios::SearchLayout& l = c.layout;
+      if (l.flavour != "zero1" || l.dp != 16 || l.micro_batch != 1 ||
+          l.recompute != strategies::Checkpointing::kNone)
+        continue;
+      const double simulated =
+          scenarios::run_scenario(document.variant(l.overrides(), "test").read())
+              .report.step_time_s;
+      return std::make_pair(c.estimate.step_s, simulated);
+    }
+    ADD_FAILURE() << "no ZeRO-1 dp 16 layout";
+    return std::make_pair(0.0, 0.0);
+  };
+  const auto [estimated, simulated] = step_times({});  // the preset's slowdown
+  const auto [estimated_unslowed, simulated_unslowed] = step_times({"compute.overlap_slowdown=0"});
+  const double estimate_pays = estimated - estimated_unslowed,
+               simulator_pays = simulated - simulated_unslowed;
+  EXPECT_GT(simulator_pays, 0);
+  EXPECT_GT(estimate_pays, 0.25 * simulator_pays);
+  EXPECT_LE(estimate_pays, simulator_pays);
+}
+
 TEST(SearchTest, FindsALayoutAtLeastAsFastAsEveryLayoutAdviseProposes) {
   scenarios::SearchOptions options;
   options.simulate = 8;
