@@ -102,6 +102,17 @@ struct KnobCheck {
   scenarios::SearchLayout fastest;
   double estimated_s = 0, simulated_s = 0;
 };
+// A model (the lines of its [model] table) trained on two HGX H100 nodes, `global_batch`
+// sequences of 4,096 tokens per step; `more`: the tables after.
+scenarios::ScenarioDocument on_two_h100_nodes(const std::string& model, int global_batch,
+                                              const std::string& more) {
+  return scenarios::ScenarioDocument::from_string(
+      "[cluster]\nnode = \"hgx-h100\"\nnodes = 2\n[model]\n" + model +
+          "\n[training]\nglobal_batch = " + std::to_string(global_batch) +
+          "\nsequence_length = 4096\n" + more,
+      "two_h100_nodes.toml");
+}
+
 KnobCheck expect_the_knob_where_it_applies(
     const std::vector<std::string>& asking, bool scenarios::SearchLayout::*knob,
     const std::function<bool(const scenarios::SearchLayout&)>& applies,
@@ -184,17 +195,7 @@ TEST(SearchTest,
 
 TEST(SearchTest, TheSharedExpertsOverlapRunsInEveryExpertParallelLayoutWhenTheScenarioAsksForIt) {
   // Megatron-Core's --moe-shared-expert-overlap: Qwen1.5-MoE's shared expert beside the dispatch.
-  const auto qwen = scenarios::ScenarioDocument::from_string(R"(
-[cluster]
-node = "hgx-h100"
-nodes = 2
-[model]
-preset = "qwen1.5-moe-a2.7b"
-[training]
-global_batch = 64
-sequence_length = 4096
-)",
-                                                             "qwen.toml");
+  const auto qwen = on_two_h100_nodes("preset = \"qwen1.5-moe-a2.7b\"", 64, "");
   expect_the_knob_where_it_applies(
       {"parallel.ep=4", "parallel.moe_shared_expert_overlap=true"},
       &scenarios::SearchLayout::moe_shared_expert_overlap,
@@ -227,20 +228,8 @@ TEST(SearchTest, TheGradientBucketsSlowTheBackwardBesideThemInTheEstimateAsInThe
   // what compute.overlap_slowdown adds is the bucketed reduce-scatters' doing. Compute that starts
   // beside one is slowed whole, past the collective's end: the estimate, which slows as much
   // compute as the buckets take time, pays part of what the simulator pays, and never more.
-  const auto llama = scenarios::ScenarioDocument::from_string(R"(
-[cluster]
-node = "hgx-h100"
-nodes = 2
-[model]
-preset = "llama-2-7b"
-layers = 4
-[training]
-global_batch = 16
-sequence_length = 4096
-[parallel]
-strategy = "zero"
-)",
-                                                              "llama.toml");
+  const auto llama = on_two_h100_nodes("preset = \"llama-2-7b\"\nlayers = 4", 16,
+                                       "[parallel]\nstrategy = \"zero\"\n");
   scenarios::SearchOptions options;
   options.simulate = 0;
   options.sample = 0;
