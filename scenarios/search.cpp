@@ -124,7 +124,8 @@ class Estimator {
                       int, int>,
            BlockCost>
       blocks_;
-  std::map<std::tuple<int, bool, std::int64_t, std::vector<std::int32_t>>, double> prices_;
+  std::map<std::tuple<int, bool, std::int64_t, std::vector<std::int32_t>, std::string>, double>
+      prices_;
 };
 
 Estimator::Groups Estimator::groups_of(const SearchLayout& l) const {
@@ -147,8 +148,8 @@ double Estimator::collective_s(CollectiveKind kind, double bytes,
                                const std::vector<std::int32_t>& members, const char* family,
                                bool userbuffers) {
   if (members.size() < 2 || bytes <= 0) return 0;
-  const auto key =
-      std::make_tuple(static_cast<int>(kind), userbuffers, std::llround(bytes), members);
+  const auto key = std::make_tuple(static_cast<int>(kind), userbuffers, std::llround(bytes),
+                                   members, std::string(family));
   if (const auto found = prices_.find(key); found != prices_.end()) return found->second;
   sim::CommRequest request;
   request.kind = kind;
@@ -176,17 +177,11 @@ std::int32_t Estimator::hottest_expert_rank(std::int32_t ep) const {
   std::int64_t layer = 0;
   while (!model.is_moe_layer(layer)) ++layer;
   const auto& shares = routing_.shares[static_cast<std::size_t>(layer)];
-  const std::int64_t local = model.moe->experts / ep;
-  std::int32_t hottest = 0;
-  double most = -1;
-  for (std::int32_t rank = 0; rank < ep; ++rank) {
-    const double share = std::accumulate(shares.begin() + rank * local, shares.begin() + (rank + 1) * local, 0.0);
-    if (share > most) {
-      most = share;
-      hottest = rank;
-    }
-  }
-  return hottest;
+  const auto local = static_cast<std::size_t>(model.moe->experts / ep);
+  const std::vector<double> per_rank =
+      sums_by_group(shares, std::vector<std::size_t>(static_cast<std::size_t>(ep), local));
+  return static_cast<std::int32_t>(std::max_element(per_rank.begin(), per_rank.end()) -
+                                   per_rank.begin());
 }
 
 // One micro-batch of one block, emitted by the lowering's own emit_forward/emit_backward and
@@ -346,10 +341,10 @@ Estimator::GatherWait Estimator::overlapped_gather(
     };
     const std::vector<std::size_t> buckets =
         strategies::megatron_parameter_buckets(parameters, static_cast<std::int32_t>(dp.size()));
+    if (buckets.empty()) continue;
     const std::vector<double> bucket_elements = sums_by_group(parameters, buckets);
     const std::vector<double> bucket_forward_s = sums_by_group(forward_s, buckets);
     const double chunk_forward_s = std::accumulate(forward_s.begin(), forward_s.end(), 0.0);
-    if (buckets.empty()) continue;
     // Buckets 0 and 1 are issued with the optimizer step, bucket k + 1 once the forward reaches
     // bucket k; each gathers after the one before it on the stream.
     gathered += gather(bucket_elements.front());
@@ -516,6 +511,7 @@ LayoutEstimate Estimator::estimate(const SearchLayout& l) {
   const bool zero = l.flavour != "ddp";
   const CollectiveKind reduction = zero ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce;
   double data_parallel_s = 0;
+  double slowed_beside_s = 0;  // what the data-parallel collectives add to the compute beside them
   if (l.flavour == "fsdp") {
     // On their own stream beside each micro-batch's whole slot (its compute, and the tensor- and
     // context-parallel collectives the compute waits for), but for the last unit's.
@@ -526,12 +522,21 @@ LayoutEstimate Estimator::estimate(const SearchLayout& l) {
                              collective_s(reduction, expert * gradient_bytes, groups.expert_dp, "expert_dp");
     const double buckets = std::max(1.0, (dense + expert) * gradient_bytes / (base_.lowering.ddp.bucket_cap_mb * kMiB));
     const double backward = slowest->time_s / 2;  // the last micro-batch's backward, about half its slot
-    // The buckets but the last reduce beside that backward and slow it by compute.overlap_slowdown
-    // (the simulator's rule), which delays every bucket after them.
-    const double last_bucket = gradients / buckets;
-    const double beside_s = std::min(gradients - last_bucket, backward);
-    data_parallel_s =
-        std::max(gradients - backward, last_bucket) + beside_s * base_.efficiency.overlap_slowdown;
+    // Compute beside a collective runs compute.overlap_slowdown longer (the simulator's rule),
+    // once: not the share already slowed beside the blocks' own collectives.
+    const double unslowed_share = 1 - slowest->slowed_compute_s / slowest->compute_s;
+    const auto slowed = [&](double beside_s) {
+      return beside_s * unslowed_share * base_.efficiency.overlap_slowdown;
+    };
+    if (base_.lowering.ddp.overlap_grad_reduce) {
+      // Each bucket is reduced once it fills: all but the last beside that backward, whose slowdown
+      // delays the last bucket, unless the links set the pace.
+      const double last_bucket = gradients / buckets;
+      slowed_beside_s = slowed(std::min(gradients - last_bucket, backward));
+      data_parallel_s = std::max(gradients - backward, last_bucket + slowed_beside_s);
+    } else {
+      data_parallel_s = gradients;  // one bucket after the backward
+    }
     if (zero && l.overlap_param_gather) {
       // Each stage's first input arrives after the earlier stages' first forward and sends, later
       // by what they waited in their first chunk; the step pays the most any stage accumulates
@@ -543,7 +548,10 @@ LayoutEstimate Estimator::estimate(const SearchLayout& l) {
                                                   first_input + delay);
         paid = std::max(paid, delay + wait.waited_s);
         delay += wait.first_chunk_s;
-        if (s == 0) data_parallel_s += wait.beside_s * base_.efficiency.overlap_slowdown;
+        if (s == 0) {
+          data_parallel_s += slowed(wait.beside_s);
+          slowed_beside_s += slowed(wait.beside_s);
+        }
         for (const auto& [seconds, elements] : stages[s].chunks.front()) first_input += seconds;
         first_input += p2p / (2 * l.virtual_stages);  // one send
       }
@@ -561,7 +569,7 @@ LayoutEstimate Estimator::estimate(const SearchLayout& l) {
                                                     training));
 
   LayoutEstimate estimate;
-  estimate.compute_s = m * slowest->compute_s + optimizer_s;
+  estimate.compute_s = m * slowest->compute_s + slowed_beside_s + optimizer_s;
   estimate.bubble_s = bubble;
   estimate.step_s = m * slot + bubble + data_parallel_s + optimizer_s;
   estimate.exposed_comm_s = std::max(0.0, estimate.step_s - estimate.compute_s - bubble);

@@ -223,38 +223,48 @@ TEST(SearchTest, KeepsTheOverlapsAScenarioAsksForWhenItsOwnLayoutBreaksARule) {
   EXPECT_GT(overlapped, 0U);
 }
 
-TEST(SearchTest, TheGradientBucketsSlowTheBackwardBesideThemInTheEstimateAsInTheSimulator) {
-  // Four Llama-2-7B layers, ZeRO-1 over 16 GPUs: no tensor-parallel collective slows a block, so
-  // what compute.overlap_slowdown adds is the bucketed reduce-scatters' doing. Compute that starts
-  // beside one is slowed whole, past the collective's end: the estimate, which slows as much
-  // compute as the buckets take time, pays part of what the simulator pays, and never more.
-  const auto llama = on_two_h100_nodes("preset = \"llama-2-7b\"\nlayers = 4", 16,
-                                       "[parallel]\nstrategy = \"zero\"\n");
+// Four Llama-2-7B layers, ZeRO-1 over 16 GPUs (2 H100 nodes), with `overrides`: the search's
+// estimate of that layout and its simulated step time.
+std::pair<double, double> zero1_on_16_gpus(const std::vector<std::string>& overrides) {
+  const scenarios::ScenarioDocument document =
+      on_two_h100_nodes("preset = \"llama-2-7b\"\nlayers = 4", 16,
+                        "[parallel]\nstrategy = \"zero\"\n")
+          .variant(overrides, "test");
   scenarios::SearchOptions options;
   options.simulate = 0;
   options.sample = 0;
-  const auto step_times = [&](const std::vector<std::string>& slowdown) {
-    const scenarios::ScenarioDocument document = llama.variant(slowdown, "test");
-    for (const scenarios::SearchCandidate& c : scenarios::search(document, options).candidates) {
-      const scenarios::SearchLayout& l = c.layout;
-      if (l.flavour != "zero1" || l.dp != 16 || l.micro_batch != 1 ||
-          l.recompute != strategies::Checkpointing::kNone)
-        continue;
-      const double simulated =
-          scenarios::run_scenario(document.variant(l.overrides(), "test").read())
-              .report.step_time_s;
-      return std::make_pair(c.estimate.step_s, simulated);
-    }
-    ADD_FAILURE() << "no ZeRO-1 dp 16 layout";
-    return std::make_pair(0.0, 0.0);
-  };
-  const auto [estimated, simulated] = step_times({});  // the preset's slowdown
-  const auto [estimated_unslowed, simulated_unslowed] = step_times({"compute.overlap_slowdown=0"});
+  for (const scenarios::SearchCandidate& c : scenarios::search(document, options).candidates) {
+    const scenarios::SearchLayout& l = c.layout;
+    if (l.flavour != "zero1" || l.dp != 16 || l.micro_batch != 1 ||
+        l.recompute != strategies::Checkpointing::kNone)
+      continue;
+    const double simulated =
+        scenarios::run_scenario(document.variant(l.overrides(), "test").read()).report.step_time_s;
+    return {c.estimate.step_s, simulated};
+  }
+  ADD_FAILURE() << "no ZeRO-1 dp 16 layout";
+  return {0.0, 0.0};
+}
+
+TEST(SearchTest, TheGradientBucketsSlowTheBackwardBesideThemInTheEstimateAsInTheSimulator) {
+  // No tensor-parallel collective slows a block there, so what compute.overlap_slowdown adds is
+  // the bucketed reduce-scatters' doing. Compute that starts beside one is slowed whole, past the
+  // collective's end: the estimate, which slows as much compute as the buckets take time, pays part
+  // of what the simulator pays, and never more.
+  const auto [estimated, simulated] = zero1_on_16_gpus({});  // the preset's slowdown
+  const auto [estimated_unslowed, simulated_unslowed] =
+      zero1_on_16_gpus({"compute.overlap_slowdown=0"});
   const double estimate_pays = estimated - estimated_unslowed,
                simulator_pays = simulated - simulated_unslowed;
   EXPECT_GT(simulator_pays, 0);
   EXPECT_GT(estimate_pays, 0.25 * simulator_pays);
   EXPECT_LE(estimate_pays, simulator_pays);
+}
+
+TEST(SearchTest, WithoutOverlappedGradientReductionTheEstimateReducesAfterTheBackward) {
+  // ddp.overlap_grad_reduce = false: one bucket after the backward, nothing beside it to hide.
+  const auto [estimated, simulated] = zero1_on_16_gpus({"ddp.overlap_grad_reduce=false"});
+  EXPECT_NEAR(estimated, simulated, 0.01 * simulated);
 }
 
 TEST(SearchTest, FindsALayoutAtLeastAsFastAsEveryLayoutAdviseProposes) {
