@@ -428,6 +428,7 @@ LayoutEstimate Estimator::estimate(const SearchLayout& l) {
   // compute stream (fsdp_gradient_passes).
   const strategies::ModelStateBytes state = strategies::model_state_bytes(training);
   double fsdp_comm_per_micro_batch = 0, fsdp_units = 0, largest_fsdp_unit = 0;
+  double root_fsdp_unit = 0, last_fsdp_unit_kept_bytes = 0, layer_transient_bytes = 0;
   if (l.flavour == "fsdp") {
     const strategies::FsdpSpec& fsdp = base_.lowering.fsdp;
     const program::DType param_dtype =
@@ -454,20 +455,24 @@ LayoutEstimate Estimator::estimate(const SearchLayout& l) {
     const auto parameters = [](const BlockCost& block) {
       return block.dense_parameters + block.expert_parameters;
     };
-    unit(parameters(block_cost(l, groups, BlockKind::kEmbedding)) +
-             parameters(block_cost(l, groups, BlockKind::kHead)),
-         1);
+    root_fsdp_unit = parameters(block_cost(l, groups, BlockKind::kEmbedding)) +
+                     parameters(block_cost(l, groups, BlockKind::kHead));
+    unit(root_fsdp_unit, 1);
     std::vector<double> layer_parameters;
     for (std::int64_t layer = 0; layer < model.layers; ++layer) {
       layer_parameters.push_back(parameters(
           block_cost(l, groups, model.is_moe_layer(layer) ? BlockKind::kMoe : BlockKind::kDense)));
     }
-    for (const double held :
-         sums_by_group(layer_parameters,
-                       strategies::fsdp_layer_units(layer_parameters, fsdp.min_num_params))) {
+    const std::vector<std::size_t> layer_units =
+        strategies::fsdp_layer_units(layer_parameters, fsdp.min_num_params);
+    for (const double held : sums_by_group(layer_parameters, layer_units)) {
       unit(held, layer_gathers);
       largest_fsdp_unit = std::max(largest_fsdp_unit, held);
     }
+    const BlockCost& last_layer = block_cost(
+        l, groups, model.is_moe_layer(model.layers - 1) ? BlockKind::kMoe : BlockKind::kDense);
+    last_fsdp_unit_kept_bytes = static_cast<double>(layer_units.back()) * last_layer.kept_bytes;
+    layer_transient_bytes = last_layer.transient_bytes;
     // The gathers and reduce-scatters run beside the compute almost throughout, and compute that
     // starts beside a collective runs compute.overlap_slowdown longer (the simulator's rule): on
     // the share of the compute they span.
@@ -589,19 +594,30 @@ LayoutEstimate Estimator::estimate(const SearchLayout& l) {
     }
     return parameters * state.total() / ranks;  // FSDP: shards of everything
   };
-  // FSDP also holds two units' gathered parameters and unsharded gradients (the largest unit's).
-  const double gathered_units = 2 * largest_fsdp_unit * (state.parameters + state.gradients);
   for (std::int32_t s = 0; s < l.pp; ++s) {
     const Stage& stage = stages[static_cast<std::size_t>(s)];
     const double v = l.virtual_stages;
     const double in_flight = l.pp == 1          ? 1
                              : l.virtual_stages > 1 ? std::min(m * v, 2.0 * (l.pp - s - 1) + (v - 1) * l.pp + 1) / v
                                                     : std::min(m, static_cast<double>(l.pp - s));
+    double held = in_flight * (stage.kept_bytes - stage.head_kept_bytes) + stage.head_kept_bytes +
+                  stage.transient_bytes;
+    if (l.flavour == "fsdp") {
+      // FSDP (never pipelined) also holds gathered parameters and unsharded gradients: the root
+      // unit's (embedding and head) from its forward to the end of the backward, and the largest
+      // layer unit's. It peaks either as the backward begins — every activation and the largest
+      // transient, the last unit's parameters prefetched — or in the backward of the unit before
+      // the last: two units' parameters and gradients held, the head's and the last unit's
+      // activations freed.
+      const double unit_bytes = state.parameters + state.gradients;
+      held = root_fsdp_unit * unit_bytes +
+             std::max(held + largest_fsdp_unit * state.parameters,
+                      stage.kept_bytes - stage.head_kept_bytes - last_fsdp_unit_kept_bytes +
+                          layer_transient_bytes + 2 * largest_fsdp_unit * unit_bytes);
+    }
     estimate.memory_bytes =
-        std::max(estimate.memory_bytes, states(stage.dense, dp_ranks) +
-                                            states(stage.expert, expert_ranks) + gathered_units +
-                                            in_flight * (stage.kept_bytes - stage.head_kept_bytes) +
-                                            stage.head_kept_bytes + stage.transient_bytes);
+        std::max(estimate.memory_bytes,
+                 states(stage.dense, dp_ranks) + states(stage.expert, expert_ranks) + held);
   }
   for (const Stage& stage : stages) estimate.simulated_ops += m * stage.ops * static_cast<double>(l.dp * l.cp * l.tp);
   return estimate;
