@@ -428,7 +428,10 @@ LayoutEstimate Estimator::estimate(const SearchLayout& l) {
   // compute stream (fsdp_gradient_passes).
   const strategies::ModelStateBytes state = strategies::model_state_bytes(training);
   double fsdp_comm_per_micro_batch = 0, fsdp_units = 0, largest_fsdp_unit = 0;
-  double root_fsdp_unit = 0, last_fsdp_unit_kept_bytes = 0, layer_transient_bytes = 0;
+  // FSDP's memory beyond its shards (elements, and bytes per element): see the peak below.
+  double root_fsdp_unit = 0, gathered_at_backward = 0, last_fsdp_unit_kept_bytes = 0,
+         layer_transient_bytes = 0;
+  double gathered_bytes = 0, cast_bytes = 0;
   if (l.flavour == "fsdp") {
     const strategies::FsdpSpec& fsdp = base_.lowering.fsdp;
     const program::DType param_dtype =
@@ -469,10 +472,27 @@ LayoutEstimate Estimator::estimate(const SearchLayout& l) {
       unit(held, layer_gathers);
       largest_fsdp_unit = std::max(largest_fsdp_unit, held);
     }
-    const BlockCost& last_layer = block_cost(
-        l, groups, model.is_moe_layer(model.layers - 1) ? BlockKind::kMoe : BlockKind::kDense);
-    last_fsdp_unit_kept_bytes = static_cast<double>(layer_units.back()) * last_layer.kept_bytes;
-    layer_transient_bytes = last_layer.transient_bytes;
+    // Gathered parameters and unsharded gradients are in param_dtype; a reduce_dtype of its own
+    // adds the cast copy of each gradient held. Without reshard_after_forward
+    // every layer unit stays gathered from its forward until its reduce-scatter.
+    gathered_bytes = static_cast<double>(program::dtype_bytes(param_dtype));
+    cast_bytes =
+        reduce_dtype == param_dtype ? 0 : static_cast<double>(program::dtype_bytes(reduce_dtype));
+    gathered_at_backward =
+        fsdp.reshard_after_forward
+            ? largest_fsdp_unit
+            : std::accumulate(layer_parameters.begin(), layer_parameters.end(), 0.0);
+    for (std::int64_t layer = model.layers - static_cast<std::int64_t>(layer_units.back());
+         layer < model.layers; ++layer) {
+      const BlockCost& block =
+          block_cost(l, groups, model.is_moe_layer(layer) ? BlockKind::kMoe : BlockKind::kDense);
+      last_fsdp_unit_kept_bytes += block.kept_bytes;
+    }
+    for (std::int64_t layer = 0; layer < model.layers; ++layer) {
+      const BlockCost& block =
+          block_cost(l, groups, model.is_moe_layer(layer) ? BlockKind::kMoe : BlockKind::kDense);
+      layer_transient_bytes = std::max(layer_transient_bytes, block.transient_bytes);
+    }
     // The gathers and reduce-scatters run beside the compute almost throughout, and compute that
     // starts beside a collective runs compute.overlap_slowdown longer (the simulator's rule): on
     // the share of the compute they span.
@@ -592,7 +612,8 @@ LayoutEstimate Estimator::estimate(const SearchLayout& l) {
                                state, strategies::zero_shares(stage, true, static_cast<std::int32_t>(ranks))) +
                            buckets);
     }
-    return parameters * state.total() / ranks;  // FSDP: shards of everything
+    // FSDP: shards of everything, on the host with cpu_offload.
+    return base_.lowering.fsdp.cpu_offload ? 0.0 : parameters * state.total() / ranks;
   };
   for (std::int32_t s = 0; s < l.pp; ++s) {
     const Stage& stage = stages[static_cast<std::size_t>(s)];
@@ -605,15 +626,17 @@ LayoutEstimate Estimator::estimate(const SearchLayout& l) {
     if (l.flavour == "fsdp") {
       // FSDP (never pipelined) also holds gathered parameters and unsharded gradients: the root
       // unit's (embedding and head) from its forward to the end of the backward, and the largest
-      // layer unit's. It peaks either as the backward begins — every activation and the largest
-      // transient, the last unit's parameters prefetched — or in the backward of the unit before
-      // the last: two units' parameters and gradients held, the head's and the last unit's
-      // activations freed.
-      const double unit_bytes = state.parameters + state.gradients;
-      held = root_fsdp_unit * unit_bytes +
-             std::max(held + largest_fsdp_unit * state.parameters,
+      // layer unit's (all of them without reshard_after_forward). It peaks either as the backward
+      // begins — every activation and the largest transient, the last unit's parameters
+      // prefetched — or in the backward of the unit before the last: two units' parameters and
+      // gradients held, the head's and the last unit's activations freed.
+      const double layer_gradients = 2 * largest_fsdp_unit * (gathered_bytes + cast_bytes);
+      const double layer_parameter_bytes =
+          std::max(gathered_at_backward, 2 * largest_fsdp_unit) * gathered_bytes;
+      held = root_fsdp_unit * 2 * gathered_bytes +
+             std::max(held + gathered_at_backward * gathered_bytes,
                       stage.kept_bytes - stage.head_kept_bytes - last_fsdp_unit_kept_bytes +
-                          layer_transient_bytes + 2 * largest_fsdp_unit * unit_bytes);
+                          layer_transient_bytes + layer_parameter_bytes + layer_gradients);
     }
     estimate.memory_bytes =
         std::max(estimate.memory_bytes,
