@@ -461,10 +461,13 @@ LayoutEstimate Estimator::estimate(const SearchLayout& l) {
     root_fsdp_unit = parameters(block_cost(l, groups, BlockKind::kEmbedding)) +
                      parameters(block_cost(l, groups, BlockKind::kHead));
     unit(root_fsdp_unit, 1);
-    std::vector<double> layer_parameters;
+    std::vector<double> layer_parameters, layer_kept_bytes;
     for (std::int64_t layer = 0; layer < model.layers; ++layer) {
-      layer_parameters.push_back(parameters(
-          block_cost(l, groups, model.is_moe_layer(layer) ? BlockKind::kMoe : BlockKind::kDense)));
+      const BlockCost& block =
+          block_cost(l, groups, model.is_moe_layer(layer) ? BlockKind::kMoe : BlockKind::kDense);
+      layer_parameters.push_back(parameters(block));
+      layer_kept_bytes.push_back(block.kept_bytes);
+      layer_transient_bytes = std::max(layer_transient_bytes, block.transient_bytes);
     }
     const std::vector<std::size_t> layer_units =
         strategies::fsdp_layer_units(layer_parameters, fsdp.min_num_params);
@@ -482,17 +485,7 @@ LayoutEstimate Estimator::estimate(const SearchLayout& l) {
         fsdp.reshard_after_forward
             ? largest_fsdp_unit
             : std::accumulate(layer_parameters.begin(), layer_parameters.end(), 0.0);
-    for (std::int64_t layer = model.layers - static_cast<std::int64_t>(layer_units.back());
-         layer < model.layers; ++layer) {
-      const BlockCost& block =
-          block_cost(l, groups, model.is_moe_layer(layer) ? BlockKind::kMoe : BlockKind::kDense);
-      last_fsdp_unit_kept_bytes += block.kept_bytes;
-    }
-    for (std::int64_t layer = 0; layer < model.layers; ++layer) {
-      const BlockCost& block =
-          block_cost(l, groups, model.is_moe_layer(layer) ? BlockKind::kMoe : BlockKind::kDense);
-      layer_transient_bytes = std::max(layer_transient_bytes, block.transient_bytes);
-    }
+    last_fsdp_unit_kept_bytes = sums_by_group(layer_kept_bytes, layer_units).back();
     // The gathers and reduce-scatters run beside the compute almost throughout, and compute that
     // starts beside a collective runs compute.overlap_slowdown longer (the simulator's rule): on
     // the share of the compute they span.
