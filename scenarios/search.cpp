@@ -555,6 +555,12 @@ LayoutEstimate Estimator::estimate(const SearchLayout& l) {
     } else {
       data_parallel_s = gradients;  // one bucket after the backward
     }
+    // DDP without ddp.no_sync reduces after every micro-batch's backward, and the next forward
+    // waits for it (DDP's finalize_backward); ZeRO reduces the last micro-batch's only.
+    if (!zero && !base_.lowering.ddp.no_sync) {
+      slowed_beside_s *= m;
+      data_parallel_s *= m;
+    }
     if (zero && l.overlap_param_gather) {
       // Each stage's first input arrives after the earlier stages' first forward and sends, later
       // by what they waited in their first chunk; the step pays the most any stage accumulates

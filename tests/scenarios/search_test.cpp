@@ -223,27 +223,34 @@ TEST(SearchTest, KeepsTheOverlapsAScenarioAsksForWhenItsOwnLayoutBreaksARule) {
   EXPECT_GT(overlapped, 0U);
 }
 
-// Four Llama-2-7B layers, ZeRO-1 over 16 GPUs (2 H100 nodes), with `overrides`: the search's
-// estimate of that layout and its simulated step time.
-std::pair<double, double> zero1_on_16_gpus(const std::vector<std::string>& overrides) {
+// Four Llama-2-7B layers on 16 GPUs (2 H100 nodes), `global_batch` sequences, `strategy` with
+// `overrides`: the search's estimate of its `flavour` layout over all 16 (micro-batch 1, no
+// recompute) and that layout's simulated step time.
+std::pair<double, double> data_parallel_on_16_gpus(const std::string& strategy,
+                                                   const std::string& flavour, int global_batch,
+                                                   const std::vector<std::string>& overrides) {
   const scenarios::ScenarioDocument document =
-      on_two_h100_nodes("preset = \"llama-2-7b\"\nlayers = 4", 16,
-                        "[parallel]\nstrategy = \"zero\"\n")
+      on_two_h100_nodes("preset = \"llama-2-7b\"\nlayers = 4", global_batch,
+                        "[parallel]\nstrategy = \"" + strategy + "\"\n")
           .variant(overrides, "test");
   scenarios::SearchOptions options;
   options.simulate = 0;
   options.sample = 0;
   for (const scenarios::SearchCandidate& c : scenarios::search(document, options).candidates) {
     const scenarios::SearchLayout& l = c.layout;
-    if (l.flavour != "zero1" || l.dp != 16 || l.micro_batch != 1 ||
+    if (l.flavour != flavour || l.dp != 16 || l.micro_batch != 1 ||
         l.recompute != strategies::Checkpointing::kNone)
       continue;
     const double simulated =
         scenarios::run_scenario(document.variant(l.overrides(), "test").read()).report.step_time_s;
     return {c.estimate.step_s, simulated};
   }
-  ADD_FAILURE() << "no ZeRO-1 dp 16 layout";
+  ADD_FAILURE() << "no " << flavour << " dp 16 layout";
   return {0.0, 0.0};
+}
+
+std::pair<double, double> zero1_on_16_gpus(const std::vector<std::string>& overrides) {
+  return data_parallel_on_16_gpus("zero", "zero1", 16, overrides);
 }
 
 TEST(SearchTest, TheGradientBucketsSlowTheBackwardBesideThemInTheEstimateAsInTheSimulator) {
@@ -265,6 +272,22 @@ TEST(SearchTest, WithoutOverlappedGradientReductionTheEstimateReducesAfterTheBac
   // ddp.overlap_grad_reduce = false: one bucket after the backward, nothing beside it to hide.
   const auto [estimated, simulated] = zero1_on_16_gpus({"ddp.overlap_grad_reduce=false"});
   EXPECT_NEAR(estimated, simulated, 0.01 * simulated);
+}
+
+TEST(SearchTest, DdpWithoutNoSyncReducesAfterEveryMicroBatchInTheEstimate) {
+  // ddp.no_sync = false: each of four micro-batches' buckets all-reduced beside its backward, and
+  // the next forward waits for them. The estimate pays the last bucket and the compute slowed
+  // beside the others four times instead of once; the simulator more, since it slows whole every op
+  // that starts beside a bucket (as in TheGradientBucketsSlowTheBackward… above).
+  const auto [estimated, simulated] = data_parallel_on_16_gpus("ddp", "ddp", 64, {});
+  const auto [estimated_every, simulated_every] =
+      data_parallel_on_16_gpus("ddp", "ddp", 64, {"ddp.no_sync=false"});
+  EXPECT_NEAR(estimated, simulated, 0.03 * simulated);
+  const double estimate_pays = estimated_every - estimated,
+               simulator_pays = simulated_every - simulated;
+  EXPECT_GT(simulator_pays, 0);
+  EXPECT_GT(estimate_pays, 0.25 * simulator_pays);
+  EXPECT_LE(estimate_pays, simulator_pays);
 }
 
 TEST(SearchTest, EstimatesFsdpsPeakMemoryWithTheRootUnitHeldAndWhereTheBackwardPeaks) {
