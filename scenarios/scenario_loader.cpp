@@ -111,6 +111,9 @@ constexpr std::int64_t kMaxDimension = std::int64_t{1} << 24;
 constexpr std::int64_t kMaxSteps = 10000;
 constexpr std::int64_t kMaxLayers = 10000;  // the deepest published transformers have a few hundred
 constexpr double kMaxStepSeconds = 1e6;
+// A stated compute time below a microsecond: shorter than any GPU kernel's launch, and its per-op
+// shares would round to the engine's picoseconds (a zero step).
+constexpr double kMinStatedSeconds = 1e-6;
 constexpr double kTera = 1e12;
 constexpr double kMicro = 1e-6;
 // torch.distributed.fsdp.wrap.size_based_auto_wrap_policy's default min_num_params.
@@ -1278,6 +1281,10 @@ void read_compute(TableReader reader, Scenario& scenario) {
   for (const auto& [key, value] : {std::pair{"step_compute_time_s", scenario.step_compute_time_s},
                                    std::pair{"layer_compute_time_s", scenario.layer_compute_time_s}}) {
     if (value && *value > kMaxStepSeconds) reader.fail(key, fmt::format("expected at most {} s, got {}", kMaxStepSeconds, *value));
+    if (value && *value < kMinStatedSeconds) {
+      reader.fail(key, fmt::format("expected at least {} s, got {}", kMinStatedSeconds, *value),
+                  "a stated compute time in seconds: one GPU kernel takes microseconds");
+    }
   }
   if (scenario.step_compute_time_s && scenario.layer_compute_time_s) {
     reader.fail("layer_compute_time_s", "give one stated compute time, not both",

@@ -427,6 +427,9 @@ TEST(ScenarioOverrideTest, OverridesThatWouldChangeTheScenarioSilentlyAreRefused
                "hidden size 1 is not divisible by 32 heads");
   expect_error(c1, {"training.precision=\"fp8\"", "cluster.gpu.fp8_tflops=0"}, "training.precision",
                "but cluster.gpu.fp8_tflops is 0");
+  // A stated compute time too short for any kernel would be split into zero-picosecond ops.
+  expect_error(kDefault, {"compute.step_compute_time_s=1e-13"}, "compute.step_compute_time_s",
+               "expected at least 1e-06 s, got 1e-13");
   try {
     scenarios::run_scenario(scenarios::load_scenario(c1, {"output.trace_ranks=[0,99]"}));
     ADD_FAILURE() << "rank 99 of 8 was traced";
