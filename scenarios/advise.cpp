@@ -304,6 +304,8 @@ std::string format_advice(const Advice& advice) {
   if (best.report && !best.report->oom) {
     out += best.overrides.empty() ? "\nadvice: keep the scenario as written\n"
                                   : fmt::format("\nadvice: {}: --set {}\n", best.layout, fmt::join(best.overrides, " --set "));
+  } else if (!best.report) {
+    out += "\nadvice: no candidate could be simulated (see why under 'not simulated')\n";
   } else {
     out += "\nadvice: no candidate fits in memory; try activation checkpointing, a smaller micro-batch or more GPUs\n";
   }

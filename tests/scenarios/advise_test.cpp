@@ -103,6 +103,18 @@ TEST(AdviseTest, LayoutsTheBatchCannotFillAreRejectedWithTheReason) {
   EXPECT_NE(rejected->rejected.find("not a multiple of micro-batch 1 × dp 8"), std::string::npos);
 }
 
+TEST(AdviseTest, WhenNoCandidateCanRunTheAdviceSaysSoNotThatNoneFits) {
+  // On two nodes every candidate has two replicas or more, which a global batch of 1 cannot
+  // fill: nothing is simulated, and memory is not why.
+  const auto advice =
+      advise("[model]\npreset = \"llama-2-7b\"\n", {"cluster.nodes=2", "training.global_batch=1"});
+  ASSERT_FALSE(advice.candidates.empty());
+  ASSERT_FALSE(advice.candidates.front().report);
+  const std::string text = scenarios::format_advice(advice);
+  EXPECT_NE(text.find("advice: no candidate could be simulated"), std::string::npos) << text;
+  EXPECT_EQ(text.find("fits in memory"), std::string::npos) << text;
+}
+
 TEST(AdviseTest, AScenarioWhoseOwnLayoutBreaksARuleStillGetsAdvice) {
   // dp 8 cannot split a global batch of 4: the layout as written is rejected with that
   // reason, the rules' other candidates are simulated.
