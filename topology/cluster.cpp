@@ -9,6 +9,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 
 namespace topology {
@@ -308,6 +309,15 @@ Path Cluster::route(int src, int dst, std::uint64_t flow_hash) const {
   // Up to the source's leaf, across a spine when the leaves differ, down to the destination.
   const FabricAttachment& a = attachment_.at(static_cast<std::size_t>(src));
   const FabricAttachment& b = attachment_.at(static_cast<std::size_t>(dst));
+  if (gpus) {
+    if (const std::optional<int> proxy = rail_proxy(src, b)) {
+      Path path = {gpu_nvlink_up_[static_cast<std::size_t>(src)],
+                   reverse(gpu_nvlink_up_[static_cast<std::size_t>(*proxy)])};
+      const Path onward = route(*proxy, dst, flow_hash);
+      path.insert(path.end(), onward.begin(), onward.end());
+      return path;
+    }
+  }
   Path path(a.up.begin(), a.up.begin() + a.hops);
   if (a.leaf != b.leaf) {
     const bool infiniband = spec_.fabric.kind == FabricKind::kInfiniBand;
@@ -330,6 +340,24 @@ Path Cluster::route(int src, int dst, std::uint64_t flow_hash) const {
   }
   for (int hop = b.hops - 1; hop >= 0; --hop) path.push_back(reverse(b.up[static_cast<std::size_t>(hop)]));
   return path;
+}
+
+// NCCL's PXN (PCI × NVLink; NCCL 2.12 and later, on by default): a GPU sending to a GPU on
+// another rail hands the data over NVLink to the GPU of its own node whose NIC is on the
+// destination's rail, and that NIC sends it, so that rings and all-to-alls stay on their rails
+// (NVIDIA Technical Blog, "Doubling all2all Performance with NVIDIA Collective Communication
+// Library 2.12", 2022; NCCL_PXN_DISABLE). On a rail-optimized fabric of NVSwitch nodes: that
+// GPU, if it is not the source; otherwise none (the route climbs to a spine).
+std::optional<int> Cluster::rail_proxy(int src, const FabricAttachment& destination) const {
+  if (!spec_.fabric.rail_optimized || spec_.node.kind != NodeKind::kNvSwitch) return std::nullopt;
+  const int rails = spec_.node.nics;
+  const int rail = destination.leaf % rails;
+  const int gpus = spec_.node.gpus;
+  if (attachment_[static_cast<std::size_t>(src)].leaf % rails == rail) return std::nullopt;
+  const int proxy =
+      node_of(src) * gpus + (rail * gpus + rails - 1) / rails;  // the first GPU on that NIC
+  if (attachment_[static_cast<std::size_t>(proxy)].leaf % rails != rail) return std::nullopt;
+  return proxy;
 }
 
 std::vector<Path> Cluster::equal_cost_paths(int src, int dst, std::size_t limit) const {

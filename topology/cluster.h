@@ -23,20 +23,24 @@
 //                down port (on rails, a leaf's ports are one NIC of each node of its group);
 //                shift patterns such as rings then never share an uplink;
 //   RoCE       — ECMP on a hash of the flow, so distinct flows may collide on an uplink.
+// On a rail-optimized fabric of NVSwitch nodes route() follows NCCL's PXN instead: a GPU sends to
+// another rail through the NVLink to the GPU of its node on that rail, whose NIC sends it (a
+// transit through a GPU, which the least-cost paths never take; rail_proxy()).
 // route() builds these paths in closed form from the structure the cluster was built with
 // (inside the node; endpoint → NIC → leaf [→ spine [→ core → spine] → leaf] → NIC → endpoint),
 // in time independent of the cluster's size. With three tiers InfiniBand takes the spine by
 // destination mod spines and the core by (destination / spines) mod cores, as D-mod-K takes
-// successive digits of the destination at successive tiers. equal_cost_paths() searches the graph itself (Dijkstra
-// from the destination over the reversed links) and lists every least-cost path: the general
-// definition that route()'s closed form is tested against.
+// successive digits of the destination at successive tiers. equal_cost_paths() searches the graph
+// itself (Dijkstra from the destination over the reversed links) and lists every least-cost path:
+// the general definition that route()'s closed form is tested against.
 #pragma once
 
+#include <array>
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/compressed_sparse_row_graph.hpp>
-#include <array>
-#include <deque>
 #include <cstdint>
+#include <deque>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -146,6 +150,8 @@ class Cluster {
     }
   };
   std::vector<FabricAttachment> attachment_;
+  // The GPU of `src`'s node through which it reaches `destination`'s rail (NCCL's PXN), if any.
+  std::optional<int> rail_proxy(int src, const FabricAttachment& destination) const;
   std::vector<LinkId> gpu_nvlink_up_;
   std::vector<LinkId> gpu_mesh_;  // full-mesh nodes: (node · gpus + i) · gpus + j → the link i → j
   std::vector<int> gpu_pcie_switch_;

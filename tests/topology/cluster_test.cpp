@@ -132,9 +132,23 @@ TEST(ClusterTest, RailOptimizedFabricKeepsSameRailTrafficOffTheSpines) {
   const auto same_rail = kinds_along(cluster, cluster.route(3, 8 + 3));
   EXPECT_EQ(same_rail.size(), 6u);
   EXPECT_EQ(same_rail[2], VertexKind::kLeaf);
-  // GPU 3 of node 0 to GPU 4 of node 1: different rails — up to a spine (crossing NVLink to
-  // the GPU on the right rail would transit a GPU).
-  EXPECT_EQ(kinds_along(cluster, cluster.route(3, 8 + 4))[3], VertexKind::kSpine);
+  // GPU 3 of node 0 to GPU 4 of node 1: different rails — over NVLink to GPU 4 of node 0, whose
+  // NIC is on rail 4, and on along rail 4 (NCCL's PXN): no spine either. Without PXN the path
+  // climbed to a spine, where a RoCE fabric's ECMP made the rings' flows collide.
+  const topology::Path other_rail = cluster.route(3, 8 + 4);
+  EXPECT_EQ(topology::Path(other_rail.begin(), other_rail.begin() + 2), cluster.route(3, 4));
+  EXPECT_EQ(topology::Path(other_rail.begin() + 2, other_rail.end()), cluster.route(4, 8 + 4));
+  // Another rail group (node 2): through GPU 4 of node 0, then rail 4's leaves and a spine.
+  const topology::Path other_group = cluster.route(3, 16 + 4);
+  EXPECT_EQ(topology::Path(other_group.begin(), other_group.begin() + 2), cluster.route(3, 4));
+  EXPECT_EQ(kinds_along(cluster, other_group)[5], VertexKind::kSpine);
+  // PCIe servers on rails have no NVLink to hand over on: up to a spine.
+  ClusterSpec pcie = spec;
+  pcie.node = *topology::node_preset("pcie-l40s");
+  pcie.fabric.leaf_down_ports = 4;
+  const Cluster servers(pcie);
+  const std::vector<VertexKind> climbs = kinds_along(servers, servers.route(0, 8 + 7));
+  EXPECT_NE(std::find(climbs.begin(), climbs.end(), VertexKind::kSpine), climbs.end());
 }
 
 TEST(ClusterTest, ParameterServersHangOffTheFabricWithTheirOwnNic) {
@@ -237,6 +251,19 @@ std::map<topology::VertexId, std::uint64_t> destination_numbers(const Cluster& c
   return numbers;
 }
 
+// The GPU endpoint a path reaches after its first two links, when that is not `dst` (a transit
+// through a GPU), or −1.
+int transit_gpu(const Cluster& cluster, const topology::Path& path, int dst) {
+  if (path.size() <= 2) return -1;
+  const topology::VertexId second = cluster.link(path[1]).to;
+  if (cluster.graph()[second].kind != VertexKind::kGpu || second == cluster.endpoint_vertex(dst))
+    return -1;
+  for (int endpoint = 0; endpoint < cluster.gpu_count(); ++endpoint) {
+    if (cluster.endpoint_vertex(endpoint) == second) return endpoint;
+  }
+  return -1;
+}
+
 TEST(ClusterTest, ClosedFormRoutesAreLeastCostPathsOfTheGraph) {
   for (const RoutingCase& routing_case : routing_cases()) {
     SCOPED_TRACE(routing_case.name);
@@ -245,10 +272,20 @@ TEST(ClusterTest, ClosedFormRoutesAreLeastCostPathsOfTheGraph) {
     for (int src = 0; src < cluster.endpoint_count(); ++src) {
       for (int dst = 0; dst < cluster.endpoint_count(); ++dst) {
         if (src == dst) continue;
-        const auto paths = cluster.equal_cost_paths(src, dst);
-        ASSERT_FALSE(paths.empty());
         for (std::uint64_t flow : {0u, 7u, 12345u}) {
-          const topology::Path path = cluster.route(src, dst, flow);
+          topology::Path path = cluster.route(src, dst, flow);
+          // NCCL's PXN on rails: over NVLink to the GPU of the source's node on the destination's
+          // rail first (ClusterTest.RailOptimizedFabric… below); from there a least-cost path.
+          int from = src;
+          if (const int proxy = transit_gpu(cluster, path, dst); proxy >= 0) {
+            EXPECT_TRUE(routing_case.spec.fabric.rail_optimized);
+            EXPECT_EQ(cluster.node_of(proxy), cluster.node_of(src));
+            EXPECT_EQ(topology::Path(path.begin(), path.begin() + 2), cluster.route(src, proxy));
+            path.erase(path.begin(), path.begin() + 2);
+            from = proxy;
+          }
+          const auto paths = cluster.equal_cost_paths(from, dst);
+          ASSERT_FALSE(paths.empty());
           ASSERT_NE(std::find(paths.begin(), paths.end(), path), paths.end())
               << cluster.vertex_name(cluster.endpoint_vertex(src)) << " -> "
               << cluster.vertex_name(cluster.endpoint_vertex(dst)) << ", flow " << flow;
