@@ -294,8 +294,12 @@ const BlockCost& Estimator::block_cost(const SearchLayout& l, const Groups& grou
                               family, collective->userbuffers);
       if (duration > 0) collectives.emplace_back(start, start + duration);
     } else if (const auto* transfer = std::get_if<program::SendRecvOp>(&op.body)) {
-      duration = transfer_s(static_cast<double>(transfer->bytes), groups.cp[0],
-                            groups.cp[1 % groups.cp.size()]);
+      // A ring-attention step: every context-parallel rank passes a block to the next, and the
+      // step is over when the slowest hop has delivered (one that leaves the node, if any).
+      for (std::size_t c = 0; c < groups.cp.size(); ++c) {
+        duration = std::max(duration, transfer_s(static_cast<double>(transfer->bytes), groups.cp[c],
+                                                 groups.cp[(c + 1) % groups.cp.size()]));
+      }
     }
     end[i] = start + duration;
     done[i] = true;
