@@ -164,7 +164,8 @@ CollectiveBenchOptions resolved(CollectiveBenchOptions options) {
 // The rows of a sweep from --sizes (or -b / -e) by --factor.
 std::vector<CollectiveBenchRow> rows_of_sizes(const CollectiveBenchOptions& options,
                                               const CollectiveBenchOptions& asked) {
-  if (!(options.factor > 1)) bad("--factor", "expected a size factor above 1");
+  if (!(std::isfinite(options.factor) && options.factor > 1))
+    bad("--factor", "expected a finite size factor above 1");
   const auto bounds = split(options.sizes, ':');
   std::int64_t min_bytes = 0, max_bytes = 0;
   try {
@@ -175,8 +176,10 @@ std::vector<CollectiveBenchRow> rows_of_sizes(const CollectiveBenchOptions& opti
     bad(asked.min_bytes.empty() && asked.max_bytes.empty() ? "--sizes" : "-b/-e",
         fmt::format("cannot read \"{}\"", options.sizes), "sizes in bytes with K/M/G suffixes, e.g. -b 8 -e 8G or --sizes 1M:1G");
   }
-  if (min_bytes < 1 || max_bytes < min_bytes) {
-    bad(asked.min_bytes.empty() && asked.max_bytes.empty() ? "--sizes" : "-b/-e", "expected 1 <= MIN <= MAX");
+  if (min_bytes < kFloatBytes || max_bytes < min_bytes) {
+    bad(asked.min_bytes.empty() && asked.max_bytes.empty() ? "--sizes" : "-b/-e",
+        fmt::format("expected {} <= MIN <= MAX: sizes are whole floats, as nccl-tests counts them",
+                    kFloatBytes));
   }
   const double rows = std::floor(std::log(static_cast<double>(max_bytes) / static_cast<double>(min_bytes)) /
                                  std::log(options.factor)) + 1;

@@ -209,10 +209,14 @@ std::string cluster_summary(const topology::ClusterSpec& cluster) {
                                     node.gpus, gpu.name, gpu.bf16_flops / 1e12, gpu.memory_bytes / 1e9, intra,
                                     cluster.gpu_count());
   if (cluster.nodes > 1 || cluster.parameter_servers.count > 0) {
-    summary += fmt::format(", {} fat-tree, {} × {:.0f} Gb/s NICs per node{}{}{}", fabric, node.nics,
-                           cluster.fabric.nic.bandwidth * 8 / 1e9,
-                           cluster.fabric.oversubscription > 1 ? fmt::format(", {:g}:1 oversubscribed", cluster.fabric.oversubscription) : "",
-                           cluster.fabric.rail_optimized ? ", rail-optimized" : "", cluster.fabric.sharp ? ", SHARP" : "");
+    summary +=
+        fmt::format(", {} fat-tree, {} × {:.4g} Gb/s NICs per node{}{}{}", fabric, node.nics,
+                    cluster.fabric.nic.bandwidth * 8 / 1e9,
+                    cluster.fabric.oversubscription > 1
+                        ? fmt::format(", {:g}:1 oversubscribed", cluster.fabric.oversubscription)
+                        : "",
+                    cluster.fabric.rail_optimized ? ", rail-optimized" : "",
+                    cluster.fabric.sharp ? ", SHARP" : "");
   }
   return summary;
 }
@@ -227,6 +231,7 @@ trace::RunFacts describe_run(const Scenario& scenario, const program::Program& p
   timeline.metadata["cluster"] = cluster_summary(scenario.cluster);
   timeline.metadata["made_by"] = made_by;
   timeline.metadata["steps"] = std::to_string(program.info.steps);
+  timeline.metadata["ranks"] = std::to_string(program.world_size);  // traced or not
   timeline.metadata["model"] = scenario.lowering.model.name;
   timeline.metadata["gpu"] = scenario.cluster.node.gpu.name;  // what the prediction prices
   timeline.metadata["hardware_profile"] = scenario.hardware_profile;

@@ -1,11 +1,13 @@
 // Comparing a predicted timeline with a measured one (see comparison.h).
 #include "sim/trace/comparison.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
-#include <fmt/format.h>
 #include <map>
 #include <numeric>
+#include <string>
 #include <tuple>
 #include <unordered_map>
 
@@ -79,12 +81,29 @@ bool is_measured(const Timeline& timeline) {
   return made_by == timeline.metadata.end() || made_by->second.starts_with("measured");
 }
 
+namespace {
+
+// The job's ranks: as its producer recorded them (a trace of some ranks keeps only those), or
+// those the timeline holds.
+std::size_t job_ranks(const Timeline& timeline) {
+  const auto recorded = timeline.metadata.find("ranks");
+  if (recorded != timeline.metadata.end()) {
+    try {
+      return std::stoul(recorded->second);
+    } catch (const std::exception&) {
+    }
+  }
+  return timeline.ranks.size();
+}
+
+}  // namespace
+
 std::vector<std::string> comparability_warnings(const Timeline& first, const Timeline& second, const std::string& first_name,
                                                 const std::string& second_name) {
   std::vector<std::string> warnings;
-  if (first.ranks.size() != second.ranks.size()) {
-    warnings.push_back(fmt::format("{} has {} ranks and {} has {}: they are not the same job", first_name,
-                                   first.ranks.size(), second_name, second.ranks.size()));
+  if (job_ranks(first) != job_ranks(second)) {
+    warnings.push_back(fmt::format("{} has {} ranks and {} has {}: they are not the same job",
+                                   first_name, job_ranks(first), second_name, job_ranks(second)));
   }
   for (const auto& [key, what] : {std::pair{"model", "models"}, std::pair{"steps", "steps"}}) {
     const auto a = first.metadata.find(key), b = second.metadata.find(key);

@@ -266,6 +266,15 @@ TEST_F(CliTest, CompareStatesItsConventionAndWarnsWhenTheRunsDiffer) {
   ASSERT_EQ(json["warnings"].size(), 2u) << json["warnings"];
   EXPECT_NE(json["warnings"][0].get<std::string>().find("has 8 ranks and the measurement has 64"), std::string::npos);
   EXPECT_NE(json["warnings"][1].get<std::string>().find("different models"), std::string::npos);
+  // A trace of the first node's ranks only is of the same 64-rank job.
+  ASSERT_EQ(dtsim({"run", kSource + "/scenarios/c3_70b_ddp_64gpu.toml", "-o",
+                   (scratch_ / "node").string(), "--trace-ranks", "first-node"})
+                .code,
+            0);
+  const CliRun partial =
+      dtsim({"compare", (scratch_ / "node" / "timeline.json").string(), seventy});
+  ASSERT_EQ(partial.code, 0) << partial.err;
+  EXPECT_EQ(partial.out.find("not the same job"), std::string::npos) << partial.out;
 }
 
 // compare never writes over what it reads or over its other output, and a FIFO for an input is
@@ -647,6 +656,8 @@ TEST_F(CliTest, HelpVersionQuietJsonAndNcclTestsSpellings) {
             std::string::npos)
       << too_many_nodes.err;
   EXPECT_EQ(dtsim({"collective", "--sizes", "1:2", "-b", "1"}).code, 2);
+  EXPECT_EQ(dtsim({"collective", "--sizes", "1:1"}).code, 2);  // no whole float: a size-0 row
+  EXPECT_EQ(dtsim({"collective", "-f", "inf"}).code, 2);
 
   const CliRun advice = dtsim({"advise", kSource + "/scenarios/c3_70b_ddp_64gpu.toml", "--json"});
   ASSERT_EQ(advice.code, 0) << advice.err;
