@@ -58,8 +58,9 @@ void add_warnings(Report& report, const RunFacts& facts) {
   if (report.comm_compute_ratio > 1) {
     report.warnings.push_back(fmt::format(
         "communication-bound: R = T_comm / T_comp = {:.2f} > 1, communication takes longer than "
-        "computation ({} vs {} per step); at this scale shard gradients and states (ZeRO/FSDP) "
-        "or use tensor/pipeline parallelism instead of plain data parallelism (chapter §6.1.7)",
+        "computation ({} vs {} per step); the time by category shows which collectives weigh "
+        "most — under plain data parallelism, sharding (ZeRO/FSDP) or tensor/pipeline "
+        "parallelism moves less per step (chapter §6.1.7)",
         report.comm_compute_ratio, human_seconds(report.comm_time_s),
         human_seconds(report.compute_time_s)));
   }
