@@ -158,7 +158,7 @@ void check_program(const program::Program& program, const ExecutionOptions& opti
       if (bytes_of && bytes_of(op) > options.max_op_bytes) {
         throw ExecutionError(fmt::format(
             "rank {}, op '{}' needs {:.1f} GiB of buffers, more than the {:.1f} GiB allowed {}: run a "
-            "scaled-down model (scenarios/real/) or raise the limit",
+            "scaled-down model (scenarios/real/ has some)",
             rank, op.name, static_cast<double>(bytes_of(op)) / (1 << 30),
             static_cast<double>(options.max_op_bytes) / (1 << 30), device));
       }
