@@ -12,6 +12,7 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <memory>
 #include <numeric>
 #include <set>
 #include <sstream>
@@ -149,14 +150,31 @@ std::string node_text(const toml::node& node) {
 // Where values came from that are not in the file: --set and sweep points, by dotted key.
 using Origins = std::map<std::string, std::string>;
 
+// "FILE:LINE:COLUMN" of `node`, or of the value at `dotted_key` in the file as parsed when `node`
+// is a copy (toml++ copies no source positions); empty when neither knows its line.
+std::string file_position(const toml::node* node, const toml::table* as_written,
+                          const std::string& dotted_key, const std::string& file) {
+  if (node == nullptr || node->source().begin.line == 0) {
+    node = as_written != nullptr ? as_written->at_path(dotted_key).node() : nullptr;
+  }
+  if (node == nullptr || node->source().begin.line == 0) return "";
+  return fmt::format("{}:{}:{}", file, node->source().begin.line, node->source().begin.column);
+}
+
 // Reads one TOML table, remembering which keys it was asked for, so that every other key
 // can be reported as unknown (with a suggestion among the known ones).
 class TableReader {
  public:
+  // `as_written`: the file as parsed, whose values know their lines when `table` is a copy (a
+  // sweep point's or a variant's: toml++ copies no source positions).
   TableReader(const toml::table* table, std::string path, const std::string& file,
-              const Origins& origins, std::string anchor)
-      : table_(table), path_(std::move(path)), file_(file), origins_(origins),
-        anchor_(std::move(anchor)) {}
+              const Origins& origins, std::string anchor, const toml::table* as_written = nullptr)
+      : table_(table),
+        path_(std::move(path)),
+        file_(file),
+        origins_(origins),
+        anchor_(std::move(anchor)),
+        as_written_(as_written) {}
 
   std::string dotted(std::string_view key) const {
     return path_.empty() ? std::string(key) : path_ + "." + std::string(key);
@@ -164,8 +182,9 @@ class TableReader {
 
   std::string location_of(const toml::node* node, const std::string& dotted_key) const {
     if (auto it = origins_.find(dotted_key); it != origins_.end()) return it->second;
-    if (node != nullptr && node->source().begin.line > 0) {
-      return fmt::format("{}:{}:{}", file_, node->source().begin.line, node->source().begin.column);
+    if (const std::string position = file_position(node, as_written_, dotted_key, file_);
+        !position.empty()) {
+      return position;
     }
     return anchor_;
   }
@@ -307,7 +326,7 @@ class TableReader {
                  fmt::format("write it as [{}]", dotted(key)));
     }
     return TableReader(value ? value->as_table() : nullptr, dotted(key), file_, origins_,
-                       location());
+                       location(), as_written_);
   }
 
   bool present() const { return table_ != nullptr; }
@@ -333,6 +352,7 @@ class TableReader {
   const std::string& file_;
   const Origins& origins_;
   std::string anchor_;
+  const toml::table* as_written_;
   std::set<std::string> asked_;
 };
 
@@ -1440,6 +1460,7 @@ void assign(toml::table& root, const std::string& dotted_key, Node&& value, cons
 
 struct ScenarioDocument::State {
   toml::table root;
+  std::shared_ptr<const toml::table> as_written;  // the file as parsed, with its source positions
   std::string file;
   Origins origins;
   std::map<std::string, std::string> command_line_axes;  // [sweep] key → its --sweep text
@@ -1451,13 +1472,12 @@ namespace {
 
 // "ORIGIN: " for a key set by --set or a sweep point, "FILE:LINE:COLUMN: " for one the file
 // states, else empty.
-std::string where_stated(const std::string& key, const toml::table& root, const std::string& file,
+std::string where_stated(const std::string& key, const toml::table& root,
+                         const toml::table* as_written, const std::string& file,
                          const Origins& origins) {
   if (const auto origin = origins.find(key); origin != origins.end()) return origin->second + ": ";
-  if (const toml::node* node = root.at_path(key).node(); node != nullptr) {
-    return fmt::format("{}:{}:{}: ", file, node->source().begin.line, node->source().begin.column);
-  }
-  return "";
+  const std::string position = file_position(root.at_path(key).node(), as_written, key, file);
+  return position.empty() ? "" : position + ": ";
 }
 
 // Keys the scenario states that the rest of it leaves without effect — [zero] under DDP, the
@@ -1465,7 +1485,8 @@ std::string where_stated(const std::string& key, const toml::table& root, const 
 // naming the key, where it was set and what makes it inert. Warnings, not errors: a file may
 // state them for the points of a sweep that uses them.
 std::vector<std::string> inert_keys(const Scenario& scenario, const toml::table& root,
-                                    const std::string& file, const Origins& origins) {
+                                    const toml::table* as_written, const std::string& file,
+                                    const Origins& origins) {
   const strategies::ParallelSpec& parallel = scenario.lowering.parallel;
   const std::string strategy = fmt::format("parallel.strategy is \"{}\"", parallel.strategy);
   const bool logp_priced =
@@ -1506,8 +1527,8 @@ std::vector<std::string> inert_keys(const Scenario& scenario, const toml::table&
   // every layout it proposes, off where the layout cannot run it).
   const auto warn = [&](const std::string& key, const toml::node& value, const std::string& why) {
     if (value.is_boolean() && !value.as_boolean()->get()) return;
-    warnings.push_back(
-        fmt::format("{}{} has no effect: {}", where_stated(key, root, file, origins), key, why));
+    warnings.push_back(fmt::format("{}{} has no effect: {}",
+                                   where_stated(key, root, as_written, file, origins), key, why));
   };
   for (const Rule& rule : rules) {
     if (!rule.inert) continue;
@@ -1527,7 +1548,8 @@ std::vector<std::string> inert_keys(const Scenario& scenario, const toml::table&
 // for, a NIC in Gb/s where GB/s are: one warning each, naming the key, where it was set and the
 // range real hardware spans (2026: GPUs of 16–288 GB and 100–2,500 bf16 TFLOP/s, NICs of
 // 10–1,600 Gb/s, NVLink up to 1,800 GB/s per GPU).
-std::vector<std::string> implausible_values(const topology::ClusterSpec& cluster, const toml::table& root,
+std::vector<std::string> implausible_values(const topology::ClusterSpec& cluster,
+                                            const toml::table& root, const toml::table* as_written,
                                             const std::string& file, const Origins& origins,
                                             const std::string& hardware_profile) {
   struct Check {
@@ -1566,7 +1588,7 @@ std::vector<std::string> implausible_values(const topology::ClusterSpec& cluster
             std::string::npos) {
       continue;
     }
-    const std::string where = where_stated(check.key, root, file, origins);
+    const std::string where = where_stated(check.key, root, as_written, file, origins);
     const bool latency = check.key.ends_with("latency_us");
     warnings.push_back(fmt::format(
         "{}{} = {:g} {} is implausible: real hardware has {:g}–{:g} {} (a value in the wrong "
@@ -1581,7 +1603,7 @@ std::vector<std::string> implausible_values(const topology::ClusterSpec& cluster
         fmt::format("{}cluster.gpu.fp8_tflops = {:g} TFLOP/s is below bf16_tflops = {:g}: every "
                     "GPU with FP8 tensor cores "
                     "runs them at twice its bf16 rate (dense)",
-                    where_stated("cluster.gpu.fp8_tflops", root, file, origins),
+                    where_stated("cluster.gpu.fp8_tflops", root, as_written, file, origins),
                     gpu.fp8_flops / kTera, gpu.bf16_flops / kTera));
   }
   return warnings;
@@ -1600,6 +1622,7 @@ ScenarioDocument ScenarioDocument::from_string(const std::string& text, const st
   check_text_limits(text, source_name);
   try {
     state->root = toml::parse(text, source_name);
+    state->as_written = std::make_shared<const toml::table>(toml::parse(text, source_name));
   } catch (const toml::parse_error& error) {
     throw ScenarioError(fmt::format("{}:{}:{}", source_name, error.source().begin.line,
                                     error.source().begin.column),
@@ -1860,7 +1883,7 @@ const std::string& ScenarioDocument::hardware_profile() const { return state_->h
 std::vector<SweepAxis> ScenarioDocument::sweep_axes() const {
   const toml::node* sweep = state_->root.get("sweep");
   TableReader reader(sweep ? sweep->as_table() : nullptr, "sweep", state_->file, state_->origins,
-                     state_->file);
+                     state_->file, state_->as_written.get());
   if (sweep != nullptr && !sweep->is_table()) {
     throw ScenarioError(state_->file, "sweep", "expected a table of key = [values]");
   }
@@ -1929,7 +1952,7 @@ Scenario ScenarioDocument::read_for_layout_choice(std::string* layout_fault) con
 
 Scenario ScenarioDocument::read(bool check_layout) const {
   const State& s = *state_;
-  TableReader root(&s.root, "", s.file, s.origins, s.file);
+  TableReader root(&s.root, "", s.file, s.origins, s.file, s.as_written.get());
   Scenario scenario;
   scenario.source = file();
   scenario.overrides = overrides();
@@ -2010,8 +2033,9 @@ Scenario ScenarioDocument::read(bool check_layout) const {
   }
   scenario.sweep = read_sweep_axes(root.child("sweep"), sweep ? sweep->as_table() : nullptr);
   root.finish();
-  scenario.warnings = implausible_values(scenario.cluster, s.root, s.file, s.origins, s.hardware_profile);
-  for (std::string& warning : inert_keys(scenario, s.root, s.file, s.origins)) {
+  scenario.warnings = implausible_values(scenario.cluster, s.root, s.as_written.get(), s.file,
+                                         s.origins, s.hardware_profile);
+  for (std::string& warning : inert_keys(scenario, s.root, s.as_written.get(), s.file, s.origins)) {
     scenario.warnings.push_back(std::move(warning));
   }
   const strategies::ModelSpec& model = scenario.lowering.model;
@@ -2045,7 +2069,7 @@ std::vector<ValidationCase> read_validation_manifest(const std::string& path) {
   }
   const ScenarioDocument document = ScenarioDocument::from_string(std::get<std::string>(text), path);
   const ScenarioDocument::State& s = *document.state_;
-  TableReader root(&s.root, "", s.file, s.origins, s.file);
+  TableReader root(&s.root, "", s.file, s.origins, s.file, s.as_written.get());
   const toml::node* cases = root.node("case");
   root.finish();
   if (cases == nullptr || !cases->is_array_of_tables() || cases->as_array()->empty()) {

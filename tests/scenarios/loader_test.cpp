@@ -540,6 +540,28 @@ global_batch = 8
   }
 }
 
+TEST(ScenarioSweepTest, ASweepPointsWarningsNameTheFilesLines) {
+  // A sweep point is a copy of the file, and toml++ copies no source positions: its warnings
+  // named line 0:0.
+  const scenarios::ScenarioDocument document =
+      scenarios::ScenarioDocument::from_string(R"(
+[cluster]
+nodes = 1
+[model]
+preset = "llama-2-7b"
+[training]
+global_batch = 8
+[zero]
+stage = 2
+[sweep]
+"ddp.bucket_cap_mb" = [10, 50]
+)",
+                                               "inline.toml");
+  const std::vector<std::string> warnings = document.sweep_points()[1].read().warnings;
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_EQ(warnings[0].rfind("inline.toml:9:9: zero.stage has no effect", 0), 0u) << warnings[0];
+}
+
 TEST(CollectiveOverrideTest, AnAlgorithmThatCannotRunOnItsGroupNamesTheKey) {
   // default.toml's DDP all-reduces span two nodes, but a per-kind override also applies to the
   // single-node case: 1 node makes "hier" impossible (the ideal library has it; NCCL does not).
