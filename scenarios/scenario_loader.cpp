@@ -1083,12 +1083,9 @@ void read_zero(TableReader& reader, strategies::ZeroSpec& zero) {
 void read_fsdp(TableReader& reader, strategies::FsdpSpec& fsdp) {
   fsdp.sharding = reader.named("sharding_strategy", fsdp.sharding);
   const std::string wrap = reader.choice("auto_wrap_policy", {"transformer_layer", "size_based"}).value_or("transformer_layer");
-  if (wrap == "size_based") {
-    fsdp.min_num_params = reader.positive("min_num_params", kTorchMinNumParams);
-  } else if (reader.node("min_num_params") != nullptr) {
-    reader.fail("min_num_params", "min_num_params applies to the size-based wrap policy only",
-                "set auto_wrap_policy = \"size_based\"");
-  }
+  const double min_num_params =
+      reader.positive("min_num_params", kTorchMinNumParams);  // inert_keys() warns
+  if (wrap == "size_based") fsdp.min_num_params = min_num_params;
   fsdp.backward_prefetch = reader.named("backward_prefetch", fsdp.backward_prefetch);
   fsdp.forward_prefetch = reader.boolean("forward_prefetch").value_or(fsdp.forward_prefetch);
   fsdp.limit_all_gathers = reader.boolean("limit_all_gathers").value_or(fsdp.limit_all_gathers);
@@ -1503,6 +1500,10 @@ std::vector<std::string> inert_keys(const Scenario& scenario, const toml::table&
       {"zero", parallel.strategy != "zero", strategy},
       {"fsdp", parallel.strategy == "ddp" || parallel.strategy == "ps", strategy},
       {"ps", parallel.strategy != "ps", strategy},
+      {"fsdp.min_num_params",
+       parallel.strategy != "ddp" && parallel.strategy != "ps" &&
+           scenario.lowering.fsdp.min_num_params == 0,
+       "fsdp.auto_wrap_policy is \"transformer_layer\", not \"size_based\""},
       {"training.sgd_momentum",
        scenario.lowering.training.optimizer != strategies::OptimizerKind::kSgd,
        fmt::format("training.optimizer is \"{}\"",

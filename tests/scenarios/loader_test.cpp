@@ -365,6 +365,17 @@ TEST(ScenarioLoaderTest, KeysTheScenarioLeavesWithoutEffectAreWarnedAbout) {
        "training.sgd_momentum=0.5", "stragglers.distribution=\"lognormal\"", "stragglers.sigma=0.2",
        "network.model=\"analytic\"", "network.logp=true", "collectives.library=\"ideal\""});
   EXPECT_EQ(acting.warnings, std::vector<std::string>{});
+  // FSDP's min_num_params under the transformer-layer policy: a warning, as for any inert key (it
+  // was an error, which broke a sweep over the policy).
+  const std::string fsdp = "parallel.strategy=\"fsdp\"";
+  EXPECT_EQ(scenarios::load_scenario(kDefault, {fsdp, "fsdp.min_num_params=1e9"}).warnings,
+            std::vector<std::string>{
+                "--set fsdp.min_num_params=1e9: fsdp.min_num_params has no effect: "
+                "fsdp.auto_wrap_policy is \"transformer_layer\", not \"size_based\""});
+  EXPECT_EQ(scenarios::load_scenario(
+                kDefault, {fsdp, "fsdp.min_num_params=1e9", "fsdp.auto_wrap_policy=\"size_based\""})
+                .warnings,
+            std::vector<std::string>{});
 }
 
 TEST(ScenarioOverrideTest, CalibratedCurvesInterpolateInLogSize) {
