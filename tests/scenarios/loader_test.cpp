@@ -531,17 +531,17 @@ global_batch = 32
   EXPECT_TRUE(points[0].read().sweep.empty());
 }
 
+// Llama-2-7B on one node, 8 sequences a step, then `tables` (from line 8 of inline.toml).
+scenarios::ScenarioDocument small_inline_scenario(const std::string& tables) {
+  return scenarios::ScenarioDocument::from_string(
+      "\n[cluster]\nnodes = 1\n[model]\npreset = \"llama-2-7b\"\n[training]\nglobal_batch = 8\n" +
+          tables,
+      "inline.toml");
+}
+
 TEST(ScenarioSweepTest, ABadSweepValueNamesItsSweepEntry) {
-  scenarios::ScenarioDocument document = scenarios::ScenarioDocument::from_string(R"(
-[cluster]
-nodes = 1
-[model]
-preset = "llama-2-7b"
-[training]
-global_batch = 8
-[sweep]
-"ddp.bucket_size_mb" = [10]
-)", "inline.toml");
+  const scenarios::ScenarioDocument document =
+      small_inline_scenario("[sweep]\n\"ddp.bucket_size_mb\" = [10]\n");
   try {
     document.sweep_points()[0].read();
     FAIL();
@@ -555,19 +555,7 @@ TEST(ScenarioSweepTest, ASweepPointsWarningsNameTheFilesLines) {
   // A sweep point is a copy of the file, and toml++ copies no source positions: its warnings
   // named line 0:0.
   const scenarios::ScenarioDocument document =
-      scenarios::ScenarioDocument::from_string(R"(
-[cluster]
-nodes = 1
-[model]
-preset = "llama-2-7b"
-[training]
-global_batch = 8
-[zero]
-stage = 2
-[sweep]
-"ddp.bucket_cap_mb" = [10, 50]
-)",
-                                               "inline.toml");
+      small_inline_scenario("[zero]\nstage = 2\n[sweep]\n\"ddp.bucket_cap_mb\" = [10, 50]\n");
   const std::vector<std::string> warnings = document.sweep_points()[1].read().warnings;
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_EQ(warnings[0].rfind("inline.toml:9:9: zero.stage has no effect", 0), 0u) << warnings[0];
