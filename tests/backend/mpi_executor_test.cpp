@@ -369,7 +369,7 @@ TEST(MpiSharedWorkTest, SweepAndSearchUnderMpirunGiveTheSingleProcessResult) {
   const test_support::TemporaryDirectory scratch("dtsim-shared-work");
   const std::string sweep = " sweep " + kSource + "/scenarios/ps_consistency_stragglers.toml --sweep ps.staleness=1,3 --json";
   const std::string search =
-      " search " + kSource + "/tests/data/search_llama2_70b_64gpu.toml --simulate 3 --sample 2 --json";
+      " search " + kSource + "/tests/data/search_llama2_70b_64gpu.toml --simulate 3 --sample 1 --json";
   for (const auto& [name, command] : {std::pair{"sweep", sweep}, std::pair{"search", search}}) {
     const fs::path one = scratch / (std::string(name) + "-one"), two = scratch / (std::string(name) + "-two");
     const CommandResult single = run("{ " + test_support::dtsim() + command + " -o " + one.string() + " 2>/dev/null; } > " +
@@ -392,12 +392,12 @@ TEST(MpiSharedWorkTest, SweepAndSearchUnderMpirunGiveTheSingleProcessResult) {
     EXPECT_EQ(read_file(two / csv), read_file(one / csv)) << name;
   }
   // Each process simulates its share: on a terminal (script(1) gives one), the first process's
-  // progress counts 3 of the 5 simulated layouts, not all 5.
+  // progress counts 2 of the 4 simulated layouts, not all 4.
   const CommandResult shown =
       run("DTSIM_PROGRESS_AFTER_MS=0 script -qec '" + mpirun(2) + search + " -o " + (scratch / "shown").string() + "' /dev/null");
   ASSERT_EQ(shown.code, 0) << shown.output;
-  EXPECT_NE(shown.output.find("3/3 layouts simulated by this process"), std::string::npos) << shown.output;
-  EXPECT_EQ(shown.output.find("/5 layouts"), std::string::npos) << shown.output;
+  EXPECT_NE(shown.output.find("2/2 layouts simulated by this process"), std::string::npos) << shown.output;
+  EXPECT_EQ(shown.output.find("/4 layouts"), std::string::npos) << shown.output;
 
   // Bad input: every process finds it, one message.
   const CommandResult bad = run(mpirun(2) + " sweep " + kSource + "/scenarios/default.toml -o " + (scratch / "bad").string());
