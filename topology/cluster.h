@@ -10,13 +10,13 @@
 // nodes every GPU also has an NVLink edge to the node's NVSwitch, on full-mesh nodes (xGMI) a
 // link of that class to every other GPU of the node.
 //
-// Routing: least-cost paths; paths never transit another GPU or server. Link costs rank the
-// paths as NCCL's path types do (NVL < PIX < PXB < PHB < NET): NVLink 1, a PCIe link 2, a PCIe
-// link into the host's root complex 5, a network link 4 — so GPUs of an NVSwitch node talk over
-// NVLink even when they share a PCIe switch, GPUs of a PCIe server talk through their switch or
-// the host but never leave the node, a GPU reaches the fabric through its own NIC, and traffic
-// between rails climbs to a spine rather than crossing a host.
-// Among equal-cost next hops (the spines between two leaves) the choice follows the fabric:
+// Routing: least-cost paths; they never transit another GPU or server (route()'s PXN, below, does).
+// Link costs rank the paths as NCCL's path types do (NVL < PIX < PXB < PHB < NET): NVLink 1, a PCIe
+// link 2, a PCIe link into the host's root complex 5, a network link 4 — so GPUs of an NVSwitch
+// node talk over NVLink even when they share a PCIe switch, GPUs of a PCIe server talk through
+// their switch or the host but never leave the node, a GPU reaches the fabric through its own NIC,
+// and traffic between rails climbs to a spine rather than crossing a host. Among equal-cost next
+// hops (the spines between two leaves) the choice follows the fabric:
 //   InfiniBand — destination-based, next hop = destination mod choices, as the subnet
 //                manager's fat-tree routing (D-mod-K) programs the switches' tables, with
 //                destinations numbered as the switches see them: leaf by leaf, down port by

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <map>
 #include <numeric>
@@ -88,10 +89,12 @@ namespace {
 std::size_t job_ranks(const Timeline& timeline) {
   const auto recorded = timeline.metadata.find("ranks");
   if (recorded != timeline.metadata.end()) {
-    try {
-      return std::stoul(recorded->second);
-    } catch (const std::exception&) {
-    }
+    std::size_t ranks = 0;
+    const auto [end, error] = std::from_chars(
+        recorded->second.data(), recorded->second.data() + recorded->second.size(), ranks);
+    if (error == std::errc{} && end == recorded->second.data() + recorded->second.size() &&
+        ranks > 0)
+      return ranks;
   }
   return timeline.ranks.size();
 }
@@ -104,6 +107,12 @@ std::vector<std::string> comparability_warnings(const Timeline& first, const Tim
   if (job_ranks(first) != job_ranks(second)) {
     warnings.push_back(fmt::format("{} has {} ranks and {} has {}: they are not the same job",
                                    first_name, job_ranks(first), second_name, job_ranks(second)));
+  } else if (first.ranks.size() != second.ranks.size()) {
+    warnings.push_back(fmt::format(
+        "{} holds {} of the job's {} ranks and {} holds {}: ranks are matched by their position in "
+        "each trace, so per-rank figures pair different ranks; trace the same ranks in both "
+        "(--trace-ranks)",
+        first_name, first.ranks.size(), job_ranks(first), second_name, second.ranks.size()));
   }
   for (const auto& [key, what] : {std::pair{"model", "models"}, std::pair{"steps", "steps"}}) {
     const auto a = first.metadata.find(key), b = second.metadata.find(key);

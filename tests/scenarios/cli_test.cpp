@@ -266,7 +266,8 @@ TEST_F(CliTest, CompareStatesItsConventionAndWarnsWhenTheRunsDiffer) {
   ASSERT_EQ(json["warnings"].size(), 2u) << json["warnings"];
   EXPECT_NE(json["warnings"][0].get<std::string>().find("has 8 ranks and the measurement has 64"), std::string::npos);
   EXPECT_NE(json["warnings"][1].get<std::string>().find("different models"), std::string::npos);
-  // A trace of the first node's ranks only is of the same 64-rank job.
+  // A trace of the first node's ranks only is of the same 64-rank job, but its ranks are matched
+  // by position: said so, not that the jobs differ.
   ASSERT_EQ(dtsim({"run", kSource + "/scenarios/c3_70b_ddp_64gpu.toml", "-o",
                    (scratch_ / "node").string(), "--trace-ranks", "first-node"})
                 .code,
@@ -275,6 +276,7 @@ TEST_F(CliTest, CompareStatesItsConventionAndWarnsWhenTheRunsDiffer) {
       dtsim({"compare", (scratch_ / "node" / "timeline.json").string(), seventy});
   ASSERT_EQ(partial.code, 0) << partial.err;
   EXPECT_EQ(partial.out.find("not the same job"), std::string::npos) << partial.out;
+  EXPECT_NE(partial.out.find("holds 8 of the job's 64 ranks"), std::string::npos) << partial.out;
 }
 
 // compare never writes over what it reads or over its other output, and a FIFO for an input is
