@@ -334,8 +334,9 @@ RunResult run_scenario(const Scenario& scenario, const std::function<bool(const 
     std::vector<double> drawn = options.compute_slowdown;  // the distribution's factors alone
     for (std::int32_t rank : scenario.stragglers.slow_ranks) drawn[rank] /= scenario.stragglers.slow_factor;
     const auto [fastest, slowest] = std::minmax_element(drawn.begin(), drawn.end());
-    facts.notes.push_back(fmt::format("stragglers: GPU compute slowed by factors from {:.3f} to {:.3f} ({}, seed {})",
-                                      *fastest, *slowest, scenario.stragglers.distribution, scenario.stragglers.seed));
+    facts.notes.push_back(fmt::format(
+        "stragglers: GPU compute times multiplied by factors from {:.3f} to {:.3f} ({}, seed {})",
+        *fastest, *slowest, scenario.stragglers.distribution, scenario.stragglers.seed));
   }
   if (!scenario.stragglers.slow_ranks.empty()) {
     const bool one = scenario.stragglers.slow_ranks.size() == 1;

@@ -351,7 +351,8 @@ program::Program lower_parallel(const LoweringInput& input) {
   }
 
   set_step_facts(program.info, input.model, training, dp);
-  std::string layout_text = fmt::format("{} ranks", program.world_size);
+  std::string layout_text =
+      fmt::format("{} rank{}", program.world_size, program.world_size == 1 ? "" : "s");
   if (tp > 1 || pp > 1) layout_text = fmt::format("dp {} × tp {}{} × pp {}", dp, tp, tensor_parallel.sequence_parallel ? " (SP)" : "", pp);
   if (cp > 1) layout_text += fmt::format(", cp {} ({})", cp, name_of(parallel.cp_scheme));
   if (ep > 1) layout_text += fmt::format(", ep {} (expert dp {})", ep, dp / ep * cp);

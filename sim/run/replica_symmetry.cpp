@@ -129,11 +129,12 @@ std::optional<std::string> check_family(const program::Program& program, const t
       const std::int32_t instance_of_first = other.instance_of_rank[symmetry.representative[members.front()]];
       for (std::int32_t member : members) {
         if (symmetry.replica_of[member] != symmetry.replica_of[members.front()]) {
-          return fmt::format("a {} group spans several {} replicas", other.name, family.name);
+          return fmt::format("one {} group spans several {} replicas", other.name, family.name);
         }
         if (other.instance_of_rank[symmetry.representative[member]] != instance_of_first) {
-          return fmt::format("a {} group of one {} replica does not mirror one of its class's leader", other.name,
-                             family.name);
+          return fmt::format(
+              "one {} group of one {} replica does not mirror one of its class's leader",
+              other.name, family.name);
         }
       }
     }

@@ -225,7 +225,8 @@ std::string format_report(const Report& r) {
     out += fmt::format("  {:<22}{}\n", label, value);
   };
   out += fmt::format("{}\n", r.title);
-  out += fmt::format("{} ranks, {} step{}\n\n", r.ranks, r.steps, r.steps == 1 ? "" : "s");
+  out += fmt::format("{} rank{}, {} step{}\n\n", r.ranks, r.ranks == 1 ? "" : "s", r.steps,
+                     r.steps == 1 ? "" : "s");
   line("step time", human_seconds(r.step_time_s));
   if (r.host_step_time_s) {
     std::string runs;
