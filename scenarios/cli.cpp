@@ -376,6 +376,15 @@ std::optional<MpirunRefusal> refuse_under_mpirun(const std::string& command) {
 int command_run(const RunOptions& options, std::ostream& out, std::ostream& err) {
   const ScenarioDocument document = open_document(options);
   Scenario scenario = document.read();
+  if (!scenario.sweep
+           .empty()) {  // a file written for dtsim sweep: say that its points are not what runs
+    std::size_t points = 1;
+    for (const SweepAxis& axis : scenario.sweep) points *= axis.values.size();
+    scenario.warnings.push_back(
+        fmt::format("[sweep] ({} point{}) is not simulated: dtsim run simulates the "
+                    "scenario as written without it, dtsim sweep {} runs its points",
+                    points, points == 1 ? "" : "s", options.scenario));
+  }
   if (!options.trace_ranks.empty()) {
     std::string why;
     const auto selection = parse_trace_selection(options.trace_ranks, &why);

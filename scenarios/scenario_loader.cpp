@@ -211,7 +211,7 @@ class TableReader {
     throw ScenarioError(node ? location_of(node, dotted(key)) : location(), dotted(key),
                         std::move(message), std::move(hint), kind);
   }
-  // The value at `key` is wrong by itself (its type, an unknown name).
+  // The value at `key` is wrong by itself (its type, its range, an unknown name).
   [[noreturn]] void fail_value(std::string_view key, std::string message,
                                std::string hint = {}) const {
     fail(key, std::move(message), std::move(hint), ErrorKind::kValue);
@@ -272,32 +272,35 @@ class TableReader {
     return value ? *strategies::from_name<T>(*value) : fallback;
   }
 
-  // Numbers with a range check.
+  // Numbers with a range check: a value out of its range is wrong by itself (ErrorKind::kValue).
   double positive(std::string_view key, double fallback) {
     const double value = number(key).value_or(fallback);
-    if (!(value > 0)) fail(key, fmt::format("expected a positive number, got {}", value));
+    if (!(value > 0)) fail_value(key, fmt::format("expected a positive number, got {}", value));
     return value;
   }
   std::optional<double> optional_positive(std::string_view key, double maximum = kLargestNumber) {
     const auto value = number(key);
     if (value && !(*value > 0 && *value <= maximum)) {
-      fail(key, maximum == kLargestNumber ? fmt::format("expected a positive number, got {}", *value)
-                                          : fmt::format("expected a positive number up to {:g}, got {:g}", maximum, *value));
+      fail_value(key, maximum == kLargestNumber
+                          ? fmt::format("expected a positive number, got {}", *value)
+                          : fmt::format("expected a positive number up to {:g}, got {:g}", maximum,
+                                        *value));
     }
     return value;
   }
   double non_negative(std::string_view key, double fallback) { return optional_non_negative(key).value_or(fallback); }
   std::optional<double> optional_non_negative(std::string_view key) {
     const auto value = number(key);
-    if (value && !(*value >= 0)) fail(key, fmt::format("expected a number >= 0, got {}", *value));
+    if (value && !(*value >= 0))
+      fail_value(key, fmt::format("expected a number >= 0, got {}", *value));
     return value;
   }
   double fraction(std::string_view key, double fallback) { return optional_fraction(key).value_or(fallback); }
   std::optional<double> optional_fraction(std::string_view key) {
     const auto value = number(key);
     if (value && !(*value > 0 && *value <= 1)) {
-      fail(key, fmt::format("expected a fraction in (0, 1], got {}", *value),
-           "efficiencies are the share of the peak rate actually reached");
+      fail_value(key, fmt::format("expected a fraction in (0, 1], got {}", *value),
+                 "efficiencies are the share of the peak rate actually reached");
     }
     return value;
   }
@@ -307,11 +310,19 @@ class TableReader {
                      std::int64_t maximum = kLargestCount) {
     const std::int64_t value = integer(key).value_or(fallback);
     if (value < minimum && maximum == kLargestCount) {
-      fail(key, fmt::format("expected an integer >= {}, got {}", minimum, value));
+      fail_value(key, fmt::format("expected an integer >= {}, got {}", minimum, value));
     }
     if (value < minimum || value > maximum) {
-      fail(key, fmt::format("expected an integer between {} and {}, got {}", minimum, maximum, value));
+      fail_value(key, fmt::format("expected an integer between {} and {}, got {}", minimum, maximum,
+                                  value));
     }
+    return value;
+  }
+  // A parallel degree: at least 1 by itself, at most the cluster's GPUs in combination with it.
+  std::int64_t degree(std::string_view key, std::int64_t fallback, std::int64_t gpus) {
+    const std::int64_t value = count(key, fallback);
+    if (value > gpus)
+      fail(key, fmt::format("expected an integer between 1 and {}, got {}", gpus, value));
     return value;
   }
   std::int64_t required_count(std::string_view key, std::int64_t maximum, std::string hint) {
@@ -377,7 +388,8 @@ void read_device(TableReader reader, topology::DeviceSpec& device) {
   }
   auto rate = [&reader](std::string_view key, double& field) {
     if (auto value = reader.number(key)) {
-      if (!(*value >= 0)) reader.fail(key, fmt::format("expected a number >= 0, got {}", *value));
+      if (!(*value >= 0))
+        reader.fail_value(key, fmt::format("expected a number >= 0, got {}", *value));
       field = *value * kTera;
     }
   };
@@ -463,9 +475,10 @@ topology::ClusterSpec read_cluster(TableReader reader) {
       static_cast<int>(fabric_reader.count("leaf_down_ports", fabric.leaf_down_ports, 1, 4096));
   fabric.oversubscription = fabric_reader.positive("oversubscription", fabric.oversubscription);
   if (fabric.oversubscription < 1) {
-    fabric_reader.fail("oversubscription",
-                       fmt::format("expected a ratio >= 1 (down : up), got {}", fabric.oversubscription),
-                       "1 is a non-blocking fat-tree, 2 halves the uplinks");
+    fabric_reader.fail_value(
+        "oversubscription",
+        fmt::format("expected a ratio >= 1 (down : up), got {}", fabric.oversubscription),
+        "1 is a non-blocking fat-tree, 2 halves the uplinks");
   }
   const double uplinks = fabric.leaf_down_ports / fabric.oversubscription;
   if (std::round(uplinks) < 1 || std::abs(uplinks - std::round(uplinks)) > 1e-9) {
@@ -555,8 +568,10 @@ void read_moe(TableReader reader, strategies::ModelSpec& model) {
   reader.choice("router", {"softmax_topk"});  // the only router modelled
   if (const auto capacity = reader.number("capacity_factor")) {
     if (!(*capacity > 0)) {
-      reader.fail("capacity_factor", fmt::format("expected a positive number, got {}", *capacity),
-                  "1.0 lets each expert take its balanced share T·k/E; remove the key for dropless routing");
+      reader.fail_value("capacity_factor",
+                        fmt::format("expected a positive number, got {}", *capacity),
+                        "1.0 lets each expert take its balanced share T·k/E; remove the key for "
+                        "dropless routing");
     }
     moe.capacity_factor = *capacity;
   }
@@ -706,9 +721,10 @@ strategies::TrainingSpec read_training(TableReader& reader, const strategies::Mo
   training.checkpointing = reader.named("activation_checkpointing", training.checkpointing);
   training.sgd_momentum = reader.non_negative("sgd_momentum", training.sgd_momentum);
   if (training.sgd_momentum > 1) {
-    reader.fail("sgd_momentum",
-                fmt::format("expected a momentum between 0 and 1, got {}", training.sgd_momentum),
-                "the share of the last update kept in the next, 0.9 typically; 0 is plain SGD");
+    reader.fail_value(
+        "sgd_momentum",
+        fmt::format("expected a momentum between 0 and 1, got {}", training.sgd_momentum),
+        "the share of the last update kept in the next, 0.9 typically; 0 is plain SGD");
   }
   training.optimizer_implementation = reader.named("optimizer_implementation", training.optimizer_implementation);
   if (training.optimizer_implementation == strategies::OptimizerImplementation::kComposer &&
@@ -727,11 +743,11 @@ void read_parallel(TableReader& reader, Scenario& scenario, bool check_layout) {
   strategies::ParallelSpec& parallel = scenario.lowering.parallel;
   parallel.strategy = reader.choice("strategy", strategies::strategy_names()).value_or("ddp");
   const std::int64_t gpus = scenario.cluster.gpu_count();
-  parallel.tp = static_cast<std::int32_t>(reader.count("tp", 1, 1, gpus));
-  parallel.pp = static_cast<std::int32_t>(reader.count("pp", 1, 1, gpus));
-  parallel.cp = static_cast<std::int32_t>(reader.count("cp", 1, 1, gpus));
-  parallel.dp = static_cast<std::int32_t>(
-      reader.count("dp", std::max<std::int64_t>(1, gpus / (parallel.tp * parallel.pp * parallel.cp)), 1, gpus));
+  parallel.tp = static_cast<std::int32_t>(reader.degree("tp", 1, gpus));
+  parallel.pp = static_cast<std::int32_t>(reader.degree("pp", 1, gpus));
+  parallel.cp = static_cast<std::int32_t>(reader.degree("cp", 1, gpus));
+  parallel.dp = static_cast<std::int32_t>(reader.degree(
+      "dp", std::max<std::int64_t>(1, gpus / (parallel.tp * parallel.pp * parallel.cp)), gpus));
   if (check_layout && static_cast<std::int64_t>(parallel.world()) != gpus) {  // rule R2
     reader.fail(
         reader.culprit({"dp", "tp", "pp", "cp"}, "tp"),
@@ -755,7 +771,7 @@ void read_parallel(TableReader& reader, Scenario& scenario, bool check_layout) {
   parallel.pipeline_p2p_blocking = reader.boolean("pipeline_p2p_blocking").value_or(parallel.pipeline_p2p_blocking);
   parallel.pipeline_scatter_gather = reader.boolean("pipeline_scatter_gather").value_or(parallel.pipeline_scatter_gather);
   parallel.tp_comm_overlap = reader.boolean("tp_comm_overlap").value_or(parallel.tp_comm_overlap);
-  parallel.ep = static_cast<std::int32_t>(reader.count("ep", 1, 1, gpus));
+  parallel.ep = static_cast<std::int32_t>(reader.degree("ep", 1, gpus));
   parallel.moe_shared_expert_overlap = reader.boolean("moe_shared_expert_overlap").value_or(parallel.moe_shared_expert_overlap);
   parallel.gpus_per_node = scenario.cluster.node.gpus;
   scenario.lowering.parameter_servers = scenario.cluster.parameter_servers.count;
@@ -1051,8 +1067,9 @@ void read_stragglers(TableReader reader, StragglerSpec& stragglers, std::int64_t
       stragglers.slow_ranks.push_back(static_cast<std::int32_t>(*rank));
     }
     if (list == nullptr) {
-      reader.fail("slow_ranks", fmt::format("expected a list of GPU ranks, got {}", node_text(*ranks)),
-                  "e.g. slow_ranks = [5]");
+      reader.fail_value("slow_ranks",
+                        fmt::format("expected a list of GPU ranks, got {}", node_text(*ranks)),
+                        "e.g. slow_ranks = [5]");
     }
   }
   const std::optional<double> factor = reader.optional_positive("slow_factor");
@@ -1288,8 +1305,10 @@ void read_compute(TableReader reader, Scenario& scenario) {
   efficiency.matmul_memory_traffic = reader.boolean("matmul_memory_traffic").value_or(efficiency.matmul_memory_traffic);
   efficiency.overlap_slowdown = reader.non_negative("overlap_slowdown", efficiency.overlap_slowdown);
   if (efficiency.overlap_slowdown > kMaxOverlapSlowdown) {
-    reader.fail("overlap_slowdown", fmt::format("expected at most {}, got {}", kMaxOverlapSlowdown, efficiency.overlap_slowdown),
-                "a fraction: 0.189 makes an overlapped op 18.9 % slower");
+    reader.fail_value("overlap_slowdown",
+                      fmt::format("expected at most {}, got {}", kMaxOverlapSlowdown,
+                                  efficiency.overlap_slowdown),
+                      "a fraction: 0.189 makes an overlapped op 18.9 % slower");
   }
   read_efficiency_by_size(reader, "matmul_efficiency_by_size", "GEMM FLOPs", efficiency.matmul_by_size);
   read_efficiency_by_size(reader, "memory_efficiency_by_size", "bytes moved", efficiency.memory_by_size);
@@ -1297,10 +1316,12 @@ void read_compute(TableReader reader, Scenario& scenario) {
   scenario.layer_compute_time_s = reader.optional_positive("layer_compute_time_s");
   for (const auto& [key, value] : {std::pair{"step_compute_time_s", scenario.step_compute_time_s},
                                    std::pair{"layer_compute_time_s", scenario.layer_compute_time_s}}) {
-    if (value && *value > kMaxStepSeconds) reader.fail(key, fmt::format("expected at most {} s, got {}", kMaxStepSeconds, *value));
+    if (value && *value > kMaxStepSeconds)
+      reader.fail_value(key, fmt::format("expected at most {} s, got {}", kMaxStepSeconds, *value));
     if (value && *value < kMinStatedSeconds) {
-      reader.fail(key, fmt::format("expected at least {} s, got {}", kMinStatedSeconds, *value),
-                  "a stated compute time in seconds: one GPU kernel takes microseconds");
+      reader.fail_value(key,
+                        fmt::format("expected at least {} s, got {}", kMinStatedSeconds, *value),
+                        "a stated compute time in seconds: one GPU kernel takes microseconds");
     }
   }
   if (scenario.step_compute_time_s && scenario.layer_compute_time_s) {
@@ -1819,6 +1840,13 @@ void ScenarioDocument::set(const std::string& assignment, const std::string& ori
                                                       on_command_line(origin)) {
     throw ScenarioError(origin, key, fmt::format("set twice: {} after {}", origin, earlier->second),
                         "give each key one --set");
+  }
+  // [sweep]'s keys are dotted keys themselves, which a dotted --set key cannot spell.
+  if (key == "sweep" || key.rfind("sweep.", 0) == 0) {
+    throw ScenarioError(origin, key, "sweep axes are not set with --set",
+                        key.size() > 6
+                            ? fmt::format("use dtsim sweep --sweep {}=v1,v2,…", key.substr(6))
+                            : "use dtsim sweep --sweep KEY=v1,v2,…");
   }
   check_text_limits("value = " + text, origin, /*with_positions=*/false);
   toml::table parsed = parse_value(text);

@@ -48,7 +48,7 @@ std::vector<trace::Report> run_all(const std::vector<Scenario>& scenarios, unsig
 
 // Reads every point (one that does not read is marked invalid), then runs the others
 // (run_all, shared out by `split`; one that fails is marked invalid too). A value wrong by
-// itself (ErrorKind::kValue: a type, an unknown name) is thrown: the sweep does not run.
+// itself (ErrorKind::kValue: a type, a range, an unknown name) is thrown: the sweep does not run.
 SweepResult run_sweep(const ScenarioDocument& document, unsigned threads, const Progress& progress,
                       const backend::WorkSplit& split = {});
 

@@ -464,6 +464,19 @@ TEST_F(CliTest, SweepAxesThatCannotRunAreOneErrorNamingTheArgument) {
                "--sweep training.global_batch=32,abc (training.global_batch = \"abc\"): "
                "training.global_batch: "
                "expected an integer, got \"abc\"");
+  // Out of its own range is wrong by itself too; out of range only beside the other values (a
+  // degree above the GPU count) stays an invalid row.
+  expect_error({"cluster.nodes=1,2,0"},
+               "--sweep cluster.nodes=1,2,0 (cluster.nodes = 0): cluster.nodes: expected an "
+               "integer between 1 and");
+  expect_error({"ddp.bucket_cap_mb=25,-1"},
+               "--sweep ddp.bucket_cap_mb=25,-1 (ddp.bucket_cap_mb = -1): ddp.bucket_cap_mb: "
+               "expected a positive "
+               "number, got -1");
+  const CliRun too_wide =
+      dtsim({"sweep", scenario, "--sweep", "parallel.tp=8,1024", "-o", directory_.string()});
+  EXPECT_EQ(too_wide.code, 0) << too_wide.err;
+  EXPECT_NE(too_wide.out.find("invalid: parallel.tp = 1024"), std::string::npos) << too_wide.out;
 }
 
 // Sweeps from the command line: --sweep axes (crossed with the file's [sweep]), rows sorted by
@@ -797,6 +810,18 @@ TEST_F(CliTest, SweepWithoutASweepTableIsBadInput) {
   const CliRun run = dtsim({"sweep", kSource + "/scenarios/default.toml", "-o", directory_.string()});
   EXPECT_EQ(run.code, 2);
   EXPECT_NE(run.err.find("no [sweep] table"), std::string::npos);
+}
+
+// dtsim run on a file written for dtsim sweep says that the [sweep] points are not what it ran
+// (it ran the scenario as written, silently, even with an axis no point could read).
+TEST_F(CliTest, RunSaysThatItDoesNotSimulateTheFilesSweep) {
+  const CliRun run = dtsim({"run", kSource + "/scenarios/c2_7b_ddp_comm_compute_ratio.toml",
+                            "--no-timeline", "-o", directory_.string()});
+  ASSERT_EQ(run.code, 0) << run.err;
+  EXPECT_NE(run.out.find(
+                "[sweep] (2 points) is not simulated: dtsim run simulates the scenario as written"),
+            std::string::npos)
+      << run.out;
 }
 
 TEST_F(CliTest, AdvisePrintsRulesRankedCandidatesAndTheOverridesToUse) {

@@ -289,6 +289,20 @@ TEST(ScenarioOverrideTest, SettingOneKeyTwiceIsAnError) {
             32);
 }
 
+// A sweep axis given to --set (its dotted key nested a table under [sweep], an error then blamed
+// on the file's first line) is one error naming the --set argument and the --sweep to use.
+TEST(ScenarioOverrideTest, SweepAxesAreNotSetWithSet) {
+  try {
+    scenarios::load_scenario(kDefault, {"sweep.cluster.nodes=[1, 2]"});
+    FAIL() << "expected an error";
+  } catch (const scenarios::ScenarioError& error) {
+    EXPECT_EQ(error.location(), "--set sweep.cluster.nodes=[1, 2]");
+    EXPECT_EQ(error.key(), "sweep.cluster.nodes");
+    EXPECT_EQ(error.hint(), "use dtsim sweep --sweep cluster.nodes=v1,v2,…");
+  }
+  EXPECT_THROW(scenarios::load_scenario(kDefault, {"sweep={}"}), scenarios::ScenarioError);
+}
+
 // output.trace_ranks: a list of ranks, or a string of items (ranks, ranges, first-node,
 // critical, auto, all, none).
 TEST(ScenarioLoaderTest, TraceRanksTakesAListOrAStringOfItems) {
