@@ -1045,6 +1045,28 @@ void read_ps(TableReader reader, strategies::PsSpec& ps) {
   reader.finish();
 }
 
+// SSP and ASP workers push and pull each on their own, concurrently, so only a network model
+// with contention shares a server's NIC among them: the analytic model prices each transfer
+// alone, as if each worker had the NIC to itself (64 workers on one 100 Gb/s server came out 52×
+// faster than the NIC can carry). BSP's push and pull are one collective, which it prices whole.
+void check_ps_network_model(TableReader& ps, TableReader& network, const Scenario& scenario) {
+  const strategies::LoweringInput& lowering = scenario.lowering;
+  if (lowering.parallel.strategy != "ps" ||
+      lowering.ps.consistency == strategies::PsConsistency::kBsp ||
+      scenario.network.model != "analytic" || lowering.parallel.dp < 2) {
+    return;
+  }
+  const std::string message = fmt::format(
+      "ps.consistency = \"{}\" under network.model = \"analytic\": the analytic model prices each "
+      "of "
+      "the {} workers' pushes and pulls alone, as if each had the servers' NICs to itself",
+      strategies::name_of(lowering.ps.consistency), lowering.parallel.dp);
+  const std::string hint =
+      "use network.model = \"flow\" (the default), which shares the NICs among the workers";
+  if (ps.overridden("consistency")) ps.fail("consistency", message, hint);
+  network.fail("model", message, hint);
+}
+
 // Persistent per-GPU speed differences, drawn once per rank from a seeded distribution, and
 // named GPU ranks slowed by a stated factor.
 void read_stragglers(TableReader reader, StragglerSpec& stragglers, std::int64_t gpus) {
@@ -2037,9 +2059,12 @@ Scenario ScenarioDocument::read(bool check_layout) const {
   }
   for (TableReader* table : {&training, &parallel, &zero, &fsdp}) table->finish();
 
-  read_ps(root.child("ps"), scenario.lowering.ps);
+  TableReader ps = root.child("ps");
+  read_ps(ps, scenario.lowering.ps);
   read_stragglers(root.child("stragglers"), scenario.stragglers, scenario.cluster.gpu_count());
-  read_network(root.child("network"), scenario.network, scenario.symmetry);
+  TableReader network = root.child("network");
+  read_network(network, scenario.network, scenario.symmetry);
+  check_ps_network_model(ps, network, scenario);
   read_collectives(root.child("collectives"), scenario.collectives, scenario.network.library);
   read_ddp(root.child("ddp"), scenario.lowering.ddp);
 

@@ -145,6 +145,11 @@ INSTANTIATE_TEST_SUITE_P(
                    "in ascending bytes moved, efficiencies in (0, 1], got [65536, 0.9]", ""},
         BrokenCase{"ps_without_servers.toml", "11:12", "parallel.strategy",
                    "needs parameter servers", "[cluster.parameter_servers]"},
+        BrokenCase{"asp_under_the_analytic_model.toml", "21:9", "network.model",
+                   "ps.consistency = \"asp\" under network.model = \"analytic\": the analytic "
+                   "model prices each "
+                   "of the 16 workers' pushes and pulls alone",
+                   "use network.model = \"flow\""},
         BrokenCase{"heads_do_not_divide_hidden.toml", "7:9", "model.heads",
                    "hidden size 4100 is not divisible by 32 heads", ""},
         BrokenCase{"custom_model_without_vocab.toml", "4:1", "model.vocab", "missing required key",
