@@ -193,11 +193,10 @@ Schedule ring_schedule(const CollectiveSpec& spec, const NodeGroups& groups) {
     case CollectiveKind::kBroadcast:
     case CollectiveKind::kReduce: {
       // A pipeline of K chunks down a chain of P members: P − 1 + K − 1 steps.
-      const std::int64_t chunks = chunk_count(per_ring, spec.chunk_bytes);
       const bool reduce = spec.kind == CollectiveKind::kReduce;
       add_pipeline(schedule, reduce ? "chain reduce fill" : "chain broadcast fill",
-                   reduce ? "chain reduce" : "chain broadcast", chain_edges(rings, spec.root, reduce),
-                   per_ring / static_cast<double>(chunks), chunks);
+                   reduce ? "chain reduce" : "chain broadcast",
+                   chain_edges(rings, spec.root, reduce), per_ring, spec.chunk_bytes);
       break;
     }
     default: break;

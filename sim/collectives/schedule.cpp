@@ -48,25 +48,27 @@ std::int64_t effective_bytes(const CollectiveSpec& spec) {
 }
 
 void add_pipeline(Schedule& schedule, std::string_view fill_name, std::string_view steady_name,
-                  const std::vector<PipelineEdge>& edges, double chunk_bytes, std::int64_t chunks) {
+                  const std::vector<PipelineEdge>& edges, double bytes, std::int64_t chunk_bytes) {
+  const double chunk = std::min(bytes, static_cast<double>(chunk_bytes));
+  const std::int64_t full_chunks =
+      chunk > 0 ? static_cast<std::int64_t>(std::floor(bytes / chunk)) : 1;
+  const double remainder = bytes - static_cast<double>(full_chunks) * chunk;
   std::int32_t waves = 0;
   for (const PipelineEdge& edge : edges) waves = std::max(waves, edge.wave + 1);
   for (std::int32_t wave = 0; wave < waves; ++wave) {
-    Phase fill{fill_name, 1, chunk_bytes, {}};
+    Phase fill{fill_name, 1, chunk, {}};
     for (const PipelineEdge& edge : edges) {
       if (edge.wave == wave) fill.transfers.push_back(edge.transfer);
     }
     if (!fill.transfers.empty()) schedule.phases.push_back(std::move(fill));
   }
-  if (chunks > 1) {
-    Phase steady{steady_name, static_cast<std::int32_t>(chunks - 1), chunk_bytes, {}};
+  const auto every_edge = [&](std::int64_t steps, double step_bytes) {
+    Phase steady{steady_name, static_cast<std::int32_t>(steps), step_bytes, {}};
     for (const PipelineEdge& edge : edges) steady.transfers.push_back(edge.transfer);
     schedule.phases.push_back(std::move(steady));
-  }
-}
-
-std::int64_t chunk_count(double bytes, std::int64_t chunk_bytes) {
-  return std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(bytes / static_cast<double>(chunk_bytes))));
+  };
+  if (full_chunks > 1) every_edge(full_chunks - 1, chunk);
+  if (remainder > 0) every_edge(1, remainder);
 }
 
 }  // namespace detail

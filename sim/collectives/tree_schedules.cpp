@@ -105,13 +105,11 @@ Schedule tree_schedule(const CollectiveSpec& spec, const NodeGroups& groups) {
       }
     }
     const double per_tree = bytes / static_cast<double>(trees.size());
-    const std::int64_t chunks = chunk_count(per_tree, spec.chunk_bytes);
     std::vector<PipelineEdge> edges;
     for (const auto& parent : trees) add_tree_edges(parent, true, true, edges);
     // Reduce up and broadcast down, pipelined: chunk k is broadcast as soon as it reaches the
     // root, so K chunks take 2d + K − 1 steps.
-    add_pipeline(schedule, "tree fill", "tree reduce+broadcast", edges, per_tree / static_cast<double>(chunks),
-                 chunks);
+    add_pipeline(schedule, "tree fill", "tree reduce+broadcast", edges, per_tree, spec.chunk_bytes);
     return schedule;
   }
   // broadcast / reduce: one binary tree over the members in node order, rooted at the root.
@@ -122,12 +120,11 @@ Schedule tree_schedule(const CollectiveSpec& spec, const NodeGroups& groups) {
     const std::int32_t up = binary_tree_parent(i, p);
     if (up >= 0) parent[order[i]] = order[up];
   }
-  const std::int64_t chunks = chunk_count(bytes, spec.chunk_bytes);
   const bool reduce = spec.kind == CollectiveKind::kReduce;
   std::vector<PipelineEdge> edges;
   add_tree_edges(parent, reduce, !reduce, edges);
-  add_pipeline(schedule, reduce ? "tree reduce fill" : "tree broadcast fill", reduce ? "tree reduce" : "tree broadcast",
-               edges, bytes / static_cast<double>(chunks), chunks);
+  add_pipeline(schedule, reduce ? "tree reduce fill" : "tree broadcast fill",
+               reduce ? "tree reduce" : "tree broadcast", edges, bytes, spec.chunk_bytes);
   return schedule;
 }
 
