@@ -119,7 +119,11 @@ class ReplicatedPolicy : public DataParallelPolicy {
                           context_.replica->state, shares(dp_));
     allocate_model_states(builder, context_.streams.compute, context_.expert_parameters, context_.replica->state,
                           shares(context_.expert_dp), "experts.");
-    if (!reduce_scatter_ && !input_.ddp.gradient_as_bucket_view && dp_ > 1) {
+    // DDP's Reducer copies gradients into flat buckets unless they are views of them; FSDP
+    // NO_SHARD all-reduces each unit's FlatParameter gradient in place (torch/distributed/fsdp/
+    // _runtime_utils.py, _reduce_grad_no_shard), with no copy.
+    const bool fsdp = input_.parallel.strategy == "fsdp";
+    if (!reduce_scatter_ && !input_.ddp.gradient_as_bucket_view && dp_ > 1 && !fsdp) {
       builder.allocate("ddp.bucket_buffers", context_.streams.compute, MemoryCategory::kCommBuffers,
                        context_.parameters * context_.replica->state.gradients);
     }

@@ -157,6 +157,22 @@ TEST(DdpLoweringTest, MemoryOpsBalanceAndModelStatesFollowThePrecision) {
   EXPECT_EQ(bytes(program::MemoryCategory::kMasterWeights), 28'000'000'000);
   EXPECT_EQ(bytes(program::MemoryCategory::kOptimizerStates), 56'000'000'000);
   EXPECT_EQ(bytes(program::MemoryCategory::kCommBuffers), 14'000'000'000);  // bucket copy
+
+  // FSDP NO_SHARD keeps the same states but all-reduces each FlatParameter's gradient in place
+  // (PyTorch's _reduce_grad_no_shard): no bucket copy. A black-box run found 140 GB of
+  // communication buffers on a 70B model.
+  input.parallel.strategy = "fsdp";
+  input.fsdp.sharding = strategies::ShardingStrategy::kNoShard;
+  live.fill(0);
+  const program::Program no_shard = strategies::lower(input);
+  for (const Op& op : no_shard.ranks[0]->ops) {
+    if (const auto* memory = std::get_if<program::MemoryOp>(&op.body)) {
+      live[static_cast<std::size_t>(memory->category)] +=
+          memory->allocate ? memory->bytes : -memory->bytes;
+    }
+  }
+  EXPECT_EQ(bytes(program::MemoryCategory::kGradients), 14'000'000'000);
+  EXPECT_EQ(bytes(program::MemoryCategory::kCommBuffers), 0);
 }
 
 TEST(DdpLoweringTest, ModelStateBytesPerParameter) {
