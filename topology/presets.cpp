@@ -40,6 +40,17 @@
 //   xGMI (MI300X): 48 / 64 = 0.75 — "CRC bit correction and protocol overhead ... reduce the
 //     usable bandwidth to approximately 48 GB/s per link" (AMD ROCm blog, "Understanding RCCL
 //     Bandwidth and xGMI Performance on AMD Instinct MI300X", 2025-03-02).
+//   PCIe: what a GPU's copy over one x16 link reaches, since these links carry single transfers
+//     (GPU to NIC, GPU to host, GPU to GPU through a switch) more than rings: Gen4 26.34 / 32
+//     = 0.82 — nvbandwidth device_to_device_memcpy_read_ce between RTX A6000 under one PCIe
+//     parent, 26.34 GB/s (NVIDIA/nvbandwidth issue #50, 2025-11-03; nccl-tests all_reduce on
+//     4 × RTX 4090 with P2P, 25.7–26.0 GB/s from 256 MiB to 1 GiB, tinygrad/open-gpu-kernel-
+//     modules issue #36, agrees); Gen5 55.4 / 64 = 0.87 — nvbandwidth host_to_device_memcpy_ce
+//     on 8 × H200, 55.06–55.43 GB/s (stas00/ml-engineering network/README.md, 9021ea46), and
+//     53–56.6 GB/s for P2P writes between RTX PRO 6000 on one socket (voipmonitor/rtx6kpro
+//     hardware/pcie-bandwidth.md, 070506ff). Not modelled: 8-GPU rings through the host CPU
+//     reach less there (nccl-tests all_reduce 37.6–41.7 GB/s on Gen5, the same file), which
+//     NCCL's maintainers put down to the CPU's fabric and memory (NVIDIA/nccl issue #1639).
 //   RoCE takes InfiniBand's figure at the same speed, for want of a published one. The
 //   chapter's baseline (§6.1.7: NVLink at line rate, NDR at 0.8) is stated in its worked-example
 //   scenarios; `dtsim calibrate` measures a given machine.
@@ -306,8 +317,11 @@ const std::vector<std::pair<std::string, DeviceSpec>>& devices() {
   return table;
 }
 
-LinkSpec pcie_gen4() { return {32 * kGiga, kPcieLatency, 1.0}; }
-LinkSpec pcie_gen5() { return {64 * kGiga, kPcieLatency, 1.0}; }
+constexpr double kPcieGen4Efficiency = 0.82;  // see "Efficiencies" above
+constexpr double kPcieGen5Efficiency = 0.87;
+
+LinkSpec pcie_gen4() { return {32 * kGiga, kPcieLatency, kPcieGen4Efficiency}; }
+LinkSpec pcie_gen5() { return {64 * kGiga, kPcieLatency, kPcieGen5Efficiency}; }
 
 // What every node preset states: its GPU, how many, its NICs, PCIe and how the GPUs connect.
 NodeSpec node_of(std::string name, NodeKind kind, const char* device, int gpus, int nics, LinkSpec pcie) {
