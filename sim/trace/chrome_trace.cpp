@@ -224,19 +224,28 @@ class TraceBuilder {
   }
 
   Timeline finish() {
-    // Ranks: pids in ascending order.
+    // Ranks: pids in ascending order, or the job's rank numbers where the pids are those.
     std::vector<std::int32_t> rank_of_pid(pids_.size());
     {
       std::vector<std::size_t> order(pids_.size());
       std::iota(order.begin(), order.end(), 0);
       std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return pids_[a] < pids_[b]; });
-      timeline_.ranks.resize(pids_.size());
+      const std::optional<std::size_t> job = job_of_numbered_pids();
+      timeline_.ranks.resize(job.value_or(pids_.size()));
+      if (job) {  // the ranks it holds no spans of: present, untraced
+        for (std::size_t r = 0; r < *job; ++r) {
+          timeline_.ranks[r] = {fmt::format("rank {}", r), static_cast<std::int32_t>(r), false};
+        }
+      }
       for (std::size_t r = 0; r < order.size(); ++r) {
         const std::size_t pid = order[r];
-        rank_of_pid[pid] = static_cast<std::int32_t>(r);
-        RankInfo& info = timeline_.ranks[r];
+        const auto rank =
+            job ? static_cast<std::int32_t>(pids_[pid].number) : static_cast<std::int32_t>(r);
+        rank_of_pid[pid] = rank;
+        RankInfo& info = timeline_.ranks[static_cast<std::size_t>(rank)];
         info.name = process_names_[pid].empty() ? "pid " + pids_[pid].label() : process_names_[pid];
-        info.node = process_nodes_[pid].value_or(static_cast<std::int32_t>(r));
+        info.node = process_nodes_[pid].value_or(rank);
+        info.traced = true;
       }
     }
     // Streams: by thread name, shared across ranks.
@@ -259,6 +268,22 @@ class TraceBuilder {
   }
 
  private:
+  // A dtsim trace's pids are its job's rank numbers, and it records the job's rank count
+  // (metadata "ranks"): one of some of the ranks (--trace-ranks) keeps their numbers, so that it
+  // pairs rank by rank with a trace of the whole job. Other traces' pids (a profiler's process
+  // ids) number nothing: none then.
+  std::optional<std::size_t> job_of_numbered_pids() const {
+    const std::optional<std::size_t> job = timeline_.recorded_job_ranks();
+    if (!job) return std::nullopt;
+    for (const LaneKey& pid : pids_) {
+      if (!pid.numeric || !(pid.number >= 0) || pid.number >= static_cast<double>(*job) ||
+          pid.number != std::floor(pid.number)) {
+        return std::nullopt;
+      }
+    }
+    return job;
+  }
+
   // The fields of one event that matter, as read in one pass over it.
   struct Event {
     std::string_view phase, name, category, cause;

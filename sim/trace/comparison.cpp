@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <map>
 #include <numeric>
@@ -87,16 +86,12 @@ namespace {
 // The job's ranks: as its producer recorded them (a trace of some ranks keeps only those), or
 // those the timeline holds.
 std::size_t job_ranks(const Timeline& timeline) {
-  const auto recorded = timeline.metadata.find("ranks");
-  if (recorded != timeline.metadata.end()) {
-    std::size_t ranks = 0;
-    const auto [end, error] = std::from_chars(
-        recorded->second.data(), recorded->second.data() + recorded->second.size(), ranks);
-    if (error == std::errc{} && end == recorded->second.data() + recorded->second.size() &&
-        ranks > 0)
-      return ranks;
-  }
-  return timeline.ranks.size();
+  return timeline.recorded_job_ranks().value_or(timeline.ranks.size());
+}
+
+std::size_t traced_ranks(const Timeline& timeline) {
+  return static_cast<std::size_t>(std::count_if(timeline.ranks.begin(), timeline.ranks.end(),
+                                                [](const RankInfo& rank) { return rank.traced; }));
 }
 
 }  // namespace
@@ -107,12 +102,12 @@ std::vector<std::string> comparability_warnings(const Timeline& first, const Tim
   if (job_ranks(first) != job_ranks(second)) {
     warnings.push_back(fmt::format("{} has {} ranks and {} has {}: they are not the same job",
                                    first_name, job_ranks(first), second_name, job_ranks(second)));
-  } else if (first.ranks.size() != second.ranks.size()) {
+  } else if (traced_ranks(first) != traced_ranks(second)) {
     warnings.push_back(fmt::format(
-        "{} holds {} of the job's {} ranks and {} holds {}: ranks are matched by their position in "
-        "each trace, so per-rank figures pair different ranks; trace the same ranks in both "
+        "{} holds {} of the job's {} ranks and {} holds {}: ops are paired by rank number, but the "
+        "figures are each over the ranks its trace holds; trace the same ranks in both "
         "(--trace-ranks)",
-        first_name, first.ranks.size(), job_ranks(first), second_name, second.ranks.size()));
+        first_name, traced_ranks(first), job_ranks(first), second_name, traced_ranks(second)));
   }
   for (const auto& [key, what] : {std::pair{"model", "models"}, std::pair{"steps", "steps"}}) {
     const auto a = first.metadata.find(key), b = second.metadata.find(key);

@@ -1,7 +1,8 @@
-// String interning and stream lookup for trace::Timeline.
+// String interning, stream lookup and the recorded job size of trace::Timeline.
 #include "sim/trace/timeline.h"
 
 #include <algorithm>
+#include <charconv>
 #include <stdexcept>
 #include <tuple>
 
@@ -30,6 +31,16 @@ std::uint16_t Timeline::stream_index(std::string_view name) {
   if (streams.size() >= 0xFFFF) throw std::length_error("trace::Timeline: too many streams");
   streams.emplace_back(name);
   return static_cast<std::uint16_t>(streams.size() - 1);
+}
+
+std::optional<std::size_t> Timeline::recorded_job_ranks() const {
+  const auto recorded = metadata.find("ranks");
+  if (recorded == metadata.end()) return std::nullopt;
+  const std::string& text = recorded->second;
+  std::size_t ranks = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), ranks);
+  if (error != std::errc{} || end != text.data() + text.size() || ranks == 0) return std::nullopt;
+  return ranks;
 }
 
 }  // namespace trace

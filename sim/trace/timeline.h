@@ -11,6 +11,7 @@
 #include <compare>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -97,6 +98,9 @@ struct Timeline {
   std::vector<RankSummary> summaries;
 
   std::uint16_t stream_index(std::string_view name);  // adds the stream when new
+  // The job's rank count as its producer recorded it (metadata "ranks", which a trace of some
+  // of the ranks keeps); none when it did not, or wrote no positive whole number.
+  std::optional<std::size_t> recorded_job_ranks() const;
   // Puts spans in lane order — rank, stream, start — as every producer hands them over (the
   // viewer and the Chrome trace writer rely on it); skips the sort when they already are.
   void sort_spans_by_lane();

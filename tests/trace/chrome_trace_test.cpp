@@ -133,6 +133,37 @@ TEST(ChromeTraceTest, ReadBackRestoresTheTimelineExactly) {
   EXPECT_EQ(copy.strings.at(copy.memory[1].cause), "layer0.activations");
 }
 
+// A dtsim trace of some of a job's ranks (--trace-ranks) is read with their numbers, the other
+// ranks present but untraced, so that it pairs rank by rank with a trace of the whole job: the
+// reader renumbered the ranks it held 0, 1, … and rank 1 of the job became rank 0's partner.
+TEST(ChromeTraceTest, APartialTraceKeepsTheJobsRankNumbers) {
+  trace::Timeline partial = sample_timeline();
+  partial.metadata["ranks"] = "4";
+  partial.ranks = {{"rank 0 (node 0, gpu 0)", 0},
+                   {"rank 1", 0, false},
+                   {"rank 2", 1, false},
+                   {"rank 3 (node 1, gpu 1)", 1}};
+  for (trace::Span& span : partial.spans) span.rank = span.rank == 1 ? 3 : span.rank;
+  for (trace::OpDependency& dependency : partial.dependencies) dependency.rank = 3;
+  std::istringstream in(write(partial));
+  const trace::Timeline copy = trace::read_chrome_trace(in);
+  ASSERT_EQ(copy.ranks.size(), 4u);
+  EXPECT_TRUE(copy.ranks[0].traced);
+  EXPECT_FALSE(copy.ranks[1].traced);
+  EXPECT_FALSE(copy.ranks[2].traced);
+  EXPECT_TRUE(copy.ranks[3].traced);
+  EXPECT_EQ(copy.ranks[3].name, "rank 3 (node 1, gpu 1)");
+  EXPECT_EQ(copy.ranks[3].node, 1);
+  std::set<std::int32_t> ranks_with_spans;
+  for (const trace::Span& span : copy.spans) ranks_with_spans.insert(span.rank);
+  EXPECT_EQ(ranks_with_spans, (std::set<std::int32_t>{0, 3}));
+  EXPECT_EQ(copy.dependencies.front().rank, 3);
+  // Without the job's rank count, or with pids that are not its ranks, pids are numbered in order.
+  partial.metadata["ranks"] = "3";
+  std::istringstream too_few(write(partial));
+  EXPECT_EQ(trace::read_chrome_trace(too_few).ranks.size(), 2u);
+}
+
 TEST(ChromeTraceTest, ReadsForeignTracesWithStringPidsAndBeginEndPairs) {
   std::istringstream in(R"([
     {"ph": "M", "pid": "host", "tid": 7, "name": "thread_name", "args": {"name": "stream 7"}},
