@@ -192,7 +192,8 @@ Schedule ring_schedule(const CollectiveSpec& spec, const NodeGroups& groups) {
       break;
     case CollectiveKind::kBroadcast:
     case CollectiveKind::kReduce: {
-      // A pipeline of K chunks down a chain of P members: P − 1 + K − 1 steps.
+      // A pipeline of K chunks down a chain of P members: P − 1 + K − 1 steps (+1 for a
+      // smaller last one).
       const bool reduce = spec.kind == CollectiveKind::kReduce;
       add_pipeline(schedule, reduce ? "chain reduce fill" : "chain broadcast fill",
                    reduce ? "chain reduce" : "chain broadcast",

@@ -68,7 +68,7 @@ void add_pipeline(Schedule& schedule, std::string_view fill_name, std::string_vi
     schedule.phases.push_back(std::move(steady));
   };
   if (full_chunks > 1) every_edge(full_chunks - 1, chunk);
-  if (remainder > 0) every_edge(1, remainder);
+  if (remainder >= 1) every_edge(1, remainder);  // not a rounding error's fraction of a byte
 }
 
 }  // namespace detail

@@ -108,7 +108,7 @@ Schedule tree_schedule(const CollectiveSpec& spec, const NodeGroups& groups) {
     std::vector<PipelineEdge> edges;
     for (const auto& parent : trees) add_tree_edges(parent, true, true, edges);
     // Reduce up and broadcast down, pipelined: chunk k is broadcast as soon as it reaches the
-    // root, so K chunks take 2d + K − 1 steps.
+    // root, so K chunks take 2d + K − 1 steps (+1 for a smaller last one).
     add_pipeline(schedule, "tree fill", "tree reduce+broadcast", edges, per_tree, spec.chunk_bytes);
     return schedule;
   }

@@ -73,11 +73,12 @@ constexpr double kTreeLL128MultiNode = 120.0 / 128.0;
 // NCCL's tree all-reduce at medium sizes, slower than its model (the source's words: "Trees are
 // not perfectly sticking to the model for medium sizes"): its bandwidth times this factor, by
 // protocol [LL, LL128, Simple] and log2(bytes / 64) from 64 B to 256 MiB (treeCorrectionFactor,
-// :615–627; entries 0–22 used for the tree, :640–642). NCCL reads it as a step function (entry
-// ⌊log2(bytes/64)⌋); dtsim interpolates linearly in log2(bytes) between the entries, exact at
-// each power of two: a measured slowdown sampled by size, not one that changes at a byte — read
-// as steps, 4 bytes past 8 MiB ran a 4-node tree 20 % faster (entries rise at most 4/3 per
-// doubling, so the interpolated time still grows with the size).
+// :615–627; entries 0–22 used for the tree, :640–642). NCCL's tuner reads it as a step function
+// (entry ⌊log2(bytes/64)⌋), and dtsim chooses as it does; the time takes the entries
+// interpolated linearly in log2(bytes), exact at each power of two (tree_correction_by_size): a
+// slowdown sampled by size, not one that changes at a byte — read as steps, 4 bytes past 8 MiB
+// ran a 4-node tree 20 % faster (entries rise at most 4/3 per doubling, so the interpolated time
+// still grows with the size).
 constexpr double kTreeCorrection[3][23] = {
     {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7,  .7,  .7,  .6, .5,
      .4,  .4,  .5,  .6,  .7, .8, .9, 1.0, 1.0, 1.0, 1.0},
@@ -270,11 +271,23 @@ double runtime_bandwidth_factor(Algorithm algorithm, const GroupShape& group, do
 
 double runtime_bandwidth_s(CollectiveKind kind, Algorithm algorithm, Protocol protocol,
                            const GroupShape& group, double bytes, double tuner_seconds) {
-  return std::max(tuner_seconds * runtime_bandwidth_factor(algorithm, group, bytes),
+  // The tree's slowdown by size as the runtime meets it: the tuner's step replaced by the curve.
+  const double tree = tree_correction(kind, algorithm, protocol, bytes) /
+                      tree_correction_by_size(kind, algorithm, protocol, bytes);
+  return std::max(tuner_seconds * runtime_bandwidth_factor(algorithm, group, bytes) * tree,
                   runtime_channel_floor_s(kind, algorithm, protocol, group, bytes));
 }
 
 double tree_correction(CollectiveKind kind, Algorithm algorithm, Protocol protocol, double bytes) {
+  if (algorithm != Algorithm::kTree || kind != CollectiveKind::kAllReduce || bytes < 64) return 1.0;
+  const auto log_size =
+      static_cast<std::size_t>(std::floor(std::log2(std::floor(bytes / 64))));  // log2i(bytes >> 6)
+  return log_size < std::size(kTreeCorrection[0]) ? kTreeCorrection[index(protocol)][log_size]
+                                                  : 1.0;
+}
+
+double tree_correction_by_size(CollectiveKind kind, Algorithm algorithm, Protocol protocol,
+                               double bytes) {
   if (algorithm != Algorithm::kTree || kind != CollectiveKind::kAllReduce || bytes < 64) return 1.0;
   const double position = std::log2(bytes / 64);  // NCCL's index log2i(bytes >> 6), unrounded
   const auto entry = [&](std::size_t i) {

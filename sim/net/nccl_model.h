@@ -16,14 +16,15 @@
 //     its own model (tree_correction), and none faster than NCCL's caps on bus bandwidth
 //     (bus_bandwidth_cap: LL's by GPU architecture in a node and by the hosts' CPUs across
 //     nodes, and across nodes the ring's LL128, the tree's and NVLSTree's per channel).
-// Link efficiencies (topology/presets.cpp) are nccl-tests' ring/Simple bus bandwidths, so the
-// factors apply relative to Simple. And from NCCL's runtime, which its tuner does not see: NVLS
-// and NVLSTree cut their chunks for smaller messages, and each chunk costs a fixed synchronisation
-// (nvls_chunk_factor); a small ring/LL collective runs on a few channels, each at a bounded rate
-// (runtime_channel_floor_s; the two combined in runtime_bandwidth_s) — NCCL still chooses by
-// the tuner's estimate, dtsim times the runtime's. Not modelled: the ring's own behaviour at mid
-// sizes (docs/research/nccl_tests_curves.md), NVLS across nodes (with SHARP), NVLSTree's
-// pipeline fill at mid sizes and CollNet's pipelining.
+// Link efficiencies (topology/presets.cpp) are nccl-tests' ring/Simple bus bandwidths (PCIe's:
+// single copies over one link), so the factors apply relative to Simple. And from NCCL's
+// runtime, which its tuner does not see: NVLS and NVLSTree cut their chunks for smaller
+// messages, and each chunk costs a fixed synchronisation (nvls_chunk_factor); a small ring/LL
+// collective runs on a few channels, each at a bounded rate (runtime_channel_floor_s; the two
+// combined in runtime_bandwidth_s) — NCCL still chooses by the tuner's estimate, dtsim times the
+// runtime's, with the tree's correction interpolated by size (tree_correction_by_size). Not
+// modelled: the ring's own behaviour at mid sizes (docs/research/nccl_tests_curves.md), NVLS
+// across nodes (with SHARP), NVLSTree's pipeline fill at mid sizes and CollNet's pipelining.
 #pragma once
 
 #include <cstdint>
@@ -100,6 +101,11 @@ double wire_factor(program::Algorithm algorithm, Protocol protocol, const GroupS
 // treeCorrectionFactor, 0.4–1 from 64 B to 256 MiB by protocol; 1 for everything else).
 double tree_correction(program::CollectiveKind kind, program::Algorithm algorithm,
                        Protocol protocol, double bytes);
+// The same entries interpolated linearly in log2(bytes), equal at each power of two: the
+// slowdown the runtime meets, which does not change at a byte (the tuner still chooses by
+// tree_correction, as NCCL does).
+double tree_correction_by_size(program::CollectiveKind kind, program::Algorithm algorithm,
+                               Protocol protocol, double bytes);
 // NCCL's tuner's data time for a collective whose bytes take `link_seconds` on the links: that
 // by the wire factor, no shorter than NCCL's bandwidth caps allow, over the tree's correction.
 // The caps are bus bandwidths (bus_bandwidth_cap), turned into the algorithm's bandwidth by
@@ -123,7 +129,8 @@ double runtime_channel_floor_s(program::CollectiveKind kind, program::Algorithm 
                                Protocol protocol, const GroupShape& group, double bytes);
 // The bandwidth term the runtime takes for a collective the tuner priced at `tuner_seconds`
 // (its data time on the links, by the protocol's wire factor): that, stretched by
-// runtime_bandwidth_factor, or the channel floor if that is longer.
+// runtime_bandwidth_factor and with the tree's correction by size for the tuner's step, or the
+// channel floor if that is longer.
 double runtime_bandwidth_s(program::CollectiveKind kind, program::Algorithm algorithm,
                            Protocol protocol, const GroupShape& group, double bytes,
                            double tuner_seconds);
