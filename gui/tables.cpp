@@ -77,13 +77,15 @@ Table peak_memory_table(const Documents& documents) {
   }
   for (std::size_t rank = 0; rank < ranks; ++rank) {
     std::vector<TableCell> row{{QString::number(rank), static_cast<qulonglong>(rank)}};
+    bool any = false;  // a rank no trace holds (one of some ranks of a large job) gets no row
     for (const auto& document : documents) {
       const auto& peaks = document->stats.peak_memory_bytes;
-      row.push_back(rank < peaks.size() && peaks[rank] > 0
-                        ? number_cell(static_cast<double>(peaks[rank]) / 1e9, "{:.2f}")
-                        : text_cell("—"));
+      const bool known = rank < peaks.size() && peaks[rank] > 0;
+      any = any || known;
+      row.push_back(known ? number_cell(static_cast<double>(peaks[rank]) / 1e9, "{:.2f}")
+                          : text_cell("—"));
     }
-    table.rows.push_back(std::move(row));
+    if (any) table.rows.push_back(std::move(row));
   }
   return table;
 }

@@ -185,6 +185,9 @@ Category category_of(std::string_view category, std::string_view name) {
   return Category::kOther;
 }
 
+// More ranks than any job a scenario describes (16,384 nodes × 576 GPUs): a trace that records
+// more is not a dtsim job's, and is not given that many ranks.
+constexpr std::size_t kMostJobRanks = std::size_t{1} << 24;
 // dtsim's memory counter track; other counters of foreign traces are skipped.
 constexpr std::string_view kMemoryCounter = "memory";
 // Times beyond this (100 days in picoseconds) do not fit a span's int64 picoseconds safely.
@@ -274,7 +277,7 @@ class TraceBuilder {
   // ids) number nothing: none then.
   std::optional<std::size_t> job_of_numbered_pids() const {
     const std::optional<std::size_t> job = timeline_.recorded_job_ranks();
-    if (!job) return std::nullopt;
+    if (!job || *job > kMostJobRanks) return std::nullopt;
     for (const LaneKey& pid : pids_) {
       if (!pid.numeric || !(pid.number >= 0) || pid.number >= static_cast<double>(*job) ||
           pid.number != std::floor(pid.number)) {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <map>
 #include <numeric>
 #include <string>
@@ -89,9 +90,13 @@ std::size_t job_ranks(const Timeline& timeline) {
   return timeline.recorded_job_ranks().value_or(timeline.ranks.size());
 }
 
-std::size_t traced_ranks(const Timeline& timeline) {
-  return static_cast<std::size_t>(std::count_if(timeline.ranks.begin(), timeline.ranks.end(),
-                                                [](const RankInfo& rank) { return rank.traced; }));
+// The numbers of the ranks a timeline holds spans of.
+std::vector<std::size_t> traced_ranks(const Timeline& timeline) {
+  std::vector<std::size_t> traced;
+  for (std::size_t rank = 0; rank < timeline.ranks.size(); ++rank) {
+    if (timeline.ranks[rank].traced) traced.push_back(rank);
+  }
+  return traced;
 }
 
 }  // namespace
@@ -102,12 +107,16 @@ std::vector<std::string> comparability_warnings(const Timeline& first, const Tim
   if (job_ranks(first) != job_ranks(second)) {
     warnings.push_back(fmt::format("{} has {} ranks and {} has {}: they are not the same job",
                                    first_name, job_ranks(first), second_name, job_ranks(second)));
-  } else if (traced_ranks(first) != traced_ranks(second)) {
-    warnings.push_back(fmt::format(
-        "{} holds {} of the job's {} ranks and {} holds {}: ops are paired by rank number, but the "
-        "figures are each over the ranks its trace holds; trace the same ranks in both "
-        "(--trace-ranks)",
-        first_name, traced_ranks(first), job_ranks(first), second_name, traced_ranks(second)));
+  } else if (const auto a = traced_ranks(first), b = traced_ranks(second); a != b) {
+    std::vector<std::size_t> both;
+    std::set_intersection(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(both));
+    warnings.push_back(
+        fmt::format("{} holds {} of the job's {} ranks and {} holds {}, {} of them the same: ops "
+                    "are paired by rank "
+                    "number, so only those are compared op by op, and the figures are each over "
+                    "the ranks its trace "
+                    "holds; trace the same ranks in both (--trace-ranks)",
+                    first_name, a.size(), job_ranks(first), second_name, b.size(), both.size()));
   }
   for (const auto& [key, what] : {std::pair{"model", "models"}, std::pair{"steps", "steps"}}) {
     const auto a = first.metadata.find(key), b = second.metadata.find(key);

@@ -231,6 +231,21 @@ TEST(TableModelTest, EveryTablePassesTheModelTester) {
   EXPECT_EQ(model.data(model.index(0, 1)).toString(), "1.00 µs");
   EXPECT_DOUBLE_EQ(model.data(model.index(0, 1), Qt::UserRole).toDouble(), 1e-6);
   model.set_table(gui::peak_memory_table({a, b}));
+  EXPECT_EQ(model.rowCount(), 0);  // neither trace has memory samples: no row of dashes per rank
+  {
+    test_support::TimelineMaker maker({0, 1, 2},
+                                      {"compute"});  // a trace holding ranks 0 and 2 of 3
+    maker.add(0, 0, Category::kForward, "fwd", 0, 10);
+    maker.timeline->memory_series = {"parameters"};
+    const trace::StringId cause = maker.timeline->strings.intern("parameters");
+    maker.timeline->memory = {{0, 0, {2'000'000'000}, cause}, {2, 0, {3'000'000'000}, cause}};
+    maker.timeline->ranks[1].traced = false;
+    model.set_table(gui::peak_memory_table(
+        {gui::make_document("partial", "test", std::move(*maker.timeline))}));
+    ASSERT_EQ(model.rowCount(), 2);
+    EXPECT_EQ(model.data(model.index(1, 0)).toString(), "2");
+    EXPECT_EQ(model.data(model.index(1, 1)).toString(), "3.00");
+  }
   model.set_table(gui::compare_table(*a, *b));
   EXPECT_EQ(model.headerData(4, Qt::Horizontal).toString(), "error (B − A) / A");  // two measured traces
   model.set_table(gui::search_table(*a, 0, gui::SpanQuery::parse("tiny rank:1"), 10));

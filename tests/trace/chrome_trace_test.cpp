@@ -162,6 +162,9 @@ TEST(ChromeTraceTest, APartialTraceKeepsTheJobsRankNumbers) {
   partial.metadata["ranks"] = "3";
   std::istringstream too_few(write(partial));
   EXPECT_EQ(trace::read_chrome_trace(too_few).ranks.size(), 2u);
+  partial.metadata["ranks"] = "4000000000";  // no job is that large: not a count to allocate for
+  std::istringstream too_many(write(partial));
+  EXPECT_EQ(trace::read_chrome_trace(too_many).ranks.size(), 2u);
 }
 
 TEST(ChromeTraceTest, ReadsForeignTracesWithStringPidsAndBeginEndPairs) {

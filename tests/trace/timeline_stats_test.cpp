@@ -62,6 +62,24 @@ TEST(TimelineStatsTest, CompareListsStepExposedAndEachCategoryWithRelativeDiffer
 
 namespace {
 
+// Two traces of one job that hold different ranks are said to — also when they hold as many
+// (ranks 0–1 against 2–3 pair no op; counting the ranks alone saw nothing to warn of).
+TEST(ComparisonTest, TracesOfDifferentRanksOfOneJobAreWarnedOf) {
+  trace::Timeline first, second;
+  for (trace::Timeline* timeline : {&first, &second}) {
+    timeline->metadata["ranks"] = "4";
+    timeline->ranks = {{"rank 0", 0}, {"rank 1", 0}, {"rank 2", 1}, {"rank 3", 1}};
+  }
+  first.ranks[2].traced = first.ranks[3].traced = false;
+  second.ranks[0].traced = second.ranks[1].traced = false;
+  const auto warnings = trace::comparability_warnings(first, second, "A", "B");
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("A holds 2 of the job's 4 ranks and B holds 2, 0 of them the same"),
+            std::string::npos)
+      << warnings[0];
+  EXPECT_TRUE(trace::comparability_warnings(first, first, "A", "A").empty());
+}
+
 TEST(ComparisonTest, OpsMatchByRankNameAndOccurrenceAndGiveTheMape) {
   test_support::TimelineMaker predicted({0, 0}, {"compute", "comm"});
   const trace::StringId matmul = predicted.timeline->strings.intern("matmul");
