@@ -747,15 +747,19 @@ void read_parallel(TableReader& reader, Scenario& scenario, bool check_layout) {
   parallel.pp = static_cast<std::int32_t>(reader.degree("pp", 1, gpus));
   parallel.cp = static_cast<std::int32_t>(reader.degree("cp", 1, gpus));
   parallel.dp = static_cast<std::int32_t>(reader.degree(
-      "dp", std::max<std::int64_t>(1, gpus / (parallel.tp * parallel.pp * parallel.cp)), gpus));
-  if (check_layout && static_cast<std::int64_t>(parallel.world()) != gpus) {  // rule R2
+      "dp",
+      std::max<std::int64_t>(1, gpus / (std::int64_t{parallel.tp} * parallel.pp * parallel.cp)),
+      gpus));
+  // In double: each degree may be up to the GPU count, and their product past any integer's range.
+  const double world = static_cast<double>(parallel.dp) * parallel.tp * parallel.pp * parallel.cp;
+  if (check_layout && world != static_cast<double>(gpus)) {  // rule R2
     reader.fail(
         reader.culprit({"dp", "tp", "pp", "cp"}, "tp"),
         fmt::format("world size dp × tp × pp{} = {} × {} × {}{} = {} does not match the cluster's "
                     "{} GPUs ({} node{} × {})",
                     parallel.cp > 1 ? " × cp" : "", parallel.dp, parallel.tp, parallel.pp,
-                    parallel.cp > 1 ? fmt::format(" × {}", parallel.cp) : "", parallel.world(),
-                    gpus, scenario.cluster.nodes, scenario.cluster.nodes == 1 ? "" : "s",
+                    parallel.cp > 1 ? fmt::format(" × {}", parallel.cp) : "", world, gpus,
+                    scenario.cluster.nodes, scenario.cluster.nodes == 1 ? "" : "s",
                     scenario.cluster.node.gpus),
         "the product of the parallel degrees must equal cluster.nodes × gpus_per_node");
   }
@@ -1551,6 +1555,8 @@ std::vector<std::string> inert_keys(const Scenario& scenario, const toml::table&
        scenario.lowering.training.optimizer != strategies::OptimizerKind::kSgd,
        fmt::format("training.optimizer is \"{}\"",
                    strategies::name_of(scenario.lowering.training.optimizer))},
+      {"ddp.gradient_as_bucket_view", parallel.strategy == "fsdp",
+       strategy + ": FSDP reduces each unit's gradient where it lies, with no bucket copy"},
       {"parallel.cp_scheme", parallel.cp == 1, "parallel.cp is 1"},
       {"parallel.account_for_embedding_in_pipeline_split", parallel.pp == 1, "parallel.pp is 1"},
       {"parallel.account_for_loss_in_pipeline_split", parallel.pp == 1, "parallel.pp is 1"},

@@ -150,6 +150,11 @@ INSTANTIATE_TEST_SUITE_P(
                    "model prices each "
                    "of the 16 workers' pushes and pulls alone",
                    "use network.model = \"flow\""},
+        BrokenCase{
+            "degrees_overflow.toml", "12:6", "parallel.tp",
+            "world size dp × tp × pp × cp = 1 × 2048 × 2048 × 2048 = 8589934592 does not match the "
+            "cluster's 2048 GPUs",
+            ""},
         BrokenCase{"heads_do_not_divide_hidden.toml", "7:9", "model.heads",
                    "hidden size 4100 is not divisible by 32 heads", ""},
         BrokenCase{"custom_model_without_vocab.toml", "4:1", "model.vocab", "missing required key",
@@ -387,6 +392,12 @@ TEST(ScenarioLoaderTest, KeysTheScenarioLeavesWithoutEffectAreWarnedAbout) {
   // FSDP's min_num_params under the transformer-layer policy: a warning, as for any inert key (it
   // was an error, which broke a sweep over the policy).
   const std::string fsdp = "parallel.strategy=\"fsdp\"";
+  EXPECT_EQ(
+      scenarios::load_scenario(kDefault, {fsdp, "ddp.gradient_as_bucket_view=true"}).warnings,
+      std::vector<std::string>{
+          "--set ddp.gradient_as_bucket_view=true: ddp.gradient_as_bucket_view has no effect: "
+          "parallel.strategy is \"fsdp\": FSDP reduces each unit's gradient where it lies, with no "
+          "bucket copy"});
   EXPECT_EQ(scenarios::load_scenario(kDefault, {fsdp, "fsdp.min_num_params=1e9"}).warnings,
             std::vector<std::string>{
                 "--set fsdp.min_num_params=1e9: fsdp.min_num_params has no effect: "
