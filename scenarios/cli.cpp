@@ -376,8 +376,8 @@ std::optional<MpirunRefusal> refuse_under_mpirun(const std::string& command) {
 int command_run(const RunOptions& options, std::ostream& out, std::ostream& err) {
   const ScenarioDocument document = open_document(options);
   Scenario scenario = document.read();
-  if (!scenario.sweep
-           .empty()) {  // a file written for dtsim sweep: say that its points are not what runs
+  // A file written for dtsim sweep: say that its points are not what runs.
+  if (!scenario.sweep.empty()) {
     std::size_t points = 1;
     for (const SweepAxis& axis : scenario.sweep) points *= axis.values.size();
     scenario.warnings.push_back(

@@ -1061,9 +1061,8 @@ void check_ps_network_model(TableReader& ps, TableReader& network, const Scenari
     return;
   }
   const std::string message = fmt::format(
-      "ps.consistency = \"{}\" under network.model = \"analytic\": the analytic model prices each "
-      "of "
-      "the {} workers' pushes and pulls alone, as if each had the servers' NICs to itself",
+      "ps.consistency = \"{}\" under network.model = \"analytic\": the analytic model prices "
+      "each of the {} workers' pushes and pulls alone, as if each had the servers' NICs to itself",
       strategies::name_of(lowering.ps.consistency), lowering.parallel.dp);
   const std::string hint =
       "use network.model = \"flow\" (the default), which shares the NICs among the workers";
