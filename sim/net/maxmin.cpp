@@ -5,7 +5,6 @@
 #include <cmath>
 #include <functional>
 #include <limits>
-#include <queue>
 
 namespace sim {
 
@@ -87,18 +86,22 @@ void MaxMinSolver::solve(const std::vector<VariableId>& variables) {
   }
   for (std::size_t c = 0; c < constraints; ++c) users_begin_[c + 1] += users_begin_[c];
   users_.resize(users_begin_[constraints]);
-  {
-    std::vector<std::uint32_t> fill(users_begin_.begin(), users_begin_.end() - 1);
-    for (std::uint32_t i = 0; i < variables.size(); ++i) {
-      for (ConstraintId c : crossings_[variables[i]]) users_[fill[local_of_[c]]++] = i;
-    }
+  fill_.assign(users_begin_.begin(), users_begin_.end() - 1);
+  for (std::uint32_t i = 0; i < variables.size(); ++i) {
+    for (ConstraintId c : crossings_[variables[i]]) users_[fill_[local_of_[c]]++] = i;
   }
-  using Entry = std::pair<double, std::uint32_t>;  // (fair share, local constraint)
-  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> heap;
+  // A min-heap of (fair share, local constraint) in reused storage.
+  std::vector<ShareEntry>& heap = heap_;
+  heap.clear();
+  const auto push = [&heap](double level, std::uint32_t c) {
+    heap.emplace_back(level, c);
+    std::push_heap(heap.begin(), heap.end(), std::greater<>{});
+  };
   auto share = [this](std::uint32_t c) { return std::max(0.0, remaining_[c]) / active_weight_[c]; };
   for (std::uint32_t c = 0; c < constraints; ++c) {
-    if (active_weight_[c] > 0) heap.emplace(share(c), c);
+    if (active_weight_[c] > 0) heap.emplace_back(share(c), c);
   }
+  std::make_heap(heap.begin(), heap.end(), std::greater<>{});
   bounded_.clear();
   for (std::uint32_t i = 0; i < variables.size(); ++i) {
     const VariableId v = variables[i];
@@ -106,8 +109,12 @@ void MaxMinSolver::solve(const std::vector<VariableId>& variables) {
   }
   std::sort(bounded_.begin(), bounded_.end());
   std::size_t next_bound = 0;
-  // Fixes variable i's rate and takes it out of its constraints' remaining capacity and weight.
-  auto freeze = [&](std::uint32_t i, double rate, std::uint32_t saturated) {
+  // Fixes variable i's rate and takes it out of its constraints' remaining capacity and weight;
+  // the constraints whose share that raises are re-queued once per event (requeue_changed), not
+  // once per frozen variable: a saturation may freeze thousands of variables at once.
+  dirty_.assign(constraints, 0);
+  changed_.clear();
+  auto freeze = [&](std::uint32_t i, double rate) {
     frozen_[i] = 1;
     const VariableId v = variables[i];
     rate_[v] = rate;
@@ -115,27 +122,39 @@ void MaxMinSolver::solve(const std::vector<VariableId>& variables) {
       const std::uint32_t other = local_of_[constraint];
       remaining_[other] -= rate;
       active_weight_[other] -= weight_[v];
-      if (other != saturated && active_weight_[other] > 1e-12) heap.emplace(share(other), other);
+      if (!dirty_[other]) {
+        dirty_[other] = 1;
+        changed_.push_back(other);
+      }
     }
   };
-  constexpr std::uint32_t kNoConstraint = std::numeric_limits<std::uint32_t>::max();
+  auto requeue_changed = [&] {
+    for (std::uint32_t c : changed_) {
+      dirty_[c] = 0;
+      if (active_weight_[c] > 1e-12) push(share(c), c);
+    }
+    changed_.clear();
+  };
   while (!heap.empty() || next_bound < bounded_.size()) {
     // A bound below every constraint's fair share freezes its variable first.
     if (next_bound < bounded_.size() &&
-        (heap.empty() || bounded_[next_bound].first < heap.top().first)) {
+        (heap.empty() || bounded_[next_bound].first < heap.front().first)) {
       const std::uint32_t i = bounded_[next_bound++].second;
-      if (!frozen_[i]) freeze(i, bound_[variables[i]], kNoConstraint);
+      if (!frozen_[i]) freeze(i, bound_[variables[i]]);
+      requeue_changed();
       continue;
     }
-    const auto [level, c] = heap.top();
-    heap.pop();
+    std::pop_heap(heap.begin(), heap.end(), std::greater<>{});
+    const auto [level, c] = heap.back();
+    heap.pop_back();
     if (active_weight_[c] <= 0) continue;                // every user already frozen
     if (share(c) != level) continue;                     // stale entry: a newer one exists
     for (std::uint32_t u = users_begin_[c]; u < users_begin_[c + 1]; ++u) {
       const std::uint32_t i = users_[u];
-      if (!frozen_[i]) freeze(i, level * weight_[variables[i]], c);
+      if (!frozen_[i]) freeze(i, level * weight_[variables[i]]);
     }
     active_weight_[c] = 0;
+    requeue_changed();
   }
   // Variables that cross no constraint run at their bound (unbounded: infinitely fast).
   for (VariableId v : variables) {

@@ -70,6 +70,11 @@ class MaxMinSolver {
   std::vector<double> active_weight_;
   std::vector<std::uint32_t> users_begin_;
   std::vector<std::uint32_t> users_;          // local variable indices
+  std::vector<std::uint32_t> fill_;           // next free place in each constraint's row of users_
+  using ShareEntry = std::pair<double, std::uint32_t>;  // (fair share, local constraint)
+  std::vector<ShareEntry> heap_;
+  std::vector<std::uint8_t> dirty_;     // per local constraint: its share changed this event
+  std::vector<std::uint32_t> changed_;  // those constraints
   std::vector<std::uint8_t> frozen_;
   std::vector<std::pair<double, std::uint32_t>>
       bounded_;  // (bound / weight, local variable), ascending
