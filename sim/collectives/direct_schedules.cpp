@@ -1,5 +1,6 @@
-// Direct schedules (everyone to everyone in one step; all-to-all as pairwise exchange), NVLink
-// SHARP's in-switch all-reduce and parameter-server push/pull (see schedule.h).
+// Direct schedules (everyone to everyone in one step; all-to-all as pairwise exchange or every
+// peer at once), NVLink SHARP's in-switch all-reduce and parameter-server push/pull (see
+// schedule.h).
 #include "sim/collectives/schedule_builders.h"
 
 namespace collectives::detail {
@@ -56,6 +57,11 @@ Schedule direct_schedule(const CollectiveSpec& spec, const NodeGroups& groups) {
       break;
     }
     case CollectiveKind::kAllToAll: {
+      if (spec.all_peers_at_once) {  // every block in P − 1 slices, each slice to every peer at
+                                     // once
+        schedule.phases.push_back({"every peer at once", p - 1, m / (p * (p - 1.0)), all_pairs(p)});
+        break;
+      }
       // Pairwise exchange in node-major order: step k pairs i with i + k.
       const std::vector<std::int32_t> order = groups.flattened();
       for (std::int32_t k = 1; k < p; ++k) {

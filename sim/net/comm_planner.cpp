@@ -37,6 +37,7 @@ collectives::CollectiveSpec collective_spec(const topology::Cluster& cluster, co
   spec.nvlink_sharp = cluster.spec().node.nvlink_sharp;
   spec.full_mesh = cluster.spec().node.kind == topology::NodeKind::kFullMesh;
   spec.fabric_sharp = cluster.spec().fabric.sharp;
+  spec.all_peers_at_once = options.library == "nccl";
   for (std::int32_t endpoint : request.endpoints) {
     const bool gpu = cluster.is_gpu(endpoint);
     spec.locations.push_back({cluster.node_of(endpoint), gpu ? endpoint % cluster.spec().node.gpus : 0});

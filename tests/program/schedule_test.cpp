@@ -366,6 +366,17 @@ TEST(DirectScheduleTest, AllToAllIsPairwiseExchange) {
   expect_each_sends(schedule, 4, 3'000);
 }
 
+TEST(DirectScheduleTest, AllToAllAsNcclRunsItSendsToEveryPeerAtOnce) {
+  CollectiveSpec s = spec(CollectiveKind::kAllToAll, Algorithm::kDirect, grid(1, 4), 4'000);
+  s.all_peers_at_once = true;
+  const auto schedule = collectives::build_schedule(s);
+  ASSERT_EQ(schedule.phases.size(), 1u);
+  EXPECT_EQ(schedule.phases[0].steps, 3);               // the pairwise exchange's step latencies
+  EXPECT_EQ(schedule.phases[0].transfers.size(), 12u);  // but every pair in each step
+  EXPECT_DOUBLE_EQ(schedule.phases[0].bytes_per_transfer, 4'000.0 / (4 * 3));
+  expect_each_sends(schedule, 4, 3'000);
+}
+
 TEST(DirectScheduleTest, EveryoneToEveryoneInOneStep) {
   const auto gather = collectives::build_schedule(spec(CollectiveKind::kAllGather, Algorithm::kDirect, grid(1, 4), 4'000));
   ASSERT_EQ(gather.phases.size(), 1u);

@@ -179,6 +179,27 @@ TYPED_TEST(NetworkModelTest, DirectAllGatherSharesEachSendersLink) {
   EXPECT_NEAR(t, expected, this->kQueueTolerance * expected);
 }
 
+TYPED_TEST(NetworkModelTest, AnNcclAllToAllAcrossNodesKeepsEveryPeerInFlight) {
+  // 2 × 8 GPUs, a 40 GB/s NIC each. Every member sends M/16 to each of its 15 peers, 8 of them
+  // across its NIC. NCCL has every peer in flight at once: 8·M/16 through the NIC (bus bandwidth
+  // N/(N−1) × the NIC on N nodes, NVIDIA/nccl-tests#130). The textbook pairwise exchange waits
+  // in each of its 15 steps for a pair across a NIC: 15·M/16. Both pay 15 step latencies.
+  const std::int64_t m = 1 << 30;
+  const auto request = collective(CollectiveKind::kAllToAll, Algorithm::kDirect, range(0, 16), m);
+  sim::NetworkOptions nccl = test_support::textbook_network_options();
+  nccl.library = "nccl";
+  const double concurrent = 15 * 2.7e-6 + 8 * (m / 16.0) / 40e9;
+  const double pairwise = 15 * (2.7e-6 + (m / 16.0) / 40e9);
+  // The packet model refills its pipeline of 512 KiB chunks at each of the 15 steps, whose
+  // slices are only M/240 per pair: up to a chunk time per hop more per step (≈ 10 % here).
+  const double tolerance =
+      std::string_view(TypeParam::kName) == "packet" ? 0.12 : this->kQueueTolerance;
+  EXPECT_NEAR(this->seconds(test_support::hgx_cluster(2), request, nccl), concurrent,
+              tolerance * concurrent);
+  EXPECT_NEAR(this->seconds(test_support::hgx_cluster(2), request), pairwise,
+              this->kQueueTolerance * pairwise);
+}
+
 TYPED_TEST(NetworkModelTest, HierarchicalAllReduceIsItsThreePhases) {
   // 2 nodes × 8: reduce-scatter in the node (7 × (0.6 µs + (M/8)/450 GB/s)), all-reduce of
   // the shards across nodes (2 × (2.7 µs + (M/16)/40 GB/s), a NIC per GPU), all-gather.
