@@ -407,7 +407,8 @@ void read_device(TableReader reader, topology::DeviceSpec& device) {
     topology::adopt_measurements(device, *topology::device_preset(*architecture));
   }
   device.sms = static_cast<int>(reader.count("sms", device.sms, 0, kMaxStreamingMultiprocessors));
-  if (device.bf16_flops <= 0) reader.fail("bf16_tflops", "the device needs a positive bf16 rate");
+  if (device.bf16_flops <= 0)
+    reader.fail_value("bf16_tflops", "the device needs a positive bf16 rate");
   reader.finish();
 }
 
@@ -490,13 +491,20 @@ topology::ClusterSpec read_cluster(TableReader reader) {
   fabric.rail_optimized = fabric_reader.boolean("rail_optimized").value_or(fabric.rail_optimized);
   fabric.pod_leaves = static_cast<int>(fabric_reader.count("pod_leaves", fabric.pod_leaves, 0, kMaxNodes));
   fabric.spine_oversubscription = fabric_reader.positive("spine_oversubscription", fabric.spine_oversubscription);
+  if (fabric.spine_oversubscription < 1) {
+    fabric_reader.fail_value(
+        "spine_oversubscription",
+        fmt::format("expected a ratio >= 1, got {}", fabric.spine_oversubscription),
+        "1 is a non-blocking core, 2 halves the spines' uplinks (and the cores)");
+  }
   const double spine_uplinks = fabric.pod_leaves / fabric.spine_oversubscription;
-  if (fabric.spine_oversubscription < 1 ||
-      (fabric.pod_leaves > 0 && (std::round(spine_uplinks) < 1 || std::abs(spine_uplinks - std::round(spine_uplinks)) > 1e-9))) {
-    fabric_reader.fail("spine_oversubscription",
-                       fmt::format("expected a ratio >= 1 that divides pod_leaves ({}) into whole uplinks, got {}",
-                                   fabric.pod_leaves, fabric.spine_oversubscription),
-                       "1 is a non-blocking core, 2 halves the spines' uplinks (and the cores)");
+  if (fabric.pod_leaves > 0 && (std::round(spine_uplinks) < 1 ||
+                                std::abs(spine_uplinks - std::round(spine_uplinks)) > 1e-9)) {
+    fabric_reader.fail(
+        "spine_oversubscription",
+        fmt::format("expected a ratio that divides pod_leaves ({}) into whole uplinks, got {}",
+                    fabric.pod_leaves, fabric.spine_oversubscription),
+        "1 is a non-blocking core, 2 halves the spines' uplinks (and the cores)");
   }
   if (fabric.pod_leaves == 0 && fabric.spine_oversubscription != 1) {
     fabric_reader.fail("spine_oversubscription", "spines have uplinks only in a three-tier fabric",
@@ -1082,12 +1090,19 @@ void read_stragglers(TableReader reader, StragglerSpec& stragglers, std::int64_t
     std::set<std::int64_t> listed;
     for (std::size_t i = 0; list != nullptr && i < list->size(); ++i) {
       const auto rank = list->get(i)->value<std::int64_t>();
-      if (!rank || *rank < 0 || *rank >= gpus) {
+      if (!rank || *rank < 0) {
+        reader.fail_value(
+            "slow_ranks",
+            fmt::format("expected a list of GPU ranks (integers >= 0), got {}", node_text(*ranks)),
+            "e.g. slow_ranks = [5] with slow_factor = 1.3: rank 5 computes 30 % slower");
+      }
+      if (*rank >= gpus) {
         reader.fail("slow_ranks", fmt::format("expected a list of GPU ranks from 0 to {}, got {}", gpus - 1, node_text(*ranks)),
                     "e.g. slow_ranks = [5] with slow_factor = 1.3: rank 5 computes 30 % slower");
       }
       if (!listed.insert(*rank).second) {
-        reader.fail("slow_ranks", fmt::format("rank {} is listed twice", *rank), "list each slow rank once");
+        reader.fail_value("slow_ranks", fmt::format("rank {} is listed twice", *rank),
+                          "list each slow rank once");
       }
       stragglers.slow_ranks.push_back(static_cast<std::int32_t>(*rank));
     }
@@ -1199,9 +1214,10 @@ void read_network(TableReader reader, sim::NetworkOptions& network, bool& symmet
   network.model = reader.choice("model", sim::network_model_names()).value_or(network.model);
   if (const toml::node* channels = reader.node("ring_channels"); channels && channels->is_string()) {
     if (channels->as_string()->get() != "auto") {
-      reader.fail("ring_channels",
-                  fmt::format("expected \"auto\" or an integer >= 1, got {}", node_text(*channels)),
-                  "\"auto\" opens one ring per NIC, as NCCL does; 1 is the textbook single ring");
+      reader.fail_value(
+          "ring_channels",
+          fmt::format("expected \"auto\" or an integer >= 1, got {}", node_text(*channels)),
+          "\"auto\" opens one ring per NIC, as NCCL does; 1 is the textbook single ring");
     }
     network.ring_channels = 0;
   } else if (channels != nullptr) {
@@ -1270,20 +1286,24 @@ void read_output(TableReader reader, Scenario& scenario) {
     if (const auto* text = ranks->as_string()) {
       std::string why;
       const auto selection = parse_trace_selection(text->get(), &why);
-      if (!selection) reader.fail("trace_ranks", fmt::format("{}: {}", kExpected, why), "e.g. trace_ranks = \"0-7,critical\"");
+      if (!selection)
+        reader.fail_value("trace_ranks", fmt::format("{}: {}", kExpected, why),
+                          "e.g. trace_ranks = \"0-7,critical\"");
       scenario.trace = *selection;
     } else if (const auto* list = ranks->as_array()) {
       scenario.trace = TraceSelection::none();
       for (const toml::node& entry : *list) {
         const auto* rank = entry.as_integer();
         if (rank == nullptr || rank->get() < 0 || rank->get() >= kLargestCount) {
-          reader.fail("trace_ranks", fmt::format("expected rank numbers, got {}", node_text(entry)));
+          reader.fail_value("trace_ranks",
+                            fmt::format("expected rank numbers, got {}", node_text(entry)));
         }
         const auto number = static_cast<std::int32_t>(rank->get());
         scenario.trace.ranges.emplace_back(number, number);
       }
     } else {
-      reader.fail("trace_ranks", fmt::format("{}, got {}", kExpected, node_text(*ranks)), "e.g. trace_ranks = [0, 7, 1023]");
+      reader.fail_value("trace_ranks", fmt::format("{}, got {}", kExpected, node_text(*ranks)),
+                        "e.g. trace_ranks = [0, 7, 1023]");
     }
     scenario.trace.key = reader.dotted("trace_ranks");
     scenario.trace.origin = reader.location_of(ranks, scenario.trace.key);
@@ -1299,14 +1319,14 @@ void read_efficiency_by_size(TableReader& reader, const char* key, const char* s
   const auto* points = table->as_array();
   const std::string expected =
       fmt::format("expected [[{}, efficiency], …] in ascending {}, efficiencies in (0, 1]", size_name, size_name);
-  if (points == nullptr || points->empty()) reader.fail(key, expected);
+  if (points == nullptr || points->empty()) reader.fail_value(key, expected);
   for (const toml::node& entry : *points) {
     const auto* pair = entry.as_array();
     const auto size = pair && pair->size() == 2 ? pair->get(0)->value<double>() : std::nullopt;
     const auto value = pair && pair->size() == 2 ? pair->get(1)->value<double>() : std::nullopt;
     if (!size || !value || !std::isfinite(*size) || !(*size > 0) || !(*value > 0 && *value <= 1) ||
         (!curve.empty() && *size <= curve.points.back().first)) {
-      reader.fail(key, fmt::format("{}, got {}", expected, node_text(entry)));
+      reader.fail_value(key, fmt::format("{}, got {}", expected, node_text(entry)));
     }
     curve.points.emplace_back(*size, *value);
   }

@@ -473,6 +473,26 @@ TEST_F(CliTest, SweepAxesThatCannotRunAreOneErrorNamingTheArgument) {
                "--sweep ddp.bucket_cap_mb=25,-1 (ddp.bucket_cap_mb = -1): ddp.bucket_cap_mb: "
                "expected a positive "
                "number, got -1");
+  expect_error({"network.ring_channels=auto,autp"},
+               "network.ring_channels: expected \"auto\" or an integer >= 1, got \"autp\"");
+  expect_error({"cluster.fabric.spine_oversubscription=1,0.5"},
+               "cluster.fabric.spine_oversubscription: expected a ratio >= 1, got 0.5");
+  expect_error({"cluster.gpu.bf16_tflops=900,0"},
+               "cluster.gpu.bf16_tflops: the device needs a positive bf16 rate");
+  expect_error({"stragglers.slow_ranks=[1],[1.5]", "stragglers.slow_factor=1.2"},
+               "stragglers.slow_ranks: expected a list of GPU ranks (integers >= 0), got [1.5]");
+  expect_error({"output.trace_ranks=[0],[-1]"},
+               "output.trace_ranks: expected rank numbers, got -1");
+  expect_error({"compute.matmul_efficiency_by_size=[[1e9,0.5]],[[1e9,2]]"},
+               "compute.matmul_efficiency_by_size: expected [[GEMM FLOPs, efficiency], …]");
+  const CliRun beyond_the_gpus =
+      dtsim({"sweep", scenario, "--sweep", "stragglers.slow_ranks=[1],[100000]", "--sweep",
+             "stragglers.slow_factor=1.2", "-o", directory_.string()});
+  EXPECT_EQ(beyond_the_gpus.code, 0) << beyond_the_gpus.err;
+  EXPECT_NE(beyond_the_gpus.out.find(
+                "invalid: stragglers.slow_factor = 1.2, stragglers.slow_ranks = [100000]"),
+            std::string::npos)
+      << beyond_the_gpus.out;
   const CliRun too_wide =
       dtsim({"sweep", scenario, "--sweep", "parallel.tp=8,1024", "-o", directory_.string()});
   EXPECT_EQ(too_wide.code, 0) << too_wide.err;
