@@ -147,6 +147,23 @@ void print_result(const RunResult& result, const std::filesystem::path& director
 
 // `dtsim run --backend mpi|nccl` under mpirun: every rank loads the scenario and runs its part;
 // rank 0 alone writes the outputs and prints, and reports errors (which every rank meets alike).
+// A file written for dtsim sweep, run by `dtsim run` (simulated or executed): a warning that its
+// points are not what runs, with the sweep command that would run them.
+void note_points_not_run(Scenario& scenario, const RunOptions& options,
+                         std::string_view what_runs) {
+  if (scenario.sweep.empty()) return;
+  std::size_t points = 1;
+  for (const SweepAxis& axis : scenario.sweep) points *= axis.values.size();
+  std::string sweep_command = "dtsim sweep " + options.scenario;
+  if (!options.profile.empty()) sweep_command += " --profile " + options.profile;
+  for (const std::string& change : options.overrides) sweep_command += " --set " + change;
+  scenario.warnings.push_back(
+      fmt::format("[sweep] ({} point{}) is not {}: dtsim run {} the scenario as written "
+                  "without it, {} runs its points",
+                  points, points == 1 ? "" : "s", what_runs,
+                  what_runs == "simulated" ? "simulates" : "executes", sweep_command));
+}
+
 int command_execute(const RunOptions& options, std::ostream& out, std::ostream& err) {
   if (options.backend != "mpi" && options.backend != "nccl") {
     print_error(err, "error", "--backend " + options.backend + ": expected mpi (CPU ranks) or nccl (one GPU per rank)");
@@ -167,7 +184,8 @@ int command_execute(const RunOptions& options, std::ostream& out, std::ostream& 
     execution.verify = options.verify;
     execution.share_gpu = options.share_gpu;
     if (!options.inject_fault.empty()) execution.fault = backend::parse_fault(options.inject_fault);
-    const Scenario scenario = open_document(options).read();
+    Scenario scenario = open_document(options).read();
+    note_points_not_run(scenario, options, "executed");
     const RunResult result = execute_scenario(scenario, execution);
     if (mpi.rank() != 0) return 0;
     const auto directory = output_directory(options, scenario.name + "-measured");
@@ -376,15 +394,7 @@ std::optional<MpirunRefusal> refuse_under_mpirun(const std::string& command) {
 int command_run(const RunOptions& options, std::ostream& out, std::ostream& err) {
   const ScenarioDocument document = open_document(options);
   Scenario scenario = document.read();
-  // A file written for dtsim sweep: say that its points are not what runs.
-  if (!scenario.sweep.empty()) {
-    std::size_t points = 1;
-    for (const SweepAxis& axis : scenario.sweep) points *= axis.values.size();
-    scenario.warnings.push_back(
-        fmt::format("[sweep] ({} point{}) is not simulated: dtsim run simulates the "
-                    "scenario as written without it, dtsim sweep {} runs its points",
-                    points, points == 1 ? "" : "s", options.scenario));
-  }
+  note_points_not_run(scenario, options, "simulated");
   if (!options.trace_ranks.empty()) {
     std::string why;
     const auto selection = parse_trace_selection(options.trace_ranks, &why);

@@ -835,11 +835,16 @@ TEST_F(CliTest, SweepWithoutASweepTableIsBadInput) {
 // dtsim run on a file written for dtsim sweep says that the [sweep] points are not what it ran
 // (it ran the scenario as written, silently, even with an axis no point could read).
 TEST_F(CliTest, RunSaysThatItDoesNotSimulateTheFilesSweep) {
-  const CliRun run = dtsim({"run", kSource + "/scenarios/c2_7b_ddp_comm_compute_ratio.toml",
-                            "--no-timeline", "-o", directory_.string()});
+  const std::string c2 = kSource + "/scenarios/c2_7b_ddp_comm_compute_ratio.toml";
+  const CliRun run = dtsim(
+      {"run", c2, "--set", "training.micro_batch=2", "--no-timeline", "-o", directory_.string()});
   ASSERT_EQ(run.code, 0) << run.err;
   EXPECT_NE(run.out.find(
                 "[sweep] (2 points) is not simulated: dtsim run simulates the scenario as written"),
+            std::string::npos)
+      << run.out;
+  // The command it suggests runs the points with the same changes.
+  EXPECT_NE(run.out.find("dtsim sweep " + c2 + " --set training.micro_batch=2 runs its points"),
             std::string::npos)
       << run.out;
 }
