@@ -57,9 +57,8 @@ Schedule direct_schedule(const CollectiveSpec& spec, const NodeGroups& groups) {
       break;
     }
     case CollectiveKind::kAllToAll: {
-      if (spec.all_peers_at_once) {  // every block in P − 1 slices, each slice to every peer at
-                                     // once
-        schedule.phases.push_back({"every peer at once", p - 1, m / (p * (p - 1.0)), all_pairs(p)});
+      if (spec.all_peers_at_once) {
+        schedule.phases.push_back({"every peer at once", 1, m / p, all_pairs(p)});
         break;
       }
       // Pairwise exchange in node-major order: step k pairs i with i + k.

@@ -41,19 +41,15 @@
 //   direct     everyone sends straight to everyone in one step (all-gather, reduce-scatter,
 //              all-reduce as both, broadcast and reduce to/from the root); all-to-all as
 //              pairwise exchange: P−1 steps, in step k member i sends M/P to i+k mod P; or,
-//              as NCCL runs it (all_peers_at_once), every peer at once: one kernel keeps a
-//              send and a receive to each peer in flight together (NVIDIA/nccl 2.30.7,
-//              src/init.cc ncclP2pSchedule, src/graph/paths.cc "fit all the peers within a
-//              single round"), so across N nodes a member's remote bytes share its NIC and
-//              bus bandwidth reaches N/(N−1) × the NIC rate, the figure NCCL's maintainer
-//              gives (NVIDIA/nccl-tests#130), where the pairwise exchange waits at every step
-//              for its slowest pair (≈ 1 × the NIC rate). Modelled as P−1 steps in which every
-//              member sends M/(P·(P−1)) to every other: each link carries the concurrent
-//              exchange's bytes, and the P−1 step latencies of the pairwise exchange are kept
-//              (NCCL's point-to-point latency is not measured yet:
-//              docs/research/nccl_alltoall_latency.md). Both hold P² transfers (the
-//              concurrent form P²·(P−1) transfer-steps): meant for groups of up to a few
-//              thousand ranks.
+//              as NCCL runs it (all_peers_at_once), every peer at once: one step in which
+//              every member sends M/P to every other. NCCL's grouped send/recv keeps a send
+//              and a receive to each peer in flight together (NVIDIA/nccl 2.30.7, src/init.cc
+//              ncclP2pSchedule, src/graph/paths.cc "fit all the peers within a single
+//              round"), so across N nodes a member's remote bytes share its NIC and bus
+//              bandwidth reaches N/(N−1) × the NIC rate, the figure NCCL's maintainer gives
+//              (NVIDIA/nccl-tests#130), where the pairwise exchange waits at every step for
+//              its slowest pair (≈ 1 × the NIC rate). Both hold P² transfers: meant for groups
+//              of up to a few thousand ranks.
 //   nvls       NVLink SHARP all-reduce inside one node: each member's NVSwitch port carries
 //              the buffer up once to be reduced in the switch (multimem.ld_reduce) and its
 //              1/P shard of the sum; the switch multicasts every shard back (multimem.st):

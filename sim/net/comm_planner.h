@@ -33,6 +33,7 @@ struct PhaseCost {
   double path_latency_s = 0;     // the largest path latency among the step's transfers, always
   double logp_overhead_s = 0;    // LogGP's 2o + (n−1)·g on top of α (0 unless network.logp)
   double seconds_per_byte = 0;   // max over links of (transfers on it / its bandwidth)
+  std::uint32_t most_messages = 0;  // the most transfers one member sends in a step
 };
 
 struct CommPlan {
@@ -97,6 +98,9 @@ class CommPlanner {
   // it sets the pace: the plan's data time is at least NVLS's on its first node's links, in the
   // plan's own chunks.
   void pace_by_node_stage(CommPlan& plan, const collectives::CollectiveSpec& spec);
+  // collectives.library = "nccl": an all-to-all's step pays a path latency per peer a member
+  // sends to in it (see the definition).
+  static void pay_latency_per_peer(CommPlan& plan);
   // Plans the collective `spec` describes, priced as the library does (`by_nccl` false: by the
   // links' α-β whatever the library).
   std::unique_ptr<CommPlan> plan_with(const collectives::CollectiveSpec& spec, const std::vector<std::int32_t>& endpoints,

@@ -190,12 +190,8 @@ TYPED_TEST(NetworkModelTest, AnNcclAllToAllAcrossNodesKeepsEveryPeerInFlight) {
   nccl.library = "nccl";
   const double concurrent = 15 * 2.7e-6 + 8 * (m / 16.0) / 40e9;
   const double pairwise = 15 * (2.7e-6 + (m / 16.0) / 40e9);
-  // The packet model refills its pipeline of 512 KiB chunks at each of the 15 steps, whose
-  // slices are only M/240 per pair: up to a chunk time per hop more per step (≈ 10 % here).
-  const double tolerance =
-      std::string_view(TypeParam::kName) == "packet" ? 0.12 : this->kQueueTolerance;
   EXPECT_NEAR(this->seconds(test_support::hgx_cluster(2), request, nccl), concurrent,
-              tolerance * concurrent);
+              this->kQueueTolerance * concurrent);
   EXPECT_NEAR(this->seconds(test_support::hgx_cluster(2), request), pairwise,
               this->kQueueTolerance * pairwise);
 }
