@@ -7,6 +7,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -145,18 +146,35 @@ void print_result(const RunResult& result, const std::filesystem::path& director
   }
 }
 
-// `dtsim run --backend mpi|nccl` under mpirun: every rank loads the scenario and runs its part;
-// rank 0 alone writes the outputs and prints, and reports errors (which every rank meets alike).
+// `word` as one word of a POSIX shell command: as it is when it holds nothing the shell
+// would split or expand, else in single quotes.
+std::string shell_word(const std::string& word) {
+  const bool plain = !word.empty() && std::all_of(word.begin(), word.end(), [](unsigned char c) {
+    return std::isalnum(c) ||
+           std::string_view("-_./=:,@%+").find(static_cast<char>(c)) != std::string_view::npos;
+  });
+  if (plain) return word;
+  std::string quoted = "'";
+  for (const char c : word) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
 // A file written for dtsim sweep, run by `dtsim run` (simulated or executed): a warning that its
-// points are not what runs, with the sweep command that would run them.
+// points are not what runs, with the sweep command that would run them (the run's --profile and
+// --set changes, but not those of a key the sweep varies: its axis would win).
 void note_points_not_run(Scenario& scenario, const RunOptions& options,
                          std::string_view what_runs) {
   if (scenario.sweep.empty()) return;
   std::size_t points = 1;
   for (const SweepAxis& axis : scenario.sweep) points *= axis.values.size();
-  std::string sweep_command = "dtsim sweep " + options.scenario;
-  if (!options.profile.empty()) sweep_command += " --profile " + options.profile;
-  for (const std::string& change : options.overrides) sweep_command += " --set " + change;
+  std::string sweep_command = "dtsim sweep " + shell_word(options.scenario);
+  if (!options.profile.empty()) sweep_command += " --profile " + shell_word(options.profile);
+  for (const std::string& change : options.overrides) {
+    const std::string key = change.substr(0, change.find('='));
+    const bool swept = std::any_of(scenario.sweep.begin(), scenario.sweep.end(),
+                                   [&](const SweepAxis& axis) { return axis.key == key; });
+    if (!swept) sweep_command += " --set " + shell_word(change);
+  }
   scenario.warnings.push_back(
       fmt::format("[sweep] ({} point{}) is not {}: dtsim run {} the scenario as written "
                   "without it, {} runs its points",
@@ -164,6 +182,8 @@ void note_points_not_run(Scenario& scenario, const RunOptions& options,
                   what_runs == "simulated" ? "simulates" : "executes", sweep_command));
 }
 
+// `dtsim run --backend mpi|nccl` under mpirun: every rank loads the scenario and runs its part;
+// rank 0 alone writes the outputs and prints, and reports errors (which every rank meets alike).
 int command_execute(const RunOptions& options, std::ostream& out, std::ostream& err) {
   if (options.backend != "mpi" && options.backend != "nccl") {
     print_error(err, "error", "--backend " + options.backend + ": expected mpi (CPU ranks) or nccl (one GPU per rank)");

@@ -481,6 +481,9 @@ TEST_F(CliTest, SweepAxesThatCannotRunAreOneErrorNamingTheArgument) {
                "cluster.gpu.bf16_tflops: the device needs a positive bf16 rate");
   expect_error({"stragglers.slow_ranks=[1],[1.5]", "stragglers.slow_factor=1.2"},
                "stragglers.slow_ranks: expected a list of GPU ranks (integers >= 0), got [1.5]");
+  expect_error(
+      {"stragglers.slow_ranks=[1],[100000, 1.5]", "stragglers.slow_factor=1.2"},
+      "stragglers.slow_ranks: expected a list of GPU ranks (integers >= 0), got [100000, 1.5]");
   expect_error({"output.trace_ranks=[0],[-1]"},
                "output.trace_ranks: expected rank numbers, got -1");
   expect_error({"compute.matmul_efficiency_by_size=[[1e9,0.5]],[[1e9,2]]"},
@@ -836,15 +839,20 @@ TEST_F(CliTest, SweepWithoutASweepTableIsBadInput) {
 // (it ran the scenario as written, silently, even with an axis no point could read).
 TEST_F(CliTest, RunSaysThatItDoesNotSimulateTheFilesSweep) {
   const std::string c2 = kSource + "/scenarios/c2_7b_ddp_comm_compute_ratio.toml";
-  const CliRun run = dtsim(
-      {"run", c2, "--set", "training.micro_batch=2", "--no-timeline", "-o", directory_.string()});
+  const CliRun run =
+      dtsim({"run", c2, "--set", "training.micro_batch=2", "--set", "stragglers.slow_ranks=[1, 2]",
+             "--set", "stragglers.slow_factor=1.5", "--set", "compute.step_compute_time_s=0.3",
+             "--no-timeline", "-o", directory_.string()});
   ASSERT_EQ(run.code, 0) << run.err;
   EXPECT_NE(run.out.find(
                 "[sweep] (2 points) is not simulated: dtsim run simulates the scenario as written"),
             std::string::npos)
       << run.out;
-  // The command it suggests runs the points with the same changes.
-  EXPECT_NE(run.out.find("dtsim sweep " + c2 + " --set training.micro_batch=2 runs its points"),
+  // The command it suggests runs the points with the same changes, as shell words, but for the
+  // swept key (the axis would win).
+  EXPECT_NE(run.out.find("dtsim sweep " + c2 +
+                         " --set training.micro_batch=2 --set 'stragglers.slow_ranks=[1, 2]' --set "
+                         "stragglers.slow_factor=1.5 runs its points"),
             std::string::npos)
       << run.out;
 }
