@@ -119,13 +119,19 @@ class ReplicatedPolicy : public DataParallelPolicy {
                           context_.replica->state, shares(dp_));
     allocate_model_states(builder, context_.streams.compute, context_.expert_parameters, context_.replica->state,
                           shares(context_.expert_dp), "experts.");
-    // DDP's Reducer copies gradients into flat buckets unless they are views of them; FSDP
-    // NO_SHARD all-reduces each unit's FlatParameter gradient in place (torch/distributed/fsdp/
-    // _runtime_utils.py, _reduce_grad_no_shard), with no copy.
+    // DDP's Reducer copies gradients into flat buckets unless they are views of them, for the
+    // parameters it reduces: the routed experts' over their own group, none where that group is
+    // one rank. FSDP NO_SHARD all-reduces each unit's FlatParameter gradient in place
+    // (torch/distributed/fsdp/_runtime_utils.py, _reduce_grad_no_shard), with no copy.
     const bool fsdp = input_.parallel.strategy == "fsdp";
-    if (!reduce_scatter_ && !input_.ddp.gradient_as_bucket_view && dp_ > 1 && !fsdp) {
-      builder.allocate("ddp.bucket_buffers", context_.streams.compute, MemoryCategory::kCommBuffers,
-                       context_.parameters * context_.replica->state.gradients);
+    if (!reduce_scatter_ && !input_.ddp.gradient_as_bucket_view && !fsdp) {
+      const double bucketed = (dp_ > 1 ? context_.parameters - context_.expert_parameters : 0) +
+                              (context_.expert_dp > 1 ? context_.expert_parameters : 0);
+      if (bucketed > 0) {
+        builder.allocate("ddp.bucket_buffers", context_.streams.compute,
+                         MemoryCategory::kCommBuffers,
+                         bucketed * context_.replica->state.gradients);
+      }
     }
   }
 
