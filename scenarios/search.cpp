@@ -485,9 +485,16 @@ LayoutEstimate Estimator::estimate(const SearchLayout& l) {
     gathered_bytes = static_cast<double>(program::dtype_bytes(param_dtype));
     cast_bytes =
         reduce_dtype == param_dtype ? 0 : static_cast<double>(program::dtype_bytes(reduce_dtype));
+    // As the backward begins, BACKWARD_PRE has the last unit gathered (the head's pre-backward
+    // hook) and the one before it (the last unit's, issued while the head's backward runs).
+    const double prefetched_units =
+        fsdp.backward_prefetch == strategies::BackwardPrefetch::kBackwardPre &&
+                layer_units.size() > 1
+            ? 2
+            : 1;
     gathered_at_backward =
         fsdp.reshard_after_forward
-            ? largest_fsdp_unit
+            ? prefetched_units * largest_fsdp_unit
             : std::accumulate(layer_parameters.begin(), layer_parameters.end(), 0.0);
     last_fsdp_unit_kept_bytes = sums_by_group(layer_kept_bytes, layer_units).back();
     // The gathers and reduce-scatters run beside the compute almost throughout, and compute that
@@ -630,7 +637,7 @@ LayoutEstimate Estimator::estimate(const SearchLayout& l) {
       // FSDP (never pipelined) also holds gathered parameters and unsharded gradients: the root
       // unit's (embedding and head) from its forward to the end of the backward, and the largest
       // layer unit's (all of them without reshard_after_forward). It peaks either as the backward
-      // begins — every activation and the largest transient, the last unit's parameters
+      // begins — every activation and the largest transient, the last units' parameters
       // prefetched — or in the backward of the unit before the last: two units' parameters and
       // gradients held, the head's and the last unit's activations freed.
       const double layer_gradients = 2 * largest_fsdp_unit * (gathered_bytes + cast_bytes);
