@@ -252,6 +252,7 @@ trace::RunFacts describe_run(const Scenario& scenario, const program::Program& p
   facts.model_flops_per_step = program.info.model_flops_per_step;
   facts.peak_flops_per_rank =
       sim::ComputeModel(scenario.cluster.node.gpu, scenario.efficiency).peak_flops(program.info.compute_dtype);
+  facts.fp8_gemms = scenario.lowering.training.precision == strategies::Precision::kFP8;
   for (std::int32_t endpoint : program.placement) {
     facts.compute_ranks += endpoint < scenario.cluster.gpu_count() ? 1 : 0;
     facts.memory_capacity_bytes.push_back(endpoint < scenario.cluster.gpu_count()

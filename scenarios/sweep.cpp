@@ -235,7 +235,8 @@ SweepResult run_sweep(const ScenarioDocument& document, unsigned threads, const 
     row.invalid = std::move(failures[i]);
     row.warnings = scenarios[i].warnings;
     if (row.invalid.empty()) {
-      if (std::string mfu = trace::mfu_above_peak_warning(row.report.mfu); !mfu.empty()) {
+      const bool fp8 = scenarios[i].lowering.training.precision == strategies::Precision::kFP8;
+      if (std::string mfu = trace::mfu_above_peak_warning(row.report.mfu, fp8); !mfu.empty()) {
         row.warnings.push_back(std::move(mfu));
       }
     }

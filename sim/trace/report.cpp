@@ -64,7 +64,7 @@ void add_warnings(Report& report, const RunFacts& facts) {
         report.comm_compute_ratio, human_seconds(report.comm_time_s),
         human_seconds(report.compute_time_s)));
   }
-  if (std::string mfu = mfu_above_peak_warning(report.mfu); !mfu.empty()) {
+  if (std::string mfu = mfu_above_peak_warning(report.mfu, facts.fp8_gemms); !mfu.empty()) {
     report.warnings.push_back(std::move(mfu));
   }
   for (const std::string& note : facts.notes) report.warnings.push_back(note);
@@ -72,8 +72,17 @@ void add_warnings(Report& report, const RunFacts& facts) {
 
 }  // namespace
 
-std::string mfu_above_peak_warning(double mfu) {
+std::string mfu_above_peak_warning(double mfu, bool fp8_gemms) {
   if (!(mfu > 1)) return {};
+  if (fp8_gemms) {
+    return fmt::format(
+        "MFU {:.0f} % is above 100 %: MFU counts against the bf16 peak, and the FP8 GEMMs "
+        "(training.precision = \"fp8\") run on tensor cores up to twice as fast; unless an imposed "
+        "compute time, an efficiency or a capacity factor says otherwise, this is a GEMM-bound "
+        "step "
+        "at FP8 speed, not an error",
+        mfu * 100);
+  }
   return fmt::format(
       "MFU {:.0f} % is above 100 %: the step computes faster than the devices' peak FLOP/s, so an "
       "imposed compute time (compute.step_compute_time_s), an efficiency or a capacity factor "

@@ -51,6 +51,7 @@ struct RunFacts {
   std::int64_t tokens_per_step = 0;
   double model_flops_per_step = 0;
   double peak_flops_per_rank = 0;
+  bool fp8_gemms = false;  // GEMMs on FP8 tensor cores, above the peak MFU is counted against
   std::int32_t compute_ranks = 0;  // ranks that run the model (GPUs); 0: every rank
   std::vector<double> memory_capacity_bytes;  // per rank; empty when unknown
   // Simulation only: per-rank split of communication time into α and bandwidth terms.
@@ -128,8 +129,8 @@ Report build_report(const Timeline& timeline, const RunFacts& facts);
 std::int32_t critical_rank(const std::vector<RankSummary>& summaries);
 std::string format_report(const Report& report);
 // The warning for an MFU above 1 (the step computes faster than the devices' peak), naming the
-// inputs that can cause it; empty when mfu ≤ 1.
-std::string mfu_above_peak_warning(double mfu);
+// inputs that can cause it (FP8 GEMMs first when they run); empty when mfu ≤ 1.
+std::string mfu_above_peak_warning(double mfu, bool fp8_gemms);
 // A duration in s, ms or µs with the report's precision.
 std::string human_seconds(double seconds);
 nlohmann::json report_to_json(const Report& report);

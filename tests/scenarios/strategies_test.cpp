@@ -1078,3 +1078,43 @@ TEST(GroupFamiliesTest, EveryFamilyALoweringCreatesIsOneTheLoaderAccepts) {
 }
 
 }  // namespace
+
+namespace {
+
+// One layer of hidden 16,384 on one H100 is GEMM-bound: under FP8 its GEMMs run above the bf16
+// peak MFU is counted against, and the warning says that rather than blame an imposed time.
+TEST(PrecisionTest, Fp8AboveTheBf16PeakIsExplainedAsFp8) {
+  const std::string wide = R"(
+[cluster]
+node = "hgx-h100"
+nodes = 1
+gpus_per_node = 1
+[model]
+layers = 1
+hidden = 16384
+heads = 128
+ffn_hidden = 65536
+vocab = 1024
+sequence = 1024
+[training]
+global_batch = 64
+micro_batch = 4
+optimizer = "sgd"
+sgd_momentum = 0
+[network]
+model = "analytic"
+)";
+  const scenarios::RunResult fp8 = run(wide, {"training.precision=\"fp8\""});
+  ASSERT_GT(fp8.report.mfu, 1.0);
+  const auto explained = [](const trace::Report& report) {
+    return std::any_of(report.warnings.begin(), report.warnings.end(),
+                       [](const std::string& warning) {
+                         return warning.find("above 100 %") != std::string::npos &&
+                                warning.find("FP8 GEMMs") != std::string::npos;
+                       });
+  };
+  EXPECT_TRUE(explained(fp8.report));
+  EXPECT_FALSE(explained(run(wide, {}).report));
+}
+
+}  // namespace
