@@ -83,6 +83,12 @@ topology::ClusterSpec cluster_for(const CollectiveBenchOptions& options) {
           "a rail-optimized fabric such as --fabric ib-ndr-rail, or --scenario with a larger "
           "[cluster.fabric] leaf_down_ports");
     }
+    if (options.sharp && fabric->kind != topology::FabricKind::kInfiniBand) {
+      bad("--sharp",
+          fmt::format("in-network reduction (SHARP) runs on InfiniBand switches, but {} is RoCE",
+                      options.fabric),
+          "drop --sharp, or choose an InfiniBand fabric such as --fabric ib-ndr");
+    }
     cluster.node = *node;
     cluster.fabric = *fabric;
     cluster.fabric.sharp = options.sharp;

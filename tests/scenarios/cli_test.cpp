@@ -731,6 +731,9 @@ TEST_F(CliTest, CountsOutOfRangeConflictingOptionsAndForeignLogsAreOneErrorEach)
       "--topology excludes --scenario");
   expect_error({"collective", "--scenario", kSource + "/scenarios/default.toml", "--sharp"},
                "--sharp excludes --scenario");
+  expect_error(
+      {"collective", "--fabric", "roce-400", "--nodes", "2", "--sharp", "--algo", "collnet"},
+      "--sharp: in-network reduction (SHARP) runs on InfiniBand switches, but roce-400 is RoCE");
 
   const auto write_log = [&](const std::string& test) {
     const fs::path log = scratch_ / (test + "_perf.log");
