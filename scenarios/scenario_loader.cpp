@@ -2142,6 +2142,16 @@ Scenario ScenarioDocument::read(bool check_layout) const {
                     "only the rest, while MFU counts every token's FLOPs",
                     *model.moe->capacity_factor, 100 * dropped));
   }
+  const topology::DeviceSpec& gpu = scenario.cluster.node.gpu;
+  const topology::AttentionKernel kernel = scenario.efficiency.attention_kernel;
+  if (model.attention == strategies::AttentionKind::kFlash && !scenario.efficiency.attention &&
+      !gpu.attention_by_sequence.contains(kernel)) {
+    scenario.warnings.push_back(fmt::format(
+        "no measured {} attention curve for the {}: fused attention runs at an assumed {:.2f} of "
+        "its bf16 peak (set compute.attention_efficiency from a measurement of this GPU)",
+        topology::attention_kernel_name(kernel), gpu.name,
+        sim::ComputeEfficiency::kUnmeasuredAttention));
+  }
   return scenario;
 }
 

@@ -492,6 +492,12 @@ std::string_view host_cpu_name(HostCpu host_cpu) {
 
 std::vector<std::string> attention_kernel_names() { return names_of(attention_kernels()); }
 std::optional<AttentionKernel> attention_kernel(std::string_view name) { return find_in(attention_kernels(), name); }
+std::string_view attention_kernel_name(AttentionKernel kernel) {
+  for (const auto& [name, value] : attention_kernels()) {
+    if (value == kernel) return name;
+  }
+  return "?";
+}
 
 std::string describe(const DeviceSpec& d) {
   return fmt::format("{}: bf16 {:.1f} TFLOP/s, fp32 {:.1f} TFLOP/s, {:.0f} GB at {:.0f} GB/s, "

@@ -33,6 +33,7 @@ std::string_view host_cpu_name(HostCpu host_cpu);
 const std::vector<std::pair<std::string, AttentionKernel>>& attention_kernels();
 std::vector<std::string> attention_kernel_names();
 std::optional<AttentionKernel> attention_kernel(std::string_view name);
+std::string_view attention_kernel_name(AttentionKernel kernel);
 
 // The Hopper GPUs' measurements (presets.cpp cites the sources): sustained GEMM rates (the
 // H200's; they stand in for the H100 SXM5's) and memory-bound kernel rates. The H200's are

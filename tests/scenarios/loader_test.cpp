@@ -356,7 +356,10 @@ TEST(ScenarioLoaderTest, ImplausibleHardwareValuesAreWarnedAboutByKey) {
   int loaded = 0;
   for (const std::string& node : topology::node_preset_names()) {
     try {  // a node of another size than the default's 8 GPUs does not make its 16-GPU layout
-      EXPECT_EQ(scenarios::load_scenario(kDefault, {"cluster.node=" + node}).warnings, std::vector<std::string>{}) << node;
+      for (const std::string& warning :
+           scenarios::load_scenario(kDefault, {"cluster.node=" + node}).warnings) {
+        EXPECT_EQ(warning.find("implausible"), std::string::npos) << node << ": " << warning;
+      }
       ++loaded;
     } catch (const scenarios::ScenarioError&) {
     }
@@ -498,6 +501,16 @@ TEST(ScenarioOverrideTest, OverridesThatWouldChangeTheScenarioSilentlyAreRefused
             std::string::npos)
       << other_model.warnings[0];
   EXPECT_TRUE(scenarios::load_scenario(c1).warnings.empty());
+  // Fused attention on a GPU with no measured curve runs at a placeholder: said, unless set.
+  const scenarios::Scenario b200 =
+      scenarios::load_scenario(kDefault, {"cluster.node=\"hgx-b200\""});
+  ASSERT_EQ(b200.warnings.size(), 1u);
+  EXPECT_NE(b200.warnings[0].find("no measured flash2 attention curve for the B200"),
+            std::string::npos)
+      << b200.warnings[0];
+  EXPECT_TRUE(scenarios::load_scenario(
+                  kDefault, {"cluster.node=\"hgx-b200\"", "compute.attention_efficiency=0.6"})
+                  .warnings.empty());
   // A capacity factor of 0.5 under uniform load keeps half of each expert's 1/8: the warning says
   // so (a factor of 1e-9 had the report at 660 % MFU, blaming an imposed compute time).
   const scenarios::Scenario dropping = scenarios::load_scenario(
