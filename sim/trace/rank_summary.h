@@ -20,6 +20,8 @@ struct RankSummary {
   double flops = 0;             // sum of FLOPs of compute spans
   std::array<std::int64_t, kCategoryCount> busy_ps_by_category{};  // sum of span durations
   std::array<std::int64_t, kCategoryCount> bytes_by_category{};    // sum of span bytes
+  std::array<std::int64_t, kCategoryCount>
+      sending_ps_by_category{};  // durations of spans that sent bytes
 
   double overlap_ratio() const;
   double comm_compute_ratio() const;

@@ -167,7 +167,8 @@ Report build_report(const Timeline& timeline, const RunFacts& facts) {
       report.time_by_category_s[name] = seconds(critical.busy_ps_by_category[c]) / steps;
       if (is_communication(category) && critical.bytes_by_category[c] > 0) {
         report.achieved_bandwidth_by_category[name] =
-            static_cast<double>(critical.bytes_by_category[c]) / seconds(critical.busy_ps_by_category[c]);
+            static_cast<double>(critical.bytes_by_category[c]) /
+            seconds(critical.sending_ps_by_category[c]);
       }
     }
     const auto critical_index = static_cast<std::size_t>(report.critical_rank);

@@ -12,7 +12,8 @@
 //   compute idle  = 1 − compute / step time on the critical rank; for a pipeline it sits
 //                   beside the textbook bubble (p−1)/(M+p−1) (GPipe, Huang et al., 2019).
 //   achieved bandwidth of a communication category = bytes the rank sent in it / time its
-//   spans lasted (for a parameter-server push: what each worker gets of the server's NIC).
+//   spans that sent bytes lasted (a receive sends none: a pipeline stage's send_recv rate is
+//   its sends'; for a parameter-server push: what each worker gets of the server's NIC).
 //
 // JSON keys are stable and documented in docs/report.md.
 #pragma once

@@ -120,6 +120,7 @@ void SummaryBuilder::add(const Span& span) {
   const auto category = static_cast<std::size_t>(span.category);
   summary.busy_ps_by_category[category] += span.duration_ps();
   summary.bytes_by_category[category] += span.bytes;
+  if (span.bytes > 0) summary.sending_ps_by_category[category] += span.duration_ps();
   if (is_compute(span.category)) {
     rank.compute.add({span.start_ps, span.end_ps});
     summary.flops += span.flops;

@@ -37,10 +37,11 @@ std::optional<std::size_t> Timeline::recorded_job_ranks() const {
   const auto recorded = metadata.find("ranks");
   if (recorded == metadata.end()) return std::nullopt;
   const std::string& text = recorded->second;
-  std::size_t ranks = 0;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), ranks);
-  if (error != std::errc{} || end != text.data() + text.size() || ranks == 0) return std::nullopt;
-  return ranks;
+  std::size_t job_ranks = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), job_ranks);
+  if (error != std::errc{} || end != text.data() + text.size() || job_ranks == 0)
+    return std::nullopt;
+  return job_ranks;
 }
 
 }  // namespace trace

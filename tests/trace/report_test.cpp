@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 namespace {
 
@@ -61,6 +62,26 @@ TEST(ReportTest, FiguresFollowTheirDefinitions) {
   EXPECT_NEAR(report.overlap_ratio, 1.0 - 30.0 / 70.0, 1e-12);
   EXPECT_EQ(report.comm_bytes_per_rank, 7'000'000'000);
   EXPECT_NEAR(report.achieved_bandwidth_by_category.at("all_reduce"), 7e9 / 0.070, 1e-3);
+}
+
+TEST(ReportTest, APipelineStagesSendRateLeavesItsReceivesOut) {
+  // A stage receives for 20 ms (no bytes sent) and sends 1 GB in 10 ms: 100 GB/s, not the
+  // 33 GB/s that counting the receive's time gave.
+  trace::Timeline timeline;
+  timeline.ranks.resize(1);
+  timeline.streams = {"compute", "p2p"};
+  for (const auto& [start, end, bytes] : {std::tuple{0, 20, 0}, {30, 40, 1'000'000'000}}) {
+    trace::Span span;
+    span.stream = 1;
+    span.category = trace::Category::kSendRecv;
+    span.start_ps = start * kMs;
+    span.end_ps = end * kMs;
+    span.bytes = bytes;
+    timeline.spans.push_back(span);
+  }
+  const trace::Report report = trace::build_report(timeline, facts());
+  EXPECT_NEAR(report.achieved_bandwidth_by_category.at("send_recv"), 1e9 / 0.010, 1e-3);
+  EXPECT_NEAR(report.time_by_category_s.at("send_recv"), 0.030, 1e-12);
 }
 
 TEST(ReportTest, PeakMemoryAndOutOfMemory) {
