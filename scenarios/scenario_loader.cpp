@@ -1089,6 +1089,8 @@ void read_stragglers(TableReader reader, StragglerSpec& stragglers, std::int64_t
     const auto* list = ranks->as_array();
     // What is wrong with the list by itself first, so that a sweep stops on it whatever the
     // order; a rank beyond this cluster's GPUs is wrong only beside cluster.nodes.
+    constexpr const char* kExample =
+        "e.g. slow_ranks = [5] with slow_factor = 1.3: rank 5 computes 30 % slower";
     std::set<std::int64_t> listed;
     for (std::size_t i = 0; list != nullptr && i < list->size(); ++i) {
       const auto rank = list->get(i)->value<std::int64_t>();
@@ -1096,20 +1098,20 @@ void read_stragglers(TableReader reader, StragglerSpec& stragglers, std::int64_t
         reader.fail_value(
             "slow_ranks",
             fmt::format("expected a list of GPU ranks (integers >= 0), got {}", node_text(*ranks)),
-            "e.g. slow_ranks = [5] with slow_factor = 1.3: rank 5 computes 30 % slower");
+            kExample);
       }
       if (!listed.insert(*rank).second) {
         reader.fail_value("slow_ranks", fmt::format("rank {} is listed twice", *rank),
                           "list each slow rank once");
       }
-      stragglers.slow_ranks.push_back(
-          static_cast<std::int32_t>(*rank));  // checked against gpus below
+      // Checked against the GPU count below.
+      stragglers.slow_ranks.push_back(static_cast<std::int32_t>(*rank));
     }
     if (!listed.empty() && *listed.rbegin() >= gpus) {
       reader.fail("slow_ranks",
                   fmt::format("expected a list of GPU ranks from 0 to {}, got {}", gpus - 1,
                               node_text(*ranks)),
-                  "e.g. slow_ranks = [5] with slow_factor = 1.3: rank 5 computes 30 % slower");
+                  kExample);
     }
     if (list == nullptr) {
       reader.fail_value("slow_ranks",

@@ -501,7 +501,7 @@ TEST(ScenarioOverrideTest, OverridesThatWouldChangeTheScenarioSilentlyAreRefused
             std::string::npos)
       << other_model.warnings[0];
   EXPECT_TRUE(scenarios::load_scenario(c1).warnings.empty());
-  // Fused attention on a GPU with no measured curve runs at a placeholder: said, unless set.
+  // Fused attention on a GPU with no measured curve runs at an assumed 0.50: said, unless set.
   const scenarios::Scenario b200 =
       scenarios::load_scenario(kDefault, {"cluster.node=\"hgx-b200\""});
   ASSERT_EQ(b200.warnings.size(), 1u);
