@@ -86,7 +86,8 @@ class Estimator {
   explicit Estimator(const Scenario& base)
       : base_(base),
         cluster_(base.cluster),
-        compute_(base.cluster.node.gpu, base.efficiency, base.cluster.node.pcie),
+        compute_(base.cluster.node.gpu, base.efficiency,
+                 topology::host_link_per_gpu(base.cluster.node)),
         planner_(cluster_, base.network),
         routing_(strategies::expert_routing(base.lowering.model)) {}
 

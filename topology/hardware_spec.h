@@ -4,6 +4,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -89,6 +90,16 @@ enum class NodeKind {
 // proxy's overhead per ring step (1 µs, 2 on AMD) and its LL bandwidth cap across nodes.
 enum class HostCpu { kIntel, kAmd, kArm };
 
+// The CPUs beside a node's GPUs whose memory an offloaded model state lives in: an offloaded
+// optimizer steps on them, and host<->device copies cross `link`. A node preset without one (the
+// HGX/DGX servers) takes the cluster's server host preset (ParameterServerSpec::host) as its one
+// host, its copies crossing the GPUs' PCIe links; GB200 has a Grace CPU per two GPUs.
+struct NodeHostSpec {
+  DeviceSpec cpu;        // one host CPU with its memory
+  int gpus_per_cpu = 1;  // the GPUs sharing one CPU, its memory bandwidth and its link
+  LinkSpec link;         // one CPU <-> its GPUs, per direction, shared by them
+};
+
 struct NodeSpec {
   std::string name;
   NodeKind kind = NodeKind::kNvSwitch;
@@ -106,6 +117,7 @@ struct NodeSpec {
   // one NVLink domain (NVIDIA/nccl src/transport/nvls.cc, NVLS_NCHANNELS_SM90 / _SM100_NVL).
   int nvls_channels = 16;
   HostCpu host_cpu = HostCpu::kIntel;
+  std::optional<NodeHostSpec> host;  // unset: the cluster's server host, over `pcie`
 };
 
 enum class FabricKind { kInfiniBand, kRoCE };
@@ -155,5 +167,13 @@ struct ClusterSpec {
   ParameterServerSpec parameter_servers;
   int gpu_count() const { return nodes * node.gpus; }
 };
+
+// What one GPU rank has of its node's host CPUs (for an offloaded optimizer): the node's host
+// CPU, or else the cluster's server host as the node's one host, divided evenly by the GPUs
+// sharing it.
+DeviceSpec host_share_per_gpu(const ClusterSpec& cluster);
+// The link one GPU's host<->device copies cross, at its share when its GPUs share the link
+// (they copy at once: the ranks of a data-parallel step offload the same shards together).
+LinkSpec host_link_per_gpu(const NodeSpec& node);
 
 }  // namespace topology

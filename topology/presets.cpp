@@ -25,6 +25,22 @@
 // Server hosts (parameter servers) — AMD EPYC 9654 datasheet: 96 cores at 2.4 GHz base, 12
 //   DDR5-4800 channels (460.8 GB/s) per socket; Zen 4 retires two 256-bit FMAs per cycle
 //   (32 FP32 FLOP): 2 sockets × 96 × 2.4 GHz × 32 = 14.7 TFLOP/s; 1.5 TB of DDR5.
+// GB200's host — one Grace CPU per superchip of two GPUs, 36 in a rack (NVIDIA GB200 NVL72
+//   "Technical Specifications": "36 Grace CPU | 72 Blackwell GPUs", per superchip "Up to 480 GB
+//   LPDDR5X / Up to 512 GB/s"); 72 Arm Neoverse V2 cores retire 16 FP64 FLOP per cycle (NVIDIA
+//   grace-cpu-benchmarking-guide, src/foundations/FMA; 32 in FP32) at 3.1 GHz base (the Grace
+//   CPU Superchip of two: "FP64 Peak 7.1 TFLOPS", Grace Performance Tuning Guide), i.e.
+//   72 × 32 × 3.1 GHz = 7.14 FP32 TFLOP/s. Its memory streams at 330 GB/s: STREAM TRIAD on 72
+//   threads of a 480 GB Grace (dnhkng.github.io, "What 2x GH200 delivers", 2026-04-25, 348 GB/s
+//   at its best thread count; NVIDIA's guide, src/foundations/STREAM, expects ≥ 307 GB/s at
+//   480 GB). The Grace and its two GPUs share one NVLink-C2C, 900 GB/s bidirectional (NVIDIA
+//   GTC 2024 release: "two B200 Tensor Core GPUs to a Grace CPU over a 900GB/s NVLink
+//   chip-to-chip interconnect"), 450 GB/s each way, 225 per GPU when both copy; both do at once
+//   in a data-parallel step, and nvbandwidth's all-GPU copies reach 168.6–183.9 GB/s per GPU
+//   (host_to_all and all_to_host on a GB300 tray, the same Grace and C2C; NVIDIA/Megatron-LM
+//   issue #6491, 2026-08-15; one GPU alone reaches 211.5): 176 / 225 = 0.78. The C2C's
+//   latency is not published here; PCIe's link latency stands in (offloaded shards are MBs,
+//   where it is below 0.1 %).
 // Links — PCIe Gen4 x16 ≈ 32 GB/s and Gen5 x16 ≈ 64 GB/s per direction; InfiniBand HDR
 //   200 Gb/s and NDR 400 Gb/s per port; one NIC per GPU on DGX/HGX nodes (VALIDATION.md).
 // Efficiencies — what NCCL's collectives reach, as nccl-tests bus bandwidth over line rate
@@ -111,6 +127,7 @@ constexpr double kNvlink5Efficiency = kNvlink4Efficiency;  // none measured: see
 constexpr double kXgmiEfficiency = 48.0 / 64.0;
 constexpr double kHdrEfficiency = 24.0 / 25.0;
 constexpr double kNdrEfficiency = 47.5 / 50.0;
+constexpr double kC2cEfficiency = 176.0 / 225.0;  // GB200's NVLink-C2C: see the header
 
 // The compute model's measurements (sim/compute/compute_model.h says how it uses them):
 //   SMs (NVIDIA whitepapers): A100 108, H100 SXM5 and H200 132, H100 PCIe 114, L40S 142, B200 148.
@@ -264,6 +281,10 @@ constexpr GemmMeasurement kB200Gemm = {1456.3 / 2250.0, 9472, 8192, 20480,
                                        kHopperExposedGemmTraffic};
 constexpr GemmMeasurement kB200Fp8Gemm = {2795.7 / 4500.0, 9472, 8192, 16384,
                                           kHopperExposedGemmTraffic};
+constexpr double kGraceFp32 = 72 * 32 * 3.1e9;
+// Only streaming kernels (an offloaded optimizer) run on a host: STREAM TRIAD over the datasheet.
+constexpr MemoryKernelRates kGraceMemory = {330.0 / 512.0, 330.0 / 512.0, 330.0 / 512.0,
+                                            330.0 / 512.0};
 constexpr GemmMeasurement kMi300xGemm = {668.4 / 1307.4, 10240, 15360, 8192};
 
 const std::vector<std::pair<std::string, DeviceSpec>>& devices() {
@@ -313,6 +334,11 @@ const std::vector<std::pair<std::string, DeviceSpec>>& devices() {
                                    304, kMi300xGemm, {}, {})},
       {"epyc-9654-2s", datasheet("2 × AMD EPYC 9654 (server host)", 14.7 * kTera, 14.7 * kTera,
                                  14.7 * kTera, 14.7 * kTera, 0, 1536 * kGiga, 921.6 * kGiga, 0)},
+      {"grace",
+       with_measurements(
+           datasheet("NVIDIA Grace (72 Neoverse V2 cores, of a GB200 superchip)", kGraceFp32,
+                     kGraceFp32, kGraceFp32, kGraceFp32, 0, 480 * kGiga, 512 * kGiga, 0),
+           0, {}, {}, kGraceMemory)},
   };
   return table;
 }
@@ -350,6 +376,13 @@ NodeSpec on_host(NodeSpec node, HostCpu host_cpu) {
   return node;
 }
 
+// GB200: a Grace CPU per two GPUs, over NVLink-C2C (see the header).
+NodeSpec on_grace(NodeSpec node) {
+  node = on_host(std::move(node), HostCpu::kArm);
+  node.host = NodeHostSpec{*device_preset("grace"), 2, {450 * kGiga, kPcieLatency, kC2cEfficiency}};
+  return node;
+}
+
 // Eight GPUs each linked directly to the seven others (AMD Infinity Fabric), a NIC per GPU.
 NodeSpec mesh_node(std::string name, const char* device, LinkSpec pcie, double link_efficiency) {
   NodeSpec node = node_of(std::move(name), NodeKind::kFullMesh, device, 8, 8, pcie);
@@ -373,10 +406,9 @@ const std::vector<std::pair<std::string, NodeSpec>>& nodes() {
                                  kNvlink4Efficiency, /*nvlink_sharp=*/true)},
       {"hgx-b200", nvswitch_node("HGX B200 (8 × B200, NVLink 5 switch)", "b200", pcie_gen5(),
                                  kNvlink5Efficiency, /*nvlink_sharp=*/true, 8, 24)},
-      {"gb200-nvl72",
-       on_host(nvswitch_node("GB200 NVL72 (72 × B200 in one NVLink domain, a NIC per GPU)", "gb200",
-                             pcie_gen5(), kNvlink5Efficiency, /*nvlink_sharp=*/true, 72, 24),
-               HostCpu::kArm)},
+      {"gb200-nvl72", on_grace(nvswitch_node(
+                          "GB200 NVL72 (72 × B200 in one NVLink domain, a NIC per GPU)", "gb200",
+                          pcie_gen5(), kNvlink5Efficiency, /*nvlink_sharp=*/true, 72, 24))},
       {"mi300x-8", mesh_node("AMD Instinct MI300X platform (8 × MI300X, xGMI full mesh)", "mi300x",
                              pcie_gen5(), kXgmiEfficiency)},
       {"pcie-h100",
@@ -507,8 +539,12 @@ std::string describe(const DeviceSpec& d) {
 }
 
 std::string describe(const NodeSpec& n) {
-  return fmt::format("{}: {} GPUs, {} NICs, PCIe {:.0f} GB/s, host CPUs {}", n.name, n.gpus, n.nics,
-                     n.pcie.bandwidth / kGiga, host_cpu_name(n.host_cpu));
+  const std::string host =
+      n.host ? fmt::format(", host: a {} per {} GPUs over a {:.0f} GB/s link each way",
+                           n.host->cpu.name, n.host->gpus_per_cpu, n.host->link.bandwidth / kGiga)
+             : std::string(", host: the server host preset over PCIe");
+  return fmt::format("{}: {} GPUs, {} NICs, PCIe {:.0f} GB/s, host CPUs {}{}", n.name, n.gpus,
+                     n.nics, n.pcie.bandwidth / kGiga, host_cpu_name(n.host_cpu), host);
 }
 
 std::string describe(const FabricSpec& f) {

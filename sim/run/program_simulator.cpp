@@ -74,15 +74,18 @@ class Simulator {
       : program_(program),
         symmetry_(symmetry),
         cluster_(cluster),
-        gpu_compute_(cluster.spec().node.gpu, options.efficiency, cluster.spec().node.pcie),
+        gpu_compute_(cluster.spec().node.gpu, options.efficiency,
+                     topology::host_link_per_gpu(cluster.spec().node)),
         host_compute_(cluster.spec().parameter_servers.host, host_efficiency(options.efficiency)),
-        offload_compute_(host_share(cluster.spec()), host_efficiency(options.efficiency)),
+        offload_compute_(topology::host_share_per_gpu(cluster.spec()),
+                         host_efficiency(options.efficiency)),
         network_(make_network_model(with_step_recording(options.network), engine_, cluster)),
         options_(options),
         run_(run),
         // A stated compute time is the compute time: nothing slows it further.
-        overlap_slowdown_(options.step_compute_time_s || options.compute_time_scale ? 0.0
-                                                                                     : options.efficiency.overlap_slowdown) {
+        overlap_slowdown_(options.step_compute_time_s || options.compute_time_scale
+                              ? 0.0
+                              : options.efficiency.overlap_slowdown) {
     if (options.step_compute_time_s) {
       scale_compute_to(*options.step_compute_time_s);
     } else if (options.compute_time_scale) {
@@ -193,20 +196,6 @@ class Simulator {
     efficiency.matmul_by_size = {};
     efficiency.memory_by_size = {};
     return efficiency;
-  }
-
-  // The node's host CPU, modelled as the cluster's host preset ([cluster.parameter_servers.host],
-  // a 2-socket EPYC 9654 by default), shared evenly by the node's GPU ranks.
-  static topology::DeviceSpec host_share(const topology::ClusterSpec& spec) {
-    topology::DeviceSpec share = spec.parameter_servers.host;
-    const double ranks = std::max(1, spec.node.gpus);
-    share.bf16_flops /= ranks;
-    share.fp16_flops /= ranks;
-    share.fp32_flops /= ranks;
-    share.tf32_flops /= ranks;
-    share.fp8_flops /= ranks;
-    share.memory_bandwidth /= ranks;
-    return share;
   }
 
   // Scales GPU compute so that the busiest GPU rank computes `target_seconds` per step.

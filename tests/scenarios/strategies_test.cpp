@@ -547,6 +547,25 @@ TEST(FsdpTest, CpuOffloadMovesShardsOverPcieAndStepsOnTheHost) {
   EXPECT_TRUE(op_and_deps(offload.program, "layer30.reduce_scatter").second.contains("layer31.gradient_shard_to_host"));
 }
 
+TEST(FsdpTest, CpuOffloadOnGb200UsesAGracePerTwoGpusOverC2c) {
+  // The same eight GPUs' offload on HGX B200 (one host, 2 × EPYC 9654 at 921.6 GB/s, shared by 8
+  // GPUs, streaming at the H200's 4.15 / 4.8 — the compute model's default for an unmeasured
+  // device; PCIe Gen5 x16, 64 GB/s at 0.87) and on a GB200 rack cut to eight GPUs (a Grace
+  // streaming 330 GB/s per two GPUs; NVLink-C2C, 450 GB/s each way per two GPUs at 176 / 225).
+  // The optimizer streams, the copies are bound by their link: the time ratios are the rates'.
+  const auto offload = [](const char* node) {
+    return run(kNode, {std::string("cluster.node=\"") + node + "\"", "cluster.gpus_per_node=8",
+                       "cluster.nics_per_node=8", "parallel.strategy=\"fsdp\"", "fsdp.cpu_offload=true"})
+        .report.time_by_category_s;
+  };
+  const auto hgx = offload("hgx-b200"), gb200 = offload("gb200-nvl72");
+  const double epyc_share = 921.6 / 8 * (4.15 / 4.8), grace_share = 330.0 / 2;
+  EXPECT_NEAR(hgx.at("optimizer") / gb200.at("optimizer"), grace_share / epyc_share, 1e-3);
+  const double pcie = 64 * 0.87, c2c_share = 450.0 / 2 * (176.0 / 225.0);
+  // Within 0.1 %: each copy also pays its link's 0.25 µs latency.
+  EXPECT_NEAR(hgx.at("memcpy") / gb200.at("memcpy"), c2c_share / pcie, 1e-3 * c2c_share / pcie);
+}
+
 // A pipeline with equal stages: 8 layers, a vocabulary small enough that embedding and head
 // cost next to nothing, fast links.
 const std::string kPipeline = R"(
