@@ -1878,6 +1878,27 @@ toml::table parse_value(const std::string& text) {
 
 }  // namespace
 
+namespace {
+
+// An inline table over a table of the scenario would replace it whole, dropping its other keys.
+void refuse_whole_table(const toml::table& root, const std::string& key, const toml::node& value,
+                        const std::string& origin, std::string_view option) {
+  const toml::node* existing = root.at_path(key).node();
+  const toml::table* table = value.as_table();
+  if (table == nullptr || existing == nullptr || !existing->is_table()) return;
+  const std::string example = table->empty()
+                                  ? key + ".KEY=VALUE"
+                                  : fmt::format("{}.{}={}", key, table->begin()->first.str(),
+                                                node_text(table->begin()->second));
+  throw ScenarioError(
+      origin, key,
+      fmt::format("would replace the whole [{}] table, dropping the keys it does not name", key),
+      fmt::format("{} the keys inside it one at a time, e.g. {} {}",
+                  option == "--set" ? "set" : "sweep", option, example));
+}
+
+}  // namespace
+
 void ScenarioDocument::set(const std::string& assignment, const std::string& origin) {
   // Named references, not a structured binding: a lambda below uses the key (C++20 lets
   // lambdas capture bindings, clang 15 does not yet).
@@ -1904,19 +1925,7 @@ void ScenarioDocument::set(const std::string& assignment, const std::string& ori
   }
   check_text_limits("value = " + text, origin, /*with_positions=*/false);
   toml::table parsed = parse_value(text);
-  // An inline table over a table of the scenario would replace it whole, dropping its other keys.
-  const toml::node* existing = state_->root.at_path(key).node();
-  if (const toml::table* table = parsed.get("value")->as_table();
-      table && existing && existing->is_table()) {
-    const std::string example = table->empty()
-                                    ? key + ".KEY=VALUE"
-                                    : fmt::format("{}.{}={}", key, table->begin()->first.str(),
-                                                  node_text(table->begin()->second));
-    throw ScenarioError(
-        origin, key,
-        fmt::format("would replace the whole [{}] table, dropping the keys it does not name", key),
-        fmt::format("set the keys inside it one at a time, e.g. --set {}", example));
-  }
+  refuse_whole_table(state_->root, key, *parsed.get("value"), origin, "--set");
   parsed.get("value")->visit(
       [&](auto& value) { assign(state_->root, key, std::move(value), origin, state_->origins); });
   state_->overrides.push_back(key + "=" + text);
@@ -1970,7 +1979,20 @@ std::vector<SweepAxis> ScenarioDocument::sweep_axes() const {
   if (sweep != nullptr && !sweep->is_table()) {
     throw ScenarioError(state_->file, "sweep", "expected a table of key = [values]");
   }
-  return read_sweep_axes(std::move(reader), sweep ? sweep->as_table() : nullptr);
+  std::vector<SweepAxis> axes =
+      read_sweep_axes(std::move(reader), sweep ? sweep->as_table() : nullptr);
+  for (const SweepAxis& axis : axes) {
+    const auto command_line = state_->command_line_axes.find(axis.key);
+    for (const toml::node& value : *sweep->as_table()->get(axis.key)->as_array()) {
+      const std::string origin =
+          command_line != state_->command_line_axes.end()
+              ? command_line->second
+              : fmt::format("{}:{}:{}", state_->file, value.source().begin.line,
+                            value.source().begin.column);
+      refuse_whole_table(state_->root, axis.key, value, origin, "--sweep");
+    }
+  }
+  return axes;
 }
 
 std::vector<ScenarioDocument> ScenarioDocument::sweep_points() const {

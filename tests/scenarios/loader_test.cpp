@@ -456,6 +456,27 @@ TEST(ScenarioOverrideTest, OverridesThatWouldChangeTheScenarioSilentlyAreRefused
   };
   expect_error(kDefault, {"cluster={nodes=2}"}, "cluster",
                "would replace the whole [cluster] table");
+  // So would a sweep's point, from --sweep or from the file's [sweep] (whose line it names).
+  for (const auto& [origin, text] : std::vector<std::pair<std::string, std::string>>{
+           {"--sweep cluster={nodes=2}", ""},
+           {"x.toml:9:12", "[sweep]\ncluster = [{nodes = 2}]\n"}}) {
+    std::string scenario =
+        "[cluster]\nnode = \"hgx-h200\"\nnodes = 1\n[model]\npreset = \"tiny-256\"\n"
+        "[training]\nglobal_batch = 8\n" +
+        text;
+    scenarios::ScenarioDocument document =
+        scenarios::ScenarioDocument::from_string(scenario, "x.toml");
+    if (text.empty()) document.add_sweep_axis("cluster={nodes=2}", "--sweep");
+    try {
+      document.sweep_axes();
+      ADD_FAILURE() << origin;
+    } catch (const scenarios::ScenarioError& error) {
+      EXPECT_EQ(error.key(), "cluster");
+      EXPECT_EQ(std::string(error.what()).rfind(origin, 0), 0u) << error.what();
+      EXPECT_NE(error.message().find("would replace the whole [cluster] table"), std::string::npos)
+          << error.what();
+    }
+  }
   expect_error(kDefault, {"model.name=\"\xff\""}, "model.name", "not valid UTF-8");
   expect_error(kDefault, {"model.name=\"a\\u001b[31mb\""}, "model.name",
                "without control characters");
