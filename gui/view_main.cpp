@@ -140,10 +140,11 @@ void wait_for(Sender* sender, Signal signal) {
 
 // Loads the files, then simulates the scenario and its what-if, one after the other (so the
 // what-if lands next to the run it changes). False, with the message in the window's banner,
-// as soon as one of them fails.
+// as soon as one of them fails: each file is checked as it loads, since a good file loaded after
+// a bad one clears the banner.
 bool load_inputs(gui::MainWindow& window, const Options& options) {
-  if (!options.files.isEmpty()) {
-    window.open_files(options.files);
+  for (const QString& file : options.files) {
+    window.open_files({file});
     if (window.loading()) wait_for(&window, &gui::MainWindow::loads_finished);
     if (!window.error_text().isEmpty()) return false;
   }

@@ -607,6 +607,11 @@ TEST(ViewerCommandLineTest, ExportsExitZeroAndBadInputExitsNonZeroWritingNothing
   EXPECT_FALSE(QFile::exists(out));
   EXPECT_EQ(run_viewer({bad, "--export-png", out, "--size", "12"}, &errors), 2);
   EXPECT_TRUE(errors.contains("--size"));
+  // A good file after the bad one does not hide it (it cleared the message: exit 0, one side
+  // missing).
+  EXPECT_EQ(run_viewer({bad, json, "--export-png", out}, &errors), 1);
+  EXPECT_TRUE(errors.contains("not valid JSON")) << errors.toStdString();
+  EXPECT_FALSE(QFile::exists(out));
 
   // A scenario key of 50,000 dotted parts overflowed toml++'s stack and crashed the viewer.
   const QString deep = directory.filePath("deep.toml");
