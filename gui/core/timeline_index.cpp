@@ -1,8 +1,10 @@
 // Row building, step detection and lookups of TimelineIndex (see timeline_index.h).
 #include "gui/core/timeline_index.h"
 
-#include <algorithm>
 #include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
 #include <limits>
 #include <numeric>
 #include <tuple>
@@ -113,7 +115,10 @@ void TimelineIndex::find_rank_runs() {
 
 void TimelineIndex::find_steps() {
   // An optimizer phase is a run of optimizer spans (any rank) with no gap longer than the
-  // phase itself between them; each phase ends a step.
+  // phase itself between them; each phase ends a step — unless the producer recorded fewer
+  // steps (metadata "steps"): then pipeline stages, or a parameter server's workers, update at
+  // their own times within a step, and the steps end at the recorded count's longest gaps
+  // between phases.
   std::vector<Window> phases;
   for (const trace::Span& span : timeline_->spans) {
     if (span.category == trace::Category::kOptimizer) {
@@ -128,6 +133,30 @@ void TimelineIndex::find_steps() {
     } else {
       merged.push_back(phase);
     }
+  }
+  const auto recorded = timeline_->metadata.find("steps");
+  std::size_t steps = 0;
+  if (recorded != timeline_->metadata.end()) {
+    std::from_chars(recorded->second.data(), recorded->second.data() + recorded->second.size(),
+                    steps);
+  }
+  if (steps >= 1 && merged.size() > steps) {
+    std::vector<std::size_t> by_gap(merged.size() - 1);  // gap g: between phases g and g + 1
+    std::iota(by_gap.begin(), by_gap.end(), 0);
+    const auto gap = [&](std::size_t g) { return merged[g + 1].begin_ps - merged[g].end_ps; };
+    std::stable_sort(by_gap.begin(), by_gap.end(),
+                     [&](std::size_t a, std::size_t b) { return gap(a) > gap(b); });
+    std::vector<std::size_t> ends(by_gap.begin(),
+                                  by_gap.begin() + static_cast<std::ptrdiff_t>(steps - 1));
+    ends.push_back(merged.size() - 1);
+    std::sort(ends.begin(), ends.end());
+    std::vector<Window> grouped;
+    std::size_t first = 0;
+    for (std::size_t last : ends) {
+      grouped.push_back({merged[first].begin_ps, merged[last].end_ps});
+      first = last + 1;
+    }
+    merged = std::move(grouped);
   }
   double begin = extent_.begin_ps;
   for (const Window& phase : merged) {

@@ -76,6 +76,26 @@ TEST(TimelineIndexTest, StepsEndAtOptimizerPhases) {
   EXPECT_EQ(index.steps()[1].end_ps, 200);
 }
 
+// Two pipeline stages update apart (stage 1 at 50–55, stage 0 at 90–95, gap 35 > the phases),
+// in each of two recorded steps: four phases, two steps, each ending at its last update (it
+// read as four steps, and --step 3 fitted a window inside step 2).
+TEST(TimelineIndexTest, PipelineStagesUpdatingApartEndOneRecordedStep) {
+  TimelineMaker maker({0, 0}, {"compute"});
+  for (std::int64_t step = 0; step < 2; ++step) {
+    const std::int64_t at = 200 * step;
+    maker.add(1, 0, Category::kForward, "f", at, at + 50);
+    maker.add(1, 0, Category::kOptimizer, "opt", at + 50, at + 55);
+    maker.add(0, 0, Category::kForward, "f", at, at + 90);
+    maker.add(0, 0, Category::kOptimizer, "opt", at + 90, at + 95);
+  }
+  maker.timeline->metadata["steps"] = "2";
+  const gui::TimelineIndex index(maker.timeline);
+  ASSERT_EQ(index.steps().size(), 2u);
+  EXPECT_EQ(index.steps()[0].end_ps, 95);
+  EXPECT_EQ(index.steps()[1].begin_ps, 95);
+  EXPECT_EQ(index.steps()[1].end_ps, 295);
+}
+
 // ---- Level of detail ---------------------------------------------------------------------
 
 std::vector<gui::DrawItem> fold(const gui::TimelineIndex& index, gui::Window window, double width_px) {
