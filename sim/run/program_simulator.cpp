@@ -848,6 +848,7 @@ class Simulator {
       span.rank = rank;
       span.stream = timeline.stream_index(program_.streams[op.stream] + " steps");
       span.category = labels_of(rank, ops[step.member]).category;
+      span.kind = timeline.strings.intern(trace::kAlgorithmStepKind);
       span.name = timeline.strings.intern(fmt::format("{} step {}", step.phase, step.step));
       timeline.spans.push_back(span);
     }

@@ -36,9 +36,7 @@ struct OpSpan {
 
 // Per (rank, name): its spans in start order.
 std::unordered_map<std::string, std::vector<OpSpan>> spans_by_op(const Timeline& timeline) {
-  std::vector<const Span*> spans;
-  spans.reserve(timeline.spans.size());
-  for (const Span& span : timeline.spans) spans.push_back(&span);
+  std::vector<const Span*> spans = timeline.op_spans();
   std::stable_sort(spans.begin(), spans.end(), [](const Span* a, const Span* b) {
     return std::tie(a->rank, a->start_ps) < std::tie(b->rank, b->start_ps);
   });
@@ -84,19 +82,24 @@ bool is_measured(const Timeline& timeline) {
 
 namespace {
 
-// The job's ranks: as its producer recorded them (a trace of some ranks keeps only those), or
-// those the timeline holds.
-std::size_t job_ranks(const Timeline& timeline) {
-  return timeline.recorded_job_ranks().value_or(timeline.ranks.size());
-}
-
-// The numbers of the ranks a timeline holds spans of.
+// The numbers of the ranks a timeline holds spans of, less those that neither compute nor
+// communicate (a PyTorch trace's host process, with CPU ops only, as timeline_stats.h leaves out).
 std::vector<std::size_t> traced_ranks(const Timeline& timeline) {
+  const std::vector<RankSummary> summaries = summarize_ranks(timeline);
   std::vector<std::size_t> traced;
   for (std::size_t rank = 0; rank < timeline.ranks.size(); ++rank) {
-    if (timeline.ranks[rank].traced) traced.push_back(rank);
+    if (timeline.ranks[rank].traced &&
+        (summaries[rank].compute_ps > 0 || summaries[rank].comm_ps > 0)) {
+      traced.push_back(rank);
+    }
   }
   return traced;
+}
+
+// The job's ranks: as its producer recorded them (a trace of some ranks keeps only those), or
+// those the timeline holds spans of.
+std::size_t job_ranks(const Timeline& timeline) {
+  return timeline.recorded_job_ranks().value_or(traced_ranks(timeline).size());
 }
 
 }  // namespace
@@ -145,8 +148,8 @@ Comparison compare_runs(const Timeline& predicted, const Timeline& measured) {
   Comparison comparison;
   comparison.warnings = comparability_warnings(predicted, measured, "the prediction", "the measurement");
   comparison.figures = compare_timelines(timeline_stats(measured), timeline_stats(predicted));
-  comparison.predicted_ops = predicted.spans.size();
-  comparison.measured_ops = measured.spans.size();
+  comparison.predicted_ops = predicted.op_spans().size();
+  comparison.measured_ops = measured.op_spans().size();
 
   const auto measured_ops = spans_by_op(measured);
   std::vector<OpError>& errors = comparison.matched;

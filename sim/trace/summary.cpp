@@ -149,7 +149,7 @@ std::vector<RankSummary> SummaryBuilder::finish() {
 std::vector<RankSummary> summarize_ranks(const Timeline& timeline) {
   if (timeline.summaries.size() == timeline.ranks.size() && !timeline.ranks.empty()) return timeline.summaries;
   SummaryBuilder builder(timeline.ranks.size());
-  for (const Span& span : timeline.spans) builder.add(span);
+  for (const Span* span : timeline.op_spans()) builder.add(*span);
   return builder.finish();
 }
 

@@ -8,6 +8,21 @@
 
 namespace trace {
 
+std::vector<const Span*> Timeline::op_spans() const {
+  const std::optional<StringId> step = strings.find(kAlgorithmStepKind);
+  std::vector<const Span*> ops;
+  ops.reserve(spans.size());
+  for (const Span& span : spans) {
+    if (!step || span.kind != *step) ops.push_back(&span);
+  }
+  return ops;
+}
+
+std::optional<StringId> StringTable::find(std::string_view text) const {
+  const auto it = ids_.find(text);
+  return it == ids_.end() ? std::nullopt : std::optional<StringId>(it->second);
+}
+
 StringId StringTable::intern(std::string_view text) {
   auto it = ids_.find(text);
   if (it != ids_.end()) return it->second;

@@ -29,6 +29,7 @@ class StringTable {
  public:
   StringTable() { intern(""); }
   StringId intern(std::string_view text);
+  std::optional<StringId> find(std::string_view text) const;
   const std::string& at(StringId id) const { return strings_[id]; }
   std::size_t size() const { return strings_.size(); }
 
@@ -60,6 +61,10 @@ struct Span {
   StringId shape = 0;        // compute ops: dimensions, e.g. "1x4096x12288x4096"
   std::int64_t duration_ps() const { return end_ps - start_ps; }
 };
+
+// The kind of the spans that divide a collective's span into its algorithm's steps (the packet
+// model's "<stream> steps" lanes): drawn under the op, counted in no figure (the op's span is).
+inline constexpr std::string_view kAlgorithmStepKind = "algorithm step";
 
 struct RankInfo {
   std::string name;  // e.g. "rank 3 (node 0, gpu 3)"
@@ -104,6 +109,8 @@ struct Timeline {
   // Puts spans in lane order — rank, stream, start — as every producer hands them over (the
   // viewer and the Chrome trace writer rely on it); skips the sort when they already are.
   void sort_spans_by_lane();
+  // The spans of ops (or of measured kernels): all but algorithm steps (kAlgorithmStepKind).
+  std::vector<const Span*> op_spans() const;
 };
 
 }  // namespace trace

@@ -72,12 +72,54 @@ TEST(ComparisonTest, TracesOfDifferentRanksOfOneJobAreWarnedOf) {
   }
   first.ranks[2].traced = first.ranks[3].traced = false;
   second.ranks[0].traced = second.ranks[1].traced = false;
+  for (trace::Timeline* timeline : {&first, &second}) {  // a span of work on each traced rank
+    for (std::int32_t rank = 0; rank < 4; ++rank) {
+      if (timeline->ranks[rank].traced)
+        timeline->spans.push_back({0, 10, rank, 0, Category::kForward});
+    }
+  }
   const auto warnings = trace::comparability_warnings(first, second, "A", "B");
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_NE(warnings[0].find("A holds 2 of the job's 4 ranks and B holds 2, 0 of them the same"),
             std::string::npos)
       << warnings[0];
   EXPECT_TRUE(trace::comparability_warnings(first, first, "A", "A").empty());
+}
+
+// A PyTorch profiler trace of one GPU holds its host process too (CPU ops only): not a rank.
+TEST(ComparisonTest, APyTorchTracesHostProcessIsNotARank) {
+  TimelineMaker one_gpu({0, 0}, {"stream 7", "cpu"});
+  one_gpu.add(0, 0, Category::kForward, "gemm", 0, 10);
+  one_gpu.add(1, 1, Category::kOther, "aten::linear", 0, 10);
+  TimelineMaker one_rank({0}, {"compute"});
+  one_rank.add(0, 0, Category::kForward, "gemm", 0, 10);
+  EXPECT_TRUE(
+      trace::comparability_warnings(*one_rank.timeline, *one_gpu.timeline, "A", "B").empty());
+  TimelineMaker two_ranks({0, 0}, {"compute"});
+  two_ranks.add(0, 0, Category::kForward, "gemm", 0, 10);
+  two_ranks.add(1, 0, Category::kForward, "gemm", 0, 10);
+  const auto warnings =
+      trace::comparability_warnings(*two_ranks.timeline, *one_gpu.timeline, "A", "B");
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("A has 2 ranks and B has 1"), std::string::npos) << warnings[0];
+}
+
+// The packet model draws a collective's steps on a lane under it: the op counts, its steps do
+// not (a packet timeline's all-reduce time read as twice the report's, and compare said +100 %).
+TEST(ComparisonTest, AnAlgorithmsStepsCountInNoFigureAndMatchNoOp) {
+  test_support::TimelineMaker packet({0}, {"comm", "comm steps"});
+  packet.add(0, 0, Category::kAllReduce, "ar", 0, 100);
+  const trace::StringId step = packet.timeline->strings.intern(trace::kAlgorithmStepKind);
+  packet.add(0, 1, Category::kAllReduce, "reduce-scatter step 0", 0, 50).kind = step;
+  packet.add(0, 1, Category::kAllReduce, "all-gather step 0", 50, 100).kind = step;
+  test_support::TimelineMaker flow({0}, {"comm"});
+  flow.add(0, 0, Category::kAllReduce, "ar", 0, 100);
+  const trace::Comparison comparison = trace::compare_runs(*packet.timeline, *flow.timeline);
+  EXPECT_EQ(comparison.predicted_ops, 1u);
+  EXPECT_EQ(comparison.matched_ops, 1u);
+  for (const trace::Difference& figure : comparison.figures) {
+    EXPECT_EQ(figure.a_s, figure.b_s) << figure.what;
+  }
 }
 
 TEST(ComparisonTest, OpsMatchByRankNameAndOccurrenceAndGiveTheMape) {
