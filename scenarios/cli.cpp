@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -52,6 +53,22 @@ const CLI::Validator kNotEmpty(
       return value.empty() ? std::string("expected a value, got \"\"") : std::string();
     },
     "");
+
+// A watchdog's timeout: from 1 ms (the job's own messages take that) to 10⁶ s (11.6 days). A larger
+// one overflowed the clock's deadline and fired at once; NaN passed CLI11's positive-number check.
+constexpr double kShortestTimeout = 1e-3, kLongestTimeout = 1e6;
+const CLI::Validator kTimeout(
+    [](const std::string& text) {
+      double seconds = 0;
+      const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), seconds);
+      if (error != std::errc() || end != text.data() + text.size() ||
+          !(seconds >= kShortestTimeout && seconds <= kLongestTimeout)) {
+        return fmt::format("expected seconds from {:g} to {:g}, got {}", kShortestTimeout,
+                           kLongestTimeout, text);
+      }
+      return std::string();
+    },
+    "SECONDS");
 
 // Prints "dtsim: KIND: MESSAGE" as one line of valid UTF-8 (MESSAGE may echo user input), in
 // one write: std::cerr is unbuffered, and under mpirun another process's line would otherwise
@@ -734,7 +751,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   // What only a real run reads: without --backend each would be ignored without a word.
   run->add_option("--timeout", options.timeout_s,
                   "with --backend: abort the job when an op waits longer (seconds)")
-      ->check(CLI::PositiveNumber)
+      ->check(kTimeout)
       ->capture_default_str()
       ->needs(backend);
   run->add_option(
@@ -882,9 +899,10 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   calibrate->add_option("--backend", calibrate_options.backend, "mpi (CPU ranks) or nccl (one GPU per rank), under mpirun")
       ->capture_default_str();
   calibrate->add_option("-o,--output", calibrate_options.output, "write the profile TOML here too");
-  calibrate->add_option("--timeout", calibrate_options.measurement.timeout_s,
-                        "abort the job when a step waits longer on another rank or the GPU (seconds)")
-      ->check(CLI::PositiveNumber)
+  calibrate
+      ->add_option("--timeout", calibrate_options.measurement.timeout_s,
+                   "abort the job when a step waits longer on another rank or the GPU (seconds)")
+      ->check(kTimeout)
       ->capture_default_str();
   calibrate->add_flag("--share-gpu", calibrate_options.measurement.share_gpu,
                       "with --backend nccl: let more ranks than GPUs share a host's GPUs (see run --share-gpu)");

@@ -312,9 +312,10 @@ TEST_F(CliTest, CompareNeitherOverwritesItsInputsNorWaitsOnAFifo) {
 }
 
 // Options a simulation would ignore or misread are one error each: --verify, --runs,
-// --timeout, --inject-fault and --share-gpu without --backend did nothing; -o '' wrote to the
-// default directory; --trace-ranks '' meant the default; --channels 2.9 ran 2 channels and 1e1
-// one; a file name that is not UTF-8 ended in an internal error of the JSON writer.
+// --timeout, --inject-fault and --share-gpu without --backend did nothing (and --timeout 1e10 fired
+// at once); -o '' wrote to the default directory; --trace-ranks '' meant the default;
+// --channels 2.9 ran 2 channels and 1e1 one; a file name that is not UTF-8 ended in an internal
+// error of the JSON writer.
 TEST_F(CliTest, OptionsASimulationWouldIgnoreOrMisreadAreOneErrorEach) {
   const std::string tiny = kSource + "/scenarios/real/tiny_ddp_2ranks.toml";
   const auto expect_error = [&](const std::vector<std::string>& args, const std::string& message) {
@@ -332,6 +333,13 @@ TEST_F(CliTest, OptionsASimulationWouldIgnoreOrMisreadAreOneErrorEach) {
   }
   expect_error({"run", tiny, "-o", directory_.string(), "--inject-fault", "hang:1:x"},
                "--inject-fault requires --backend");
+  // 1e10 s overflowed the watchdog's deadline, which then fired at once; NaN passed the check.
+  for (const std::string seconds : {"1e10", "nan", "0", "inf", "3x"}) {
+    expect_error({"run", tiny, "--backend", "mpi", "-o", directory_.string(), "--timeout", seconds},
+                 "expected seconds from 0.001 to 1e+06, got " + seconds);
+    expect_error({"calibrate", "--timeout", seconds},
+                 "expected seconds from 0.001 to 1e+06, got " + seconds);
+  }
   expect_error({"run", tiny, "-o", ""}, "expected a value, got \"\"");
   expect_error({"run", tiny, "-o", directory_.string(), "--trace-ranks", ""},
                "expected a value, got \"\"");
