@@ -409,7 +409,11 @@ RunResult execute_scenario(const Scenario& scenario, backend::ExecutionOptions o
   std::stringstream runs(timeline.metadata.at("host_run_times_s"));
   for (std::string run; std::getline(runs, run, ',');) facts.host_run_times_s.push_back(std::stod(run));
   if (options.device == backend::ExecutionOptions::Device::kCpu) {
-    facts.notes.push_back("measured on CPU processes: MFU uses the scenario's GPU peak, not this machine's");
+    facts.notes.push_back(
+        scenario.hardware_profile.empty()
+            ? "measured on CPU processes: MFU uses the scenario's GPU peak, not this machine's"
+            : "measured on CPU processes: MFU uses the peak of the hardware profile " +
+                  scenario.hardware_profile);
   }
   facts.notes.push_back(
       "memory is the Program's allocations applied at the measured times, not measured; traffic is what dtsim's "
