@@ -356,8 +356,9 @@ program::Program lower_parallel(const LoweringInput& input) {
   if (tp > 1 || pp > 1) layout_text = fmt::format("dp {} × tp {}{} × pp {}", dp, tp, tensor_parallel.sequence_parallel ? " (SP)" : "", pp);
   if (cp > 1) layout_text += fmt::format(", cp {} ({})", cp, name_of(parallel.cp_scheme));
   if (ep > 1) layout_text += fmt::format(", ep {} (expert dp {})", ep, dp / ep * cp);
-  // The data-parallel flavour, named only when there is data parallelism.
-  const std::string flavour = dp > 1 ? strategy_label(input) + " " : "";
+  // The data-parallel flavour, named only when there is data parallelism — over dp × cp: a
+  // context-parallel group replicates (and ZeRO or FSDP shards) the parameters too.
+  const std::string flavour = replicas_of_parameters > 1 ? strategy_label(input) + " " : "";
   program.info.description = fmt::format(
       "{}, {}on {}: micro-batch {} × {} {} × {} replicas, sequence {}, {} + {}", input.model.name, flavour, layout_text, training.micro_batch, micro_batches, pp > 1 ? "micro-batches" : "accumulation",
       dp, training.sequence, name_of(training.precision), name_of(training.optimizer));

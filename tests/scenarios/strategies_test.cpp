@@ -107,6 +107,14 @@ TEST(ZeroTest, ModelStatesPerDeviceFollowTheZeroPaper) {
   }
   // DDP keeps all 16Ψ.
   EXPECT_NEAR(total(model_states(run(kNode, {"ddp.gradient_as_bucket_view=true"}).program)), 16 * psi, 1e3);
+  // A context-parallel group shards them too (dp 1 × cp 8: the same 8 shards), and the run's
+  // title names the strategy, as it does for dp 8 (it named none: ZeRO-1, ZeRO-3 and DDP read
+  // alike).
+  const auto context_parallel =
+      run(kNode, {"parallel.strategy=\"zero\"", "zero.stage=1", "parallel.dp=1", "parallel.cp=8"});
+  EXPECT_NEAR(total(model_states(context_parallel.program)), expected.at(1), 1e3);
+  EXPECT_NE(context_parallel.program.info.description.find("ZeRO-1 on"), std::string::npos)
+      << context_parallel.program.info.description;
 }
 
 TEST(ZeroTest, TheReportSeparatesResidentModelStatesAsTheZeroPapersTableCountsThem) {
