@@ -29,7 +29,10 @@ std::vector<std::pair<std::string, std::string>> span_details(const trace::Timel
   add_string("shape", span.shape);
   const double seconds = static_cast<double>(span.duration_ps()) * 1e-12;
   if (span.bytes != 0) {
-    add("bytes", fmt::format("{:.2f} MiB ({} B)", static_cast<double>(span.bytes) / (1 << 20), span.bytes));
+    // In GB (1e9), as everywhere in dtsim (docs/viewer.md), to six significant digits: KB-sized
+    // transfers stay readable beside the exact count.
+    add("bytes",
+        fmt::format("{:.6g} GB ({} B)", static_cast<double>(span.bytes) / 1e9, span.bytes));
     if (trace::is_communication(span.category) && seconds > 0) {
       add("achieved bandwidth", fmt::format("{:.1f} GB/s", static_cast<double>(span.bytes) / seconds / 1e9));
     }

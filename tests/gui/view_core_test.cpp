@@ -395,6 +395,7 @@ TEST(SpanDetailsTest, RatesFollowFromBytesFlopsAndDuration) {
     return std::string("(absent)");
   };
   EXPECT_EQ(value(comm, "achieved bandwidth"), "100.0 GB/s");
+  EXPECT_EQ(value(comm, "bytes"), "0.1 GB (100000000 B)");  // GB as everywhere, not MiB
   EXPECT_EQ(value(comm, "algorithm"), "ring");
   EXPECT_EQ(value(comm, "start"), "2.00 µs");
   EXPECT_EQ(value(comm, "duration"), "1.00 ms");
