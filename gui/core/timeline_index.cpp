@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
 #include <limits>
 #include <numeric>
 #include <tuple>
@@ -134,12 +133,7 @@ void TimelineIndex::find_steps() {
       merged.push_back(phase);
     }
   }
-  const auto recorded = timeline_->metadata.find("steps");
-  std::size_t steps = 0;
-  if (recorded != timeline_->metadata.end()) {
-    std::from_chars(recorded->second.data(), recorded->second.data() + recorded->second.size(),
-                    steps);
-  }
+  const std::size_t steps = timeline_->recorded_steps().value_or(0);
   if (steps >= 1 && merged.size() > steps) {
     std::vector<std::size_t> by_gap(merged.size() - 1);  // gap g: between phases g and g + 1
     std::iota(by_gap.begin(), by_gap.end(), 0);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <limits>
 #include <stdexcept>
 #include <tuple>
 
@@ -48,15 +49,24 @@ std::uint16_t Timeline::stream_index(std::string_view name) {
   return static_cast<std::uint16_t>(streams.size() - 1);
 }
 
-std::optional<std::size_t> Timeline::recorded_job_ranks() const {
-  const auto recorded = metadata.find("ranks");
+std::optional<std::size_t> Timeline::recorded_count(const std::string& key) const {
+  const auto recorded = metadata.find(key);
   if (recorded == metadata.end()) return std::nullopt;
   const std::string& text = recorded->second;
-  std::size_t job_ranks = 0;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), job_ranks);
-  if (error != std::errc{} || end != text.data() + text.size() || job_ranks == 0)
-    return std::nullopt;
-  return job_ranks;
+  std::size_t count = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), count);
+  if (error != std::errc{} || end != text.data() + text.size() || count == 0) return std::nullopt;
+  return count;
+}
+
+std::optional<std::size_t> Timeline::recorded_job_ranks() const { return recorded_count("ranks"); }
+
+std::optional<std::size_t> Timeline::recorded_steps() const {
+  // At most a simulation's: a larger "steps" is not one a producer wrote.
+  const auto steps = recorded_count("steps");
+  return steps && *steps <= static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max())
+             ? steps
+             : std::nullopt;
 }
 
 }  // namespace trace

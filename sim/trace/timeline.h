@@ -106,11 +106,18 @@ struct Timeline {
   // The job's rank count as its producer recorded it (metadata "ranks", which a trace of some
   // of the ranks keeps); none when it did not, or wrote no positive whole number.
   std::optional<std::size_t> recorded_job_ranks() const;
+  // The training steps it holds as its producer recorded them (metadata "steps"); none when it
+  // did not, or wrote no positive whole number.
+  std::optional<std::size_t> recorded_steps() const;
   // Puts spans in lane order — rank, stream, start — as every producer hands them over (the
   // viewer and the Chrome trace writer rely on it); skips the sort when they already are.
   void sort_spans_by_lane();
   // The spans of ops (or of measured kernels): all but algorithm steps (kAlgorithmStepKind).
   std::vector<const Span*> op_spans() const;
+
+ private:
+  std::optional<std::size_t> recorded_count(
+      const std::string& key) const;  // a positive whole number
 };
 
 }  // namespace trace

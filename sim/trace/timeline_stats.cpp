@@ -2,7 +2,6 @@
 #include "sim/trace/timeline_stats.h"
 
 #include <algorithm>
-#include <charconv>
 #include <limits>
 #include <numeric>
 
@@ -14,13 +13,7 @@ namespace {
 constexpr double kSecondsPerPs = 1e-12;
 
 std::int32_t steps_of(const Timeline& timeline) {
-  const auto found = timeline.metadata.find("steps");
-  std::int32_t steps = 1;
-  if (found != timeline.metadata.end()) {
-    const std::string& text = found->second;
-    std::from_chars(text.data(), text.data() + text.size(), steps);
-  }
-  return std::max(steps, 1);
+  return static_cast<std::int32_t>(timeline.recorded_steps().value_or(1));
 }
 
 std::int64_t total(const std::vector<std::int64_t>& bytes) { return std::accumulate(bytes.begin(), bytes.end(), std::int64_t{0}); }

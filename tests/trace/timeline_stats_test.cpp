@@ -38,6 +38,17 @@ TEST(TimelineStatsTest, FiguresFollowTheReportsDefinitions) {
   EXPECT_EQ(curve[2].time_ps, 20);
 }
 
+// A "steps" that is not a positive whole number is no record (\"2.5\" divided by 2, \"0\" by 1).
+TEST(TimelineStatsTest, OnlyAPositiveWholeNumberOfStepsDividesTheFigures) {
+  TimelineMaker maker({0}, {"compute"});
+  maker.add(0, 0, Category::kForward, "f", 0, 100);
+  for (const auto& [text, steps] : std::vector<std::pair<std::string, std::int32_t>>{
+           {"4", 4}, {"2.5", 1}, {"0", 1}, {"-3", 1}, {"1e9", 1}, {"99999999999", 1}, {"", 1}}) {
+    maker.timeline->metadata["steps"] = text;
+    EXPECT_EQ(trace::timeline_stats(*maker.timeline).steps, steps) << text;
+  }
+}
+
 TEST(TimelineStatsTest, CompareListsStepExposedAndEachCategoryWithRelativeDifference) {
   trace::TimelineStats a, b;
   a.step_s = 1.0;
