@@ -2,13 +2,13 @@
 // given timelines (and scenario); with --export-png / --export-json / --screenshot it renders
 // without showing anything and exits: 0 when written, 1 on unreadable input or an unwritable
 // output (one message on stderr, no file left behind), 2 on a usage error.
+#include <fmt/format.h>
+
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QEventLoop>
 #include <QTimer>
-
-#include <fmt/format.h>
-
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -70,9 +70,13 @@ std::optional<Options> read_options(const QCommandLineParser& parser) {
   options.scenario = parser.value("scenario");
   options.sets = parser.values("set");
   options.what_if = parser.values("what-if");
-  if (!options.what_if.isEmpty() && options.scenario.isEmpty()) {
-    std::cerr << "dtsim-view: --what-if changes a --scenario: give one\n";
-    return std::nullopt;
+  // Both change a scenario; given timeline files only, they would be ignored without a word.
+  for (const auto& [values, option] :
+       {std::pair{&options.sets, "--set"}, std::pair{&options.what_if, "--what-if"}}) {
+    if (!values->isEmpty() && options.scenario.isEmpty()) {
+      std::cerr << "dtsim-view: " << option << " changes a --scenario: give one\n";
+      return std::nullopt;
+    }
   }
   options.export_png = parser.value("export-png");
   options.export_json = parser.value("export-json");
@@ -156,7 +160,18 @@ bool load_inputs(gui::MainWindow& window, const Options& options) {
   panel.run();
   wait_for(&panel, &gui::ScenarioPanel::stopped);
   if (!window.error_text().isEmpty() || options.what_if.isEmpty()) return window.error_text().isEmpty();
-  panel.set_extra_overrides(options.sets + options.what_if);
+  // The what-if is the scenario with more overrides, or other values for the --set keys.
+  const auto key_of = [](const QString& assignment) {
+    return assignment.section('=', 0, 0).trimmed();
+  };
+  QStringList what_if;
+  for (const QString& set : options.sets) {
+    const bool replaced =
+        std::any_of(options.what_if.begin(), options.what_if.end(),
+                    [&](const QString& other) { return key_of(other) == key_of(set); });
+    if (!replaced) what_if << set;
+  }
+  panel.set_extra_overrides(what_if + options.what_if);
   panel.run();
   wait_for(&panel, &gui::ScenarioPanel::stopped);
   return window.error_text().isEmpty();

@@ -577,6 +577,20 @@ TEST(ViewerCommandLineTest, HelpAndVersionWithoutADisplayAndUsageErrorsExitTwo) 
   EXPECT_TRUE(errors.contains("no-such-option")) << errors.toStdString();
   EXPECT_EQ(run_viewer({"timeline.json"}, &errors, &output, false), 2);
   EXPECT_TRUE(errors.contains("no display")) << errors.toStdString();
+  // A what-if of a key --set gives was refused as "set twice"; it is the what-if's other value.
+  const QString tiny = QString::fromStdString(kScenarios + "real/tiny_ddp_2ranks.toml");
+  QTemporaryDir scratch;
+  const QString both = scratch.filePath("what_if.json");
+  EXPECT_EQ(run_viewer({"--scenario", tiny, "--set", "ddp.bucket_cap_mb=3", "--what-if",
+                        "ddp.bucket_cap_mb=4", "--export-json", both},
+                       &errors),
+            0)
+      << errors.toStdString();
+  // --set with timeline files only was ignored without a word (--what-if was refused).
+  EXPECT_EQ(run_viewer({"timeline.json", "--set", "parallel.tp=2", "--export-png", "x.png"},
+                       &errors, &output, false),
+            2);
+  EXPECT_TRUE(errors.contains("--set changes a --scenario")) << errors.toStdString();
 
   QTemporaryDir directory;
   const QString png = directory.filePath("view.png");
