@@ -420,7 +420,11 @@ topology::ClusterSpec read_cluster(TableReader reader) {
   const topology::NodeSpec preset = node;
   cluster.nodes = static_cast<int>(reader.required_count("nodes", kMaxNodes, "how many nodes, e.g. nodes = 2"));
   node.gpus = static_cast<int>(reader.count("gpus_per_node", node.gpus, 1, kMaxPerNode));
-  node.nics = static_cast<int>(reader.count("nics_per_node", node.nics, 1, kMaxPerNode));
+  // The preset's NICs per GPU carry over to another GPU count (a GB200 rack cut to 8 GPUs kept
+  // its 72 NICs, which no 32-port leaf holds): ⌈preset NICs × GPUs / preset GPUs⌉.
+  const int scaled_nics = static_cast<int>(
+      (static_cast<std::int64_t>(preset.nics) * node.gpus + preset.gpus - 1) / preset.gpus);
+  node.nics = static_cast<int>(reader.count("nics_per_node", scaled_nics, 1, kMaxPerNode));
   if (auto kind = reader.choice("interconnect", {"nvswitch", "pcie", "mesh"})) {
     node.kind = *kind == "nvswitch" ? topology::NodeKind::kNvSwitch
                 : *kind == "pcie"   ? topology::NodeKind::kPcie

@@ -81,6 +81,25 @@ TEST(ScenarioLoaderTest, TheHostCpuComesFromTheNodePresetUnlessTheScenarioNamesI
   EXPECT_EQ(host_of("host_cpu = \"amd\"\n"), topology::HostCpu::kAmd);
 }
 
+// Another GPU count keeps the preset's NICs per GPU: a GB200 rack cut to 8 GPUs kept its 72 NICs,
+// which no 32-port leaf of the default fabric holds (the scenario was refused for a key it never
+// set).
+TEST(ScenarioLoaderTest, NicsFollowTheGpuCountUnlessTheScenarioNamesThem) {
+  const auto nics_of = [](const std::string& cluster) {
+    return scenarios::ScenarioDocument::from_string(
+               "[cluster]\nnodes = 2\n" + cluster +
+                   "[model]\npreset = \"tiny-256\"\n[training]\nglobal_batch = 48\n",
+               "test.toml")
+        .read()
+        .cluster.node.nics;
+  };
+  EXPECT_EQ(nics_of("node = \"gb200-nvl72\"\ngpus_per_node = 8\n"), 8);
+  EXPECT_EQ(nics_of("gpus_per_node = 4\n"), 4);                        // hgx-h100: one per GPU
+  EXPECT_EQ(nics_of("node = \"pcie-h100\"\ngpus_per_node = 4\n"), 2);  // 4 NICs for 8 GPUs
+  EXPECT_EQ(nics_of("node = \"pcie-h100\"\ngpus_per_node = 3\n"), 2);  // ⌈1.5⌉
+  EXPECT_EQ(nics_of("gpus_per_node = 4\nnics_per_node = 8\n"), 8);
+}
+
 struct BrokenCase {
   const char* file;
   const char* location;  // "line:column" expected after the file name ("" = the file itself)

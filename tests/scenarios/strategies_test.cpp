@@ -563,7 +563,7 @@ TEST(FsdpTest, CpuOffloadOnGb200UsesAGracePerTwoGpusOverC2c) {
   // The optimizer streams, the copies are bound by their link: the time ratios are the rates'.
   const auto offload = [](const char* node) {
     return run(kNode, {std::string("cluster.node=\"") + node + "\"", "cluster.gpus_per_node=8",
-                       "cluster.nics_per_node=8", "parallel.strategy=\"fsdp\"", "fsdp.cpu_offload=true"})
+                       "parallel.strategy=\"fsdp\"", "fsdp.cpu_offload=true"})
         .report.time_by_category_s;
   };
   const auto hgx = offload("hgx-b200"), gb200 = offload("gb200-nvl72");
