@@ -232,7 +232,8 @@ trace::RunFacts describe_run(const Scenario& scenario, const program::Program& p
   timeline.metadata["made_by"] = made_by;
   timeline.metadata["steps"] = std::to_string(program.info.steps);
   timeline.metadata["ranks"] = std::to_string(program.world_size);  // traced or not
-  timeline.metadata["model"] = scenario.lowering.model.name;
+  // Its dimensions too: a preset with an override (model.layers = 4) is another model to compare.
+  timeline.metadata["model"] = strategies::describe(scenario.lowering.model);
   timeline.metadata["gpu"] = scenario.cluster.node.gpu.name;  // what the prediction prices
   timeline.metadata["hardware_profile"] = scenario.hardware_profile;
   timeline.metadata["memory_capacity_bytes"] = fmt::format("{:.0f}", scenario.cluster.node.gpu.memory_bytes);

@@ -277,6 +277,16 @@ TEST_F(CliTest, CompareStatesItsConventionAndWarnsWhenTheRunsDiffer) {
   ASSERT_EQ(partial.code, 0) << partial.err;
   EXPECT_EQ(partial.out.find("not the same job"), std::string::npos) << partial.out;
   EXPECT_NE(partial.out.find("holds 8 of the job's 64 ranks"), std::string::npos) << partial.out;
+  // The same preset with other dimensions is another model (only the preset's name was compared).
+  ASSERT_EQ(dtsim({"run", kSource + "/scenarios/c1_7b_ddp_8xh100.toml", "--set", "model.layers=4",
+                   "-o", (scratch_ / "four").string()})
+                .code,
+            0);
+  const CliRun shallower =
+      dtsim({"compare", seven, (scratch_ / "four" / "timeline.json").string()});
+  ASSERT_EQ(shallower.code, 0) << shallower.err;
+  EXPECT_NE(shallower.out.find("different models: Llama-2-7B: 32 layers"), std::string::npos)
+      << shallower.out;
 }
 
 // compare never writes over what it reads or over its other output, and a FIFO for an input is
