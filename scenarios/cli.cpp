@@ -548,7 +548,8 @@ int command_search(RunOptions options, const backend::WorkSplit& split, std::ost
     return 0;
   }
   out << format_search(result, options.search_rows);
-  out << fmt::format("\nevery estimated layout: {}\n", (directory / "search.csv").string());
+  out << fmt::format("\nevery layout that fits, with its estimate: {}\n",
+                     (directory / "search.csv").string());
   return 0;
 }
 
