@@ -148,12 +148,17 @@ Comparison compare_runs(const Timeline& predicted, const Timeline& measured) {
   Comparison comparison;
   comparison.warnings = comparability_warnings(predicted, measured, "the prediction", "the measurement");
   comparison.figures = compare_timelines(timeline_stats(measured), timeline_stats(predicted));
-  comparison.predicted_ops = predicted.op_spans().size();
-  comparison.measured_ops = measured.op_spans().size();
-
   const auto measured_ops = spans_by_op(measured);
+  const auto predicted_ops = spans_by_op(predicted);
+  const auto count = [](const auto& by_op) {
+    std::size_t spans = 0;
+    for (const auto& [key, of_op] : by_op) spans += of_op.size();
+    return spans;
+  };
+  comparison.predicted_ops = count(predicted_ops);
+  comparison.measured_ops = count(measured_ops);
   std::vector<OpError>& errors = comparison.matched;
-  for (const auto& [key, predicted_spans] : spans_by_op(predicted)) {
+  for (const auto& [key, predicted_spans] : predicted_ops) {
     const auto found = measured_ops.find(key);
     if (found == measured_ops.end()) continue;
     const std::size_t newline = key.find('\n');
