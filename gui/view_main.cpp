@@ -52,14 +52,22 @@ void declare_options(QCommandLineParser& parser) {
   parser.addOptions({
       {"scenario", "Simulate this scenario TOML in the app (through the dtsim library).", "TOML"},
       {"set", "Override a scenario key, as dtsim run --set does (repeatable).", "KEY=VALUE"},
-      {"what-if", "Simulate the scenario a second time with this override too (repeatable) and compare.", "KEY=VALUE"},
+      {"what-if",
+       "Simulate the scenario a second time with this override too (repeatable) and compare.",
+       "KEY=VALUE"},
       {"export-png", "Render the timeline view to this PNG and exit.", "PNG"},
       {"export-json", "Write the (last) timeline as a Chrome trace and exit.", "JSON"},
       {"screenshot", "Render the whole window (docks and all) to this PNG and exit.", "PNG"},
-      {"select", "Select the first span this query finds (Search panel syntax) before rendering.", "QUERY"},
-      {"size", "Size of the rendered image, WIDTHxHEIGHT (default 1600x900).", "WxH"},
+      {"select", "Select the first span this query finds (Search panel syntax) before rendering.",
+       "QUERY"},
+      {"size",
+       "Size of the rendered image, WIDTHxHEIGHT (default 1600x900); a --screenshot is no smaller "
+       "than the window's "
+       "docks need.",
+       "WxH"},
       {"step", "Fit the view to this training step (1-based) before rendering.", "N"},
-      {"pipeline-view", "Show one rank per pipeline stage (View ▸ Pipeline view) before rendering."},
+      {"pipeline-view",
+       "Show one rank per pipeline stage (View ▸ Pipeline view) before rendering."},
   });
 }
 
