@@ -64,15 +64,18 @@ TEST(ScenarioLoaderTest, AGpuGivenByItsRatesBorrowsItsArchitecturesMeasuredCurve
   EXPECT_EQ(gpu.nccl_architecture, topology::NcclArchitecture::kHopper);  // not the L40S's Ampere
 }
 
+// The node a scenario's [cluster] lines (on two nodes) describe.
+topology::NodeSpec node_of(const std::string& cluster) {
+  return scenarios::ScenarioDocument::from_string(
+             "[cluster]\nnodes = 2\n" + cluster +
+                 "[model]\npreset = \"tiny-256\"\n[training]\nglobal_batch = 288\n",
+             "test.toml")
+      .read()
+      .cluster.node;
+}
+
 TEST(ScenarioLoaderTest, TheHostCpuComesFromTheNodePresetUnlessTheScenarioNamesIt) {
-  const auto host_of = [](const std::string& cluster) {
-    return scenarios::ScenarioDocument::from_string(
-               "[cluster]\nnodes = 2\n" + cluster +
-                   "[model]\npreset = \"llama-2-7b\"\n[training]\nglobal_batch = 288\n",
-               "test.toml")
-        .read()
-        .cluster.node.host_cpu;
-  };
+  const auto host_of = [](const std::string& cluster) { return node_of(cluster).host_cpu; };
   EXPECT_EQ(host_of(""), topology::HostCpu::kIntel);  // hgx-h100
   EXPECT_EQ(host_of("node = \"dgx-a100\"\n"), topology::HostCpu::kAmd);
   EXPECT_EQ(host_of("node = \"gb200-nvl72\"\n[cluster.fabric]\nrail_optimized = true\n"),
@@ -85,14 +88,7 @@ TEST(ScenarioLoaderTest, TheHostCpuComesFromTheNodePresetUnlessTheScenarioNamesI
 // which no 32-port leaf of the default fabric holds (the scenario was refused for a key it never
 // set).
 TEST(ScenarioLoaderTest, NicsFollowTheGpuCountUnlessTheScenarioNamesThem) {
-  const auto nics_of = [](const std::string& cluster) {
-    return scenarios::ScenarioDocument::from_string(
-               "[cluster]\nnodes = 2\n" + cluster +
-                   "[model]\npreset = \"tiny-256\"\n[training]\nglobal_batch = 48\n",
-               "test.toml")
-        .read()
-        .cluster.node.nics;
-  };
+  const auto nics_of = [](const std::string& cluster) { return node_of(cluster).nics; };
   EXPECT_EQ(nics_of("node = \"gb200-nvl72\"\ngpus_per_node = 8\n"), 8);
   EXPECT_EQ(nics_of("gpus_per_node = 4\n"), 4);                        // hgx-h100: one per GPU
   EXPECT_EQ(nics_of("node = \"pcie-h100\"\ngpus_per_node = 4\n"), 2);  // 4 NICs for 8 GPUs
