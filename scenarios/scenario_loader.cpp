@@ -460,6 +460,13 @@ topology::ClusterSpec read_cluster(TableReader reader) {
   if (auto host_cpu = reader.choice("host_cpu", topology::host_cpu_names())) {
     node.host_cpu = *topology::host_cpu(*host_cpu);
   }
+  // A preset's own host (GB200's Grace per two GPUs over NVLink-C2C) belongs to its GPU,
+  // interconnect and host CPU: another of these is another node, whose host is the server host
+  // over PCIe ([cluster.parameter_servers.host], [cluster.pcie]).
+  if (node.host && (node.gpu.name != preset.gpu.name || node.kind != preset.kind ||
+                    node.host_cpu != preset.host_cpu)) {
+    node.host.reset();
+  }
   if (node.kind != topology::NodeKind::kPcie && node.nvlink.bandwidth <= 0) {
     reader.fail("interconnect",
                 fmt::format("{} node needs GPU links, but {} has none", mesh ? "a full-mesh" : "an NVSwitch",
@@ -515,10 +522,16 @@ topology::ClusterSpec read_cluster(TableReader reader) {
                        "set pod_leaves (leaves per pod) too, or remove spine_oversubscription");
   }
   if (fabric.rail_optimized && fabric.pod_leaves % node.nics != 0) {
-    fabric_reader.fail("pod_leaves",
-                       fmt::format("a rail-optimized pod holds whole rail groups of {} leaves, got {}", node.nics,
-                                   fabric.pod_leaves),
-                       fmt::format("e.g. pod_leaves = {}", node.nics * std::max(1, fabric.pod_leaves / node.nics)));
+    int divisor = node.nics;  // the most NICs per node that such pods hold
+    while (fabric.pod_leaves % divisor != 0) --divisor;
+    fabric_reader.fail(
+        "pod_leaves",
+        fmt::format(
+            "a rail-optimized pod holds whole rail groups of {} leaves (one per NIC of a node: "
+            "cluster.nics_per_node = {}), got {}",
+            node.nics, node.nics, fabric.pod_leaves),
+        fmt::format("e.g. pod_leaves = {}, or cluster.nics_per_node = {}",
+                    node.nics * std::max(1, fabric.pod_leaves / node.nics), divisor));
   }
   fabric.sharp = fabric_reader.boolean("sharp").value_or(fabric.sharp);
   if (fabric.sharp && fabric.kind != topology::FabricKind::kInfiniBand) {
@@ -1890,15 +1903,17 @@ void refuse_whole_table(const toml::table& root, const std::string& key, const t
   const toml::node* existing = root.at_path(key).node();
   const toml::table* table = value.as_table();
   if (table == nullptr || existing == nullptr || !existing->is_table()) return;
-  const std::string example = table->empty()
-                                  ? key + ".KEY=VALUE"
-                                  : fmt::format("{}.{}={}", key, table->begin()->first.str(),
-                                                node_text(table->begin()->second));
+  const std::string inner = table->empty() ? "KEY" : std::string(table->begin()->first.str());
+  const std::string value_text = table->empty() ? "VALUE" : node_text(table->begin()->second);
+  // As the user would write it where the table was given: on the command line or in [sweep].
+  const std::string example =
+      option == "[sweep]" ? fmt::format("\"{}.{}\" = [{}] in [sweep]", key, inner, value_text)
+                          : fmt::format("{} {}.{}={}", option, key, inner, value_text);
   throw ScenarioError(
       origin, key,
       fmt::format("would replace the whole [{}] table, dropping the keys it does not name", key),
-      fmt::format("{} the keys inside it one at a time, e.g. {} {}",
-                  option == "--set" ? "set" : "sweep", option, example));
+      fmt::format("{} the keys inside it one at a time, e.g. {}",
+                  option == "--set" ? "set" : "sweep", example));
 }
 
 }  // namespace
@@ -1993,7 +2008,8 @@ std::vector<SweepAxis> ScenarioDocument::sweep_axes() const {
               ? command_line->second
               : fmt::format("{}:{}:{}", state_->file, value.source().begin.line,
                             value.source().begin.column);
-      refuse_whole_table(state_->root, axis.key, value, origin, "--sweep");
+      refuse_whole_table(state_->root, axis.key, value, origin,
+                         command_line != state_->command_line_axes.end() ? "--sweep" : "[sweep]");
     }
   }
   return axes;

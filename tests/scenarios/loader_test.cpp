@@ -96,6 +96,19 @@ TEST(ScenarioLoaderTest, NicsFollowTheGpuCountUnlessTheScenarioNamesThem) {
   EXPECT_EQ(nics_of("gpus_per_node = 4\nnics_per_node = 8\n"), 8);
 }
 
+// GB200's Grace-per-two-GPUs host belongs to its GPU, interconnect and host CPU; another of these
+// is another node, which offloads to the server host over PCIe.
+TEST(ScenarioLoaderTest, APresetsOwnHostStaysOnlyWithItsGpuInterconnectAndHostCpu) {
+  const std::string gb200 = "node = \"gb200-nvl72\"\ngpus_per_node = 8\n";
+  EXPECT_TRUE(node_of(gb200).host.has_value());
+  EXPECT_TRUE(node_of(gb200 + "[cluster.gpu]\nbf16_tflops = 2000\n")
+                  .host.has_value());  // the same GPU, derated
+  EXPECT_FALSE(node_of(gb200 + "[cluster.gpu]\npreset = \"h100-sxm5\"\n").host.has_value());
+  EXPECT_FALSE(node_of(gb200 + "interconnect = \"pcie\"\nnvlink_sharp = false\n").host.has_value());
+  EXPECT_FALSE(node_of(gb200 + "host_cpu = \"intel\"\n").host.has_value());
+  EXPECT_FALSE(node_of("").host.has_value());  // hgx-h100: the server host
+}
+
 struct BrokenCase {
   const char* file;
   const char* location;  // "line:column" expected after the file name ("" = the file itself)
@@ -201,8 +214,9 @@ INSTANTIATE_TEST_SUITE_P(
             "spine_oversubscription_uneven.toml", "6:26", "cluster.fabric.spine_oversubscription",
             "divides pod_leaves (4) into whole uplinks, got 3", "halves the spines' uplinks"},
         BrokenCase{"rail_pod_splits_groups.toml", "6:14", "cluster.fabric.pod_leaves",
-                   "a rail-optimized pod holds whole rail groups of 8 leaves, got 12",
-                   "pod_leaves = 8"},
+                   "a rail-optimized pod holds whole rail groups of 8 leaves (one per NIC of a "
+                   "node: cluster.nics_per_node = 8), got 12",
+                   "pod_leaves = 8, or cluster.nics_per_node = 6"},
         BrokenCase{"pcie_gpu_on_nvswitch.toml", "1:1", "cluster.interconnect",
                    "an NVSwitch node needs GPU links, but L40S has none",
                    "interconnect = \"pcie\""},
@@ -490,6 +504,10 @@ TEST(ScenarioOverrideTest, OverridesThatWouldChangeTheScenarioSilentlyAreRefused
       EXPECT_EQ(std::string(error.what()).rfind(origin, 0), 0u) << error.what();
       EXPECT_NE(error.message().find("would replace the whole [cluster] table"), std::string::npos)
           << error.what();
+      // The hint is written as the axis was: on the command line or in the file.
+      const std::string hint =
+          text.empty() ? "e.g. --sweep cluster.nodes=2" : "e.g. \"cluster.nodes\" = [2] in [sweep]";
+      EXPECT_NE(std::string(error.what()).find(hint), std::string::npos) << error.what();
     }
   }
   expect_error(kDefault, {"model.name=\"\xff\""}, "model.name", "not valid UTF-8");
