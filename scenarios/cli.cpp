@@ -59,9 +59,16 @@ const CLI::Validator kNotEmpty(
 constexpr double kShortestTimeout = 1e-3, kLongestTimeout = 1e6;
 const CLI::Validator kTimeout(
     [](const std::string& text) {
+      std::string_view number = text;  // as CLI11 reads numbers: spaces around, a leading '+'
+      while (!number.empty() && std::isspace(static_cast<unsigned char>(number.front())))
+        number.remove_prefix(1);
+      while (!number.empty() && std::isspace(static_cast<unsigned char>(number.back())))
+        number.remove_suffix(1);
+      if (number.starts_with('+')) number.remove_prefix(1);
       double seconds = 0;
-      const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), seconds);
-      if (error != std::errc() || end != text.data() + text.size() ||
+      const auto [end, error] =
+          std::from_chars(number.data(), number.data() + number.size(), seconds);
+      if (number.empty() || error != std::errc() || end != number.data() + number.size() ||
           !(seconds >= kShortestTimeout && seconds <= kLongestTimeout)) {
         return fmt::format("expected seconds from {:g} to {:g}, got {}", kShortestTimeout,
                            kLongestTimeout, text);

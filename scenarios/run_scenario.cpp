@@ -232,8 +232,9 @@ trace::RunFacts describe_run(const Scenario& scenario, const program::Program& p
   timeline.metadata["made_by"] = made_by;
   timeline.metadata["steps"] = std::to_string(program.info.steps);
   timeline.metadata["ranks"] = std::to_string(program.world_size);  // traced or not
-  // Its dimensions too: a preset with an override (model.layers = 4) is another model to compare.
-  timeline.metadata["model"] = strategies::describe(scenario.lowering.model);
+  timeline.metadata["model"] = scenario.lowering.model.name;
+  // A preset with an override (model.layers = 4) is another model to compare.
+  timeline.metadata["model_dimensions"] = strategies::describe(scenario.lowering.model);
   timeline.metadata["gpu"] = scenario.cluster.node.gpu.name;  // what the prediction prices
   timeline.metadata["hardware_profile"] = scenario.hardware_profile;
   timeline.metadata["memory_capacity_bytes"] = fmt::format("{:.0f}", scenario.cluster.node.gpu.memory_bytes);
@@ -410,11 +411,17 @@ RunResult execute_scenario(const Scenario& scenario, backend::ExecutionOptions o
   std::stringstream runs(timeline.metadata.at("host_run_times_s"));
   for (std::string run; std::getline(runs, run, ',');) facts.host_run_times_s.push_back(std::stod(run));
   if (options.device == backend::ExecutionOptions::Device::kCpu) {
-    facts.notes.push_back(
+    // A CPU profile (dtsim calibrate --backend mpi) measures the fp32 rate only.
+    const std::string_view dtype = program::dtype_name(result.program.info.compute_dtype);
+    facts.notes.push_back(fmt::format(
+        "measured on CPU processes: MFU uses the scenario's {} peak, {:.3g} TFLOP/s per rank{}",
+        dtype, facts.peak_flops_per_rank / 1e12,
         scenario.hardware_profile.empty()
-            ? "measured on CPU processes: MFU uses the scenario's GPU peak, not this machine's"
-            : "measured on CPU processes: MFU uses the peak of the hardware profile " +
-                  scenario.hardware_profile);
+            ? ", a GPU's, not this machine's"
+            : fmt::format(" after the hardware profile {}: this machine's where the profile "
+                          "measured it (a CPU "
+                          "profile measures fp32)",
+                          scenario.hardware_profile)));
   }
   facts.notes.push_back(
       "memory is the Program's allocations applied at the measured times, not measured; traffic is what dtsim's "

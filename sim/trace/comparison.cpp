@@ -82,24 +82,26 @@ bool is_measured(const Timeline& timeline) {
 
 namespace {
 
-// The numbers of the ranks a timeline holds spans of, less those that neither compute nor
-// communicate (a PyTorch trace's host process, with CPU ops only, as timeline_stats.h leaves out).
-std::vector<std::size_t> traced_ranks(const Timeline& timeline) {
-  const std::vector<RankSummary> summaries = summarize_ranks(timeline);
+// A timeline's ranks: the job's, and the numbers of those it holds spans of.
+struct JobRanks {
+  std::size_t job = 0;
   std::vector<std::size_t> traced;
-  for (std::size_t rank = 0; rank < timeline.ranks.size(); ++rank) {
-    if (timeline.ranks[rank].traced &&
-        (summaries[rank].compute_ps > 0 || summaries[rank].comm_ps > 0)) {
-      traced.push_back(rank);
-    }
-  }
-  return traced;
-}
+};
 
-// The job's ranks: as its producer recorded them (a trace of some ranks keeps only those), or
-// those the timeline holds spans of.
-std::size_t job_ranks(const Timeline& timeline) {
-  return timeline.recorded_job_ranks().value_or(traced_ranks(timeline).size());
+// As its producer recorded them (dtsim's timelines: a trace of some ranks keeps the job's count
+// and marks the others untraced); else — another tool's trace — the ranks that compute or
+// communicate (a PyTorch trace's host process, with CPU ops only, is not one: timeline_stats.h).
+JobRanks ranks_of(const Timeline& timeline) {
+  JobRanks ranks;
+  const std::optional<std::size_t> recorded = timeline.recorded_job_ranks();
+  const std::vector<RankSummary> summaries =
+      recorded ? std::vector<RankSummary>{} : summarize_ranks(timeline);
+  for (std::size_t rank = 0; rank < timeline.ranks.size(); ++rank) {
+    const bool works = recorded || summaries[rank].compute_ps > 0 || summaries[rank].comm_ps > 0;
+    if (timeline.ranks[rank].traced && works) ranks.traced.push_back(rank);
+  }
+  ranks.job = recorded.value_or(ranks.traced.size());
+  return ranks;
 }
 
 }  // namespace
@@ -107,10 +109,12 @@ std::size_t job_ranks(const Timeline& timeline) {
 std::vector<std::string> comparability_warnings(const Timeline& first, const Timeline& second, const std::string& first_name,
                                                 const std::string& second_name) {
   std::vector<std::string> warnings;
-  if (job_ranks(first) != job_ranks(second)) {
+  const JobRanks first_ranks = ranks_of(first), second_ranks = ranks_of(second);
+  if (first_ranks.job != second_ranks.job) {
     warnings.push_back(fmt::format("{} has {} ranks and {} has {}: they are not the same job",
-                                   first_name, job_ranks(first), second_name, job_ranks(second)));
-  } else if (const auto a = traced_ranks(first), b = traced_ranks(second); a != b) {
+                                   first_name, first_ranks.job, second_name, second_ranks.job));
+  } else if (const std::vector<std::size_t>& a = first_ranks.traced, &b = second_ranks.traced;
+             a != b) {
     std::vector<std::size_t> both;
     std::set_intersection(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(both));
     warnings.push_back(
@@ -119,13 +123,19 @@ std::vector<std::string> comparability_warnings(const Timeline& first, const Tim
                     "number, so only those are compared op by op, and the figures are each over "
                     "the ranks its trace "
                     "holds; trace the same ranks in both (--trace-ranks)",
-                    first_name, a.size(), job_ranks(first), second_name, b.size(), both.size()));
+                    first_name, a.size(), first_ranks.job, second_name, b.size(), both.size()));
   }
-  for (const auto& [key, what] : {std::pair{"model", "models"}, std::pair{"steps", "steps"}}) {
+  // The dimensions only where the names agree (one preset, overridden: model.layers = 4).
+  bool models_differ = false;
+  for (const auto& [key, what] :
+       {std::pair{"model", "models"}, std::pair{"model_dimensions", "model dimensions"},
+        std::pair{"steps", "steps"}}) {
     const auto a = first.metadata.find(key), b = second.metadata.find(key);
-    if (a != first.metadata.end() && b != second.metadata.end() && a->second != b->second) {
-      warnings.push_back(fmt::format("different {}: {} in {}, {} in {}", what, a->second, first_name, b->second, second_name));
-    }
+    if (a == first.metadata.end() || b == second.metadata.end() || a->second == b->second) continue;
+    if (std::string_view(key) == "model_dimensions" && models_differ) continue;
+    models_differ = models_differ || std::string_view(key) == "model";
+    warnings.push_back(fmt::format("different {}: {} in {}, {} in {}", what, a->second, first_name,
+                                   b->second, second_name));
   }
   // A prediction from presets prices its scenario's GPU; a run on other hardware is not that.
   for (const auto& [prediction, run, run_name] :
@@ -150,13 +160,18 @@ Comparison compare_runs(const Timeline& predicted, const Timeline& measured) {
   comparison.figures = compare_timelines(timeline_stats(measured), timeline_stats(predicted));
   const auto measured_ops = spans_by_op(measured);
   const auto predicted_ops = spans_by_op(predicted);
-  const auto count = [](const auto& by_op) {
+  // Ops on the ranks that compute or communicate (not a PyTorch trace's host process).
+  const auto count = [](const auto& by_op, const Timeline& timeline) {
+    const std::vector<std::size_t> ranks = ranks_of(timeline).traced;
     std::size_t spans = 0;
-    for (const auto& [key, of_op] : by_op) spans += of_op.size();
+    for (const auto& [key, of_op] : by_op) {
+      const auto rank = static_cast<std::size_t>(std::stoul(key.substr(0, key.find('\n'))));
+      if (std::binary_search(ranks.begin(), ranks.end(), rank)) spans += of_op.size();
+    }
     return spans;
   };
-  comparison.predicted_ops = count(predicted_ops);
-  comparison.measured_ops = count(measured_ops);
+  comparison.predicted_ops = count(predicted_ops, predicted);
+  comparison.measured_ops = count(measured_ops, measured);
   std::vector<OpError>& errors = comparison.matched;
   for (const auto& [key, predicted_spans] : predicted_ops) {
     const auto found = measured_ops.find(key);

@@ -106,6 +106,8 @@ TEST(ComparisonTest, APyTorchTracesHostProcessIsNotARank) {
   one_rank.add(0, 0, Category::kForward, "gemm", 0, 10);
   EXPECT_TRUE(
       trace::comparability_warnings(*one_rank.timeline, *one_gpu.timeline, "A", "B").empty());
+  EXPECT_EQ(trace::compare_runs(*one_rank.timeline, *one_gpu.timeline).measured_ops,
+            1u);  // not its CPU op
   TimelineMaker two_ranks({0, 0}, {"compute"});
   two_ranks.add(0, 0, Category::kForward, "gemm", 0, 10);
   two_ranks.add(1, 0, Category::kForward, "gemm", 0, 10);
