@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <utility>
+
 #include "gui/core/time_axis.h"
 
 namespace gui {
@@ -29,10 +31,15 @@ std::vector<std::pair<std::string, std::string>> span_details(const trace::Timel
   add_string("shape", span.shape);
   const double seconds = static_cast<double>(span.duration_ps()) * 1e-12;
   if (span.bytes != 0) {
-    // In GB (1e9), as everywhere in dtsim (docs/viewer.md), to six significant digits: KB-sized
-    // transfers stay readable beside the exact count.
-    add("bytes",
-        fmt::format("{:.6g} GB ({} B)", static_cast<double>(span.bytes) / 1e9, span.bytes));
+    // In decimal units, as everywhere in dtsim (docs/viewer.md: GB = 1e9 bytes), beside the exact
+    // count.
+    const double bytes = static_cast<double>(span.bytes);
+    const auto [scale, unit] = bytes >= 1e9   ? std::pair{1e9, "GB"}
+                               : bytes >= 1e6 ? std::pair{1e6, "MB"}
+                               : bytes >= 1e3 ? std::pair{1e3, "kB"}
+                                              : std::pair{1.0, "B"};
+    add("bytes", scale == 1 ? fmt::format("{} B", span.bytes)
+                            : fmt::format("{:.3f} {} ({} B)", bytes / scale, unit, span.bytes));
     if (trace::is_communication(span.category) && seconds > 0) {
       add("achieved bandwidth", fmt::format("{:.1f} GB/s", static_cast<double>(span.bytes) / seconds / 1e9));
     }

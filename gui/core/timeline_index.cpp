@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <numeric>
 #include <tuple>
@@ -138,8 +139,16 @@ void TimelineIndex::find_steps() {
     std::vector<std::size_t> by_gap(merged.size() - 1);  // gap g: between phases g and g + 1
     std::iota(by_gap.begin(), by_gap.end(), 0);
     const auto gap = [&](std::size_t g) { return merged[g + 1].begin_ps - merged[g].end_ps; };
-    std::stable_sort(by_gap.begin(), by_gap.end(),
-                     [&](std::size_t a, std::size_t b) { return gap(a) > gap(b); });
+    // Equal gaps (phases evenly spaced) split nearest an even share of phases per step.
+    const double per_step = static_cast<double>(merged.size()) / static_cast<double>(steps);
+    const auto off_even = [&](std::size_t g) {
+      const double after =
+          static_cast<double>(g + 1) / per_step;  // steps' worth of phases before the gap
+      return std::abs(after - std::round(after));
+    };
+    std::stable_sort(by_gap.begin(), by_gap.end(), [&](std::size_t a, std::size_t b) {
+      return gap(a) != gap(b) ? gap(a) > gap(b) : off_even(a) < off_even(b);
+    });
     std::vector<std::size_t> ends(by_gap.begin(),
                                   by_gap.begin() + static_cast<std::ptrdiff_t>(steps - 1));
     ends.push_back(merged.size() - 1);

@@ -94,6 +94,15 @@ TEST(TimelineIndexTest, PipelineStagesUpdatingApartEndOneRecordedStep) {
   EXPECT_EQ(index.steps()[0].end_ps, 95);
   EXPECT_EQ(index.steps()[1].begin_ps, 95);
   EXPECT_EQ(index.steps()[1].end_ps, 295);
+
+  // Eight evenly spaced phases in two recorded steps: four each (the earliest gap took it: 1 + 7).
+  TimelineMaker even({0}, {"compute"});
+  for (std::int64_t phase = 0; phase < 8; ++phase)
+    even.add(0, 0, Category::kOptimizer, "opt", 100 * phase + 90, 100 * phase + 100);
+  even.timeline->metadata["steps"] = "2";
+  const gui::TimelineIndex halves(even.timeline);
+  ASSERT_EQ(halves.steps().size(), 2u);
+  EXPECT_EQ(halves.steps()[0].end_ps, 400);
 }
 
 // ---- Level of detail ---------------------------------------------------------------------
@@ -395,7 +404,8 @@ TEST(SpanDetailsTest, RatesFollowFromBytesFlopsAndDuration) {
     return std::string("(absent)");
   };
   EXPECT_EQ(value(comm, "achieved bandwidth"), "100.0 GB/s");
-  EXPECT_EQ(value(comm, "bytes"), "0.1 GB (100000000 B)");  // GB as everywhere, not MiB
+  EXPECT_EQ(value(comm, "bytes"),
+            "100.000 MB (100000000 B)");  // decimal units as everywhere, not MiB
   EXPECT_EQ(value(comm, "algorithm"), "ring");
   EXPECT_EQ(value(comm, "start"), "2.00 µs");
   EXPECT_EQ(value(comm, "duration"), "1.00 ms");
