@@ -10,8 +10,8 @@
 //   limit_all_gathers  an all-gather waits until the unit two before it has freed its gathered
 //                      parameters: at most two units' parameters are gathered at a time.
 //   cpu_offload        shards live on the host: each all-gather waits for its shard's copy to
-//                      the GPU over PCIe, each reduced gradient shard is copied back, and the
-//                      optimizer runs on the host CPU.
+//                      the GPU over its host link, each reduced gradient shard is copied back, and
+//                      the optimizer runs on the host CPU.
 //
 // Memory-bound passes over gradients that the frameworks run besides the collectives:
 //   DDP, ZeRO-1/2, FSDP NO_SHARD  under gradient accumulation, autograd adds each later

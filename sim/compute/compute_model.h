@@ -101,7 +101,8 @@ struct ComputeEfficiency {
 
 class ComputeModel {
  public:
-  // `host_link` prices host↔device copies (the node's PCIe link to the host).
+  // `host_link` prices host↔device copies (a GPU's share of its link to the host: PCIe, or GB200's
+  // NVLink-C2C; topology::host_link_per_gpu).
   ComputeModel(topology::DeviceSpec device, ComputeEfficiency efficiency, topology::LinkSpec host_link = {});
 
   // Seconds for one op, times the current scale (1 unless set_time_scale was called; copies

@@ -55,7 +55,8 @@ class SummaryBuilder {
 };
 
 // One entry per rank of the timeline, in rank order: the producer's summaries when the
-// timeline carries them (Timeline::summaries), else computed from its spans.
+// timeline carries them (Timeline::summaries), else computed from its spans (algorithm steps,
+// kAlgorithmStepKind, left out).
 std::vector<RankSummary> summarize_ranks(const Timeline& timeline);
 
 // Peak of the summed memory series per rank (one entry per rank of the timeline): its bytes

@@ -98,8 +98,8 @@ struct Timeline {
   std::vector<MemorySample> memory;  // every sample of traced ranks; each untraced rank's peak
   StringTable strings;
   std::vector<OpDependency> dependencies;  // sorted by (rank, op, after_op)
-  // Per-rank summaries computed by the producer from every span, including those of ranks it
-  // did not keep spans for (empty: compute them from `spans`).
+  // Per-rank summaries computed by the producer from every op span (not algorithm steps),
+  // including those of ranks it did not keep spans for (empty: compute them from `spans`).
   std::vector<RankSummary> summaries;
 
   std::uint16_t stream_index(std::string_view name);  // adds the stream when new

@@ -4,7 +4,7 @@
 //   ranks          = those that compute or communicate (a PyTorch trace's host process,
 //                    with CPU ops only, is left out);
 //   step time      = (last end − first start) / steps, steps from the producer's metadata
-//                    (1 when absent);
+//                    (1 when absent or not a positive whole number);
 //   R, overlap     = mean over ranks of each rank's comm/compute and 1 − exposed/comm;
 //   compute, comm  = mean over ranks of the union of compute (communication) spans, per step;
 //   exposed comm   = mean over ranks of communication not hidden under compute, per step;

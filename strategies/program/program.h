@@ -50,7 +50,7 @@ enum class ComputeKind : std::uint8_t {
   kEmbedding,    // shape [tokens, hidden]: table lookup
   kLoss,         // shape [tokens, vocab]: softmax cross-entropy
   kOptimizer,    // shape [parameters]: optimizer update
-  kMemcpy,       // shape [bytes]: a copy between host and device memory over PCIe
+  kMemcpy,       // shape [bytes]: a copy between host and device memory (over the GPU's host link)
   kReduction,    // shape [rows, columns]: a sum over rows (a bias's gradient)
 };
 std::string_view compute_kind_name(ComputeKind kind);
