@@ -61,9 +61,8 @@ void declare_options(QCommandLineParser& parser) {
       {"select", "Select the first span this query finds (Search panel syntax) before rendering.",
        "QUERY"},
       {"size",
-       "Size of the rendered image, WIDTHxHEIGHT (default 1600x900); a --screenshot is no smaller "
-       "than the window's "
-       "docks need.",
+       "Size of the rendered image, WIDTHxHEIGHT (default 1600x900); "
+       "a --screenshot is no smaller than the window's docks need.",
        "WxH"},
       {"step", "Fit the view to this training step (1-based) before rendering.", "N"},
       {"pipeline-view",

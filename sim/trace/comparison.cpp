@@ -104,12 +104,12 @@ JobRanks ranks_of(const Timeline& timeline) {
   return ranks;
 }
 
-}  // namespace
-
-std::vector<std::string> comparability_warnings(const Timeline& first, const Timeline& second, const std::string& first_name,
-                                                const std::string& second_name) {
+// comparability_warnings with each timeline's ranks already found (compare_runs counts ops with
+// them).
+std::vector<std::string> warnings_of(const Timeline& first, const Timeline& second,
+                                     const std::string& first_name, const std::string& second_name,
+                                     const JobRanks& first_ranks, const JobRanks& second_ranks) {
   std::vector<std::string> warnings;
-  const JobRanks first_ranks = ranks_of(first), second_ranks = ranks_of(second);
   if (first_ranks.job != second_ranks.job) {
     warnings.push_back(fmt::format("{} has {} ranks and {} has {}: they are not the same job",
                                    first_name, first_ranks.job, second_name, second_ranks.job));
@@ -154,15 +154,25 @@ std::vector<std::string> comparability_warnings(const Timeline& first, const Tim
   return warnings;
 }
 
+}  // namespace
+
+std::vector<std::string> comparability_warnings(const Timeline& first, const Timeline& second,
+                                                const std::string& first_name,
+                                                const std::string& second_name) {
+  return warnings_of(first, second, first_name, second_name, ranks_of(first), ranks_of(second));
+}
+
 Comparison compare_runs(const Timeline& predicted, const Timeline& measured) {
   Comparison comparison;
-  comparison.warnings = comparability_warnings(predicted, measured, "the prediction", "the measurement");
+  const JobRanks predicted_ranks = ranks_of(predicted), measured_ranks = ranks_of(measured);
+  comparison.warnings = warnings_of(predicted, measured, "the prediction", "the measurement",
+                                    predicted_ranks, measured_ranks);
   comparison.figures = compare_timelines(timeline_stats(measured), timeline_stats(predicted));
   const auto measured_ops = spans_by_op(measured);
   const auto predicted_ops = spans_by_op(predicted);
   // Ops on the ranks that compute or communicate (not a PyTorch trace's host process).
-  const auto count = [](const auto& by_op, const Timeline& timeline) {
-    const std::vector<std::size_t> ranks = ranks_of(timeline).traced;
+  const auto count = [](const auto& by_op, const JobRanks& job) {
+    const std::vector<std::size_t>& ranks = job.traced;
     std::size_t spans = 0;
     for (const auto& [key, of_op] : by_op) {
       const auto rank = static_cast<std::size_t>(std::stoul(key.substr(0, key.find('\n'))));
@@ -170,8 +180,8 @@ Comparison compare_runs(const Timeline& predicted, const Timeline& measured) {
     }
     return spans;
   };
-  comparison.predicted_ops = count(predicted_ops, predicted);
-  comparison.measured_ops = count(measured_ops, measured);
+  comparison.predicted_ops = count(predicted_ops, predicted_ranks);
+  comparison.measured_ops = count(measured_ops, measured_ranks);
   std::vector<OpError>& errors = comparison.matched;
   for (const auto& [key, predicted_spans] : predicted_ops) {
     const auto found = measured_ops.find(key);
