@@ -128,14 +128,28 @@ std::vector<std::string> warnings_of(const Timeline& first, const Timeline& seco
   // The dimensions only where the names agree (one preset, overridden: model.layers = 4).
   bool models_differ = false;
   for (const auto& [key, what] :
-       {std::pair{"model", "models"}, std::pair{"model_dimensions", "model dimensions"},
-        std::pair{"steps", "steps"}}) {
+       {std::pair{"model", "models"}, std::pair{"model_dimensions", "model dimensions"}}) {
     const auto a = first.metadata.find(key), b = second.metadata.find(key);
     if (a == first.metadata.end() || b == second.metadata.end() || a->second == b->second) continue;
     if (std::string_view(key) == "model_dimensions" && models_differ) continue;
     models_differ = models_differ || std::string_view(key) == "model";
     warnings.push_back(fmt::format("different {}: {} in {}, {} in {}", what, a->second, first_name,
                                    b->second, second_name));
+  }
+  // Steps as the figures divide by them: an unreadable count is taken as one step.
+  for (const auto& [timeline, name] :
+       {std::pair{&first, &first_name}, std::pair{&second, &second_name}}) {
+    const auto written = timeline->metadata.find("steps");
+    if (written != timeline->metadata.end() && !timeline->recorded_steps()) {
+      warnings.push_back(
+          fmt::format("{}'s \"steps\" metadata, \"{}\", is not a step count: its "
+                      "figures are taken over one step",
+                      *name, written->second));
+    }
+  }
+  if (const auto a = first.recorded_steps(), b = second.recorded_steps(); a && b && *a != *b) {
+    warnings.push_back(
+        fmt::format("different steps: {} in {}, {} in {}", *a, first_name, *b, second_name));
   }
   // A prediction from presets prices its scenario's GPU; a run on other hardware is not that.
   for (const auto& [prediction, run, run_name] :

@@ -97,6 +97,26 @@ TEST(ComparisonTest, TracesOfDifferentRanksOfOneJobAreWarnedOf) {
   EXPECT_TRUE(trace::comparability_warnings(first, first, "A", "A").empty());
 }
 
+// Steps are compared as the figures divide by them: "03" is 3 steps, and a count that is not
+// one is named for what it is, the one step its figures are taken over (the warning printed the
+// raw texts, "3 … two", while the figures divided by 3 and 1).
+TEST(ComparisonTest, StepCountsAreComparedAsTheFiguresReadThem) {
+  trace::Timeline first, second;
+  first.metadata["steps"] = "3";
+  second.metadata["steps"] = "03";
+  EXPECT_TRUE(trace::comparability_warnings(first, second, "A", "B").empty());
+  second.metadata["steps"] = "2";
+  auto warnings = trace::comparability_warnings(first, second, "A", "B");
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_EQ(warnings[0], "different steps: 3 in A, 2 in B");
+  second.metadata["steps"] = "two";
+  warnings = trace::comparability_warnings(first, second, "A", "B");
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_EQ(
+      warnings[0],
+      "B's \"steps\" metadata, \"two\", is not a step count: its figures are taken over one step");
+}
+
 // A PyTorch profiler trace of one GPU holds its host process too (CPU ops only): not a rank.
 TEST(ComparisonTest, APyTorchTracesHostProcessIsNotARank) {
   TimelineMaker one_gpu({0, 0}, {"stream 7", "cpu"});
