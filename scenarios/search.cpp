@@ -234,6 +234,7 @@ const BlockCost& Estimator::block_cost(const SearchLayout& l, const Groups& grou
         accumulations.emplace_back(
             after, compute_.seconds(strategies::gradient_accumulation(
                        static_cast<double>(of.gradient_elements(step)) * scale, gradient_dtype)));
+        return std::optional<program::OpIndex>();  // priced beside the program (below)
       });
   const program::RankProgram ops = builder.take();
 

@@ -160,6 +160,7 @@ class ReplicatedPolicy : public DataParallelPolicy {
                                        (tensor.expert ? expert_buckets_ : buckets_).add(builder, tensor.elements, op);
                                      }
                                    }
+                                   return accumulates ? std::optional<OpIndex>(op) : std::nullopt;
                                  });
     // Autograd returns (and a pipeline sends the input gradient on) once every gradient is
     // accumulated: the last op is the later of the two. Every block's backward ends with its
@@ -422,8 +423,9 @@ class ShardedPolicy : public DataParallelPolicy {
       }
       std::vector<OpIndex> block_deps = std::exchange(pending, {});
       block_deps.push_back(*gathered_[u]);
-      last = emit_backward(builder, {block}, context_.streams, input_.training.checkpointing, std::move(block_deps),
-                           [](const Block&, const BackwardStep&, OpIndex) {});
+      last = emit_backward(
+          builder, {block}, context_.streams, input_.training.checkpointing, std::move(block_deps),
+          [](const Block&, const BackwardStep&, OpIndex) { return std::optional<OpIndex>(); });
       if (block != units_[u].blocks.front()) continue;
       // The unit's backward is complete: reduce its gradients and free what it gathered.
       // BACKWARD_POST prefetches from here, before the gradient passes (PyTorch's post-backward

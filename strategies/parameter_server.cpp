@@ -56,7 +56,8 @@ struct PsSetup {
     OpIndex last = 0;
     for (std::int64_t micro = 0; micro < input.training.accumulation; ++micro) {
       emit_forward(worker, blocks, streams, input.training.checkpointing, std::exchange(deps, {}));
-      last = emit_backward(worker, blocks, streams, input.training.checkpointing, {}, [](auto&&...) {});
+      last = emit_backward(worker, blocks, streams, input.training.checkpointing, {},
+                           [](auto&&...) { return std::optional<program::OpIndex>(); });
     }
     return last;
   }

@@ -134,6 +134,9 @@ class StepEmitter {
       }
     }
   }
+  // An op put on the compute stream outside the emitter (after its last compute op): the next
+  // collective follows it.
+  void computed_after(OpIndex op) { last_compute_ = op; }
   OpIndex last() const { return last_; }
   std::vector<OpIndex> take_pending() { return std::exchange(wait_, {}); }
 
@@ -225,7 +228,9 @@ OpIndex emit_backward(RankProgramBuilder& builder, const std::vector<const Block
       } else {
         index_of[i] = emit.compute(step.name, std::get<program::ComputeOp>(step.op),
                                    std::move(waits), step.chunk, step.transients);
-        if (!step.grads_ready.empty()) on_gradients(block, step, index_of[i]);
+        const std::optional<OpIndex> added =
+            step.grads_ready.empty() ? std::nullopt : on_gradients(block, step, index_of[i]);
+        if (added) emit.computed_after(*added);
       }
       if (selective && i == last_core) {
         emit.memory(block.name + ".recomputed_scores", MemoryCategory::kActivations, block.score_bytes(), false);

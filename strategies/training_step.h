@@ -5,6 +5,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -72,9 +73,12 @@ program::OpIndex emit_forward(RankProgramBuilder& builder, const std::vector<con
 
 // Backward of `blocks` in reverse, recomputing what checkpointing dropped first; frees each
 // block's activations after it. Calls `on_gradients(block, step, op)` after each backward op
-// that completes parameter gradients. The first op depends on `deps`. Returns the index of
-// the last backward op.
-using GradientCallback = std::function<void(const Block&, const BackwardStep&, program::OpIndex)>;
+// that completes parameter gradients; what it returns is an op it put on the compute stream
+// after `op` (the gradients' accumulation), which the next collective waits for as for any
+// compute op before it — PyTorch issues a collective from the compute stream, behind all it
+// holds. The first op depends on `deps`. Returns the index of the last backward op.
+using GradientCallback = std::function<std::optional<program::OpIndex>(
+    const Block&, const BackwardStep&, program::OpIndex)>;
 program::OpIndex emit_backward(RankProgramBuilder& builder, const std::vector<const Block*>& blocks,
                                const Streams& streams, Checkpointing checkpointing,
                                std::vector<program::OpIndex> deps, const GradientCallback& on_gradients);
