@@ -254,14 +254,29 @@ program::Program lower_parallel(const LoweringInput& input) {
       const program::GroupFamilyId next_group = wraps_forward ? wrap_group : pp_group;
       const program::GroupFamilyId previous_group = wraps_backward ? wrap_group : pp_group;
       // A stage's input (activation or gradient) arrives as one transfer, or with scatter/gather as
-      // 1/t of it followed by an all-gather over the tensor-parallel group.
+      // 1/t of it followed by an all-gather over the tensor-parallel group. With blocking
+      // point-to-point and one chunk per stage the receive is posted at the exchange point, after
+      // the stage's previous slot, in the batch_isend_irecv that also sends that slot's output
+      // (Megatron-LM's 1F1B: send_forward_recv_backward, send_backward_recv_forward in
+      // p2p_communication.py): an NCCL transfer moves once both sides have posted, so a stage
+      // ahead of its neighbour waits for it there. Overlapped point-to-point posts it beside the
+      // compute, ahead of time; so does the interleaved schedule here, whose exchanges Megatron-LM
+      // batches per forward-backward pair (send_forward_backward_recv_forward_backward, each
+      // forward's output sent after the next backward), which dtsim does not model: posting its
+      // receives late with each send waited alone would deadlock where Megatron-LM does not.
+      std::optional<OpIndex> previous_slot_end;
       const auto receive = [&](const std::string& what, std::int64_t micro,
                                program::StreamId stream, std::int32_t offset,
                                program::GroupFamilyId group) {
+        std::vector<OpIndex> posted_after;
+        if (parallel.pipeline_p2p_blocking && chunks == 1 && previous_slot_end) {
+          posted_after.push_back(*previous_slot_end);
+        }
         const OpIndex received =
             builder.add(fmt::format("pp.recv_{}.{}", what, micro), stream,
                         activation_transfer(false, offset, group, sent_bytes, replica.dtype,
-                                            parallel.pipeline_p2p_blocking));
+                                            parallel.pipeline_p2p_blocking),
+                        std::move(posted_after));
         if (!scatter_gather) return received;
         return builder.add(fmt::format("pp.gather_{}.{}", what, micro), base.streams.tensor_parallel,
                            program::make_collective(program::CollectiveKind::kAllGather, tensor_parallel.group,
@@ -307,12 +322,13 @@ program::Program lower_parallel(const LoweringInput& input) {
               deps.push_back(receive("activation", slot.micro, pipe.recv_previous, previous_offset, previous_group));
             }
             const OpIndex last = policy.forward(builder, std::move(deps));
+            previous_slot_end = last;
             if (has_next)
               send("activation", slot.micro, pipe.send_next, next_offset, next_group, last, waited);
           } else {
             if (has_next) deps.push_back(receive("gradient", slot.micro, pipe.recv_next, next_offset, next_group));
             const OpIndex last = policy.backward(builder, std::move(deps), slot.micro == micro_batches - 1);
-            last_backward = last;
+            last_backward = previous_slot_end = last;
             if (has_previous)
               send("gradient", slot.micro, pipe.send_previous, previous_offset, previous_group,
                    last, waited);
