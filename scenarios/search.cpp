@@ -309,9 +309,14 @@ const BlockCost& Estimator::block_cost(const SearchLayout& l, const Groups& grou
     ++cursor[op.stream];
   }
   // The accumulations run right after their ops, on the compute stream (outside the block's
-  // program: the lowering adds them for every micro-batch but the first).
+  // program: the lowering adds them for every micro-batch but the first), beside a collective
+  // already running then — not the one issued after them, which waits for them.
   for (const auto& [after, seconds] : accumulations) {
-    cost.accumulation_s += seconds * (beside_collective(end[after]) ? slowed : 1.0);
+    const bool beside =
+        std::any_of(collectives.begin(), collectives.end(), [&](const auto& running) {
+          return running.first < end[after] && end[after] < running.second;
+        });
+    cost.accumulation_s += seconds * (beside ? slowed : 1.0);
   }
   const double forward_end = end[last_forward];
   const double finish = *std::max_element(end.begin(), end.end());

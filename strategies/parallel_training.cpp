@@ -255,22 +255,30 @@ program::Program lower_parallel(const LoweringInput& input) {
       const program::GroupFamilyId previous_group = wraps_backward ? wrap_group : pp_group;
       // A stage's input (activation or gradient) arrives as one transfer, or with scatter/gather as
       // 1/t of it followed by an all-gather over the tensor-parallel group. With blocking
-      // point-to-point and one chunk per stage the receive is posted at the exchange point, after
-      // the stage's previous slot, in the batch_isend_irecv that also sends that slot's output
-      // (Megatron-LM's 1F1B: send_forward_recv_backward, send_backward_recv_forward in
-      // p2p_communication.py): an NCCL transfer moves once both sides have posted, so a stage
-      // ahead of its neighbour waits for it there. Overlapped point-to-point posts it beside the
-      // compute, ahead of time; so does the interleaved schedule here, whose exchanges Megatron-LM
-      // batches per forward-backward pair (send_forward_backward_recv_forward_backward, each
-      // forward's output sent after the next backward), which dtsim does not model: posting its
-      // receives late with each send waited alone would deadlock where Megatron-LM does not.
-      std::optional<OpIndex> previous_slot_end;
-      const auto receive = [&](const std::string& what, std::int64_t micro,
+      // point-to-point and one chunk per stage a receive is posted when the stage gets to it, as
+      // Megatron-LM's 1F1B does (p2p_communication.py): after the stage's previous slot, in the
+      // batch_isend_irecv that also sends that slot's output where the direction turns
+      // (send_forward_recv_backward, send_backward_recv_forward), and after that send has
+      // completed where it does not (send_forward, then recv_forward: the warm-up, the cool-down,
+      // GPipe); the first of a step after the previous step's update. An NCCL transfer moves once
+      // both sides have posted, so a stage ahead of its neighbour waits for it. Overlapped
+      // point-to-point posts receives beside the compute, ahead of time; so does the interleaved
+      // schedule here, whose exchanges Megatron-LM batches per forward-backward pair
+      // (send_forward_backward_recv_forward_backward, each forward's output sent after the next
+      // backward), which dtsim does not model: posting its receives late with each send waited
+      // alone would deadlock where Megatron-LM does not.
+      const bool receives_when_reached = parallel.pipeline_p2p_blocking && chunks == 1;
+      std::vector<OpIndex>
+          exchange_after;  // the previous slot's end, or the previous step's update
+      std::optional<OpIndex> previous_send;
+      bool previous_forward = false;
+      const auto receive = [&](const std::string& what, std::int64_t micro, bool forward,
                                program::StreamId stream, std::int32_t offset,
                                program::GroupFamilyId group) {
         std::vector<OpIndex> posted_after;
-        if (parallel.pipeline_p2p_blocking && chunks == 1 && previous_slot_end) {
-          posted_after.push_back(*previous_slot_end);
+        if (receives_when_reached) {
+          posted_after = exchange_after;
+          if (previous_send && previous_forward == forward) posted_after.push_back(*previous_send);
         }
         const OpIndex received =
             builder.add(fmt::format("pp.recv_{}.{}", what, micro), stream,
@@ -298,6 +306,7 @@ program::Program lower_parallel(const LoweringInput& input) {
                                             parallel.pipeline_p2p_blocking),
                         {after});
         if (waited) next_step.push_back(sent);
+        return sent;
       };
       const std::int64_t spent_before_steps = budget.spent();
       for (std::int32_t step = 0; step < training.steps; ++step) {
@@ -317,22 +326,31 @@ program::Program lower_parallel(const LoweringInput& input) {
           const std::int64_t virtual_stage = std::int64_t{slot.chunk} * pp + stage;
           const bool has_previous = virtual_stage > 0, has_next = virtual_stage < virtual_stages - 1;
           std::vector<OpIndex> deps = std::exchange(next_step, {});
+          OpIndex last = 0;
+          std::optional<OpIndex> sent;
           if (slot.forward) {
             if (has_previous) {
-              deps.push_back(receive("activation", slot.micro, pipe.recv_previous, previous_offset, previous_group));
+              deps.push_back(receive("activation", slot.micro, true, pipe.recv_previous,
+                                     previous_offset, previous_group));
             }
-            const OpIndex last = policy.forward(builder, std::move(deps));
-            previous_slot_end = last;
+            last = policy.forward(builder, std::move(deps));
             if (has_next)
-              send("activation", slot.micro, pipe.send_next, next_offset, next_group, last, waited);
+              sent = send("activation", slot.micro, pipe.send_next, next_offset, next_group, last,
+                          waited);
           } else {
-            if (has_next) deps.push_back(receive("gradient", slot.micro, pipe.recv_next, next_offset, next_group));
-            const OpIndex last = policy.backward(builder, std::move(deps), slot.micro == micro_batches - 1);
-            last_backward = previous_slot_end = last;
+            if (has_next) {
+              deps.push_back(
+                  receive("gradient", slot.micro, false, pipe.recv_next, next_offset, next_group));
+            }
+            last = policy.backward(builder, std::move(deps), slot.micro == micro_batches - 1);
+            last_backward = last;
             if (has_previous)
-              send("gradient", slot.micro, pipe.send_previous, previous_offset, previous_group,
-                   last, waited);
+              sent = send("gradient", slot.micro, pipe.send_previous, previous_offset,
+                          previous_group, last, waited);
           }
+          exchange_after = {last};
+          previous_send = sent;
+          previous_forward = slot.forward;
         }
         if (last_backward) {
           // Megatron-LM's order: model chunk 0 first.
@@ -355,6 +373,8 @@ program::Program lower_parallel(const LoweringInput& input) {
             next_step.push_back(op);
           }
         }
+        exchange_after = next_step;
+        previous_send.reset();
       }
       const auto stage_program = std::make_shared<const program::RankProgram>(builder.take());
       for (std::int32_t d = 0; d < dp; ++d) {

@@ -136,7 +136,7 @@ class StepEmitter {
   }
   // An op put on the compute stream outside the emitter (after its last compute op): the next
   // collective follows it.
-  void computed_after(OpIndex op) { last_compute_ = op; }
+  void set_last_compute(OpIndex op) { last_compute_ = op; }
   OpIndex last() const { return last_; }
   std::vector<OpIndex> take_pending() { return std::exchange(wait_, {}); }
 
@@ -230,7 +230,7 @@ OpIndex emit_backward(RankProgramBuilder& builder, const std::vector<const Block
                                    std::move(waits), step.chunk, step.transients);
         const std::optional<OpIndex> added =
             step.grads_ready.empty() ? std::nullopt : on_gradients(block, step, index_of[i]);
-        if (added) emit.computed_after(*added);
+        if (added) emit.set_last_compute(*added);
       }
       if (selective && i == last_core) {
         emit.memory(block.name + ".recomputed_scores", MemoryCategory::kActivations, block.score_bytes(), false);
