@@ -312,9 +312,10 @@ const BlockCost& Estimator::block_cost(const SearchLayout& l, const Groups& grou
   // program: the lowering adds them for every micro-batch but the first), beside a collective
   // already running then — not the one issued after them, which waits for them.
   for (const auto& [after, seconds] : accumulations) {
+    const double added_at = end[after];  // a copy: clang 15's lambdas cannot capture bindings
     const bool beside =
-        std::any_of(collectives.begin(), collectives.end(), [&](const auto& running) {
-          return running.first < end[after] && end[after] < running.second;
+        std::any_of(collectives.begin(), collectives.end(), [added_at](const auto& running) {
+          return running.first < added_at && added_at < running.second;
         });
     cost.accumulation_s += seconds * (beside ? slowed : 1.0);
   }
