@@ -8,6 +8,7 @@
 #include <numeric>
 #include <set>
 
+#include "scenarios/search.h"
 #include "scenarios/sweep.h"
 #include "strategies/model.h"
 
@@ -66,7 +67,7 @@ std::int32_t largest_tensor_parallel(const Facts& facts) {
 
 class CandidateList {
  public:
-  explicit CandidateList(const Facts& facts) : facts_(facts) {}
+  CandidateList(const Scenario& base, const Facts& facts) : base_(base), facts_(facts) {}
 
   // A layout; `flavour` is "ddp", "zero1" or "fsdp" for the data-parallel part.
   void add(const std::string& flavour, std::int32_t tp, std::int32_t pp, bool sequence_parallel, std::string reason) {
@@ -83,6 +84,10 @@ class CandidateList {
                            fmt::format("parallel.sequence_parallel={}", sequence_parallel),
                            "parallel.cp=1", "parallel.ep=1"};  // the chapter's rules know neither
     if (flavour == "zero1") candidate.overrides.push_back("zero.stage=1");
+    // The scenario's overlaps where this layout can hold them, off elsewhere (as search does).
+    for (std::string& key :
+         LayoutOptions::wanted_in(base_, flavour, tp, pp, 1, sequence_parallel).overrides())
+      candidate.overrides.push_back(std::move(key));
     if (facts_.interleaved) {  // candidates are compared as 1F1B layouts (chunks fit few of them)
       candidate.overrides.push_back("parallel.pipeline_schedule=\"1f1b\"");
       candidate.overrides.push_back("parallel.virtual_stages=1");
@@ -118,6 +123,7 @@ class CandidateList {
     return layout;
   }
 
+  const Scenario& base_;
   const Facts& facts_;
   std::vector<AdviceCandidate> candidates_;
   std::set<std::string> seen_;
@@ -170,7 +176,7 @@ Advice propose_layouts(const ScenarioDocument& document) {
       base.name, facts.model.name, strategies::parameter_count_text(facts.parameters), facts.gpus,
       base.cluster.node.gpu.name, facts.per_node, gigabytes(facts.memory), facts.global_batch,
       facts.sequence);
-  CandidateList candidates(facts);
+  CandidateList candidates(base, facts);
 
   // Data parallelism by memory.
   const double replicated = facts.state_bytes * facts.parameters;

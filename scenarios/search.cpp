@@ -190,10 +190,10 @@ std::int32_t Estimator::hottest_expert_rank(std::int32_t ep) const {
 // stream are done, computes for the ComputeModel's time or communicates for the CommPlanner's
 // contention-free price.
 const BlockCost& Estimator::block_cost(const SearchLayout& l, const Groups& groups, BlockKind kind) {
-  const auto key =
-      std::make_tuple(l.tp, l.cp, static_cast<int>(l.cp_scheme), l.sequence_parallel,
-                      l.tp_comm_overlap, l.micro_batch, l.ep, l.moe_shared_expert_overlap,
-                      static_cast<int>(l.recompute), static_cast<int>(kind));
+  const auto key = std::make_tuple(l.tp, l.cp, static_cast<int>(l.cp_scheme), l.sequence_parallel,
+                                   l.options.tp_comm_overlap, l.micro_batch, l.ep,
+                                   l.options.moe_shared_expert_overlap,
+                                   static_cast<int>(l.recompute), static_cast<int>(kind));
   if (const auto found = blocks_.find(key); found != blocks_.end()) return found->second;
   const strategies::ModelSpec& model = base_.lowering.model;
   const strategies::TrainingSpec& training = base_.lowering.training;
@@ -202,10 +202,10 @@ const BlockCost& Estimator::block_cost(const SearchLayout& l, const Groups& grou
   shape.sequence = training.sequence / l.cp;
   shape.dtype = strategies::compute_dtype(training.precision);
   shape.tp = {l.tp, l.sequence_parallel && l.tp > 1, base_.lowering.parallel.sp_regather,
-              kTensorGroup, l.tp_comm_overlap};
+              kTensorGroup, l.options.tp_comm_overlap};
   shape.fp8_linear = training.precision == strategies::Precision::kFP8;
   shape.ep = {l.ep, hottest_expert_rank(l.ep), kExpertGroup, &routing_,
-              l.moe_shared_expert_overlap};
+              l.options.moe_shared_expert_overlap};
   shape.cp = {l.cp, l.cp_scheme, kContextGroup};
   std::int64_t moe_layer = 0;
   while (model.moe && !model.is_moe_layer(moe_layer)) ++moe_layer;
@@ -523,7 +523,7 @@ LayoutEstimate Estimator::estimate(const SearchLayout& l) {
                                                 model.hidden) * element_bytes;
   // With scatter/gather each tensor-parallel rank sends 1/t of it, and the receiver all-gathers.
   const double arrival_s =
-      l.pipeline_scatter_gather
+      l.options.pipeline_scatter_gather
           ? transfer_s(activation / l.tp, 0, groups.next_stage) +
                 collective_s(CollectiveKind::kAllGather, activation, groups.tp, "tp")
           : transfer_s(activation, 0, groups.next_stage);
@@ -580,7 +580,7 @@ LayoutEstimate Estimator::estimate(const SearchLayout& l) {
       slowed_beside_s *= m;
       data_parallel_s *= m;
     }
-    if (zero && l.overlap_param_gather) {
+    if (zero && l.options.overlap_param_gather) {
       // Each stage's first input arrives after the earlier stages' first forward and sends, later
       // by what they waited in their first chunk; the step pays the most any stage accumulates
       // (the first chunk's waits along the chain, then its own), and the slowdown of the first
@@ -677,17 +677,6 @@ std::vector<SearchLayout> enumerate(const Scenario& base) {
     return tp <= per_node && model.heads % tp == 0 && model.kv_heads % tp == 0 && widths;
   };
   const std::vector<std::string> flavours = {"ddp", "zero1", "zero2", "fsdp"};
-  // The overlaps the file asks for (even where its own layout does not hold), where the loader
-  // allows them: tensor-parallel overlap only with sequence parallelism and not for MoE models
-  // (every sequence-parallel layout below splits its tokens evenly over tp); the overlapped
-  // parameter gather only for ZeRO-1/2 without expert parallelism; pipeline scatter/gather only
-  // with tp > 1 and no sequence parallelism; the shared experts' overlap only with ep > 1 on a
-  // model that has shared experts.
-  const bool overlap_wanted = base.written_parallel.tp_comm_overlap && !model.moe;
-  const bool gather_overlap_wanted = base.lowering.zero.overlap_param_gather;
-  const bool scatter_gather_wanted = base.written_parallel.pipeline_scatter_gather;
-  const bool shared_overlap_wanted =
-      base.written_parallel.moe_shared_expert_overlap && model.moe && model.moe->shared_width() > 0;
   // Selective recompute drops the attention scores, which a fused attention kernel never keeps:
   // with FlashAttention it is no recompute at all.
   std::vector<Checkpointing> recompute_policies = {Checkpointing::kNone, Checkpointing::kFull};
@@ -734,12 +723,9 @@ std::vector<SearchLayout> enumerate(const Scenario& base) {
                       if ((flavour == "zero2" || flavour == "fsdp") && pp > 1) continue;
                       if (flavour == "fsdp" && ep > 1) continue;
                       if (flavour != "ddp" && dp * cp == 1) continue;
-                      const bool zero = flavour == "zero1" || flavour == "zero2";
                       layouts.push_back({tp, pp, dp, cp, ep, v, sp, scheme, micro, accumulation,
-                                         recompute, flavour, sp && overlap_wanted,
-                                         zero && ep == 1 && gather_overlap_wanted,
-                                         scatter_gather_wanted && pp > 1 && tp > 1 && !sp,
-                                         shared_overlap_wanted && ep > 1});
+                                         recompute, flavour,
+                                         LayoutOptions::wanted_in(base, flavour, tp, pp, ep, sp)});
                     }
                   }
                 }
@@ -788,23 +774,47 @@ std::string checkpointing_name(Checkpointing recompute) { return std::string(str
 
 }  // namespace
 
+LayoutOptions LayoutOptions::wanted_in(const Scenario& base, const std::string& flavour,
+                                       std::int32_t tp, std::int32_t pp, std::int32_t ep,
+                                       bool sequence_parallel) {
+  const strategies::ModelSpec& model = base.lowering.model;
+  const strategies::ParallelSpec& written = base.written_parallel;
+  const bool zero = flavour == "zero1" || flavour == "zero2";
+  LayoutOptions options;
+  options.tp_comm_overlap = written.tp_comm_overlap && sequence_parallel && !model.moe;
+  options.overlap_param_gather = base.lowering.zero.overlap_param_gather && zero && ep == 1;
+  options.pipeline_scatter_gather =
+      written.pipeline_scatter_gather && pp > 1 && tp > 1 && !sequence_parallel;
+  options.moe_shared_expert_overlap =
+      written.moe_shared_expert_overlap && model.moe && model.moe->shared_width() > 0 && ep > 1;
+  return options;
+}
+
+std::vector<std::string> LayoutOptions::overrides() const {
+  return {fmt::format("parallel.tp_comm_overlap={}", tp_comm_overlap),
+          fmt::format("zero.overlap_param_gather={}", overlap_param_gather),
+          fmt::format("parallel.pipeline_scatter_gather={}", pipeline_scatter_gather),
+          fmt::format("parallel.moe_shared_expert_overlap={}", moe_shared_expert_overlap)};
+}
+
 std::string SearchLayout::label() const {
   const std::string name = flavour == "zero1" ? "ZeRO-1" : flavour == "zero2" ? "ZeRO-2" : flavour == "fsdp" ? "FSDP" : "DDP";
   std::string text = fmt::format("{} dp {}", name, dp);
   if (tp > 1)
     text += fmt::format(" tp {}{}{}", tp, sequence_parallel ? "+SP" : "",
-                        tp_comm_overlap ? "+overlap" : "");
+                        options.tp_comm_overlap ? "+overlap" : "");
   if (pp > 1)
     text +=
         fmt::format(" pp {}{}{}", pp, virtual_stages > 1 ? fmt::format("×{}", virtual_stages) : "",
-                    pipeline_scatter_gather ? "+s/g" : "");
+                    options.pipeline_scatter_gather ? "+s/g" : "");
   if (cp > 1) {
     text += fmt::format(" cp {}{}", cp,
                         cp_scheme == ContextParallelScheme::kRing
                             ? ""
                             : " " + std::string(strategies::name_of(cp_scheme)));
   }
-  if (ep > 1) text += fmt::format(" ep {}{}", ep, moe_shared_expert_overlap ? "+overlap" : "");
+  if (ep > 1)
+    text += fmt::format(" ep {}{}", ep, options.moe_shared_expert_overlap ? "+overlap" : "");
   text += fmt::format(", mb {}", micro_batch);
   if (recompute != Checkpointing::kNone) text += ", " + checkpointing_name(recompute) + " recompute";
   return text;
@@ -827,10 +837,8 @@ std::vector<std::string> SearchLayout::overrides() const {
       fmt::format("training.micro_batch={}", micro_batch),
       fmt::format("training.gradient_accumulation={}", accumulation),
       fmt::format("training.activation_checkpointing=\"{}\"", checkpointing_name(recompute)),
-      fmt::format("parallel.tp_comm_overlap={}", tp_comm_overlap),
-      fmt::format("zero.overlap_param_gather={}", overlap_param_gather),
-      fmt::format("parallel.pipeline_scatter_gather={}", pipeline_scatter_gather),
-      fmt::format("parallel.moe_shared_expert_overlap={}", moe_shared_expert_overlap)};
+  };
+  for (std::string& key : options.overrides()) keys.push_back(std::move(key));
   if (flavour == "zero1" || flavour == "zero2") {
     keys.push_back(fmt::format("zero.stage={}", flavour == "zero1" ? 1 : 2));
     keys.push_back("zero.implementation=\"deepspeed\"");  // what the estimate prices: master weights sharded too
@@ -1072,12 +1080,13 @@ std::string search_csv(const SearchResult& result) {
   for (const SearchCandidate& c : result.candidates) {
     if (!c.given.empty()) continue;
     const SearchLayout& l = c.layout;
-    csv << fmt::format(
-        "\"{}\",{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.6g},{:.3f}", l.label(),
-        l.flavour, l.dp, l.tp, l.pp, l.virtual_stages, l.cp, strategies::name_of(l.cp_scheme), l.ep,
-        l.sequence_parallel, l.tp_comm_overlap, l.overlap_param_gather, l.pipeline_scatter_gather,
-        l.moe_shared_expert_overlap, l.micro_batch, l.accumulation, checkpointing_name(l.recompute),
-        c.estimate.step_s, c.estimate.memory_bytes / kGB);
+    csv << fmt::format("\"{}\",{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.6g},{:.3f}",
+                       l.label(), l.flavour, l.dp, l.tp, l.pp, l.virtual_stages, l.cp,
+                       strategies::name_of(l.cp_scheme), l.ep, l.sequence_parallel,
+                       l.options.tp_comm_overlap, l.options.overlap_param_gather,
+                       l.options.pipeline_scatter_gather, l.options.moe_shared_expert_overlap,
+                       l.micro_batch, l.accumulation, checkpointing_name(l.recompute),
+                       c.estimate.step_s, c.estimate.memory_bytes / kGB);
     if (c.report) {
       csv << fmt::format(",{:.6g},{:.6g},{:.4f},{:.3f},{}\n", c.report->step_time_s, c.report->tokens_per_s, c.report->mfu,
                          static_cast<double>(c.report->peak_memory_bytes) / kGB, !c.report->oom);

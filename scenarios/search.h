@@ -33,17 +33,11 @@
 
 namespace scenarios {
 
-struct SearchLayout {
-  std::int32_t tp = 1, pp = 1, dp = 1, cp = 1, ep = 1;
-  std::int32_t virtual_stages = 1;  // > 1: interleaved 1F1B
-  bool sequence_parallel = false;
-  strategies::ContextParallelScheme cp_scheme = strategies::ContextParallelScheme::kRing;
-  std::int64_t micro_batch = 1;
-  std::int64_t accumulation = 1;
-  strategies::Checkpointing recompute = strategies::Checkpointing::kNone;
-  std::string flavour = "ddp";  // ddp, zero1, zero2, fsdp
+// The layout-only options a scenario may ask for, each kept in a candidate layout only where the
+// loader allows it there (a layout proposed by search or advise inherits none it cannot hold).
+struct LayoutOptions {
   // Megatron-Core's --tp-comm-overlap: on where the scenario asks for it and the layout has
-  // sequence parallelism (which it pipelines).
+  // sequence parallelism (which it pipelines); never for a mixture of experts.
   bool tp_comm_overlap = false;
   // Megatron's --overlap-param-gather (the distributed optimizer's parameter all-gather during
   // the next forward): on where the scenario asks for it, in ZeRO-1/2 layouts without expert
@@ -54,8 +48,28 @@ struct SearchLayout {
   // layouts with tp > 1 and no sequence parallelism.
   bool pipeline_scatter_gather = false;
   // Megatron-Core's --moe-shared-expert-overlap (the shared experts beside the dispatch and the
-  // combine's gradient): on where the scenario asks for it, in layouts with ep > 1.
+  // combine's gradient): on where the scenario asks for it, in layouts with ep > 1 of a model
+  // with shared experts.
   bool moe_shared_expert_overlap = false;
+
+  // Those the scenario `base` asks for (even where its own layout does not hold), kept where a
+  // layout of `flavour` (ddp, zero1, zero2, fsdp) with these degrees allows them.
+  static LayoutOptions wanted_in(const Scenario& base, const std::string& flavour, std::int32_t tp,
+                                 std::int32_t pp, std::int32_t ep, bool sequence_parallel);
+  // The scenario keys that set them (as `--set` takes them).
+  std::vector<std::string> overrides() const;
+};
+
+struct SearchLayout {
+  std::int32_t tp = 1, pp = 1, dp = 1, cp = 1, ep = 1;
+  std::int32_t virtual_stages = 1;  // > 1: interleaved 1F1B
+  bool sequence_parallel = false;
+  strategies::ContextParallelScheme cp_scheme = strategies::ContextParallelScheme::kRing;
+  std::int64_t micro_batch = 1;
+  std::int64_t accumulation = 1;
+  strategies::Checkpointing recompute = strategies::Checkpointing::kNone;
+  std::string flavour = "ddp";  // ddp, zero1, zero2, fsdp
+  LayoutOptions options;
 
   std::string label() const;
   // The scenario keys that make this layout (as `--set` takes them).

@@ -149,4 +149,26 @@ TEST(AdviseTest, AnInterleavedScenarioStillGetsItsCandidatesRanked) {
   }
 }
 
+TEST(AdviseTest, LayoutOnlyOptionsOfTheScenarioRejectNoCandidate) {
+  // Pipeline scatter/gather (tp > 1 and pp > 1 only), the distributed optimizer's overlapped
+  // gather (ZeRO only) and the tensor-parallel overlap (sequence parallelism only): a candidate
+  // that cannot hold one runs without it, rather than being turned away.
+  const auto advice = advise(
+      "[model]\npreset = \"llama-2-7b\"\n",
+      {"parallel.strategy=\"zero\"", "zero.stage=1", "parallel.dp=2", "parallel.tp=2",
+       "parallel.pp=2", "parallel.pipeline_scatter_gather=true", "zero.overlap_param_gather=true"});
+  for (const auto& candidate : advice.candidates) {
+    EXPECT_TRUE(candidate.rejected.empty()) << candidate.layout << ": " << candidate.rejected;
+  }
+  EXPECT_TRUE(proposes(advice, "ZeRO-1, dp 8"));
+  const auto zero = std::find_if(advice.candidates.begin(), advice.candidates.end(),
+                                 [](const auto& c) { return c.layout == "ZeRO-1, dp 8"; });
+  ASSERT_NE(zero, advice.candidates.end());
+  EXPECT_TRUE(zero->report);
+  const auto& keys = zero->overrides;
+  EXPECT_NE(std::find(keys.begin(), keys.end(), "zero.overlap_param_gather=true"), keys.end());
+  EXPECT_NE(std::find(keys.begin(), keys.end(), "parallel.pipeline_scatter_gather=false"),
+            keys.end());
+}
+
 }  // namespace

@@ -114,22 +114,23 @@ scenarios::ScenarioDocument on_two_h100_nodes(const std::string& model, int glob
 }
 
 KnobCheck expect_the_knob_where_it_applies(
-    const std::vector<std::string>& asking, bool scenarios::SearchLayout::*knob,
+    const std::vector<std::string>& asking, bool scenarios::LayoutOptions::*knob,
     const std::function<bool(const scenarios::SearchLayout&)>& applies,
     const scenarios::ScenarioDocument& plain = document()) {
   scenarios::SearchOptions options;
   options.simulate = 0;
   options.sample = 0;
   for (const scenarios::SearchCandidate& candidate : scenarios::search(plain, options).candidates) {
-    EXPECT_FALSE(candidate.layout.*knob) << candidate.layout.label();
+    EXPECT_FALSE(candidate.layout.options.*knob) << candidate.layout.label();
   }
   const scenarios::ScenarioDocument written = plain.variant(asking, "test");
   const scenarios::SearchResult result = scenarios::search(written, options);
   EXPECT_TRUE(result.written_layout_fault.empty()) << result.written_layout_fault;
   const scenarios::SearchCandidate* fastest = nullptr;
   for (const scenarios::SearchCandidate& candidate : result.candidates) {
-    EXPECT_EQ(candidate.layout.*knob, applies(candidate.layout)) << candidate.layout.label();
-    if (candidate.layout.*knob &&
+    EXPECT_EQ(candidate.layout.options.*knob, applies(candidate.layout))
+        << candidate.layout.label();
+    if (candidate.layout.options.*knob &&
         (!fastest || candidate.estimate.step_s < fastest->estimate.step_s)) {
       fastest = &candidate;
     }
@@ -154,10 +155,10 @@ TEST(SearchTest, TensorParallelOverlapRunsInEverySequenceParallelLayoutWhenTheSc
                                            "parallel.dp=8", "parallel.sequence_parallel=true",
                                            "parallel.tp_comm_overlap=true"};
   const KnobCheck check = expect_the_knob_where_it_applies(
-      asking, &scenarios::SearchLayout::tp_comm_overlap,
+      asking, &scenarios::LayoutOptions::tp_comm_overlap,
       [](const scenarios::SearchLayout& l) { return l.sequence_parallel; });
   scenarios::SearchLayout plain = check.fastest;
-  plain.tp_comm_overlap = false;
+  plain.options.tp_comm_overlap = false;
   scenarios::SearchOptions options;
   options.simulate = 0;
   options.sample = 0;
@@ -176,7 +177,7 @@ TEST(SearchTest, TheOverlappedParameterGatherRunsInEveryZeroLayoutWhenTheScenari
   // Megatron's --overlap-param-gather with the distributed optimizer: ZeRO-1 and ZeRO-2 layouts.
   expect_the_knob_where_it_applies({"parallel.strategy=\"zero\"", "zero.stage=1", "parallel.tp=8",
                                     "parallel.dp=8", "zero.overlap_param_gather=true"},
-                                   &scenarios::SearchLayout::overlap_param_gather,
+                                   &scenarios::LayoutOptions::overlap_param_gather,
                                    [](const scenarios::SearchLayout& l) {
                                      return l.flavour == "zero1" || l.flavour == "zero2";
                                    });
@@ -188,7 +189,7 @@ TEST(SearchTest,
   // activation over the tensor-parallel ranks already.
   expect_the_knob_where_it_applies(
       {"parallel.tp=8", "parallel.pp=2", "parallel.dp=4", "parallel.pipeline_scatter_gather=true"},
-      &scenarios::SearchLayout::pipeline_scatter_gather, [](const scenarios::SearchLayout& l) {
+      &scenarios::LayoutOptions::pipeline_scatter_gather, [](const scenarios::SearchLayout& l) {
         return l.pp > 1 && l.tp > 1 && !l.sequence_parallel;
       });
 }
@@ -198,7 +199,7 @@ TEST(SearchTest, TheSharedExpertsOverlapRunsInEveryExpertParallelLayoutWhenTheSc
   const auto qwen = on_two_h100_nodes("preset = \"qwen1.5-moe-a2.7b\"", 64, "");
   expect_the_knob_where_it_applies(
       {"parallel.ep=4", "parallel.moe_shared_expert_overlap=true"},
-      &scenarios::SearchLayout::moe_shared_expert_overlap,
+      &scenarios::LayoutOptions::moe_shared_expert_overlap,
       [](const scenarios::SearchLayout& l) { return l.ep > 1; }, qwen);
 }
 
@@ -216,9 +217,9 @@ TEST(SearchTest, KeepsTheOverlapsAScenarioAsksForWhenItsOwnLayoutBreaksARule) {
       << result.written_layout_fault;
   std::size_t overlapped = 0;
   for (const scenarios::SearchCandidate& candidate : result.candidates) {
-    EXPECT_EQ(candidate.layout.tp_comm_overlap, candidate.layout.sequence_parallel)
+    EXPECT_EQ(candidate.layout.options.tp_comm_overlap, candidate.layout.sequence_parallel)
         << candidate.layout.label();
-    overlapped += candidate.layout.tp_comm_overlap ? 1 : 0;
+    overlapped += candidate.layout.options.tp_comm_overlap ? 1 : 0;
   }
   EXPECT_GT(overlapped, 0U);
 }
