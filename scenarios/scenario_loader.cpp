@@ -74,17 +74,29 @@ std::string closest_match(const std::string& word, const std::vector<std::string
     }
   }
   if (!holding.empty()) return holding;
+  // Of equally near ones, the one that shares the longest beginning ("tpp": "tp", not "pp").
+  const auto shared_prefix = [&word_lower](const std::string& candidate_lower) {
+    return static_cast<std::size_t>(std::mismatch(word_lower.begin(), word_lower.end(),
+                                                  candidate_lower.begin(), candidate_lower.end())
+                                        .first -
+                                    word_lower.begin());
+  };
   std::string best;
   std::size_t best_distance = std::max<std::size_t>(2, word.size() / 3) + 1;
+  std::size_t best_prefix = 0;
   for (const std::string& candidate : candidates) {
     // The distance is at least the difference in length: a pasted 20 MB value costs nothing.
     const std::size_t length_difference =
         word.size() > candidate.size() ? word.size() - candidate.size() : candidate.size() - word.size();
-    if (length_difference >= best_distance) continue;
-    const std::size_t distance = edit_distance(word_lower, lower(candidate));
-    if (distance < best_distance) {
+    if (length_difference > best_distance) continue;
+    const std::string candidate_lower = lower(candidate);
+    const std::size_t distance = edit_distance(word_lower, candidate_lower);
+    const std::size_t prefix = shared_prefix(candidate_lower);
+    if (distance < best_distance ||
+        (distance == best_distance && !best.empty() && prefix > best_prefix)) {
       best = candidate;
       best_distance = distance;
+      best_prefix = prefix;
     }
   }
   return best;
@@ -2063,7 +2075,17 @@ double dropped_expert_share(const strategies::ModelSpec& model) {
 
 }  // namespace
 
-Scenario ScenarioDocument::read() const { return read(/*check_layout=*/true); }
+Scenario ScenarioDocument::read() const {
+  try {
+    return read(/*check_layout=*/true);
+  } catch (const ScenarioError&) {
+    // A layout rule may break because a misspelt key left a degree at its default (`tpp = 2`):
+    // read without the layout rules, every table gets to its end and names an unknown key, or
+    // any fault beyond the layout's, first.
+    read(/*check_layout=*/false);
+    throw;
+  }
+}
 
 Scenario ScenarioDocument::read_for_layout_choice(std::string* layout_fault) const {
   try {

@@ -473,7 +473,7 @@ TEST_F(CliTest, SweepAxesThatCannotRunAreOneErrorNamingTheArgument) {
   expect_error({"parallel.tpp=1,2"},
                "--sweep parallel.tpp=1,2 (parallel.tpp = 1): parallel.tpp: unknown key in "
                "[parallel]; no point of the "
-               "sweep is valid (the first: parallel.tpp=1) (did you mean \"parallel.pp\"?)");
+               "sweep is valid (the first: parallel.tpp=1) (did you mean \"parallel.tp\"?)");
   expect_error(
       {"training.precision=bf16,fp9"},
       "--sweep training.precision=bf16,fp9 (training.precision = \"fp9\"): training.precision: "

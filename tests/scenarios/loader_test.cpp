@@ -160,6 +160,8 @@ INSTANTIATE_TEST_SUITE_P(
         BrokenCase{"r2_world_size.toml", "12:6", "parallel.dp",
                    "dp × tp × pp = 8 × 8 × 2 = 128 does not match the cluster's 64 GPUs",
                    "cluster.nodes × gpus_per_node"},
+        BrokenCase{"r2_misspelt_degree.toml", "14:7", "parallel.tpp", "unknown key in [parallel]",
+                   "did you mean \"parallel.tp\"?"},
         BrokenCase{"r3_global_batch.toml", "9:16", "training.global_batch",
                    "global batch 128 != micro_batch 2 × gradient_accumulation 4 × dp 8 = 64",
                    "micro-batch × accumulation steps × data-parallel size"},
