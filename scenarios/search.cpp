@@ -11,6 +11,7 @@
 #include <map>
 #include <numeric>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <tuple>
@@ -95,15 +96,18 @@ class Estimator {
 
  private:
   struct Groups {
-    std::vector<std::int32_t> tp, cp, ep, dp, expert_dp;
-    std::int32_t next_stage = 0;  // rank 0's pipeline successor
+    std::vector<std::int32_t> tp, cp, ep, dp, expert_dp, pp;  // pp: rank 0's pipeline, by stage
   };
   Groups groups_of(const SearchLayout& layout) const;
   const BlockCost& block_cost(const SearchLayout& layout, const Groups& groups, BlockKind kind);
   // `userbuffers`: a chunk of tensor-parallel overlap (program::CollectiveOp::userbuffers).
   double collective_s(CollectiveKind kind, double bytes, const std::vector<std::int32_t>& members,
                       const char* family, bool userbuffers = false);
-  double transfer_s(double bytes, std::int32_t from, std::int32_t to);
+  // A send from `from` to `to` in the communicator of `members` (a group's, batched), or of the
+  // two alone (PyTorch's lone isend/irecv) when `members` is empty: NCCL sizes a send's CTAs by
+  // its communicator (sim/net/nccl_p2p.h), as the simulator's requests say (program_simulator.cpp).
+  double transfer_s(double bytes, std::int32_t from, std::int32_t to,
+                    const std::vector<std::int32_t>& members);
   struct GatherWait {
     double waited_s = 0;       // the forward waits for its buckets
     double first_chunk_s = 0;  // of which in its first chunk (the first micro-batch's passage)
@@ -141,7 +145,7 @@ Estimator::Groups Estimator::groups_of(const SearchLayout& l) const {
       if (d % l.ep == 0) groups.expert_dp.push_back(layout.rank_of({d, 0, 0, c}));
     }
   }
-  groups.next_stage = l.pp > 1 ? layout.rank_of({0, 0, 1, 0}) : 0;
+  for (std::int32_t s = 0; s < l.pp; ++s) groups.pp.push_back(layout.rank_of({0, 0, s, 0}));
   return groups;
 }
 
@@ -164,11 +168,17 @@ double Estimator::collective_s(CollectiveKind kind, double bytes,
   return seconds;
 }
 
-double Estimator::transfer_s(double bytes, std::int32_t from, std::int32_t to) {
+double Estimator::transfer_s(double bytes, std::int32_t from, std::int32_t to,
+                             const std::vector<std::int32_t>& members) {
   if (from == to || bytes <= 0) return 0;
   sim::CommRequest request;
   request.bytes = std::llround(bytes);
   request.endpoints = {from, to};
+  std::set<std::int32_t> nodes;
+  for (const std::int32_t member : members.empty() ? request.endpoints : members)
+    nodes.insert(cluster_.node_of(member));
+  request.communicator_ranks = members.empty() ? 2 : static_cast<std::int32_t>(members.size());
+  request.communicator_nodes = static_cast<std::int32_t>(nodes.size());
   return planner_.plan(request).seconds();
 }
 
@@ -300,7 +310,7 @@ const BlockCost& Estimator::block_cost(const SearchLayout& l, const Groups& grou
       // step is over when the slowest hop has delivered (one that leaves the node, if any).
       for (std::size_t c = 0; c < groups.cp.size(); ++c) {
         duration = std::max(duration, transfer_s(static_cast<double>(transfer->bytes), groups.cp[c],
-                                                 groups.cp[(c + 1) % groups.cp.size()]));
+                                                 groups.cp[(c + 1) % groups.cp.size()], groups.cp));
       }
     }
     end[i] = start + duration;
@@ -522,11 +532,16 @@ LayoutEstimate Estimator::estimate(const SearchLayout& l) {
   const double activation = static_cast<double>(l.micro_batch * training.sequence / l.cp / (l.sequence_parallel ? l.tp : 1) *
                                                 model.hidden) * element_bytes;
   // With scatter/gather each tensor-parallel rank sends 1/t of it, and the receiver all-gathers.
+  // Blocking sends are batched in the pipeline group's communicator, the others run in the pair's
+  // (strategies/parallel_training.cpp, activation_transfer).
+  const std::vector<std::int32_t> no_group;
+  const auto& communicator = base_.lowering.parallel.pipeline_p2p_blocking ? groups.pp : no_group;
+  const std::int32_t next_stage = l.pp > 1 ? groups.pp[1] : 0;
   const double arrival_s =
       l.options.pipeline_scatter_gather
-          ? transfer_s(activation / l.tp, 0, groups.next_stage) +
+          ? transfer_s(activation / l.tp, 0, next_stage, communicator) +
                 collective_s(CollectiveKind::kAllGather, activation, groups.tp, "tp")
-          : transfer_s(activation, 0, groups.next_stage);
+          : transfer_s(activation, 0, next_stage, communicator);
   const double p2p = l.pp > 1 ? 2 * l.virtual_stages * arrival_s : 0;
   const auto slowest = std::max_element(stages.begin(), stages.end(),
                                         [](const Stage& a, const Stage& b) { return a.time_s < b.time_s; });
