@@ -993,7 +993,8 @@ void check_parallel_combination(TableReader& parallel_reader, TableReader& fsdp_
                          "reduce-scatters, but parallel.sequence_parallel is off",
                          "set sequence_parallel = true (Megatron-Core requires it too), or tp_comm_overlap = false");
   }
-  if (parallel.pipeline_scatter_gather && (parallel.tp == 1 || parallel.sequence_parallel)) {
+  if (parallel.pipeline_scatter_gather && parallel.pp > 1 &&
+      (parallel.tp == 1 || parallel.sequence_parallel)) {
     parallel_reader.fail("pipeline_scatter_gather",
                          parallel.tp == 1 ? "scatter/gather splits the activation over the tensor-parallel group, but parallel.tp is 1"
                                           : "with sequence parallelism the activation a stage sends is already split over the tensor-parallel group",
@@ -1615,6 +1616,11 @@ std::vector<std::string> inert_keys(const Scenario& scenario, const toml::table&
       {"parallel.cp_scheme", parallel.cp == 1, "parallel.cp is 1"},
       {"parallel.account_for_embedding_in_pipeline_split", parallel.pp == 1, "parallel.pp is 1"},
       {"parallel.account_for_loss_in_pipeline_split", parallel.pp == 1, "parallel.pp is 1"},
+      {"parallel.pipeline_scatter_gather", parallel.pp == 1, "parallel.pp is 1"},
+      {"parallel.pipeline_p2p_blocking", parallel.pp == 1, "parallel.pp is 1"},
+      {"parallel.pipeline_schedule",
+       parallel.pp == 1 && parallel.schedule == strategies::PipelineSchedule::kGPipe,
+       "parallel.pp is 1"},
       {"stragglers.sigma", scenario.stragglers.distribution != "lognormal",
        fmt::format("stragglers.distribution is \"{}\", not \"lognormal\"",
                    scenario.stragglers.distribution)},

@@ -442,6 +442,36 @@ TEST(ScenarioLoaderTest, KeysTheScenarioLeavesWithoutEffectAreWarnedAbout) {
             std::vector<std::string>{});
 }
 
+// Without a pipeline its keys act on nothing, whatever tp is: scatter/gather was an error at
+// tp 1 and silently ignored at tp 2, GPipe and blocking sends passed without a word.
+TEST(ScenarioLoaderTest, PipelineKeysWithoutAPipelineAreWarnedAboutAtAnyTensorParallelDegree) {
+  for (const char* tp : {"parallel.tp=1", "parallel.tp=2"}) {
+    const scenarios::Scenario inert = scenarios::load_scenario(
+        kDefault, {tp, "parallel.pipeline_scatter_gather=true",
+                   "parallel.pipeline_schedule=\"gpipe\"", "parallel.pipeline_p2p_blocking=true"});
+    EXPECT_EQ(
+        inert.warnings,
+        (std::vector<std::string>{
+            "--set parallel.pipeline_scatter_gather=true: parallel.pipeline_scatter_gather has no "
+            "effect: "
+            "parallel.pp is 1",
+            "--set parallel.pipeline_p2p_blocking=true: parallel.pipeline_p2p_blocking has no "
+            "effect: "
+            "parallel.pp is 1",
+            "--set parallel.pipeline_schedule=\"gpipe\": parallel.pipeline_schedule has no effect: "
+            "parallel.pp is 1"}))
+        << tp;
+  }
+  // With one, scatter/gather at tp 1 is still the error it was.
+  EXPECT_THROW(scenarios::load_scenario(kDefault,
+                                        {"parallel.pp=2", "parallel.pipeline_scatter_gather=true"}),
+               scenarios::ScenarioError);
+  EXPECT_EQ(
+      scenarios::load_scenario(kDefault, {"parallel.pp=2", "parallel.pipeline_schedule=\"gpipe\""})
+          .warnings,
+      std::vector<std::string>{});
+}
+
 TEST(ScenarioOverrideTest, CalibratedCurvesInterpolateInLogSize) {
   // 64 KiB at 1.0, 64 MiB at 0.25: 2 MiB is halfway in log(size) → 0.625; clamped outside.
   const scenarios::Scenario s = scenarios::load_scenario(
