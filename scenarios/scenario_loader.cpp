@@ -1419,6 +1419,20 @@ std::vector<SweepAxis> read_sweep_axes(TableReader reader, const toml::table* ta
   for (auto&& [key, value] : *table) {
     const std::string name(key.str());
     reader.node(name);
+    // An unquoted dotted key (parallel.tp = [1, 2]) is TOML for a table: name the whole key to
+    // quote.
+    if (const toml::table* nested = value.as_table(); nested != nullptr && !nested->empty()) {
+      std::string dotted_name = name;
+      for (const toml::table* inner = nested; inner != nullptr && !inner->empty();) {
+        const auto first = inner->begin();  // its entry lives in the iterator: keep it named
+        dotted_name += "." + std::string(first->first.str());
+        inner = first->second.as_table();
+      }
+      reader.fail(
+          name,
+          fmt::format("an unquoted dotted key, which TOML reads as the table [sweep.{}]", name),
+          fmt::format("quote the scenario key: \"{}\" = [...]", dotted_name));
+    }
     const toml::array* values = value.as_array();
     if (values == nullptr || values->empty()) {
       reader.fail(name, "expected a non-empty array of values",
