@@ -2270,6 +2270,10 @@ std::vector<ValidationCase> read_validation_manifest(const std::string& path) {
     c.group = reader.choice("group", {"throughput", "collective", "kernel"}).value_or("");
     if (c.group.empty()) reader.fail("group", "missing required key", "\"throughput\", \"collective\" or \"kernel\"");
     c.scenario = (folder / required_text("scenario")).string();
+    if (std::error_code error; !std::filesystem::is_regular_file(c.scenario, error)) {
+      reader.fail("scenario", fmt::format("no scenario file {}", c.scenario),
+                  "a path relative to the manifest's folder");
+    }
     const std::vector<std::string> metrics =
         c.group == "throughput"   ? std::vector<std::string>{"megatron_tflops_per_gpu", "tokens_per_second_per_gpu"}
         : c.group == "collective" ? std::vector<std::string>{"bus_bandwidth_gbyte_s", "time_us"}

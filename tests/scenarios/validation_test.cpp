@@ -66,10 +66,21 @@ void expect_manifest_error(const std::filesystem::path& manifest, const std::str
 
 TEST(ValidationTest, AManifestMistakeIsOneMessageNamingTheKey) {
   const test_support::TemporaryDirectory scratch("dtsim-validation");
+  const std::string scenario = kSource + "/scenarios/default.toml";
   std::ofstream(scratch / "cases.toml")
-      << "[[case]]\nname = \"x\"\ngroup = \"throughput\"\nscenario = \"x.toml\"\n"
+      << "[[case]]\nname = \"x\"\ngroup = \"throughput\"\nscenario = \"" << scenario << "\"\n"
       << "metric = \"bus_bandwidth_gbyte_s\"\npublished = 1\nsource = \"s\"\n";
   expect_manifest_error(scratch / "cases.toml", "case.metric", "megatron_tflops_per_gpu");
+  // A row's missing scenario is the manifest's line (it was the scenario's path alone).
+  std::ofstream(scratch / "missing.toml")
+      << "[[case]]\nname = \"x\"\ngroup = \"throughput\"\nscenario = \"nowhere.toml\"\n"
+      << "metric = \"megatron_tflops_per_gpu\"\npublished = 1\nsource = \"s\"\n";
+  expect_manifest_error(scratch / "missing.toml", "case.scenario", "no scenario file");
+  try {
+    scenarios::read_validation_manifest((scratch / "missing.toml").string());
+  } catch (const scenarios::ScenarioError& error) {
+    EXPECT_EQ(error.location(), (scratch / "missing.toml").string() + ":4:12") << error.what();
+  }
 }
 
 TEST(ValidationTest, ACollectiveRowRunsTheAlgorithmItsSourceForced) {
