@@ -573,7 +573,18 @@ Timeline parse(simdjson::padded_string_view text) {
     }
     return builder.finish();
   } catch (const simdjson::simdjson_error& error) {
-    throw TraceFormatError(fmt::format("not valid JSON: {}", error.what()));
+    // A trace cut short (a run still writing it, a copy interrupted) is the usual cause: say so.
+    const std::string_view content(text.data(), text.size());
+    const std::size_t first = content.find_first_not_of(" \t\r\n");
+    const std::size_t last = content.find_last_not_of(" \t\r\n");
+    const bool ends_open = first != std::string_view::npos &&
+                           (content[first] == '{' || content[first] == '[') &&
+                           content[last] != '}' && content[last] != ']';
+    throw TraceFormatError(fmt::format(
+        "not valid JSON: {}{}", error.what(),
+        ends_open
+            ? fmt::format(" (the file's {} bytes end inside the trace: truncated?)", text.size())
+            : ""));
   }
 }
 

@@ -191,14 +191,18 @@ TEST(ChromeTraceTest, ReadsForeignTracesWithStringPidsAndBeginEndPairs) {
 TEST(ChromeTraceTest, BrokenTracesRaiseAClearError) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"{\"traceEvents\": [", "not valid JSON"},
+      {"{\"traceEvents\": [", "the file's 17 bytes end inside the trace: truncated?"},
       {"", "not valid JSON"},
       {"{\"events\": []}", "not a Chrome trace"},
       {"[{\"ph\": \"X\", \"pid\": 0, \"name\": \"a\", \"dur\": 1}]", "\"ts\""},
       {"[{\"ph\": \"X\", \"pid\": 0, \"name\": \"a\", \"ts\": 0, \"dur\": -1}]", "negative"},
       {"[{\"ph\": \"X\", \"pid\": 0, \"name\": \"a\", \"ts\": 0, \"dur\": 1}] x]", "after the end"},
-      {"[{\"ph\": \"X\", \"pid\": 0, \"name\": \"a\", \"ts\": 1e20, \"dur\": 1}, {\"ph\": \"X\", \"pid\": 0, \"ts\": 0, \"dur\": 1}]", "100 days"},
+      {"[{\"ph\": \"X\", \"pid\": 0, \"name\": \"a\", \"ts\": 1e20, \"dur\": 1}, {\"ph\": \"X\", "
+       "\"pid\": 0, \"ts\": 0, \"dur\": 1}]",
+       "100 days"},
       {"[3]", "not an object"},
-      {"[{\"ph\": \"X\", \"pid\": 0, \"ts\": 0, \"dur\": 1, \"name\": \"a\"}, {\"ph\": \"X", "not valid JSON"},
+      {"[{\"ph\": \"X\", \"pid\": 0, \"ts\": 0, \"dur\": 1, \"name\": \"a\"}, {\"ph\": \"X",
+       "truncated?"},
       {"\x89PNG\r\n\x1a\n", "not valid JSON"},
   };
   for (const auto& [text, expected] : cases) {
