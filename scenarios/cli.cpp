@@ -935,6 +935,23 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     std::ostream& shown = follower ? follower_output : err;
     if (error.get_exit_code() == 0) return app.exit(error, follower ? follower_output : out, shown);  // --help, --version
     std::string message = error.what();
+    // CLI11's "Could not convert: --ranks = 1e12": say what the option takes instead.
+    constexpr std::string_view kConversion = "Could not convert: ";
+    if (dynamic_cast<const CLI::ConversionError*>(&error) != nullptr &&
+        message.rfind(kConversion, 0) == 0) {
+      const std::string assignment = message.substr(kConversion.size());
+      const std::string name = assignment.substr(0, assignment.find(" = "));
+      const CLI::App* command =
+          app.get_subcommands().empty() ? &app : app.get_subcommands().front();
+      if (const CLI::Option* option = command->get_option_no_throw(name); option != nullptr) {
+        const std::string type = option->get_type_name();
+        const std::string expected = type == "UINT"    ? "a whole number ≥ 0"
+                                     : type == "INT"   ? "a whole number"
+                                     : type == "FLOAT" ? "a number"
+                                                       : type;
+        message = fmt::format("{}: expected {}", assignment, expected);
+      }
+    }
     if (argc > 1 && argv[1][0] != '-' &&
         app.get_subcommands().empty()) {  // `dtsim rnu`: name the word
       std::vector<std::string> commands;
@@ -1000,7 +1017,10 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       print_error(shown_err, "error", "help: no command \"" + help_topic + "\" (see dtsim --help)");
       return kExitBadInput;
     } catch (const OutputError& error) {
-      print_error(shown_err, "error", std::string(error.what()) + " (hint: -o names a directory, or a file for compare, to write)");
+      print_error(
+          shown_err, "error",
+          std::string(error.what()) + (*compare ? " (hint: -o and --ops-csv name files to write)"
+                                                : " (hint: -o names a directory to write)"));
       return kExitBadInput;
     } catch (const strategies::ProgramTooLarge& error) {
       return too_large(error);

@@ -408,6 +408,14 @@ TEST_F(CliTest, UsageErrorsExitWithTwoAndHelpWithZero) {
             std::string::npos);
   EXPECT_EQ(dtsim({"run"}).code, 2);
   EXPECT_EQ(dtsim({"run", "x.toml", "--no-such-flag"}).code, 2);
+  // A value an option cannot take says what it takes (CLI11 said "Could not convert").
+  const CliRun exponent = dtsim({"collective", "--op", "all_reduce", "--ranks", "1e12"});
+  EXPECT_EQ(exponent.code, 2);
+  EXPECT_NE(exponent.err.find("--ranks = 1e12: expected a whole number"), std::string::npos)
+      << exponent.err;
+  EXPECT_NE(dtsim({"sweep", "x.toml", "-j", "-1"})
+                .err.find("--threads = -1: expected a whole number ≥ 0"),
+            std::string::npos);
   for (const char* command : {"run", "sweep", "presets", "info"}) {
     const CliRun help = dtsim({command, "--help"});
     EXPECT_EQ(help.code, 0) << command;
