@@ -252,6 +252,18 @@ class TableReader {
     const toml::node* value = node(key);
     if (value == nullptr) return std::nullopt;
     if (const auto* integer = value->as_integer()) return integer->get();
+    // More digits than TOML's 64-bit integers hold reach here as text (a --set value); a quoted
+    // count ("2") is still just text.
+    if (const auto* text = value->as_string()) {
+      const std::string& written = text->get();
+      const std::size_t sign = !written.empty() && (written[0] == '+' || written[0] == '-') ? 1 : 0;
+      if (written.size() > sign + 18 &&
+          written.find_first_not_of("0123456789", sign) == std::string::npos) {
+        fail_value(key, fmt::format(
+                            "expected an integer, got one of {} digits, past any count dtsim takes",
+                            written.size() - sign));
+      }
+    }
     fail_value(key, fmt::format("expected an integer, got {}", node_text(*value)));
   }
 

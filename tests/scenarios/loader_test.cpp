@@ -823,6 +823,14 @@ TEST(TextLimitsTest, DeepKeysHugeStringsAndLongOverridesGetOneMessage) {
   EXPECT_NE(error_of([] { scenarios::load_scenario(kDefault, {"a" + repeated(".a", 20000) + "=1"}); })
                 .find("a dotted key of more than 32 parts"),
             std::string::npos);
+  EXPECT_NE(error_of([] {
+              scenarios::load_scenario(kDefault, {"cluster.nodes=" + std::string(5000, '9')});
+            }).find("cluster.nodes: expected an integer, got one of 5000 digits"),
+            std::string::npos);
+  EXPECT_NE(error_of([] {
+              scenarios::load_scenario(kDefault, {"cluster.nodes=\"2\""});
+            }).find("expected an integer, got \"2\""),
+            std::string::npos);
   EXPECT_NE(error_of([] { scenarios::load_scenario(kDefault, {"network.model=" + std::string(1'000'000, 'x')}); })
                 .find("a value of 1000000 bytes; at most 65536 are read"),
             std::string::npos);
