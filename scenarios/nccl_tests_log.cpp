@@ -48,12 +48,6 @@ std::optional<double> number(const std::string& text) {
   return value;
 }
 
-// A time in µs, or nothing when `text` is not a positive number.
-std::optional<double> time_us(const std::string& text) {
-  const std::optional<double> value = number(text);
-  return value && *value > 0 ? value : std::nullopt;
-}
-
 // Whether a #wrong column reports errors: nccl-tests prints 0 (or 0e+00) when the results
 // check out and N/A when it did not check (-c 0).
 bool reports_wrong_results(const std::string& text) {
@@ -90,12 +84,20 @@ NcclTestsLog parse_nccl_tests_log(std::istream& log, const std::string& name) {
     }
     const auto bytes = f.size() >= 3 ? count<std::int64_t>(f[0]) : std::nullopt;
     if (!bytes || !count<std::int64_t>(f[1]) || !is_type(f[2])) continue;
-    const auto out_of_place = f.size() >= 11 ? time_us(f[f.size() - 8]) : std::nullopt;
-    const auto in_place = f.size() >= 11 ? time_us(f[f.size() - 4]) : std::nullopt;
+    const auto out_of_place = f.size() >= 11 ? number(f[f.size() - 8]) : std::nullopt;
+    const auto in_place = f.size() >= 11 ? number(f[f.size() - 4]) : std::nullopt;
     if (!out_of_place || !in_place) {
       throw ScenarioError(fmt::format("{}:{}", name, line_number), "--compare",
                           fmt::format("a result row whose times do not read: \"{}\"", line),
                           fmt::format("expected {}", kColumns));
+    }
+    if (*out_of_place <= 0 || *in_place <= 0) {
+      throw ScenarioError(
+          fmt::format("{}:{}", name, line_number), "--compare",
+          fmt::format("a result row with a time of {} µs out of place and {} µs in place: \"{}\"",
+                      f[f.size() - 8], f[f.size() - 4], line),
+          "every collective takes some time: a row of 0 is not a measurement; rerun it or drop the "
+          "row");
     }
     if (reports_wrong_results(f[f.size() - 5]) || reports_wrong_results(f.back())) {
       throw ScenarioError(

@@ -91,6 +91,17 @@ nothing measured
               std::string::npos)
         << error.message();
   }
+  // A time of 0 reads, but is no measurement: said so (it was "times do not read").
+  try {
+    parse(
+        R"(        1024           256     float     sum      -1    29.75    0.03    0.06      0     0.00    0.00    0.00      0
+)");
+    FAIL() << "accepted";
+  } catch (const scenarios::ScenarioError& error) {
+    EXPECT_NE(error.message().find("a time of 29.75 µs out of place and 0.00 µs in place"),
+              std::string::npos)
+        << error.message();
+  }
   // A size too large for any integer is not a row, not a crash.
   EXPECT_THROW(parse(R"(99999999999999999999999 2 float sum -1 1 1 1 0 1 1 1 0
 )"),
