@@ -100,8 +100,10 @@ class CandidateList {
       const std::int64_t accumulation = facts_.global_batch / per_step;
       candidate.overrides.push_back(fmt::format("training.gradient_accumulation={}", accumulation));
       if (pp > 1 && accumulation < pp) {
-        candidate.rejected = fmt::format("{} micro-batches per replica cannot fill {} pipeline stages "
-                                         "(raise the global batch)", accumulation, pp);
+        candidate.rejected = fmt::format(
+            "{} micro-batch{} per replica cannot fill {} pipeline stages "
+            "(raise the global batch)",
+            accumulation, accumulation == 1 ? "" : "es", pp);
       }
     }
     candidates_.push_back(std::move(candidate));

@@ -395,14 +395,20 @@ program::Program lower_parallel(const LoweringInput& input) {
   // The data-parallel flavour, named only when there is data parallelism — over dp × cp: a
   // context-parallel group replicates (and ZeRO or FSDP shards) the parameters too.
   const std::string flavour = replicas_of_parameters > 1 ? strategy_label(input) + " " : "";
-  program.info.description = fmt::format(
-      "{}, {}on {}: micro-batch {} × {} {} × {} replicas, sequence {}, {} + {}", input.model.name, flavour, layout_text, training.micro_batch, micro_batches, pp > 1 ? "micro-batches" : "accumulation",
-      dp, training.sequence, name_of(training.precision), name_of(training.optimizer));
+  program.info.description =
+      fmt::format("{}, {}on {}: micro-batch {} × {} {} × {} replica{}, sequence {}, {} + {}",
+                  input.model.name, flavour, layout_text, training.micro_batch, micro_batches,
+                  pp == 1              ? "accumulation"
+                  : micro_batches == 1 ? "micro-batch"
+                                       : "micro-batches",
+                  dp, dp == 1 ? "" : "s", training.sequence, name_of(training.precision),
+                  name_of(training.optimizer));
   if (pp > 1) {
     const std::string schedule = parallel.schedule == PipelineSchedule::kGPipe ? "GPipe"
                                  : chunks > 1 ? fmt::format("interleaved 1F1B, {} chunks per stage", chunks)
                                               : "1F1B";
-    program.info.pipeline = fmt::format("{} stages, {} micro-batches, {}", pp, micro_batches, schedule);
+    program.info.pipeline = fmt::format("{} stages, {} micro-batch{}, {}", pp, micro_batches,
+                                        micro_batches == 1 ? "" : "es", schedule);
     program.info.pipeline_bubble = pipeline_bubble_fraction(pp, micro_batches, chunks);
     program.info.pipeline_chunks = chunks;
   }
