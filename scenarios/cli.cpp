@@ -54,6 +54,17 @@ const CLI::Validator kNotEmpty(
     },
     "");
 
+// An output directory that is a file already is refused when the command line is read, not
+// after a simulation that may take minutes.
+const CLI::Validator kNotAFile(
+    [](const std::string& value) {
+      std::error_code error;
+      return std::filesystem::exists(value, error) && !std::filesystem::is_directory(value, error)
+                 ? fmt::format("{} is a file; -o names a directory to write into", value)
+                 : std::string();
+    },
+    "");
+
 // A watchdog's timeout: from 1 ms (the job's own messages take that) to 10⁶ s (11.6 days). A larger
 // one overflowed the clock's deadline and fired at once; NaN passed CLI11's positive-number check.
 constexpr double kShortestTimeout = 1e-3, kLongestTimeout = 1e6;
@@ -714,7 +725,8 @@ void add_scenario_options(CLI::App& command, RunOptions& options, bool writes_ou
                     "output directory (default: out/<scenario name>/, and what-if-<digest>/ under "
                     "it for a run "
                     "changed by --set, --profile or --sweep)")
-        ->check(kNotEmpty);
+        ->check(kNotEmpty)
+        ->check(kNotAFile);
   }
   // One value per --set, so that `run --set k=v FILE` leaves FILE to the scenario.
   command.add_option("--set", options.overrides, "override a scenario key: key=value (repeatable)")

@@ -375,6 +375,19 @@ TEST_F(CliTest, BadInputExitsWithTwoAndWritesNothing) {
     EXPECT_TRUE(run.out.empty());
     EXPECT_FALSE(fs::exists(directory_)) << file;
   }
+  // An output directory that is a file is refused as the command line is read, before any
+  // simulation (it was refused after one).
+  std::ofstream(scratch_ / "a_file") << "kept\n";
+  for (const char* command : {"run", "sweep", "search"}) {
+    const CliRun run =
+        dtsim({command, kSource + "/scenarios/default.toml", "-o", (scratch_ / "a_file").string()});
+    EXPECT_EQ(run.code, 2) << command;
+    EXPECT_NE(run.err.find("a_file is a file; -o names a directory to write into"),
+              std::string::npos)
+        << run.err;
+    EXPECT_TRUE(run.out.empty()) << command;
+  }
+  EXPECT_EQ(slurp(scratch_ / "a_file"), "kept\n");
 }
 
 // Tracing all 131,072 ranks of the 405B scenario would take ~100 GB: refused up front with the
