@@ -1011,13 +1011,16 @@ std::string format_search(const SearchResult& result, std::size_t rows) {
         "the scenario's own layout does not hold ({}); every layout searched regardless\n\n",
         result.written_layout_fault);
   }
-  out += fmt::format("{} layouts pass the divisibility rules, each estimated in closed form ({:.2f} s in all): "
-                     "{} over the memory, {} fit{}\n",
-                     result.enumerated, result.estimate_seconds, result.rejected_by_memory, result.candidates.size(),
-                     result.rejected_by_algorithm > 0
-                         ? fmt::format(", {} need a collective algorithm [collectives] fixes where it cannot run",
-                                       result.rejected_by_algorithm)
-                         : "");
+  out += fmt::format(
+      "{} layouts pass the divisibility rules, each estimated in closed form ({:.2f} s in all): "
+      "{} over the memory, {} fit{}\n",
+      result.enumerated, result.estimate_seconds, result.rejected_by_memory,
+      std::count_if(result.candidates.begin(), result.candidates.end(),
+                    [](const SearchCandidate& c) { return c.given.empty(); }),  // not advise's
+      result.rejected_by_algorithm > 0
+          ? fmt::format(", {} need a collective algorithm [collectives] fixes where it cannot run",
+                        result.rejected_by_algorithm)
+          : "");
   out += fmt::format("{} simulated; estimate vs simulation rank correlation (Spearman): {}\n\n", result.ranking.size(),
                      result.rank_correlation ? fmt::format("{:.2f}", *result.rank_correlation) : "too few to tell");
   std::vector<std::string> header = {"#", "layout", "estimate"};
@@ -1034,6 +1037,28 @@ std::string format_search(const SearchResult& result, std::size_t rows) {
     if (result.gpu_hour_price) row.push_back(fmt::format("{:.3f}", cost_per_million_tokens(result, candidate.report->step_time_s)));
     row.push_back(why(*candidate.report, candidate.report->memory_capacity_bytes));
     table.push_back(std::move(row));
+  }
+  if (result.ranking.empty()) {  // --simulate 0 --sample 0: the estimates are all there is
+    std::vector<std::vector<std::string>> estimated;
+    for (const SearchCandidate& candidate : result.candidates) {
+      if (estimated.size() == rows) break;
+      if (!candidate.given.empty()) continue;
+      const LayoutEstimate& e = candidate.estimate;
+      estimated.push_back({std::to_string(estimated.size() + 1), layout_name(candidate),
+                           trace::human_seconds(e.step_s), trace::human_seconds(e.compute_s),
+                           trace::human_seconds(e.bubble_s), trace::human_seconds(e.exposed_comm_s),
+                           fmt::format("{:.2f} GB", e.memory_bytes / kGB)});
+    }
+    out += "ranked by the estimated step time (none simulated)\n";
+    out += format_table({"#", "layout", "estimate", "compute", "bubble", "exposed comm", "memory"},
+                        estimated);
+    const auto best = std::find_if(result.candidates.begin(), result.candidates.end(),
+                                   [](const SearchCandidate& c) { return c.given.empty(); });
+    if (best != result.candidates.end()) {
+      out += fmt::format("\nbest estimated: --set {}\n",
+                         fmt::join(best->layout.overrides(), " --set "));
+    }
+    return out;
   }
   out += fmt::format("ranked by {} (simulated)\n", result.objective == "cost" ? "cost per token" : "tokens/s");
   out += format_table(header, table);

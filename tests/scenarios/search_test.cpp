@@ -228,6 +228,23 @@ TEST(SearchTest, RingAttentionSendsArePricedInTheContextParallelGroupsCommunicat
   EXPECT_NEAR(fastest->estimate.step_s, simulated, 0.05 * simulated) << fastest->layout.label();
 }
 
+TEST(SearchTest, WithNothingSimulatedTheTableRanksTheEstimates) {
+  // --simulate 0 --sample 0 printed an empty table and no best layout.
+  scenarios::SearchOptions options;
+  options.simulate = 0;
+  options.sample = 0;
+  const scenarios::SearchResult result = scenarios::search(document(), options);
+  ASSERT_FALSE(result.candidates.empty());
+  const std::string text = scenarios::format_search(result, 3);
+  EXPECT_NE(text.find("ranked by the estimated step time (none simulated)"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find(result.candidates.front().layout.label()), std::string::npos) << text;
+  EXPECT_NE(
+      text.find("best estimated: --set " + result.candidates.front().layout.overrides().front()),
+      std::string::npos)
+      << text;
+}
+
 TEST(SearchTest, KeepsTheOverlapsAScenarioAsksForWhenItsOwnLayoutBreaksARule) {
   // tp 3 divides neither the GPUs nor the heads; the overlaps asked for beside it still apply.
   scenarios::SearchOptions options;
