@@ -269,9 +269,12 @@ const BlockCost& Estimator::block_cost(const SearchLayout& l, const Groups& grou
   std::vector<double> end(ops.ops.size(), 0);
   std::vector<bool> done(ops.ops.size(), false);
   std::vector<std::pair<double, double>> collectives;  // [start, end) of each
-  const auto beside_collective = [&](double start) {
+  // Whether a collective runs at `start`; `after_its_start`: not one issued at that instant
+  // (an accumulation's add, which the collective issued after it waits for).
+  const auto beside_collective = [&collectives](double start, bool after_its_start = false) {
     return std::any_of(collectives.begin(), collectives.end(), [&](const auto& running) {
-      return running.first <= start && start < running.second;
+      return (after_its_start ? running.first < start : running.first <= start) &&
+             start < running.second;
     });
   };
   const double slowed = 1 + base_.efficiency.overlap_slowdown;
@@ -322,11 +325,7 @@ const BlockCost& Estimator::block_cost(const SearchLayout& l, const Groups& grou
   // program: the lowering adds them for every micro-batch but the first), beside a collective
   // already running then — not the one issued after them, which waits for them.
   for (const auto& [after, seconds] : accumulations) {
-    const double added_at = end[after];  // a copy: clang 15's lambdas cannot capture bindings
-    const bool beside =
-        std::any_of(collectives.begin(), collectives.end(), [added_at](const auto& running) {
-          return running.first < added_at && added_at < running.second;
-        });
+    const bool beside = beside_collective(end[after], /*after_its_start=*/true);
     cost.accumulation_s += seconds * (beside ? slowed : 1.0);
   }
   const double forward_end = end[last_forward];

@@ -268,8 +268,8 @@ program::Program lower_parallel(const LoweringInput& input) {
       // backward), which dtsim does not model: posting its receives late with each send waited
       // alone would deadlock where Megatron-LM does not.
       const bool receives_when_reached = parallel.pipeline_p2p_blocking && chunks == 1;
-      std::vector<OpIndex>
-          exchange_after;  // the previous slot's end, or the previous step's update
+      // The previous slot's end, or the previous step's update.
+      std::vector<OpIndex> exchange_after;
       std::optional<OpIndex> previous_send;
       bool previous_forward = false;
       const auto receive = [&](const std::string& what, std::int64_t micro, bool forward,
