@@ -358,9 +358,10 @@ RunResult run_scenario(const Scenario& scenario, const std::function<bool(const 
         *scenario.step_compute_time_s));
   }
   if (scenario.layer_compute_time_s) {
-    facts.notes.push_back(fmt::format(
-        "compute time imposed by compute.layer_compute_time_s = {} s per unsharded layer (roofline times × {:.3f})",
-        *scenario.layer_compute_time_s, *options.compute_time_scale));
+    facts.notes.push_back(
+        fmt::format("compute time imposed by compute.layer_compute_time_s = {} s per unsharded "
+                    "layer (roofline times × {:.4g})",
+                    *scenario.layer_compute_time_s, *options.compute_time_scale));
   }
   result.report = trace::build_report(timeline, facts);
   return result;

@@ -532,10 +532,18 @@ std::string_view attention_kernel_name(AttentionKernel kernel) {
 }
 
 std::string describe(const DeviceSpec& d) {
-  return fmt::format("{}: bf16 {:.1f} TFLOP/s, fp32 {:.1f} TFLOP/s, {:.0f} GB at {:.0f} GB/s, "
-                     "NVLink {:.0f} GB/s per direction",
+  // NVIDIA's GPU links are NVLink; AMD's (which NCCL does not drive) Infinity Fabric; a CPU has
+  // none.
+  const bool nvidia = d.nccl_architecture != NcclArchitecture::kNone;
+  const std::string links =
+      d.nvlink_bandwidth > 0
+          ? fmt::format(", {} {:.0f} GB/s per direction", nvidia ? "NVLink" : "Infinity Fabric",
+                        d.nvlink_bandwidth / kGiga)
+      : nvidia ? ", no NVLink"
+               : "";
+  return fmt::format("{}: bf16 {:.1f} TFLOP/s, fp32 {:.1f} TFLOP/s, {:.0f} GB at {:.0f} GB/s{}",
                      d.name, d.bf16_flops / kTera, d.fp32_flops / kTera, d.memory_bytes / kGiga,
-                     d.memory_bandwidth / kGiga, d.nvlink_bandwidth / kGiga);
+                     d.memory_bandwidth / kGiga, links);
 }
 
 std::string describe(const NodeSpec& n) {

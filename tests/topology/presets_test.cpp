@@ -130,6 +130,18 @@ TEST(NodePresetTest, PcieServersHaveNoNvlinkAndShareNics) {
   EXPECT_DOUBLE_EQ(node->pcie.bandwidth, 64e9);  // PCIe Gen5 x16
 }
 
+// Each device names the GPU links it has: NVLink on NVIDIA's, Infinity Fabric on AMD's, none
+// on a PCIe card or a CPU (all were "NVLink", at 0 GB/s where there is none).
+TEST(PresetNamesTest, DescriptionsNameTheGpuLinksEachDeviceHas) {
+  const auto text = [](const char* name) {
+    return topology::describe(*topology::device_preset(name));
+  };
+  EXPECT_NE(text("h100-sxm5").find("NVLink 450 GB/s per direction"), std::string::npos);
+  EXPECT_NE(text("mi300x").find("Infinity Fabric 448 GB/s per direction"), std::string::npos);
+  EXPECT_NE(text("h100-pcie").find("no NVLink"), std::string::npos);
+  EXPECT_EQ(text("grace").find("NVLink"), std::string::npos);
+}
+
 TEST(PresetNamesTest, EveryListedNameResolves) {
   for (const auto& name : topology::device_preset_names()) EXPECT_TRUE(topology::device_preset(name)) << name;
   for (const auto& name : topology::node_preset_names()) EXPECT_TRUE(topology::node_preset(name)) << name;
