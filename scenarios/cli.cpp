@@ -54,13 +54,15 @@ const CLI::Validator kNotEmpty(
     },
     "");
 
-// An output directory that is a file already is refused when the command line is read, not
-// after a simulation that may take minutes.
+// An output directory that exists as something else (a file) is refused when the command line is
+// read, not after a simulation that may take minutes.
 const CLI::Validator kNotAFile(
     [](const std::string& value) {
       std::error_code error;
       return std::filesystem::exists(value, error) && !std::filesystem::is_directory(value, error)
-                 ? fmt::format("{} is a file; -o names a directory to write into", value)
+                 ? fmt::format(
+                       "{} exists and is not a directory; -o names a directory to write into",
+                       value)
                  : std::string();
     },
     "");

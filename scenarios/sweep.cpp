@@ -340,6 +340,18 @@ std::string sweep_json(const SweepResult& result, const SweepView& view) {
   return json.dump(2) + "\n";
 }
 
+namespace {
+
+// A swept value as a spreadsheet reads it: a TOML string without its quotes (where it has no
+// escapes), anything else as written.
+std::string csv_value(const std::string& toml_text) {
+  const bool plain_string = toml_text.size() >= 2 && toml_text.front() == '"' &&
+                            toml_text.back() == '"' && toml_text.find('\\') == std::string::npos;
+  return plain_string ? toml_text.substr(1, toml_text.size() - 2) : toml_text;
+}
+
+}  // namespace
+
 std::string sweep_csv(const SweepResult& result) {
   std::string out;
   for (const SweepAxis& axis : result.axes) out += csv_field(axis.key) + ",";
@@ -347,7 +359,7 @@ std::string sweep_csv(const SweepResult& result) {
          "comm_compute_ratio,overlap_ratio,peak_memory_bytes,oom,invalid,"
          "scenario,overrides,hardware_profile,network_model,dtsim_version\n";
   for (const SweepRow& row : result.rows) {
-    for (const std::string& value : row.values) out += csv_field(value) + ",";
+    for (const std::string& value : row.values) out += csv_field(csv_value(value)) + ",";
     const trace::Report& r = row.report;
     out += row.invalid.empty()
                ? fmt::format("{},{},{},{},{},{},{},{},{},{},,", r.step_time_s, r.tokens_per_s, r.mfu, r.compute_time_s,
