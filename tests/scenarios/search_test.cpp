@@ -19,11 +19,16 @@ scenarios::ScenarioDocument document() {
   return scenarios::ScenarioDocument::from_file(std::string(DTSIM_SOURCE_DIR) + "/tests/data/search_llama2_70b_64gpu.toml");
 }
 
-TEST(SearchTest, EveryEstimatedLayoutObeysTheRulesFitsAndReadsAsAScenario) {
+// The search's closed-form estimates alone: nothing simulated.
+scenarios::SearchResult estimates_of(const scenarios::ScenarioDocument& written) {
   scenarios::SearchOptions options;
   options.simulate = 0;
   options.sample = 0;
-  const scenarios::SearchResult result = scenarios::search(document(), options);
+  return scenarios::search(written, options);
+}
+
+TEST(SearchTest, EveryEstimatedLayoutObeysTheRulesFitsAndReadsAsAScenario) {
+  const scenarios::SearchResult result = estimates_of(document());
   ASSERT_GT(result.candidates.size(), 100u);
   EXPECT_EQ(result.enumerated, result.candidates.size() + result.rejected_by_memory + result.rejected_by_algorithm);
   for (const auto& candidate : result.candidates) {
@@ -65,10 +70,7 @@ TEST(SearchTest, TheEstimateRanksAndSizesLayoutsAsTheSimulatorDoes) {
 // their simulations (here 0.2, 0.5, 1.2 and 0.4 %; without these FSDP's was 21 % short, ZeRO-1's
 // 8 % and DDP's 6 %, the deep pipeline's 9 % long).
 TEST(SearchTest, TheEstimatePricesWhatTheLoweringRunsBesideTheBlocks) {
-  scenarios::SearchOptions options;
-  options.simulate = 0;
-  options.sample = 0;
-  const scenarios::SearchResult result = scenarios::search(document(), options);
+  const scenarios::SearchResult result = estimates_of(document());
   using Layout = scenarios::SearchLayout;
   const std::vector<std::pair<std::string, std::function<bool(const Layout&)>>> cases = {
       {"FSDP", [](const Layout& l) { return l.flavour == "fsdp"; }},
@@ -117,14 +119,11 @@ KnobCheck expect_the_knob_where_it_applies(
     const std::vector<std::string>& asking, bool scenarios::LayoutOptions::*knob,
     const std::function<bool(const scenarios::SearchLayout&)>& applies,
     const scenarios::ScenarioDocument& plain = document()) {
-  scenarios::SearchOptions options;
-  options.simulate = 0;
-  options.sample = 0;
-  for (const scenarios::SearchCandidate& candidate : scenarios::search(plain, options).candidates) {
+  for (const scenarios::SearchCandidate& candidate : estimates_of(plain).candidates) {
     EXPECT_FALSE(candidate.layout.options.*knob) << candidate.layout.label();
   }
   const scenarios::ScenarioDocument written = plain.variant(asking, "test");
-  const scenarios::SearchResult result = scenarios::search(written, options);
+  const scenarios::SearchResult result = estimates_of(written);
   EXPECT_TRUE(result.written_layout_fault.empty()) << result.written_layout_fault;
   const scenarios::SearchCandidate* fastest = nullptr;
   for (const scenarios::SearchCandidate& candidate : result.candidates) {
@@ -159,12 +158,9 @@ TEST(SearchTest, TensorParallelOverlapRunsInEverySequenceParallelLayoutWhenTheSc
       [](const scenarios::SearchLayout& l) { return l.sequence_parallel; });
   scenarios::SearchLayout plain = check.fastest;
   plain.options.tp_comm_overlap = false;
-  scenarios::SearchOptions options;
-  options.simulate = 0;
-  options.sample = 0;
   const scenarios::ScenarioDocument without =
       document().variant(asking, "test").variant(plain.overrides(), "test");
-  const scenarios::SearchResult plain_result = scenarios::search(without, options);
+  const scenarios::SearchResult plain_result = estimates_of(without);
   const auto twin =
       std::find_if(plain_result.candidates.begin(), plain_result.candidates.end(),
                    [&](const auto& c) { return c.layout.overrides() == plain.overrides(); });
@@ -208,11 +204,8 @@ TEST(SearchTest, RingAttentionSendsArePricedInTheContextParallelGroupsCommunicat
   // NCCL gives each send fewer CTAs than in a communicator of the two ranks (4 of 16 in a group of
   // 8: nccl_p2p.h). Over the 8 GPUs of one node the ring's sends outlast its attention steps, so
   // the step is as slow as they are: priced as a pair's, the estimate was 0.11 s short.
-  scenarios::SearchOptions options;
-  options.simulate = 0;
-  options.sample = 0;
   const auto llama = on_two_h100_nodes("preset = \"llama-2-7b\"", 32, "");
-  const scenarios::SearchResult result = scenarios::search(llama, options);
+  const scenarios::SearchResult result = estimates_of(llama);
   const scenarios::SearchCandidate* fastest = nullptr;
   for (const auto& candidate : result.candidates) {
     const scenarios::SearchLayout& l = candidate.layout;
@@ -230,10 +223,7 @@ TEST(SearchTest, RingAttentionSendsArePricedInTheContextParallelGroupsCommunicat
 
 TEST(SearchTest, WithNothingSimulatedTheTableRanksTheEstimates) {
   // --simulate 0 --sample 0 printed an empty table and no best layout.
-  scenarios::SearchOptions options;
-  options.simulate = 0;
-  options.sample = 0;
-  const scenarios::SearchResult result = scenarios::search(document(), options);
+  const scenarios::SearchResult result = estimates_of(document());
   ASSERT_FALSE(result.candidates.empty());
   const std::string text = scenarios::format_search(result, 3);
   EXPECT_NE(text.find("ranked by the estimated step time (none simulated)"), std::string::npos)
@@ -247,14 +237,9 @@ TEST(SearchTest, WithNothingSimulatedTheTableRanksTheEstimates) {
 
 TEST(SearchTest, KeepsTheOverlapsAScenarioAsksForWhenItsOwnLayoutBreaksARule) {
   // tp 3 divides neither the GPUs nor the heads; the overlaps asked for beside it still apply.
-  scenarios::SearchOptions options;
-  options.simulate = 0;
-  options.sample = 0;
-  const scenarios::SearchResult result = scenarios::search(
-      document().variant(
-          {"parallel.tp=3", "parallel.sequence_parallel=true", "parallel.tp_comm_overlap=true"},
-          "test"),
-      options);
+  const scenarios::SearchResult result = estimates_of(document().variant(
+      {"parallel.tp=3", "parallel.sequence_parallel=true", "parallel.tp_comm_overlap=true"},
+      "test"));
   EXPECT_NE(result.written_layout_fault.find("parallel.tp"), std::string::npos)
       << result.written_layout_fault;
   std::size_t overlapped = 0;
@@ -276,10 +261,7 @@ std::pair<double, double> data_parallel_on_16_gpus(const std::string& strategy,
       on_two_h100_nodes("preset = \"llama-2-7b\"\nlayers = 4", global_batch,
                         "[parallel]\nstrategy = \"" + strategy + "\"\n")
           .variant(overrides, "test");
-  scenarios::SearchOptions options;
-  options.simulate = 0;
-  options.sample = 0;
-  for (const scenarios::SearchCandidate& c : scenarios::search(document, options).candidates) {
+  for (const scenarios::SearchCandidate& c : estimates_of(document).candidates) {
     const scenarios::SearchLayout& l = c.layout;
     if (l.flavour != flavour || l.dp != 16 || l.micro_batch != 1 ||
         l.recompute != strategies::Checkpointing::kNone)
@@ -339,11 +321,8 @@ TEST(SearchTest, EstimatesARingAttentionStepByItsSlowestHop) {
   // node, and every step waits for them. Priced at rank 0's hop to its neighbour (NVLink), the
   // estimate was 61 % short of the simulation on 2,048 tokens.
   const scenarios::ScenarioDocument document = on_two_h100_nodes("preset = \"llama-2-7b\"", 64, "");
-  scenarios::SearchOptions options;
-  options.simulate = 0;
-  options.sample = 0;
   const std::string wanted = "ZeRO-2 dp 1 tp 2+SP cp 8, mb 8, full recompute";
-  for (const scenarios::SearchCandidate& c : scenarios::search(document, options).candidates) {
+  for (const scenarios::SearchCandidate& c : estimates_of(document).candidates) {
     if (c.layout.label() != wanted) continue;
     const double simulated =
         scenarios::run_scenario(document.variant(c.layout.overrides(), "test").read())
@@ -358,11 +337,8 @@ TEST(SearchTest, EstimatesFsdpsPeakMemoryWithTheRootUnitHeldAndWhereTheBackwardP
   // Without recompute the peak comes in the backward of the unit before the last (two layer units
   // and the root gathered, their gradients unsharded); with full recompute too, where the root's
   // 1 GB is the share the estimate used to leave out (10 % on a small layout).
-  scenarios::SearchOptions options;
-  options.simulate = 0;
-  options.sample = 0;
   int checked = 0;
-  for (const scenarios::SearchCandidate& c : scenarios::search(document(), options).candidates) {
+  for (const scenarios::SearchCandidate& c : estimates_of(document()).candidates) {
     const std::string label = c.layout.label();
     if (label != "FSDP dp 32 tp 2+SP, mb 1" && label != "FSDP dp 32 tp 2+SP, mb 1, full recompute")
       continue;
@@ -380,10 +356,7 @@ TEST(SearchTest, EstimatesFsdpsPeakMemoryWithTheRootUnitHeldAndWhereTheBackwardP
 std::pair<double, double> estimated_and_simulated_memory(const std::string& scenario,
                                                          const std::string& wanted) {
   const auto written = scenarios::ScenarioDocument::from_string(scenario, "test.toml");
-  scenarios::SearchOptions options;
-  options.simulate = 0;
-  options.sample = 0;
-  for (const scenarios::SearchCandidate& c : scenarios::search(written, options).candidates) {
+  for (const scenarios::SearchCandidate& c : estimates_of(written).candidates) {
     if (c.layout.label() != wanted) continue;
     return {c.estimate.memory_bytes,
             static_cast<double>(
@@ -426,10 +399,7 @@ TEST(SearchTest, EstimatesFsdpsPeakMemoryUnderItsOtherSettings) {
   // between the two moments the estimate takes: exact at tp 2, 0.3–1.4 % short here).
   const auto estimated_and_simulated = [](const std::string& setting) {
     const scenarios::ScenarioDocument written = document().variant({setting}, "test");
-    scenarios::SearchOptions options;
-    options.simulate = 0;
-    options.sample = 0;
-    for (const scenarios::SearchCandidate& c : scenarios::search(written, options).candidates) {
+    for (const scenarios::SearchCandidate& c : estimates_of(written).candidates) {
       if (c.layout.label() != "FSDP dp 8 tp 8+SP, mb 1, full recompute") continue;
       return std::make_pair(
           c.estimate.memory_bytes,
@@ -471,14 +441,11 @@ TEST(SearchTest, FindsALayoutAtLeastAsFastAsEveryLayoutAdviseProposes) {
 TEST(SearchTest, SearchesEvenWhenTheScenariosOwnLayoutBreaksARule) {
   // tp 3 divides neither the 64 GPUs nor the 64 heads: the layouts searched are those of the
   // valid scenario, and the result says why the written one does not hold.
-  scenarios::SearchOptions options;
-  options.simulate = 0;
-  options.sample = 0;
-  const scenarios::SearchResult valid = scenarios::search(document(), options);
+  const scenarios::SearchResult valid = estimates_of(document());
   EXPECT_TRUE(valid.written_layout_fault.empty()) << valid.written_layout_fault;
   scenarios::ScenarioDocument broken = document();
   broken.set("parallel.tp=3", "--set parallel.tp=3");
-  const scenarios::SearchResult result = scenarios::search(broken, options);
+  const scenarios::SearchResult result = estimates_of(broken);
   EXPECT_NE(result.written_layout_fault.find("parallel.tp"), std::string::npos)
       << result.written_layout_fault;
   EXPECT_EQ(result.enumerated, valid.enumerated);
@@ -487,7 +454,7 @@ TEST(SearchTest, SearchesEvenWhenTheScenariosOwnLayoutBreaksARule) {
             std::string::npos);
   // A fault beyond the layout is still the scenario's error.
   broken.set("model.layers=0", "--set model.layers=0");
-  EXPECT_THROW(scenarios::search(broken, options), scenarios::ScenarioError);
+  EXPECT_THROW(estimates_of(broken), scenarios::ScenarioError);
 }
 
 TEST(SearchTest, TheCostObjectiveNeedsTheCostOfAGpuHour) {
