@@ -95,19 +95,25 @@ class Estimator {
   LayoutEstimate estimate(const SearchLayout& layout);
 
  private:
+  // The communicator a send runs in: NCCL sizes its CTAs by its ranks and nodes
+  // (sim/net/nccl_p2p.h).
+  struct Communicator {
+    std::int32_t ranks = 2;
+    std::int32_t nodes = 0;  // 0: a pair's own, one node or two as its ranks lie
+  };
   struct Groups {
     std::vector<std::int32_t> tp, cp, ep, dp, expert_dp, pp;  // pp: rank 0's pipeline, by stage
   };
+  Communicator communicator_of(const std::vector<std::int32_t>& members) const;
   Groups groups_of(const SearchLayout& layout) const;
   const BlockCost& block_cost(const SearchLayout& layout, const Groups& groups, BlockKind kind);
   // `userbuffers`: a chunk of tensor-parallel overlap (program::CollectiveOp::userbuffers).
   double collective_s(CollectiveKind kind, double bytes, const std::vector<std::int32_t>& members,
                       const char* family, bool userbuffers = false);
-  // A send from `from` to `to` in the communicator of `members` (a group's, batched), or of the
-  // two alone (PyTorch's lone isend/irecv) when `members` is empty: NCCL sizes a send's CTAs by
-  // its communicator (sim/net/nccl_p2p.h), as the simulator's requests say (program_simulator.cpp).
-  double transfer_s(double bytes, std::int32_t from, std::int32_t to,
-                    const std::vector<std::int32_t>& members);
+  // A send from `from` to `to` in `communicator` (a group's, batched), or of the two alone
+  // (PyTorch's lone isend/irecv: Communicator{}), as the simulator's requests say
+  // (program_simulator.cpp).
+  double transfer_s(double bytes, std::int32_t from, std::int32_t to, Communicator communicator);
   struct GatherWait {
     double waited_s = 0;       // the forward waits for its buckets
     double first_chunk_s = 0;  // of which in its first chunk (the first micro-batch's passage)
@@ -168,17 +174,22 @@ double Estimator::collective_s(CollectiveKind kind, double bytes,
   return seconds;
 }
 
+Estimator::Communicator Estimator::communicator_of(const std::vector<std::int32_t>& members) const {
+  std::set<std::int32_t> nodes;
+  for (const std::int32_t member : members) nodes.insert(cluster_.node_of(member));
+  return {static_cast<std::int32_t>(members.size()), static_cast<std::int32_t>(nodes.size())};
+}
+
 double Estimator::transfer_s(double bytes, std::int32_t from, std::int32_t to,
-                             const std::vector<std::int32_t>& members) {
+                             Communicator communicator) {
   if (from == to || bytes <= 0) return 0;
   sim::CommRequest request;
   request.bytes = std::llround(bytes);
   request.endpoints = {from, to};
-  std::set<std::int32_t> nodes;
-  for (const std::int32_t member : members.empty() ? request.endpoints : members)
-    nodes.insert(cluster_.node_of(member));
-  request.communicator_ranks = members.empty() ? 2 : static_cast<std::int32_t>(members.size());
-  request.communicator_nodes = static_cast<std::int32_t>(nodes.size());
+  request.communicator_ranks = communicator.ranks;
+  request.communicator_nodes = communicator.nodes > 0                           ? communicator.nodes
+                               : cluster_.node_of(from) == cluster_.node_of(to) ? 1
+                                                                                : 2;
   return planner_.plan(request).seconds();
 }
 
@@ -278,6 +289,7 @@ const BlockCost& Estimator::block_cost(const SearchLayout& l, const Groups& grou
     });
   };
   const double slowed = 1 + base_.efficiency.overlap_slowdown;
+  std::map<std::int64_t, double> ring_step_s;  // by the bytes each rank passes
   for (std::size_t scheduled = 0; scheduled < ops.ops.size(); ++scheduled) {
     std::optional<std::tuple<double, bool, std::size_t>> first;  // start, compute, op
     for (const auto& [stream, queue] : queues) {
@@ -310,11 +322,19 @@ const BlockCost& Estimator::block_cost(const SearchLayout& l, const Groups& grou
       if (duration > 0) collectives.emplace_back(start, start + duration);
     } else if (const auto* transfer = std::get_if<program::SendRecvOp>(&op.body)) {
       // A ring-attention step: every context-parallel rank passes a block to the next, and the
-      // step is over when the slowest hop has delivered (one that leaves the node, if any).
-      for (std::size_t c = 0; c < groups.cp.size(); ++c) {
-        duration = std::max(duration, transfer_s(static_cast<double>(transfer->bytes), groups.cp[c],
-                                                 groups.cp[(c + 1) % groups.cp.size()], groups.cp));
+      // step is over when the slowest hop has delivered (one that leaves the node, if any). Every
+      // step of a direction passes the same bytes: priced once per block (the ring may have 1,024
+      // hops and 2,000 steps).
+      auto [step, first] = ring_step_s.try_emplace(transfer->bytes, 0.0);
+      if (first) {
+        const Communicator ring = communicator_of(groups.cp);
+        for (std::size_t c = 0; c < groups.cp.size(); ++c) {
+          step->second =
+              std::max(step->second, transfer_s(static_cast<double>(transfer->bytes), groups.cp[c],
+                                                groups.cp[(c + 1) % groups.cp.size()], ring));
+        }
       }
+      duration = step->second;
     }
     end[i] = start + duration;
     done[i] = true;
@@ -533,8 +553,9 @@ LayoutEstimate Estimator::estimate(const SearchLayout& l) {
   // With scatter/gather each tensor-parallel rank sends 1/t of it, and the receiver all-gathers.
   // Blocking sends are batched in the pipeline group's communicator, the others run in the pair's
   // (strategies/parallel_training.cpp, activation_transfer).
-  const std::vector<std::int32_t> no_group;
-  const auto& communicator = base_.lowering.parallel.pipeline_p2p_blocking ? groups.pp : no_group;
+  const Communicator communicator = base_.lowering.parallel.pipeline_p2p_blocking && l.pp > 1
+                                        ? communicator_of(groups.pp)
+                                        : Communicator{};
   const std::int32_t next_stage = l.pp > 1 ? groups.pp[1] : 0;
   const double arrival_s =
       l.options.pipeline_scatter_gather
