@@ -325,8 +325,8 @@ const BlockCost& Estimator::block_cost(const SearchLayout& l, const Groups& grou
       // step is over when the slowest hop has delivered (one that leaves the node, if any). Every
       // step of a direction passes the same bytes: priced once per block (the ring may have 1,024
       // hops and 2,000 steps).
-      auto [step, first] = ring_step_s.try_emplace(transfer->bytes, 0.0);
-      if (first) {
+      auto [step, priced_now] = ring_step_s.try_emplace(transfer->bytes, 0.0);
+      if (priced_now) {
         const Communicator ring = communicator_of(groups.cp);
         for (std::size_t c = 0; c < groups.cp.size(); ++c) {
           step->second =
