@@ -35,9 +35,11 @@ class MaxMinSolver {
 
   ConstraintId add_constraint(double capacity);
   std::size_t constraint_count() const { return capacity_.size(); }
+  double capacity(ConstraintId constraint) const { return capacity_[constraint]; }
 
-  // A variable crossing `constraints` (each at most once), its rate at most `bound`. Ids of
-  // removed variables are reused.
+  // A variable crossing `constraints`, its rate at most `bound`. Ids of removed variables are
+  // reused. A constraint listed n times carries the variable n times (n·rate of its capacity,
+  // n·weight of its users): n identical flows folded into one variable, each at its rate.
   VariableId add_variable(double weight, const std::vector<ConstraintId>& constraints,
                           double bound = std::numeric_limits<double>::infinity());
   void remove_variable(VariableId variable);

@@ -15,6 +15,18 @@ TEST(MaxMinTest, EqualFlowsShareALinkEqually) {
   for (auto v : {a, b, c}) EXPECT_DOUBLE_EQ(solver.rate(v), 30);
 }
 
+// Two identical flows folded into one variable that lists the link twice get what each would
+// alone: a third of the link, as the third flow does.
+TEST(MaxMinTest, AConstraintListedTwiceCarriesTheVariableTwice) {
+  sim::MaxMinSolver solver;
+  const auto link = solver.add_constraint(90);
+  const auto pair = solver.add_variable(1, {link, link});
+  const auto single = solver.add_variable(1, {link});
+  solver.solve();
+  EXPECT_DOUBLE_EQ(solver.rate(pair), 30);
+  EXPECT_DOUBLE_EQ(solver.rate(single), 30);
+}
+
 TEST(MaxMinTest, ABottleneckedFlowLeavesItsShareToTheOthers) {
   // Link 1 (cap 10) carries A and B; link 2 (cap 100) carries B and C.
   // A and B get 5 each on link 1; C takes what link 2 has left: 95.
