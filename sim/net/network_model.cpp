@@ -9,6 +9,16 @@
 
 namespace sim {
 
+void NetworkModel::start_with_copies(
+    const CommRequest& request, const std::vector<CommRequest>& copies,
+    std::function<void(const CommResult&)> done,
+    const std::function<void(std::size_t, const CommResult&)>& copy_done) {
+  start(request, std::move(done));
+  for (std::size_t i = 0; i < copies.size(); ++i) {
+    start(copies[i], [copy_done, i](const CommResult& result) { copy_done(i, result); });
+  }
+}
+
 std::vector<std::string> network_model_names() { return {"analytic", "flow", "packet"}; }
 
 std::unique_ptr<NetworkModel> make_network_model(const NetworkOptions& options, Engine& engine,

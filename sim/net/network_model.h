@@ -102,6 +102,14 @@ class NetworkModel {
   virtual std::string_view name() const = 0;
   // Starts the communication at the engine's current time; calls `done` when it finishes.
   virtual void start(const CommRequest& request, std::function<void(const CommResult&)> done) = 0;
+  // Starts `request` and, beside it, `copies` of it: the same communication between other
+  // endpoints (another data-parallel replica's copy of one replica's transfer). `copy_done(i, ·)`
+  // reports copy i. By default every copy runs on its own, as if started by start(); a model may
+  // run copies the network provably treats alike as one (the flow model's folded classes).
+  virtual void start_with_copies(
+      const CommRequest& request, const std::vector<CommRequest>& copies,
+      std::function<void(const CommResult&)> done,
+      const std::function<void(std::size_t, const CommResult&)>& copy_done);
 };
 
 // Names accepted by make_network_model.

@@ -621,8 +621,8 @@ class Simulator {
       }
     }
     try {
-      network_->start(request, [this, family, collective, mirrored, check, members = std::move(members),
-                                ops = std::move(ops)](const CommResult& result) {
+      auto done = [this, family, collective, mirrored, check, members = std::move(members),
+                   ops = std::move(ops)](const CommResult& result) {
         if (check) check->finished(CommOutcome::of(result), check->leader);
         const trace::StringId algorithm =
             result_.timeline.strings.intern(program::algorithm_name(result.algorithm));
@@ -636,7 +636,8 @@ class Simulator {
           if (!simulated(members[m])) {  // a follower in a collective over the replicas
             const std::int64_t delta =
                 span.bytes - static_cast<std::int64_t>(result.bytes_sent[symmetry_->leader[m]]);
-            if (delta != 0) mirror_bytes_delta_[members[m]][static_cast<std::size_t>(span.category)] += delta;
+            if (delta != 0)
+              mirror_bytes_delta_[members[m]][static_cast<std::size_t>(span.category)] += delta;
             keep(span);
             continue;
           }
@@ -659,12 +660,15 @@ class Simulator {
         for (std::int32_t member : members) {
           if (simulated(member)) try_start(member);
         }
-      });
-      for (std::size_t m = 0; m < mirrors.size(); ++m) {
-        const std::int32_t replica = symmetry_->followers[check->leader][m];
-        network_->start(mirrors[m], [check, replica](const CommResult& result) {
-          check->finished(CommOutcome::of(result), replica);
-        });
+      };
+      if (mirrors.empty()) {
+        network_->start(request, std::move(done));
+      } else {
+        network_->start_with_copies(request, mirrors, std::move(done),
+                                    [this, check](std::size_t m, const CommResult& result) {
+                                      check->finished(CommOutcome::of(result),
+                                                      symmetry_->followers[check->leader][m]);
+                                    });
       }
     } catch (const std::exception& error) {  // an unschedulable collective, a missing route
       throw SimulationError(fmt::format("rank {} op '{}': {}", first_member, op_of(first_member, first_op).name,
