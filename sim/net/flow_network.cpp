@@ -16,19 +16,78 @@ FlowNetwork::FlowNetwork(Engine& engine, const topology::Cluster& cluster, Netwo
   link_users_.resize(cluster.link_count());
   link_solo_.assign(cluster.link_count(), 0);
   link_visit_.assign(cluster.link_count(), 0);
+  link_load_.assign(cluster.link_count(), 0);
+  link_fastest_.assign(cluster.link_count(), 0);
 }
 
 void FlowNetwork::start(const CommRequest& request, std::function<void(const CommResult&)> done) {
   begin_phase(comms_.acquire(Comm(planner_.plan(request), engine_.now(), std::move(done))));
 }
 
+void FlowNetwork::start_with_copies(
+    const CommRequest& request, const std::vector<CommRequest>& copies,
+    std::function<void(const CommResult&)> done,
+    const std::function<void(std::size_t, const CommResult&)>& copy_done) {
+  Comm comm(planner_.plan(request), engine_.now(), std::move(done));
+  comm.copy_done = std::make_shared<const CopyDone>(copy_done);
+  comm.copies.reserve(copies.size());
+  for (std::size_t i = 0; i < copies.size(); ++i)
+    comm.copies.push_back({&planner_.plan(copies[i]), i});
+  fold_counts_.started += copies.size();
+  begin_phase(comms_.acquire(std::move(comm)));
+}
+
+bool FlowNetwork::congruent(const CommPlan& leader, const CommPlan& copy) {
+  if (copy.schedule.algorithm != leader.schedule.algorithm || copy.protocol != leader.protocol ||
+      copy.transfer_rate_cap != leader.transfer_rate_cap ||
+      copy.paths.size() != leader.paths.size()) {
+    return false;
+  }
+  for (std::size_t p = 0; p < leader.paths.size(); ++p) {
+    if (copy.schedule.phases[p].steps != leader.schedule.phases[p].steps ||
+        copy.wire_bytes_per_transfer(p) != leader.wire_bytes_per_transfer(p) ||
+        copy.costs[p].step_latency_s != leader.costs[p].step_latency_s ||
+        copy.paths[p].size() != leader.paths[p].size()) {
+      return false;
+    }
+    for (std::size_t t = 0; t < leader.paths[p].size(); ++t) {
+      if (copy.paths[p][t]->empty() != leader.paths[p][t]->empty()) return false;
+    }
+  }
+  return true;
+}
+
 void FlowNetwork::begin_phase(std::uint32_t id) {
+  if (!comms_[id].copies.empty()) {
+    // Copies whose phases or this phase's latency differ cannot start their flows with the class.
+    // (By value: split_class's new comms may move comms_[id].)
+    const CommPlan& leader = *comms_[id].plan;
+    const std::size_t phase = comms_[id].phase;
+    const auto unlike = [&leader, phase](const CommPlan& plan) {
+      return plan.paths.size() != leader.paths.size() ||
+             (phase < plan.paths.size() &&
+              plan.costs[phase].step_latency_s != leader.costs[phase].step_latency_s);
+    };
+    const std::vector<std::uint32_t> apart = split_class(id, unlike);
+    fold_counts_.unlike += apart.size();
+    for (std::uint32_t copy : apart) begin_phase(copy);
+  }
   Comm& comm = comms_[id];
   if (comm.phase == comm.plan->schedule.phases.size()) {
+    std::vector<ClassCopy> copies = std::move(comm.copies);
+    std::shared_ptr<const CopyDone> copy_done = std::move(comm.copy_done);
     auto [done, result] = comm.finish(engine_.now());
     comms_.release(id);
     // Through the engine, so that a collective never completes inside the start() that began it.
-    engine_.schedule_after(Time::zero(), [done = std::move(done), result = std::move(result)] { done(result); });
+    engine_.schedule_after(
+        Time::zero(), [done = std::move(done), result = std::move(result),
+                       copies = std::move(copies), copy_done = std::move(copy_done)]() mutable {
+          done(result);
+          for (const ClassCopy& copy : copies) {
+            result.bytes_sent = copy.plan->bytes_sent;
+            (*copy_done)(copy.index, result);
+          }
+        });
     return;
   }
   const collectives::Phase& phase = comm.plan->schedule.phases[comm.phase];
@@ -38,6 +97,24 @@ void FlowNetwork::begin_phase(std::uint32_t id) {
 }
 
 void FlowNetwork::add_flows(std::uint32_t id) {
+  if (comms_[id].copies.empty()) {
+    add_phase_flows(id);
+    return;
+  }
+  // Alone on its links a class is cheaper apart: each copy replays one solo trajectory. Sharing
+  // links with other traffic it runs folded, but for copies whose plans are unlike its leader's.
+  const bool idle = live_flows_ == 0 && solos_.empty();
+  if (!idle) mark_solo_links();
+  const bool alone = idle || class_links_free(comms_[id]);
+  const CommPlan& leader = *comms_[id].plan;
+  const std::vector<std::uint32_t> apart =
+      split_class(id, [&](const CommPlan& copy) { return alone || !congruent(leader, copy); });
+  (alone ? fold_counts_.run_apart : fold_counts_.unlike) += apart.size();
+  add_phase_flows(id);
+  for (std::uint32_t copy : apart) add_phase_flows(copy);
+}
+
+void FlowNetwork::add_phase_flows(std::uint32_t id) {
   Comm& comm = comms_[id];
   const collectives::Phase& phase = comm.plan->schedule.phases[comm.phase];
   const double bytes = phase.steps * comm.plan->wire_bytes_per_transfer(comm.phase);
@@ -48,8 +125,8 @@ void FlowNetwork::add_flows(std::uint32_t id) {
   // other over thousands of GPUs, then cost O(1) each).
   const bool idle = live_flows_ == 0 && solos_.empty();
   if (!idle) mark_solo_links();
-  bool isolated = true;
-  for (std::size_t p = 0; !idle && p < paths.size(); ++p) {
+  bool isolated = comm.copies.empty();
+  for (std::size_t p = 0; !idle && isolated && p < paths.size(); ++p) {
     for (topology::LinkId link : *paths[p]) isolated = isolated && link_users_[link].empty() && link_solo_[link] == 0;
   }
   if (isolated) {
@@ -72,13 +149,18 @@ void FlowNetwork::add_flows(std::uint32_t id) {
     return;
   }
   // Solo phases on these links now share them: they become flows.
-  for (const topology::Path* path : paths) {
-    for (topology::LinkId link : *path) {
-      if (link_solo_[link] != 0) materialize_solo(link_solo_[link] - 1);
+  const auto materialize_solos_on = [&](const CommPlan& plan) {
+    for (const topology::Path* path : plan.paths[comm.phase]) {
+      for (topology::LinkId link : *path) {
+        if (link_solo_[link] != 0) materialize_solo(link_solo_[link] - 1);
+      }
     }
-  }
-  for (const topology::Path* path : paths) {
-    if (bytes > 0 && !path->empty()) open_flow(id, bytes, *path);
+  };
+  materialize_solos_on(*comm.plan);
+  for (const ClassCopy& copy : comm.copies) materialize_solos_on(*copy.plan);
+  comm.class_flows.clear();
+  for (std::uint32_t t = 0; t < paths.size(); ++t) {
+    if (bytes > 0 && !paths[t]->empty()) open_flow(id, bytes, t);
   }
   resolve_after_this_instant();
   if (comm.open_flows == 0) finish_phase(id);
@@ -231,7 +313,8 @@ void FlowNetwork::materialize_solo(std::uint32_t id) {
     round_start = solo.trajectory->round_end_s[r];
   }
   for (std::size_t t = 0; t < routes.size(); ++t) {
-    if (!routes[t]->empty() && remaining[t] > 0) open_flow(id, remaining[t], *routes[t]);
+    if (!routes[t]->empty() && remaining[t] > 0)
+      open_flow(id, remaining[t], static_cast<std::uint32_t>(t));
   }
   if (comm.open_flows == 0) {  // it was finishing right now
     engine_.schedule_after(Time::zero(), [this, id] { finish_phase(id); });
@@ -243,23 +326,31 @@ void FlowNetwork::finish_phase(std::uint32_t id) {
   begin_phase(id);
 }
 
-void FlowNetwork::open_flow(std::uint32_t comm, double bytes, const topology::Path& path) {
+void FlowNetwork::open_flow(std::uint32_t comm, double bytes, std::uint32_t transfer) {
+  Comm& owner = comms_[comm];
+  route_ = *owner.plan->paths[owner.phase][transfer];
+  for (const ClassCopy& copy : owner.copies) {
+    const topology::Path& path = *copy.plan->paths[owner.phase][transfer];
+    route_.insert(route_.end(), path.begin(), path.end());
+  }
   const MaxMinSolver::VariableId variable =
-      solver_.add_variable(1.0, path, comms_[comm].plan->transfer_rate_cap);
+      solver_.add_variable(1.0, route_, owner.plan->transfer_rate_cap);
+  if (!owner.copies.empty()) owner.class_flows.push_back(variable);
   if (variable >= flows_.size()) {
     flows_.resize(variable + 1);
     flow_visit_.resize(variable + 1, 0);
   }
   Flow& flow = flows_[variable];
   flow.comm = comm;
+  flow.transfer = transfer;
   flow.remaining_bytes = bytes;
   flow.rate = 0;
   flow.updated = engine_.now();
   flow.live = true;
   ++flow.version;
   ++live_flows_;
-  ++comms_[comm].open_flows;
-  for (topology::LinkId link : path) {
+  ++owner.open_flows;
+  for (topology::LinkId link : route_) {
     link_users_[link].push_back(variable);
     touched_.push_back(link);
   }
@@ -314,6 +405,12 @@ void FlowNetwork::resolve_touched() {
     flow.updated = now;
   }
   solver_.solve(component_);
+  if (const std::vector<std::uint32_t> unequal = unequal_classes(); !unequal.empty()) {
+    touched_ = std::move(frontier);  // the component again, with the copies' own flows
+    for (std::uint32_t id : unequal) unfold(id);
+    resolve_touched();
+    return;
+  }
   for (MaxMinSolver::VariableId variable : component_) {
     Flow& flow = flows_[variable];
     flow.rate = solver_.rate(variable);
@@ -322,6 +419,111 @@ void FlowNetwork::resolve_touched() {
     completions_.push({now + Time::from_seconds(seconds), variable, flow.version});
   }
   arm();
+}
+
+std::vector<std::uint32_t> FlowNetwork::unequal_classes() {
+  std::vector<std::uint32_t> unequal;
+  if (std::none_of(component_.begin(), component_.end(), [&](MaxMinSolver::VariableId v) {
+        return !comms_[flows_[v].comm].copies.empty();
+      })) {
+    return unequal;
+  }
+  for (MaxMinSolver::VariableId variable : component_) {
+    for (topology::LinkId link : solver_.constraints_of(variable))
+      link_load_[link] = link_fastest_[link] = 0;
+  }
+  for (MaxMinSolver::VariableId variable : component_) {
+    const double rate = solver_.rate(variable);
+    for (topology::LinkId link : solver_.constraints_of(variable)) {
+      link_load_[link] += rate;
+      link_fastest_[link] = std::max(link_fastest_[link], rate);
+    }
+  }
+  // Relative slack for the rounding of progressive filling's sums.
+  constexpr double kSlack = 1e-9;
+  const auto bottleneck = [&](topology::LinkId link, double rate) {
+    return link_load_[link] >= solver_.capacity(link) * (1 - kSlack) &&
+           rate >= link_fastest_[link] * (1 - kSlack);
+  };
+  for (MaxMinSolver::VariableId variable : component_) {
+    const Flow& flow = flows_[variable];
+    const Comm& comm = comms_[flow.comm];
+    const double rate = solver_.rate(variable);
+    if (comm.copies.empty() || rate >= comm.plan->transfer_rate_cap * (1 - kSlack)) continue;
+    // The variable's links are the leader's route, then each copy's, in order.
+    auto segment = solver_.constraints_of(variable).begin();
+    const auto has_bottleneck = [&](const CommPlan& plan) {
+      const auto end =
+          segment + static_cast<std::ptrdiff_t>(plan.paths[comm.phase][flow.transfer]->size());
+      const bool found =
+          std::any_of(segment, end, [&](topology::LinkId link) { return bottleneck(link, rate); });
+      segment = end;
+      return found;
+    };
+    bool alike = has_bottleneck(*comm.plan);
+    for (std::size_t c = 0; alike && c < comm.copies.size(); ++c)
+      alike = has_bottleneck(*comm.copies[c].plan);
+    if (!alike) unequal.push_back(flow.comm);
+  }
+  std::sort(unequal.begin(), unequal.end());
+  unequal.erase(std::unique(unequal.begin(), unequal.end()), unequal.end());
+  return unequal;
+}
+
+bool FlowNetwork::class_links_free(const Comm& comm) const {
+  const auto free = [&](const CommPlan& plan) {
+    return std::all_of(plan.paths[comm.phase].begin(), plan.paths[comm.phase].end(),
+                       [&](const topology::Path* path) {
+                         return std::all_of(path->begin(), path->end(), [&](topology::LinkId link) {
+                           return link_users_[link].empty() && link_solo_[link] == 0;
+                         });
+                       });
+  };
+  return free(*comm.plan) && std::all_of(comm.copies.begin(), comm.copies.end(),
+                                         [&](const ClassCopy& copy) { return free(*copy.plan); });
+}
+
+std::vector<std::uint32_t> FlowNetwork::split_class(
+    std::uint32_t id, const std::function<bool(const CommPlan&)>& apart) {
+  std::vector<ClassCopy> copies = std::move(comms_[id].copies);
+  comms_[id].copies.clear();
+  std::vector<std::uint32_t> ids;
+  for (const ClassCopy& copy : copies) {
+    if (!apart(*copy.plan)) {
+      comms_[id].copies.push_back(copy);
+      continue;
+    }
+    Comm own(*copy.plan, comms_[id].result.start,
+             [copy_done = comms_[id].copy_done, index = copy.index](const CommResult& result) {
+               (*copy_done)(index, result);
+             });
+    own.phase = comms_[id].phase;
+    own.result.latency_seconds = comms_[id].result.latency_seconds;
+    ids.push_back(comms_.acquire(std::move(own)));
+  }
+  if (comms_[id].copies.empty()) comms_[id].copy_done.reset();
+  return ids;
+}
+
+void FlowNetwork::unfold(std::uint32_t id) {
+  const Time now = engine_.now();
+  std::vector<std::pair<std::uint32_t, double>>
+      left;  // (transfer, bytes) of the class's open flows
+  for (MaxMinSolver::VariableId variable : comms_[id].class_flows) {
+    const Flow& flow = flows_[variable];
+    if (!flow.live || flow.comm != id) continue;
+    left.emplace_back(flow.transfer,
+                      flow.remaining_bytes - flow.rate * (now - flow.updated).seconds());
+    close_flow(variable);
+    --comms_[id].open_flows;
+  }
+  comms_[id].class_flows.clear();
+  fold_counts_.unfolded += comms_[id].copies.size();
+  const std::vector<std::uint32_t> copies = split_class(id, [](const CommPlan&) { return true; });
+  for (const auto& [transfer, bytes] : left) open_flow(id, bytes, transfer);
+  for (const std::uint32_t comm : copies) {
+    for (const auto& [transfer, bytes] : left) open_flow(comm, bytes, transfer);
+  }
 }
 
 // Keeps one engine event at the earliest valid completion.

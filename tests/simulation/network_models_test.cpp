@@ -4,9 +4,11 @@
 // a link), the analytic model's blindness is checked too.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <functional>
 #include <numeric>
 
+#include "sim/net/flow_network.h"
 #include "sim/net/network_model.h"
 #include "tests/support/clusters.h"
 #include "topology/presets.h"
@@ -464,6 +466,95 @@ TEST(PacketNetworkTest, MoreChunkMovesThanTheLimitThrowInsteadOfRunningForHours)
   } catch (const sim::NetworkWorkLimit& error) {
     EXPECT_NE(std::string(error.what()).find("raise network.chunk_kib (now 512)"), std::string::npos) << error.what();
   }
+}
+
+}  // namespace
+
+namespace {
+
+// Copies started together (FlowNetwork::start_with_copies) run folded into one flow per
+// transfer where the network treats them alike, and apart where it does not; either way each
+// finishes when it would have if started on its own. Sends across a 4-node leaf: the class's
+// leader from node 0 to node 1, its copy from node 2 to node 3; `busy` lists earlier sends that
+// are still running when the class starts.
+struct FoldRun {
+  std::vector<sim::CommResult> results;  // the busy sends', then the leader's and the copy's
+  sim::FlowNetwork::FoldCounts counts;
+};
+
+FoldRun run_class(const std::vector<std::array<std::int32_t, 2>>& busy, bool folded) {
+  const topology::Cluster cluster(test_support::hgx_cluster(4));
+  sim::NetworkOptions options = test_support::textbook_network_options();
+  options.model = "flow";
+  sim::Engine engine;
+  sim::FlowNetwork network(engine, cluster, options);
+  const auto send = [](std::int32_t from, std::int32_t to, std::int64_t bytes) {
+    sim::CommRequest request;
+    request.bytes = bytes;
+    request.endpoints = {from, to};
+    return request;
+  };
+  FoldRun run;
+  run.results.resize(busy.size() + 2);
+  for (std::size_t i = 0; i < busy.size(); ++i) {
+    network.start(send(busy[i][0], busy[i][1], std::int64_t{4} << 30),
+                  [&run, i](const sim::CommResult& result) { run.results[i] = result; });
+  }
+  engine.schedule_after(sim::Time::from_seconds(1e-3), [&] {
+    const sim::CommRequest leader = send(1, 9, 1 << 30);
+    const sim::CommRequest copy = send(17, 25, 1 << 30);
+    const auto leader_done = [&run](const sim::CommResult& result) {
+      run.results[run.results.size() - 2] = result;
+    };
+    const auto copy_done = [&run](std::size_t, const sim::CommResult& result) {
+      run.results.back() = result;
+    };
+    if (folded) {
+      network.start_with_copies(leader, {copy}, leader_done, copy_done);
+    } else {
+      network.start(leader, leader_done);
+      network.start(copy, [copy_done](const sim::CommResult& result) { copy_done(0, result); });
+    }
+  });
+  engine.run();
+  run.counts = network.fold_counts();
+  return run;
+}
+
+void expect_same_times(const FoldRun& folded, const FoldRun& apart) {
+  ASSERT_EQ(folded.results.size(), apart.results.size());
+  for (std::size_t i = 0; i < apart.results.size(); ++i) {
+    EXPECT_EQ(folded.results[i].start.ps(), apart.results[i].start.ps()) << "communication " << i;
+    EXPECT_NEAR(folded.results[i].end.ps(), apart.results[i].end.ps(), 1) << "communication " << i;
+    EXPECT_EQ(folded.results[i].bytes_sent, apart.results[i].bytes_sent) << "communication " << i;
+  }
+}
+
+TEST(FlowNetworkTest, CopiesSharingTheirLinksAlikeRunFoldedAndFinishAsApart) {
+  // Each of the two sends shares its route with a busy send: both run at half their NIC's rate.
+  const std::vector<std::array<std::int32_t, 2>> busy = {{1, 9}, {17, 25}};
+  const FoldRun folded = run_class(busy, true);
+  expect_same_times(folded, run_class(busy, false));
+  EXPECT_EQ(folded.counts.started, 1u);
+  EXPECT_EQ(folded.counts.run_apart, 0u);
+  EXPECT_EQ(folded.counts.unfolded, 0u);
+  EXPECT_EQ(folded.results[2].end, folded.results[3].end);
+}
+
+TEST(FlowNetworkTest, ACopyTheNetworkTreatsDifferentlyIsUnfoldedAndFinishesAsApart) {
+  // Only the leader's route is busy: its copy, alone on its links, runs twice as fast.
+  const std::vector<std::array<std::int32_t, 2>> busy = {{1, 9}};
+  const FoldRun folded = run_class(busy, true);
+  expect_same_times(folded, run_class(busy, false));
+  EXPECT_EQ(folded.counts.unfolded, 1u);
+  EXPECT_LT(folded.results[2].end, folded.results[1].end);  // the copy before the leader
+}
+
+TEST(FlowNetworkTest, CopiesOnFreeLinksRunApartEachAlone) {
+  const FoldRun folded = run_class({}, true);
+  expect_same_times(folded, run_class({}, false));
+  EXPECT_EQ(folded.counts.run_apart, 1u);
+  EXPECT_EQ(folded.results[0].end, folded.results[1].end);
 }
 
 }  // namespace
